@@ -1,0 +1,2 @@
+pub mod render;
+pub mod time;
