@@ -111,15 +111,22 @@ pub fn parse_block(block: &str) -> Option<Vec<NoteElement>> {
             return None;
         }
         let end = rest.find("\n</operator-note>")? + "\n</operator-note>".len();
-        let element = &rest[..end];
-        let head = &element[..element.find('>')?];
-        let id = attr_value(head, "id")?;
-        let auth = attr_value(head, "auth").unwrap_or_default();
-        out.push(NoteElement { id, auth, element: element.to_string() });
+        out.push(parse_element(&rest[..end])?);
         rest = &rest[end..];
         rest = rest.strip_prefix('\n')?;
     }
     if out.is_empty() { None } else { Some(out) }
+}
+
+/// Parse one `<operator-note ...>\n...\n</operator-note>` element.
+pub fn parse_element(element: &str) -> Option<NoteElement> {
+    if !element.starts_with("<operator-note ") || !element.ends_with("\n</operator-note>") {
+        return None;
+    }
+    let head = &element[..element.find('>')?];
+    let id = attr_value(head, "id")?;
+    let auth = attr_value(head, "auth").unwrap_or_default();
+    Some(NoteElement { id, auth, element: element.to_string() })
 }
 
 fn attr_value(head: &str, name: &str) -> Option<String> {

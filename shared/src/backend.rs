@@ -1,0 +1,52 @@
+//! The one seam between the engine and where notes live: the Preloop server
+//! ([`crate::server::ServerBackend`]) or the local inbox
+//! ([`crate::local::LocalInbox`]). Both take the server's wire requests and
+//! answer with the same harness-neutral types.
+
+use crate::error::Result;
+use crate::render::NoteElement;
+use crate::wire::*;
+
+/// Notes claimed in one call, oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claimed {
+    pub notes: Vec<NoteElement>,
+    /// True when the backend left them `claimed`: they must be acked after
+    /// the carrying output is flushed (or acked `spool_dropped`).
+    pub deferred: bool,
+}
+
+/// A backend's permission answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionAnswer {
+    /// `None`: no opinion (local mode); leave the harness's own flow alone.
+    pub decision: Option<Decision>,
+    pub reason: String,
+    pub timed_out: bool,
+    pub note: Option<Claimed>,
+}
+
+pub trait Backend {
+    /// `"server"` or `"local"`, for the log.
+    fn mode(&self) -> &'static str;
+
+    /// Register (idempotently) or reopen the harness session.
+    fn session_start(&self, req: &SessionStartRequest) -> Result<SessionStartResponse>;
+
+    /// Ask for a decision. `can_carry` says whether the calling hook can put
+    /// a note into model-visible output; the local inbox claims nothing when
+    /// it cannot (the server decides by source and phase on its own).
+    fn permission_check(&self, req: &PermissionCheckRequest, can_carry: bool) -> Result<PermissionAnswer>;
+
+    /// Claim up to 5 pending notes for the session.
+    fn pull(&self, req: &PendingRequest) -> Result<Option<Claimed>>;
+
+    /// Ack deferred claims: delivered, or undeliverable (`spool_dropped`).
+    fn ack(&self, req: &AckRequest) -> Result<()>;
+
+    /// Report a lifecycle point (turn end). Fire and forget.
+    fn session_event(&self, req: &SessionEventRequest) -> Result<()>;
+
+    /// End the session: its pending and claimed notes become undeliverable.
+    fn session_end(&self, req: &SessionEndRequest) -> Result<SessionEndResponse>;
+}

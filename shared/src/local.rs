@@ -1,0 +1,610 @@
+//! The embedded default: a file-backed inbox under `$PRELOOP_HOME/inbox` with
+//! the server's note semantics (contract §4.3, §4.4, §4.6, §8), so one machine
+//! works with no infrastructure.
+//!
+//! Layout (0700 directories, 0600 files, every write an atomic rename):
+//!
+//! ```text
+//! inbox/lock                                   one lock for every state change
+//! inbox/notes/<note id>.json                   the note record (its receipt)
+//! inbox/queue/session/<session>/<t>-<id>       pending, addressed to a session
+//! inbox/queue/harness/<harness>/<t>-<id>       pending, for a harness's current or next session
+//! inbox/claimed/<session>/<id>                 claimed with deferral, awaiting ack
+//! sessions/<session>.json                      the session registry (public session files)
+//! ```
+//!
+//! `<t>` is the creation time in microseconds, zero-padded, so a directory
+//! listing sorted by name is oldest first. A claim reads only the two queue
+//! directories that can hold notes for the claiming session, so its cost
+//! does not grow with the number of notes stored for other sessions. With both
+//! empty it returns without taking the lock. Every transition happens under
+//! `inbox/lock`, so two hooks never claim the same note.
+
+use crate::backend::{Backend, Claimed, PermissionAnswer};
+use crate::error::{Error, Result};
+use crate::fsutil::{self, LockGuard};
+use crate::operator::{Author, Receipt, SendRequest, SessionSummary, Target};
+use crate::render::{self, NoteElement};
+use crate::session::{self, SessionFile};
+use crate::time::Timestamp;
+use crate::wire::*;
+use crate::Harness;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The most notes one claim returns (the server's limit).
+pub const CLAIM_LIMIT: usize = 5;
+/// The longest note body, in characters (the server's limit).
+pub const MAX_NOTE_CHARS: usize = 4096;
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoteState {
+    Pending,
+    Claimed,
+    Delivered,
+    Expired,
+    Cancelled,
+    Undeliverable,
+}
+
+impl NoteState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoteState::Pending => "pending",
+            NoteState::Claimed => "claimed",
+            NoteState::Delivered => "delivered",
+            NoteState::Expired => "expired",
+            NoteState::Cancelled => "cancelled",
+            NoteState::Undeliverable => "undeliverable",
+        }
+    }
+}
+
+/// Whom a local note is for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Addressee {
+    /// One harness session (by its harness session id).
+    Session { session_id: String },
+    /// The current or next session of a harness (`next_session`: only one
+    /// started after the note).
+    Harness { harness: String },
+}
+
+/// A stored note: its addressee, body and receipt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoteRecord {
+    pub note_id: String,
+    pub state: NoteState,
+    pub text: String,
+    pub to: Addressee,
+    #[serde(default)]
+    pub next_session: bool,
+    /// The harness session that claimed it (or that it was addressed to).
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub runtime_session_id: Option<String>,
+    pub author: Author,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+    #[serde(default)]
+    pub claimed_at: Option<Timestamp>,
+    #[serde(default)]
+    pub delivered_at: Option<Timestamp>,
+    #[serde(default)]
+    pub delivery_channel: Option<String>,
+    #[serde(default)]
+    pub delivery_event: Option<String>,
+    #[serde(default)]
+    pub undeliverable_at: Option<Timestamp>,
+    #[serde(default)]
+    pub undeliverable_reason: Option<UndeliverableReason>,
+    #[serde(default)]
+    pub cancelled_at: Option<Timestamp>,
+    #[serde(default)]
+    pub expired_at: Option<Timestamp>,
+}
+
+impl NoteRecord {
+    pub fn element(&self) -> NoteElement {
+        render::render_element(
+            &self.note_id,
+            self.author.display.as_deref().unwrap_or(""),
+            self.author.auth_method.as_deref().unwrap_or(""),
+            self.created_at,
+            &self.text,
+        )
+    }
+
+    pub fn receipt(&self) -> Receipt {
+        Receipt {
+            note_id: self.note_id.clone(),
+            state: self.state.as_str().to_string(),
+            text: self.text.clone(),
+            managed_agent_id: None,
+            runtime_session_id: self.runtime_session_id.clone(),
+            external_session_id: self.session_id.clone(),
+            harness: match &self.to {
+                Addressee::Harness { harness } => Some(harness.clone()),
+                Addressee::Session { .. } => None,
+            },
+            next_session: self.next_session,
+            author: self.author.clone(),
+            created_at: Some(self.created_at),
+            expires_at: Some(self.expires_at),
+            claimed_at: self.claimed_at,
+            delivered_at: self.delivered_at,
+            delivery_channel: self.delivery_channel.clone(),
+            delivery_event: self.delivery_event.clone(),
+            undeliverable_at: self.undeliverable_at,
+            undeliverable_reason: self.undeliverable_reason.map(|r| match r {
+                UndeliverableReason::SpoolDropped => "spool_dropped".to_string(),
+                UndeliverableReason::SessionEnded => "session_ended".to_string(),
+            }),
+            cancelled_at: self.cancelled_at,
+            expired_at: self.expired_at,
+        }
+    }
+
+    fn is_past_expiry(&self, now: Timestamp) -> bool {
+        matches!(self.state, NoteState::Pending | NoteState::Claimed) && self.expires_at <= now
+    }
+}
+
+pub struct LocalInbox {
+    home: PathBuf,
+    dir: PathBuf,
+    default_ttl_secs: i64,
+}
+
+impl LocalInbox {
+    pub fn new(home: &Path, default_ttl_secs: i64) -> LocalInbox {
+        LocalInbox { home: home.to_path_buf(), dir: home.join("inbox"), default_ttl_secs }
+    }
+
+    fn note_path(&self, id: &str) -> PathBuf {
+        self.dir.join("notes").join(format!("{}.json", fsutil::session_file_stem(id)))
+    }
+    fn session_queue(&self, session_id: &str) -> PathBuf {
+        self.dir.join("queue/session").join(fsutil::session_file_stem(session_id))
+    }
+    fn harness_queue(&self, harness: &str) -> PathBuf {
+        self.dir.join("queue/harness").join(fsutil::session_file_stem(harness))
+    }
+    fn claimed_dir(&self, session_id: &str) -> PathBuf {
+        self.dir.join("claimed").join(fsutil::session_file_stem(session_id))
+    }
+
+    fn lock(&self) -> Result<LockGuard> {
+        fsutil::private_dir(&self.dir)?;
+        fsutil::lock(&self.dir.join("lock"), LOCK_WAIT)
+    }
+
+    fn read_note(&self, id: &str) -> Result<Option<NoteRecord>> {
+        fsutil::read_json(&self.note_path(id))
+    }
+
+    fn write_note(&self, note: &NoteRecord) -> Result<()> {
+        fsutil::private_dir(&self.dir.join("notes"))?;
+        fsutil::write_json(&self.note_path(&note.note_id), note)
+    }
+
+    fn queue_entry_name(note: &NoteRecord) -> String {
+        format!("{:020}-{}", note.created_at.0.max(0), note.note_id)
+    }
+
+    fn queue_dir_for(&self, note: &NoteRecord) -> PathBuf {
+        match &note.to {
+            Addressee::Session { session_id } => self.session_queue(session_id),
+            Addressee::Harness { harness } => self.harness_queue(harness),
+        }
+    }
+
+    fn unqueue(&self, note: &NoteRecord) {
+        let _ = std::fs::remove_file(self.queue_dir_for(note).join(Self::queue_entry_name(note)));
+    }
+
+    /// Expire a past-expiry pending/claimed note (lazy expiry, §8). Returns
+    /// whether it changed. Call with the lock held.
+    fn expire_if_due(&self, note: &mut NoteRecord, now: Timestamp) -> Result<bool> {
+        if !note.is_past_expiry(now) {
+            return Ok(false);
+        }
+        let was_claimed = note.state == NoteState::Claimed;
+        note.state = NoteState::Expired;
+        note.expired_at = Some(now);
+        self.write_note(note)?;
+        self.unqueue(note);
+        if was_claimed {
+            if let Some(s) = &note.session_id {
+                let _ = std::fs::remove_file(self.claimed_dir(s).join(&note.note_id));
+            }
+        }
+        Ok(true)
+    }
+
+    // ----- operator side ---------------------------------------------------
+
+    /// Send a note (`preloop-hooks notes send`).
+    pub fn send(&self, req: &SendRequest) -> Result<Receipt> {
+        let chars = req.text.chars().count();
+        if chars == 0 || chars > MAX_NOTE_CHARS {
+            return Err(Error::Usage(format!("a note is 1-{MAX_NOTE_CHARS} characters; this one has {chars}")));
+        }
+        let ttl = req.expires_in_secs.unwrap_or(self.default_ttl_secs);
+        if !(60..=604_800).contains(&ttl) {
+            return Err(Error::Usage("expiry must be between 60 seconds and 7 days".into()));
+        }
+        let (to, session_id, runtime_session_id) = match &req.target {
+            Target::Session(id) => {
+                let file = session::read_session_file(&self.home, id)?;
+                (Addressee::Session { session_id: id.clone() }, Some(id.clone()), file.map(|f| f.runtime_session_id))
+            }
+            Target::Alias(alias) => {
+                let f = self.live_sessions().into_iter().find(|s| s.alias.as_deref() == Some(alias.as_str()));
+                let f = f.ok_or_else(|| Error::NotFound(format!("no live session has the alias {alias:?}")))?;
+                (Addressee::Session { session_id: f.external_session_id.clone() }, Some(f.external_session_id), Some(f.runtime_session_id))
+            }
+            Target::RuntimeSession(rid) => {
+                let f = session::all_session_files(&self.home).into_iter().find(|s| &s.runtime_session_id == rid);
+                let f = f.ok_or_else(|| Error::NotFound(format!("no session has the runtime id {rid}")))?;
+                (Addressee::Session { session_id: f.external_session_id.clone() }, Some(f.external_session_id), Some(f.runtime_session_id))
+            }
+            Target::Harness(h) => (Addressee::Harness { harness: h.slug().to_string() }, None, None),
+        };
+        if req.next_session && !matches!(to, Addressee::Harness { .. }) {
+            return Err(Error::Usage("--next-session needs a harness target (--harness)".into()));
+        }
+        let now = Timestamp::now();
+        let note = NoteRecord {
+            note_id: fsutil::note_id(),
+            state: NoteState::Pending,
+            text: req.text.clone(),
+            to,
+            next_session: req.next_session,
+            session_id,
+            runtime_session_id,
+            author: req.author.clone(),
+            created_at: now,
+            expires_at: now.add_secs(ttl),
+            claimed_at: None,
+            delivered_at: None,
+            delivery_channel: None,
+            delivery_event: None,
+            undeliverable_at: None,
+            undeliverable_reason: None,
+            cancelled_at: None,
+            expired_at: None,
+        };
+        // Record first, queue entry second: a claimer that sees the entry
+        // always finds the record.
+        self.write_note(&note)?;
+        let q = self.queue_dir_for(&note);
+        fsutil::private_dir(&q)?;
+        fsutil::write_atomic(&q.join(Self::queue_entry_name(&note)), b"")?;
+        Ok(note.receipt())
+    }
+
+    /// Read one receipt, expiring it first if it is past its expiry.
+    pub fn status(&self, note_id: &str) -> Result<Receipt> {
+        let note = self.read_note(note_id)?.ok_or_else(|| Error::NotFound(format!("note {note_id} not found")))?;
+        if note.is_past_expiry(Timestamp::now()) {
+            let _g = self.lock()?;
+            if let Some(mut n) = self.read_note(note_id)? {
+                self.expire_if_due(&mut n, Timestamp::now())?;
+                return Ok(n.receipt());
+            }
+        }
+        Ok(note.receipt())
+    }
+
+    /// Every note, newest first, expiring stale ones first.
+    pub fn list(&self) -> Result<Vec<Receipt>> {
+        let dir = self.dir.join("notes");
+        let now = Timestamp::now();
+        let mut notes: Vec<NoteRecord> = fsutil::list_names(&dir)
+            .into_iter()
+            .filter(|n| n.ends_with(".json"))
+            .filter_map(|n| fsutil::read_json::<NoteRecord>(&dir.join(n)).ok().flatten())
+            .collect();
+        if notes.iter().any(|n| n.is_past_expiry(now)) {
+            let _g = self.lock()?;
+            for n in notes.iter_mut().filter(|n| n.is_past_expiry(now)) {
+                if let Some(mut fresh) = self.read_note(&n.note_id)? {
+                    self.expire_if_due(&mut fresh, now)?;
+                    *n = fresh;
+                }
+            }
+        }
+        notes.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.note_id.cmp(&a.note_id)));
+        Ok(notes.iter().map(NoteRecord::receipt).collect())
+    }
+
+    /// Withdraw a pending note. Any other state is returned unchanged, as the
+    /// server does.
+    pub fn cancel(&self, note_id: &str) -> Result<Receipt> {
+        let _g = self.lock()?;
+        let mut note = self.read_note(note_id)?.ok_or_else(|| Error::NotFound(format!("note {note_id} not found")))?;
+        let now = Timestamp::now();
+        if !self.expire_if_due(&mut note, now)? && note.state == NoteState::Pending {
+            note.state = NoteState::Cancelled;
+            note.cancelled_at = Some(now);
+            self.write_note(&note)?;
+            self.unqueue(&note);
+        }
+        Ok(note.receipt())
+    }
+
+    fn live_sessions(&self) -> Vec<SessionFile> {
+        session::all_session_files(&self.home).into_iter().filter(|s| s.ended_at.is_none()).collect()
+    }
+
+    /// Sessions, most recently started first.
+    pub fn sessions(&self) -> Vec<SessionSummary> {
+        let mut all = session::all_session_files(&self.home);
+        all.sort_by(|a, b| b.started_at.cmp(&a.started_at));
+        all.into_iter().map(|s| SessionSummary::from_file(&s)).collect()
+    }
+
+    // ----- hook side -------------------------------------------------------
+
+    fn claim(&self, session_id: &str, event: DeliveryEvent, defer: bool) -> Result<Option<Claimed>> {
+        let sq = self.session_queue(session_id);
+        let file = session::read_session_file(&self.home, session_id)?;
+        let harness_dir = file.as_ref().and_then(|f| Harness::from_source(&f.agent_kind)).map(|h| self.harness_queue(h.slug()));
+        let candidates = |dirs: &[&PathBuf]| -> Vec<(String, PathBuf)> {
+            let mut v: Vec<(String, PathBuf)> = dirs
+                .iter()
+                .flat_map(|d| fsutil::list_names(d).into_iter().map(move |n| (n, d.to_path_buf())))
+                .collect();
+            v.sort();
+            v
+        };
+        let dirs: Vec<&PathBuf> = std::iter::once(&sq).chain(harness_dir.as_ref()).collect();
+        // Fast path: nothing queued, no lock.
+        if candidates(&dirs).is_empty() {
+            return Ok(None);
+        }
+        let _g = self.lock()?;
+        // Re-read under the lock: the session may have ended meanwhile.
+        let Some(file) = session::read_session_file(&self.home, session_id)? else { return Ok(None) };
+        if file.ended_at.is_some() {
+            return Ok(None); // §4.3: an ended session claims nothing.
+        }
+        let now = Timestamp::now();
+        let mut claimed = Vec::new();
+        for (name, dir) in candidates(&dirs) {
+            if claimed.len() >= CLAIM_LIMIT {
+                break;
+            }
+            let Some((_, id)) = name.split_once('-') else { continue };
+            let entry = dir.join(&name);
+            let Some(mut note) = self.read_note(id)? else {
+                let _ = std::fs::remove_file(&entry);
+                continue;
+            };
+            if note.state != NoteState::Pending {
+                let _ = std::fs::remove_file(&entry); // stale entry
+                continue;
+            }
+            if self.expire_if_due(&mut note, now)? {
+                continue;
+            }
+            if note.next_session && file.started_at <= note.created_at {
+                continue; // §4.3: only a session started after the note.
+            }
+            note.state = if defer { NoteState::Claimed } else { NoteState::Delivered };
+            note.session_id = Some(session_id.to_string());
+            note.runtime_session_id = Some(file.runtime_session_id.clone());
+            note.claimed_at = Some(now);
+            note.delivery_channel = Some("hook".into());
+            note.delivery_event = Some(event.as_str().into());
+            if !defer {
+                note.delivered_at = Some(now);
+            }
+            if defer {
+                let cd = self.claimed_dir(session_id);
+                fsutil::private_dir(&cd)?;
+                fsutil::write_atomic(&cd.join(&note.note_id), b"")?;
+            }
+            self.write_note(&note)?;
+            let _ = std::fs::remove_file(&entry);
+            claimed.push(note.element());
+        }
+        Ok(if claimed.is_empty() { None } else { Some(Claimed { notes: claimed, deferred: defer }) })
+    }
+}
+
+impl Backend for LocalInbox {
+    fn mode(&self) -> &'static str {
+        "local"
+    }
+
+    fn session_start(&self, req: &SessionStartRequest) -> Result<SessionStartResponse> {
+        let _g = self.lock()?;
+        let now = Timestamp::now();
+        let existing = session::read_session_file(&self.home, &req.session_id)?;
+        let created = existing.is_none();
+        let mut file = match existing {
+            Some(f) => f,
+            None => SessionFile {
+                runtime_session_id: fsutil::uuid_v4(),
+                started_at: now,
+                agent_kind: req.source.clone().unwrap_or_default(),
+                cwd: None,
+                external_session_id: req.session_id.clone(),
+                mode: "local".into(),
+                alias: None,
+                parent_session_id: None,
+                title: None,
+                last_prompt_at: None,
+                ended_at: None,
+                end_reason: None,
+            },
+        };
+        let before = file.clone();
+        if file.ended_at.is_some() {
+            // Reopen (§4.1): same id, started now; its pending notes are claimable again.
+            file.ended_at = None;
+            file.end_reason = None;
+            file.started_at = now;
+        }
+        if file.cwd.is_none() {
+            file.cwd = req.cwd.as_ref().map(|c| c.chars().take(1024).collect());
+        }
+        if file.parent_session_id.is_none() {
+            // Write-once; only a runtime id this machine knows.
+            if let Some(p) = req.parent_session_id.as_ref().filter(|p| !p.is_empty()) {
+                if session::all_session_files(&self.home).iter().any(|s| &s.runtime_session_id == p) {
+                    file.parent_session_id = Some(p.clone());
+                }
+            }
+        }
+        if file.alias.is_none() {
+            if let Some(a) = req.alias.as_deref().map(sanitize_alias).filter(|a| !a.is_empty()) {
+                file.alias = Some(self.unique_alias(&a, &file));
+            }
+        }
+        if file.title.is_none() {
+            file.title = req.first_prompt.as_deref().map(title_of).filter(|t| !t.is_empty());
+        }
+        if matches!(req.hook_event_name.as_deref(), Some("UserPromptSubmit" | "beforeSubmitPrompt")) {
+            file.last_prompt_at = Some(now);
+        }
+        if file != before {
+            session::write_session_file(&self.home, &file)?;
+        }
+        Ok(SessionStartResponse {
+            runtime_session_id: file.runtime_session_id.clone(),
+            parent_session_id: file.parent_session_id.clone(),
+            started_at: Some(file.started_at.to_iso_z()),
+            created: Some(created),
+            alias: file.alias.clone(),
+        })
+    }
+
+    fn permission_check(&self, req: &PermissionCheckRequest, can_carry: bool) -> Result<PermissionAnswer> {
+        // No central policy on one machine: never decide, so the harness's
+        // own permission flow stays in charge. Claim only what this hook can
+        // carry, deferred, so it is acked once written.
+        let note = if can_carry { self.claim(&req.session_id, DeliveryEvent::PreToolUse, true)? } else { None };
+        Ok(PermissionAnswer { decision: None, reason: String::new(), timed_out: false, note })
+    }
+
+    fn pull(&self, req: &PendingRequest) -> Result<Option<Claimed>> {
+        self.claim(&req.session_id, req.event, req.defer_delivery)
+    }
+
+    fn ack(&self, req: &AckRequest) -> Result<()> {
+        if req.note_ids.is_empty() {
+            return Ok(());
+        }
+        let _g = self.lock()?;
+        let now = Timestamp::now();
+        for id in &req.note_ids {
+            let Some(mut note) = self.read_note(id)? else { continue };
+            if self.expire_if_due(&mut note, now)? {
+                continue;
+            }
+            // §4.4: only a claimed note of this very session moves.
+            if note.state != NoteState::Claimed || note.session_id.as_deref() != Some(req.session_id.as_str()) {
+                continue;
+            }
+            match req.undeliverable_reason {
+                None => {
+                    note.state = NoteState::Delivered;
+                    note.delivered_at = Some(now);
+                }
+                Some(reason) => {
+                    note.state = NoteState::Undeliverable;
+                    note.undeliverable_at = Some(now);
+                    note.undeliverable_reason = Some(reason);
+                }
+            }
+            self.write_note(&note)?;
+            let _ = std::fs::remove_file(self.claimed_dir(&req.session_id).join(id));
+        }
+        Ok(())
+    }
+
+    fn session_event(&self, _req: &SessionEventRequest) -> Result<()> {
+        Ok(())
+    }
+
+    fn session_end(&self, req: &SessionEndRequest) -> Result<SessionEndResponse> {
+        let _g = self.lock()?;
+        let Some(mut file) = session::read_session_file(&self.home, &req.external_session_id)? else {
+            return Ok(SessionEndResponse { runtime_session_id: None, marked: 0 }); // §4.6 no-op
+        };
+        let now = Timestamp::now();
+        let mut marked = 0;
+        let sq = self.session_queue(&req.external_session_id);
+        let cd = self.claimed_dir(&req.external_session_id);
+        let ids: Vec<(PathBuf, String)> = fsutil::list_names(&sq)
+            .into_iter()
+            .filter_map(|n| n.split_once('-').map(|(_, id)| (sq.join(&n), id.to_string())))
+            .chain(fsutil::list_names(&cd).into_iter().map(|id| (cd.join(&id), id)))
+            .collect();
+        for (entry, id) in ids {
+            if let Some(mut note) = self.read_note(&id)? {
+                if !self.expire_if_due(&mut note, now)? && matches!(note.state, NoteState::Pending | NoteState::Claimed) {
+                    note.state = NoteState::Undeliverable;
+                    note.undeliverable_at = Some(now);
+                    note.undeliverable_reason = Some(UndeliverableReason::SessionEnded);
+                    note.session_id = Some(req.external_session_id.clone());
+                    note.runtime_session_id = Some(file.runtime_session_id.clone());
+                    self.write_note(&note)?;
+                    marked += 1;
+                }
+            }
+            let _ = std::fs::remove_file(entry);
+        }
+        if file.ended_at.is_none() {
+            file.ended_at = Some(now);
+            file.end_reason = Some(req.reason.clone());
+            session::write_session_file(&self.home, &file)?;
+        }
+        Ok(SessionEndResponse { runtime_session_id: Some(file.runtime_session_id), marked })
+    }
+}
+
+impl LocalInbox {
+    fn unique_alias(&self, alias: &str, me: &SessionFile) -> String {
+        let taken: Vec<String> = self
+            .live_sessions()
+            .into_iter()
+            .filter(|s| s.external_session_id != me.external_session_id && s.parent_session_id == me.parent_session_id)
+            .filter_map(|s| s.alias)
+            .collect();
+        if !taken.iter().any(|t| t == alias) {
+            return alias.to_string();
+        }
+        (2..).map(|n| format!("{alias}-{n}")).find(|c| !taken.contains(c)).unwrap_or_default()
+    }
+}
+
+/// The server's alias rule: every char outside `[A-Za-z0-9._-]` becomes `-`,
+/// cut to 64.
+pub fn sanitize_alias(a: &str) -> String {
+    a.trim()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' })
+        .take(64)
+        .collect()
+}
+
+/// A one-line title of at most 120 characters from the first prompt.
+pub fn title_of(prompt: &str) -> String {
+    let line = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= 120 {
+        line
+    } else {
+        let mut t: String = line.chars().take(119).collect();
+        t.push('…');
+        t
+    }
+}

@@ -1,0 +1,227 @@
+//! The Preloop server backend (hook routes, runtime bearer token) over ureq.
+//!
+//! Every call is bounded: a short connect timeout and a whole-call budget
+//! (`call_timeout_ms` for notes and lifecycle calls, `permission_timeout_secs`
+//! for a permission check, which must outlast the server's approval wait).
+//! Redirects are never followed (the bearer token stays with the configured
+//! origin); response bodies are capped.
+
+use crate::backend::{Backend, Claimed, PermissionAnswer};
+use crate::config::{Secret, ServerConfig, Settings};
+use crate::error::{Error, Result};
+use crate::render::{self, NoteElement};
+use crate::wire::*;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::time::Duration;
+
+/// Largest response body we read from a hook route.
+const MAX_BODY: u64 = 1 << 20;
+
+pub struct ServerBackend {
+    base: String,
+    token: Secret,
+    agent: ureq::Agent,
+    call_timeout: Duration,
+    permission_timeout: Duration,
+}
+
+impl ServerBackend {
+    pub fn new(server: &ServerConfig, settings: &Settings) -> ServerBackend {
+        let agent = ureq::Agent::config_builder()
+            .timeout_connect(Some(Duration::from_millis(settings.connect_timeout_ms)))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .user_agent(concat!("preloop-hooks/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .new_agent();
+        ServerBackend {
+            base: server.url.clone(),
+            token: server.token.clone(),
+            agent,
+            call_timeout: Duration::from_millis(settings.call_timeout_ms),
+            permission_timeout: Duration::from_secs(settings.permission_timeout_secs),
+        }
+    }
+
+    /// Shrink the budget of every later call (SessionEnd must fit in ~1 s).
+    pub fn set_call_timeout(&mut self, t: Duration) {
+        self.call_timeout = t;
+    }
+
+    fn post<B: Serialize, R: DeserializeOwned>(&self, route: &'static str, body: &B, timeout: Duration) -> Result<Option<R>> {
+        let url = format!("{}/api/v1/agents/{route}", self.base);
+        let payload = serde_json::to_vec(body).map_err(|e| Error::Protocol { route, detail: format!("encode: {e}") })?;
+        let resp = self
+            .agent
+            .post(&url)
+            .config()
+            .timeout_global(Some(timeout))
+            .build()
+            .header("Authorization", &format!("Bearer {}", self.token.expose()))
+            .header("Accept", "application/json")
+            .header("Content-Type", "application/json")
+            .send(&payload[..]);
+        let mut resp = resp.map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
+        let status = resp.status().as_u16();
+        let text = resp
+            .body_mut()
+            .with_config()
+            .limit(MAX_BODY)
+            .read_to_string()
+            .map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
+        if status == 204 {
+            return Ok(None);
+        }
+        if !(200..300).contains(&status) {
+            return Err(Error::Status { route, status, detail: excerpt(&text) });
+        }
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| Error::Protocol { route, detail: format!("{e} in {}", excerpt(&text)) })
+    }
+
+    fn post_required<B: Serialize, R: DeserializeOwned>(&self, route: &'static str, body: &B, timeout: Duration) -> Result<R> {
+        self.post(route, body, timeout)?
+            .ok_or_else(|| Error::Protocol { route, detail: "empty body".into() })
+    }
+}
+
+/// The server's claim mode on permission-check (contract §4.2 table).
+pub fn permission_claim_is_deferred(req: &PermissionCheckRequest) -> bool {
+    match req.source.as_str() {
+        "codex_cli" => req.evaluation_phase != EvaluationPhase::PreToolUse,
+        "cursor" => req.hook_event_name.as_deref() != Some("preToolUse"),
+        _ => false,
+    }
+}
+
+/// Split a server block into its notes. A block we cannot parse (a server
+/// that changed its format) is carried whole, acked by the ids we can find.
+pub fn claimed_from_block(block: &str, deferred: bool) -> Claimed {
+    let notes = render::parse_block(block).unwrap_or_else(|| {
+        vec![NoteElement { id: scan_ids(block).join(","), auth: String::new(), element: block.to_string() }]
+    });
+    Claimed { notes, deferred }
+}
+
+fn scan_ids(block: &str) -> Vec<String> {
+    block
+        .match_indices("<operator-note id=\"")
+        .filter_map(|(i, m)| {
+            let rest = &block[i + m.len()..];
+            rest.find('"').map(|end| rest[..end].to_string())
+        })
+        .collect()
+}
+
+impl Backend for ServerBackend {
+    fn mode(&self) -> &'static str {
+        "server"
+    }
+
+    fn session_start(&self, req: &SessionStartRequest) -> Result<SessionStartResponse> {
+        self.post_required("session-start", req, self.call_timeout)
+    }
+
+    fn permission_check(&self, req: &PermissionCheckRequest, _can_carry: bool) -> Result<PermissionAnswer> {
+        let r: PermissionCheckResponse = self.post_required("permission-check", req, self.permission_timeout)?;
+        let deferred = permission_claim_is_deferred(req);
+        Ok(PermissionAnswer {
+            decision: Some(r.decision),
+            reason: r.reason.unwrap_or_default(),
+            timed_out: r.timed_out,
+            note: r.operator_note.filter(|n| !n.is_empty()).map(|b| claimed_from_block(&b, deferred)),
+        })
+    }
+
+    fn pull(&self, req: &PendingRequest) -> Result<Option<Claimed>> {
+        let r: PendingResponse = self.post_required("notes/pending", req, self.call_timeout)?;
+        if r.notes.is_empty() {
+            return Ok(None);
+        }
+        // Prefer the per-note elements (they carry the ids); fall back to the block.
+        let elements: Option<Vec<NoteElement>> = r
+            .notes
+            .iter()
+            .map(|n| {
+                let mut e = render::parse_element(n.text.as_deref()?)?;
+                e.id = n.note_id.clone();
+                Some(e)
+            })
+            .collect();
+        let claimed = match (elements, r.text.as_deref()) {
+            (Some(notes), _) => Claimed { notes, deferred: req.defer_delivery },
+            (None, Some(block)) => claimed_from_block(block, req.defer_delivery),
+            (None, None) => return Err(Error::Protocol { route: "notes/pending", detail: "notes without text".into() }),
+        };
+        Ok(Some(claimed))
+    }
+
+    fn ack(&self, req: &AckRequest) -> Result<()> {
+        if req.note_ids.is_empty() {
+            return Ok(());
+        }
+        let _: Option<serde_json::Value> = self.post("notes/ack", req, self.call_timeout)?;
+        Ok(())
+    }
+
+    fn session_event(&self, req: &SessionEventRequest) -> Result<()> {
+        let _: Option<serde_json::Value> = self.post("session-event", req, self.call_timeout)?;
+        Ok(())
+    }
+
+    fn session_end(&self, req: &SessionEndRequest) -> Result<SessionEndResponse> {
+        self.post_required("session-end", req, self.call_timeout)
+    }
+}
+
+/// A token-free description of a transport error.
+fn describe(e: &ureq::Error) -> String {
+    match e {
+        ureq::Error::Timeout(t) => format!("timed out ({t})"),
+        ureq::Error::Io(io) => format!("{:?}: {io}", io.kind()),
+        ureq::Error::BodyExceedsLimit(n) => format!("response larger than {n} bytes"),
+        other => other.to_string(),
+    }
+}
+
+fn excerpt(text: &str) -> String {
+    let t: String = text.chars().take(200).collect();
+    t.replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deferral_table() {
+        let mut r = PermissionCheckRequest {
+            tool_name: "Bash".into(),
+            tool_input: serde_json::json!({}),
+            source: "claude_code".into(),
+            hook_event_name: None,
+            session_id: "s".into(),
+            model: None,
+            cwd: None,
+            evaluation_phase: EvaluationPhase::PreToolUse,
+        };
+        assert!(!permission_claim_is_deferred(&r));
+        r.source = "codex_cli".into();
+        assert!(!permission_claim_is_deferred(&r));
+        r.evaluation_phase = EvaluationPhase::PermissionRequest;
+        assert!(permission_claim_is_deferred(&r));
+        r.source = "cursor".into();
+        r.hook_event_name = Some("beforeShellExecution".into());
+        assert!(permission_claim_is_deferred(&r));
+        r.hook_event_name = Some("preToolUse".into());
+        assert!(!permission_claim_is_deferred(&r));
+    }
+
+    #[test]
+    fn unparseable_block_keeps_ids() {
+        let c = claimed_from_block("junk <operator-note id=\"aaaa\" x> <operator-note id=\"bbbb\"", true);
+        assert_eq!(c.notes[0].id, "aaaa,bbbb");
+    }
+}

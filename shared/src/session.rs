@@ -1,0 +1,146 @@
+//! Per-session files.
+//!
+//! * `sessions/<harness session id>.json` — the public session file the seed
+//!   describes (`runtime_session_id`, `started_at`, `agent_kind`, `cwd`), so a
+//!   conductor can read the runtime id of a worker it spawned. In local mode it
+//!   is also the inbox's session registry.
+//! * `run/<harness session id>.json` — private hook state: the runtime id, the
+//!   first-prompt flag, the Stop-rescue count, the spool and acks still owed.
+//!   Changed only under `run/<id>.lock`, written by atomic rename.
+
+use crate::error::Result;
+use crate::fsutil::{self, LockGuard};
+use crate::render::NoteElement;
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The public session file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionFile {
+    pub runtime_session_id: String,
+    pub started_at: Timestamp,
+    /// The harness's source id: `claude_code`, `codex_cli`, `cursor`.
+    pub agent_kind: String,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// The harness's own session id (the file name).
+    pub external_session_id: String,
+    /// `local` (embedded inbox) or `server`.
+    #[serde(default = "default_mode")]
+    pub mode: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_prompt_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_reason: Option<String>,
+}
+
+fn default_mode() -> String {
+    "server".into()
+}
+
+pub fn sessions_dir(home: &Path) -> PathBuf {
+    home.join("sessions")
+}
+
+pub fn session_file_path(home: &Path, session_id: &str) -> PathBuf {
+    sessions_dir(home).join(format!("{}.json", fsutil::session_file_stem(session_id)))
+}
+
+pub fn read_session_file(home: &Path, session_id: &str) -> Result<Option<SessionFile>> {
+    fsutil::read_json(&session_file_path(home, session_id))
+}
+
+pub fn write_session_file(home: &Path, file: &SessionFile) -> Result<()> {
+    fsutil::private_dir(&sessions_dir(home))?;
+    fsutil::write_json(&session_file_path(home, &file.external_session_id), file)
+}
+
+/// Every session file, in no particular order (unreadable ones skipped).
+pub fn all_session_files(home: &Path) -> Vec<SessionFile> {
+    let dir = sessions_dir(home);
+    fsutil::list_names(&dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".json"))
+        .filter_map(|n| fsutil::read_json::<SessionFile>(&dir.join(n)).ok().flatten())
+        .collect()
+}
+
+/// A note held for a later carrying hook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpoolEntry {
+    pub note: NoteElement,
+    /// Claimed with deferral: ack after it is carried, or `spool_dropped`.
+    pub deferred: bool,
+    pub spooled_at: Timestamp,
+}
+
+/// Acks that could not be sent yet (the server was down after the output
+/// was written); retried by the next hook of the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwedAck {
+    pub note_ids: Vec<String>,
+    pub dropped: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunState {
+    pub runtime_session_id: Option<String>,
+    pub first_prompt_registered: bool,
+    pub stop_rescues: u32,
+    pub spool: Vec<SpoolEntry>,
+    pub owed_acks: Vec<OwedAck>,
+}
+
+/// Where one session's private state lives.
+#[derive(Debug, Clone)]
+pub struct RunFiles {
+    pub dir: PathBuf,
+    pub state: PathBuf,
+    pub lock: PathBuf,
+}
+
+impl RunFiles {
+    pub fn new(home: &Path, session_id: &str) -> RunFiles {
+        let dir = home.join("run");
+        let stem = fsutil::session_file_stem(session_id);
+        RunFiles { state: dir.join(format!("{stem}.json")), lock: dir.join(format!("{stem}.lock")), dir }
+    }
+
+    /// Read the state without the lock (writes are atomic renames, so a
+    /// reader sees an old or a new state, never a torn one). A corrupt file
+    /// reads as empty state; the error is returned for the log.
+    pub fn read(&self) -> (RunState, Option<crate::error::Error>) {
+        match fsutil::read_json::<RunState>(&self.state) {
+            Ok(s) => (s.unwrap_or_default(), None),
+            Err(e) => (RunState::default(), Some(e)),
+        }
+    }
+
+    pub fn lock(&self, wait: Duration) -> Result<LockGuard> {
+        fsutil::private_dir(&self.dir)?;
+        fsutil::lock(&self.lock, wait)
+    }
+
+    /// Write the state (call with the lock held).
+    pub fn write(&self, state: &RunState) -> Result<()> {
+        fsutil::private_dir(&self.dir)?;
+        fsutil::write_json(&self.state, state)
+    }
+
+    /// Forget the session's private state (SessionEnd).
+    pub fn remove(&self) {
+        let _ = std::fs::remove_file(&self.state);
+        let _ = std::fs::remove_file(&self.lock);
+    }
+}
