@@ -1,7 +1,6 @@
 //! `preloop-hooks`: the operator CLI. Exit codes are documented on
 //! [`preloop_shared::Error::exit_code`] (0 ok, 1 failure, 2 usage, 3 note
-//! undeliverable/expired, 4 wait timed out, 5 not found, 6 refused, 7 not
-//! configured/unreachable).
+//! undeliverable/expired, 4 wait timed out).
 
 mod notes;
 

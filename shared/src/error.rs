@@ -7,13 +7,10 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | success |
-//! | 1 | any other failure (I/O, server error, bad response) |
+//! | 1 | any other failure (I/O, server error or refusal, not found, not configured) |
 //! | 2 | usage error (bad arguments, unusable input) |
-//! | 3 | the note ended undeliverable or expired (`notes send --wait`, `notes status --wait`) |
-//! | 4 | waiting timed out |
-//! | 5 | not found (note, session, target) |
-//! | 6 | refused by the server or inbox (conflict, rate limit, not cancellable) |
-//! | 7 | not configured / unreachable server |
+//! | 3 | the note ended undeliverable or expired (`--wait`) |
+//! | 4 | waiting timed out (`--wait`) |
 
 use std::fmt;
 
@@ -56,10 +53,14 @@ impl Error {
             Error::Usage(_) => 2,
             Error::Undelivered(_) => 3,
             Error::WaitTimeout(_) => 4,
-            Error::NotFound(_) => 5,
-            Error::Refused(_) => 6,
-            Error::Config(_) | Error::Unreachable { .. } => 7,
-            Error::Io { .. } | Error::Status { .. } | Error::Protocol { .. } | Error::Busy(_) => 1,
+            Error::NotFound(_)
+            | Error::Refused(_)
+            | Error::Config(_)
+            | Error::Unreachable { .. }
+            | Error::Io { .. }
+            | Error::Status { .. }
+            | Error::Protocol { .. }
+            | Error::Busy(_) => 1,
         }
     }
 
