@@ -1,0 +1,154 @@
+//! Golden tests: real Claude Code 2.1.328 payloads (fixtures/claude-code-2.1.328)
+//! through the pure adapter, outputs compared with the checked-in expected
+//! files and validated, like the inputs, against schemas/claude-code-2.1.328.
+//! Set UPDATE_GOLDEN=1 to rewrite the expected files.
+
+use preloop_claude_code::{parse, render, Event};
+use preloop_shared::flow::{InputKind, Outcome};
+use preloop_shared::render::{frame, render_element};
+use preloop_shared::runner::Parsed;
+use preloop_shared::time::Timestamp;
+use preloop_shared::wire::{Decision, EvaluationPhase};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixture(name: &str) -> Value {
+    let p = root().join("fixtures/claude-code-2.1.328").join(name);
+    serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
+}
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let p = root().join("schemas/claude-code-2.1.328").join(name);
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    jsonschema::validator_for(&s).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn assert_valid(v: &jsonschema::Validator, doc: &Value, what: &str) {
+    let errors: Vec<String> = v.iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "{what} does not match its schema: {errors:?}\n{doc:#}");
+}
+
+fn event_of(file: &str) -> Option<Event> {
+    let stem = file.split('.').next()?;
+    Event::ALL.into_iter().find(|e| e.name() == stem)
+}
+
+#[test]
+fn every_captured_payload_matches_its_schema_and_parses() {
+    let dir = root().join("fixtures/claude-code-2.1.328");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let Some(event) = event_of(&name) else { continue };
+        let v = fixture(&name);
+        assert_valid(&schema(&format!("{}.input.schema.json", event.name())), &v, &name);
+        let Ok(Parsed::Run(input)) = parse(event, &v) else { panic!("{name} did not parse") };
+        assert_eq!(input.session_id, v["session_id"].as_str().unwrap(), "{name}");
+        assert_eq!(input.cwd.as_deref(), v["cwd"].as_str(), "{name}");
+        match (&input.kind, event) {
+            (InputKind::SessionStart { source, pull: true }, Event::SessionStart) => assert_eq!(source.as_deref(), v["source"].as_str()),
+            (InputKind::UserPrompt { prompt, .. }, Event::UserPromptSubmit) => assert_eq!(prompt, v["prompt"].as_str().unwrap()),
+            (InputKind::Tool { tool_name, tool_input, phase, carries, .. }, Event::PreToolUse) => {
+                assert_eq!(tool_name, v["tool_name"].as_str().unwrap());
+                assert_eq!(tool_input, &v["tool_input"]);
+                assert_eq!(*phase, EvaluationPhase::PreToolUse);
+                assert!(*carries);
+            }
+            (InputKind::Stop { may_continue }, Event::Stop) => assert_eq!(*may_continue, !v["stop_hook_active"].as_bool().unwrap()),
+            (InputKind::SessionEnd { reason }, Event::SessionEnd) => assert_eq!(reason, v["reason"].as_str().unwrap()),
+            (k, e) => panic!("{name}: {e:?} parsed as {k:?}"),
+        }
+        seen += 1;
+    }
+    assert!(seen >= 8, "expected the captured payloads, saw {seen}");
+}
+
+#[test]
+fn cursor_payloads_make_our_claude_hooks_stand_down() {
+    let dir = root().join("fixtures/cursor");
+    let Ok(rd) = std::fs::read_dir(&dir) else { return };
+    for entry in rd {
+        let p = entry.unwrap().path();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        if v.get("cursor_version").is_none() {
+            continue;
+        }
+        for e in Event::ALL {
+            assert!(matches!(parse(e, &v), Ok(Parsed::StandDown(_))), "{} as {e:?}", p.display());
+        }
+    }
+    let imported = serde_json::json!({"session_id": "s", "hook_event_name": "PreToolUse", "cursor_version": "2026.10.01", "tool_name": "Shell", "tool_input": {}});
+    assert!(matches!(parse(Event::PreToolUse, &imported), Ok(Parsed::StandDown(_))));
+}
+
+#[test]
+fn malformed_inputs_are_rejected_not_guessed() {
+    for (e, v) in [
+        (Event::PreToolUse, serde_json::json!({"hook_event_name": "PreToolUse", "tool_name": "Bash"})),
+        (Event::PreToolUse, serde_json::json!({"session_id": "s", "hook_event_name": "PreToolUse"})),
+        (Event::Stop, serde_json::json!({"session_id": "s", "hook_event_name": "SessionStart"})),
+        (Event::SessionStart, serde_json::json!({"session_id": "  "})),
+    ] {
+        assert!(parse(e, &v).is_err(), "{e:?} {v}");
+    }
+}
+
+fn block(n: usize) -> String {
+    let t = Timestamp::parse("2026-12-02T09:20:38.291972").unwrap();
+    let notes: Vec<_> = (0..n)
+        .map(|i| render_element(&format!("3f2a9c0d1e4b5a6{i}"), "Olive Operator", "jwt", t, "Deploy to eu-west-1, not us-east-1."))
+        .collect();
+    frame(&notes).unwrap()
+}
+
+/// (event, scenario, outcome) → fixtures/claude-code-2.1.328/expected/<Event>.<scenario>.json
+fn scenarios() -> Vec<(Event, &'static str, Outcome)> {
+    let note = Outcome { context: Some(block(1)), ..Outcome::default() };
+    let deny = Outcome { decision: Some(Decision::Deny), reason: Some("Tool blocked in Preloop".into()), ..Outcome::default() };
+    let allow = Outcome { decision: Some(Decision::Allow), reason: Some("No central native rule requires approval".into()), ..Outcome::default() };
+    let mut v = Vec::new();
+    for e in Event::ALL {
+        v.push((e, "no-note", Outcome::default()));
+    }
+    v.push((Event::SessionStart, "note", Outcome { runtime_session_id: Some("5f9c7c7b-e77b-4e3c-99be-5a7a623325db".into()), ..note.clone() }));
+    v.push((Event::UserPromptSubmit, "note", note.clone()));
+    v.push((Event::PreToolUse, "allow-no-note", allow.clone()));
+    v.push((Event::PreToolUse, "allow-note", Outcome { context: Some(block(2)), ..allow }));
+    v.push((Event::PreToolUse, "deny", deny.clone()));
+    v.push((Event::PreToolUse, "deny-note", Outcome { context: Some(block(1)), ..deny }));
+    v.push((Event::Stop, "rescue", Outcome { continue_turn: true, ..note.clone() }));
+    v.push((Event::Stop, "note-without-continue", note.clone()));
+    v.push((Event::SessionEnd, "note-ignored", note));
+    v
+}
+
+#[test]
+fn outputs_match_golden_files_and_schemas() {
+    let dir = root().join("fixtures/claude-code-2.1.328/expected");
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    for (event, name, outcome) in scenarios() {
+        let out = render(event, &outcome);
+        let path = dir.join(format!("{}.{name}.json", event.name()));
+        // "null" stands for: the hook prints nothing.
+        let text = match &out {
+            Some(v) => serde_json::to_string_pretty(v).unwrap() + "\n",
+            None => "null\n".to_string(),
+        };
+        if update {
+            std::fs::write(&path, &text).unwrap();
+        }
+        let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1)", path.display()));
+        // Compared as JSON values: key order is not part of the contract.
+        let expected: Value = serde_json::from_str(&expected).unwrap();
+        assert_eq!(out.clone().unwrap_or(Value::Null), expected, "{}", path.display());
+        if let Some(v) = out {
+            assert_valid(&schema(&format!("{}.output.schema.json", event.name())), &v, &path.display().to_string());
+            let keys: Vec<&String> = v["hookSpecificOutput"].as_object().unwrap().keys().collect();
+            assert!(!keys.iter().any(|k| k.as_str() == "permissionDecision") || v["hookSpecificOutput"]["permissionDecision"] == "deny", "only deny is ever a decision");
+        }
+    }
+}
