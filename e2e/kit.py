@@ -1,0 +1,586 @@
+"""Helpers for the preloop-hooks end-to-end suite (Python 3.11 stdlib only).
+
+The suite runs the real Claude Code CLI headless (`claude -p`) against
+mock_anthropic.py, with the project's hook binaries wired into
+$HOME/.claude/settings.json, and inspects what the model received.
+
+Environment knobs (all optional):
+  PRELOOP_E2E_HARNESS_DIR   where Claude Code is installed / cached
+                            (default: e2e/.harness; npm-installed there when missing)
+  PRELOOP_BIN_DIR           directory holding the already-built hook binaries and
+                            preloop-hooks; when unset the kit runs `cargo build --workspace`
+                            in the repository root and uses target/debug
+  PRELOOP_E2E_CLAUDE_TIMEOUT  seconds one claude run may take (default 60)
+  PRELOOP_E2E_KEEP=1        keep every run's temp dir (default: only failed runs are kept)
+  PRELOOP_E2E_TMPDIR        parent for the temp dirs (default: the system temp dir)
+"""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+
+CLAUDE_CODE_VERSION = "2.1.328"
+CLAUDE_CODE_PACKAGE = "@anthropic-ai/claude-code@" + CLAUDE_CODE_VERSION
+E2E_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(E2E_DIR)
+MOCK_SCRIPT = os.path.join(E2E_DIR, "mock_anthropic.py")
+MOCK_API_KEY = "sk-ant-mock-key"
+BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+# The models that select each wire shape (contract §3).
+MODEL_DEFAULT = None                                # claude-opus-5-5: role:"system" messages
+MODEL_SONNET_45 = "claude-sonnet-4-5-20250929"      # <system-reminder> blocks in user messages
+
+CLI_BINARY = "preloop-hooks"
+HOOK_BINARIES = {
+    "SessionStart": "preloop-claude-code-session-start",
+    "UserPromptSubmit": "preloop-claude-code-user-prompt-submit",
+    "PreToolUse": "preloop-claude-code-pre-tool-use",
+    "Stop": "preloop-claude-code-stop",
+    "SessionEnd": "preloop-claude-code-session-end",
+}
+HOOK_TIMEOUT_S = 10
+
+LABEL_SESSION_START = "SessionStart hook additional context: "
+LABEL_USER_PROMPT_SUBMIT = "UserPromptSubmit hook additional context: "
+LABEL_PRE_TOOL_USE_BASH = "PreToolUse:Bash hook additional context: "
+LABEL_STOP_CONTEXT = "Stop hook additional context: "
+LABEL_STOP_FEEDBACK = "Stop hook feedback:"
+LABEL_STOP_BLOCKING_PREFIX = "Stop hook blocking error from command: "
+
+NOTES_BLOCK_RE = re.compile(
+    r'<operator-notes count="(?P<count>\d+)" source="preloop-control-plane">\n'
+    r'(?P<inner>.*?)\n</operator-notes>', re.S)
+NOTE_ELEMENT_RE = re.compile(
+    r'<operator-note id="(?P<id>[^"]*)" from="(?P<from>[^"]*)" auth="(?P<auth>[^"]*)" '
+    r'at="(?P<at>[^"]*)">\n(?P<body>.*?)\n</operator-note>', re.S)
+
+# Every label Claude Code 2.1.328 puts in front of hook-provided text.
+LABEL_RE = re.compile(
+    r'(?:[A-Za-z]+(?::[A-Za-z0-9_.-]+)? hook (?:additional context: |success: |error: '
+    r'|blocking error from command: "[^"\n]*": ))'
+    r'|(?:(?:Subagent)?Stop hook feedback:\n?)')
+DEBUG_HOOK_LINE_RE = re.compile(
+    r"Hooks: [A-Z]|Hook [A-Z][A-Za-z]+ \(|\] completed with status|hook JSON"
+    r"|[Hh]ook.*(error|timed out|cancel|fail)")
+DEBUG_NOISE_RE = re.compile(
+    r"hooks module|Checking first line for async|not async, continuing|Successfully parsed")
+SYSTEM_REMINDER_RE = re.compile(r"<system-reminder>\n?(.*?)\n?</system-reminder>", re.S)
+
+
+class KitError(RuntimeError):
+    """The environment cannot run the suite (install/build failed, mock did not start...)."""
+
+
+# --------------------------------------------------------------------------- setup
+
+def _log(msg):
+    sys.stderr.write("[e2e] %s\n" % msg)
+    sys.stderr.flush()
+
+
+def harness_dir():
+    return os.path.abspath(os.environ.get("PRELOOP_E2E_HARNESS_DIR")
+                           or os.path.join(E2E_DIR, ".harness"))
+
+
+def _claude_version(path):
+    try:
+        p = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60,
+                           stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def ensure_claude():
+    """Return the path of a working Claude Code CLI of the pinned version, installing it
+    with npm into harness_dir() when it is missing (CI starts from a fresh machine)."""
+    d = harness_dir()
+    claude = os.path.join(d, "node_modules", ".bin", "claude")
+    v = _claude_version(claude)
+    if v and v.startswith(CLAUDE_CODE_VERSION + " "):
+        return claude
+    npm = shutil.which("npm")
+    if not npm:
+        raise KitError("Claude Code is not installed in %s and npm is not on PATH" % d)
+    _log("installing %s into %s (found: %r)" % (CLAUDE_CODE_PACKAGE, d, v))
+    os.makedirs(d, exist_ok=True)
+    pkg = os.path.join(d, "package.json")
+    if not os.path.exists(pkg):
+        with open(pkg, "w") as f:
+            f.write('{"private": true}\n')
+    p = subprocess.run([npm, "install", "--no-audit", "--no-fund", CLAUDE_CODE_PACKAGE],
+                       cwd=d, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if p.returncode != 0:
+        raise KitError("npm install %s failed (rc %d):\n%s\n%s"
+                       % (CLAUDE_CODE_PACKAGE, p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
+    v = _claude_version(claude)
+    if not v:
+        # The package's postinstall puts the native binary in place; run it if npm skipped it.
+        pkg_dir = os.path.join(d, "node_modules", "@anthropic-ai", "claude-code")
+        q = subprocess.run(["node", "install.cjs"], cwd=pkg_dir, capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL)
+        v = _claude_version(claude)
+        if not v:
+            raise KitError("claude --version still fails after `node install.cjs` (rc %d):\n%s\n%s"
+                           % (q.returncode, q.stdout[-3000:], q.stderr[-3000:]))
+    if not v.startswith(CLAUDE_CODE_VERSION + " "):
+        raise KitError("installed claude reports %r, want %s" % (v, CLAUDE_CODE_VERSION))
+    return claude
+
+
+def build_binaries():
+    """Return the directory holding preloop-hooks and the hook binaries: PRELOOP_BIN_DIR
+    when set, else target/debug after `cargo build --workspace` in the repository root."""
+    bin_dir = os.environ.get("PRELOOP_BIN_DIR")
+    if bin_dir:
+        bin_dir = os.path.abspath(bin_dir)
+    else:
+        _log("cargo build --workspace (in %s)" % REPO_ROOT)
+        p = subprocess.run(["cargo", "build", "--workspace"], cwd=REPO_ROOT,
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if p.returncode != 0:
+            raise KitError("cargo build --workspace failed (rc %d):\n%s"
+                           % (p.returncode, p.stderr[-6000:]))
+        target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO_ROOT, "target")
+        bin_dir = os.path.join(os.path.abspath(target), "debug")
+    missing = [n for n in [CLI_BINARY] + list(HOOK_BINARIES.values())
+               if not os.access(os.path.join(bin_dir, n), os.X_OK)]
+    if missing:
+        raise KitError("missing binaries in %s: %s" % (bin_dir, ", ".join(missing)))
+    return bin_dir
+
+
+# --------------------------------------------------------------------------- mock
+
+class Mock:
+    """mock_anthropic.py as a child process on a free 127.0.0.1 port."""
+
+    def __init__(self, workdir, script, env):
+        self.workdir = workdir
+        self.script_path = os.path.join(workdir, "mock-script.json")
+        self.log_path = os.path.join(workdir, "requests.jsonl")
+        self.stderr_path = os.path.join(workdir, "mock.stderr")
+        port_file = os.path.join(workdir, "mock.port")
+        with open(self.script_path, "w") as f:
+            json.dump(script, f, indent=1)
+        open(self.log_path, "a").close()
+        for p in (port_file, port_file + ".tmp"):
+            if os.path.exists(p):
+                os.unlink(p)
+        self._stderr = open(self.stderr_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, MOCK_SCRIPT, "--script", self.script_path, "--log", self.log_path,
+             "--port-file", port_file],
+            cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=self._stderr,
+            stderr=self._stderr)
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            if os.path.exists(port_file):
+                with open(port_file) as f:
+                    self.port = int(f.read().strip())
+                self.url = "http://127.0.0.1:%d" % self.port
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        self.stop()
+        with open(self.stderr_path, errors="replace") as f:
+            raise KitError("mock did not start:\n" + f.read()[-3000:])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._stderr.close()
+
+    def records(self):
+        out = []
+        with open(self.log_path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    out.append(json.loads(line))
+        return out
+
+
+# --------------------------------------------------------------------------- marker search
+
+@dataclass
+class Hit:
+    request_index: int      # index among the main conversation's /v1/messages requests
+    message_index: int      # index in body.messages (-1: top-level system prompt)
+    role: str
+    shape: str              # system_message | system_reminder | user_text | tool_result | system_prompt
+    label: str | None       # e.g. "PreToolUse:Bash hook additional context: " (None: no label before it)
+    text: str               # the segment holding the marker, from its label on
+
+    def short(self, n=300):
+        return "req#%d msg[%d] %s/%s label=%r text=%r" % (
+            self.request_index, self.message_index, self.role, self.shape, self.label,
+            shorten(self.text, n))
+
+
+def _segments(body):
+    """Yield (message_index, role, shape, text) for every place hook text can land."""
+    sysp = body.get("system")
+    if sysp:
+        if isinstance(sysp, str):
+            yield -1, "system", "system_prompt", sysp
+        else:
+            for b in sysp:
+                if isinstance(b, dict) and b.get("type") == "text":
+                    yield -1, "system", "system_prompt", b.get("text", "")
+    for j, m in enumerate(body.get("messages") or []):
+        role = m.get("role")
+        if role == "assistant":
+            continue
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        for b in blocks:
+            if not isinstance(b, dict):
+                continue
+            t = b.get("type")
+            if t == "text":
+                txt = b.get("text", "")
+                if role == "system":
+                    yield j, role, "system_message", txt
+                    continue
+                rest, pos = [], 0
+                for mm in SYSTEM_REMINDER_RE.finditer(txt):
+                    yield j, role, "system_reminder", mm.group(1)
+                    rest.append(txt[pos:mm.start()])
+                    pos = mm.end()
+                rest.append(txt[pos:])
+                other = "".join(rest)
+                if other.strip():
+                    yield j, role, "user_text", other
+            elif t == "tool_result":
+                c = b.get("content")
+                if isinstance(c, list):
+                    c = "\n".join(x.get("text", "") for x in c if isinstance(x, dict))
+                yield j, role, "tool_result", str(c or "")
+
+
+def _label_at(text, pos):
+    """The last hook label ending at or before pos, and the text from that label on."""
+    last = None
+    for mm in LABEL_RE.finditer(text, 0, pos):
+        last = mm
+    if last is None:
+        return None, text
+    return last.group(0).rstrip("\n"), text[last.start():]
+
+
+def find_marker(requests, marker):
+    """All places `marker` occurs in the given request bodies, in both wire shapes.
+    One Hit per segment (system message text block, <system-reminder> block, plain user
+    text, tool_result), labelled with the hook label preceding the marker."""
+    hits = []
+    for i, body in enumerate(requests):
+        for j, role, shape, txt in _segments(body):
+            k = txt.find(marker)
+            if k < 0:
+                continue
+            label, seg = _label_at(txt, k)
+            hits.append(Hit(i, j, role, shape, label, seg))
+    return hits
+
+
+def first_hit(hits):
+    return min(hits, key=lambda h: (h.request_index, h.message_index)) if hits else None
+
+
+def note_blocks(text):
+    """Parse the <operator-notes> blocks in text: [(block_text, count, [element dicts])]."""
+    out = []
+    for mm in NOTES_BLOCK_RE.finditer(text):
+        els = [dict(e.groupdict()) for e in NOTE_ELEMENT_RE.finditer(mm.group("inner"))]
+        out.append((mm.group(0), int(mm.group("count")), els))
+    return out
+
+
+# --------------------------------------------------------------------------- dumps
+
+def shorten(s, n=400):
+    s = s if isinstance(s, str) else json.dumps(s, ensure_ascii=False)
+    if len(s) <= n:
+        return s
+    return s[: n // 2] + " ...[%d chars cut]... " % (len(s) - n) + s[-n // 2:]
+
+
+def _excerpt(s, markers, width, wide):
+    """Shorten s; if it holds a marker, an <operator-note or a hook label, show a wide
+    window starting a little before the first of them instead."""
+    positions = [s.find(m) for m in markers if m and m in s]
+    if "<operator-note" in s:
+        positions.append(s.find("<operator-note"))
+    mm = LABEL_RE.search(s)
+    if mm:
+        positions.append(mm.start())
+    if not positions:
+        return shorten(s, width)
+    lo = max(0, min(positions) - 150)
+    hi = min(len(s), lo + wide)
+    return "%s%s%s" % ("[%d chars]..." % lo if lo else "", s[lo:hi],
+                       "...[%d chars]" % (len(s) - hi) if hi < len(s) else "")
+
+
+def summarize_request(i, body, markers=(), skip=0, width=240, wide=2000):
+    """A short text rendering of one request body, block by block: messages before `skip`
+    are left out (they repeat the previous request); blocks holding a marker, an
+    <operator-note> or a hook label are shown widely around it, others shortened."""
+    msgs = body.get("messages") or []
+    lines = ["--- request #%d model=%s messages=%d%s" % (
+        i, body.get("model"), len(msgs),
+        (" (messages[0:%d] left out: as in request #%d)" % (skip, i - 1)) if skip else "")]
+    for j, m in enumerate(msgs):
+        if j < skip:
+            continue
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        for b in blocks:
+            t = b.get("type")
+            if t == "text":
+                s = b.get("text", "")
+            elif t == "tool_use":
+                s = "%s %s" % (b.get("name"), json.dumps(b.get("input"), ensure_ascii=False))
+            elif t == "tool_result":
+                s = b.get("content")
+                s = json.dumps(s, ensure_ascii=False) if not isinstance(s, str) else s
+                if b.get("is_error"):
+                    s = "[is_error] " + s
+            else:
+                s = json.dumps(b, ensure_ascii=False)
+            lines.append("  [%d] %-9s %-11s %r" % (j, m.get("role"), t,
+                                                    _excerpt(s, markers, width, wide)))
+    return "\n".join(lines)
+
+
+def summarize_requests(requests, markers=()):
+    """summarize_request for a whole run, each request showing only its new messages."""
+    out, prev = [], 0
+    for i, body in enumerate(requests):
+        out.append(summarize_request(i, body, markers, skip=prev))
+        prev = len(body.get("messages") or [])
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- runs
+
+@dataclass
+class RunResult:
+    rc: int | None
+    duration_s: float
+    stdout: str
+    stderr: str
+    output: dict | None            # parsed --output-format json result, if any
+    records: list                  # every mock log record
+    requests: list                 # bodies of the main conversation's /v1/messages requests
+    model: str | None
+    session_id: str
+    cmdline: str
+    timed_out: bool = False
+
+    def before_reply(self):
+        return [r["before_reply"] for r in self.records if r.get("before_reply")]
+
+
+class Sandbox:
+    """One scenario's world: temp HOME, project dir, PRELOOP_HOME, mock, settings, runs."""
+
+    def __init__(self, name, bin_dir, claude_bin):
+        self.name = name
+        self.bin_dir = bin_dir
+        self.claude_bin = claude_bin
+        parent = os.environ.get("PRELOOP_E2E_TMPDIR") or None
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name)[:60]
+        self.root = tempfile.mkdtemp(prefix="preloop-e2e-%s-" % slug, dir=parent)
+        self.home = os.path.join(self.root, "home")
+        self.proj = os.path.join(self.root, "proj")
+        self.preloop_home = os.path.join(self.root, "preloop-home")
+        for d in (self.home, os.path.join(self.home, ".claude"), self.proj, self.preloop_home):
+            os.makedirs(d, exist_ok=True)
+        self.keep = os.environ.get("PRELOOP_E2E_KEEP") == "1"
+        self.mock = None
+        self.settings_path = None
+
+    # -- paths / env ---------------------------------------------------------
+    def bin(self, name):
+        return os.path.join(self.bin_dir, name)
+
+    def base_env(self):
+        """The clean environment of everything the suite starts (env -i style): no
+        PRELOOP_URL / PRELOOP_TOKEN, so the binaries run in local mode."""
+        return {"PATH": BASE_PATH, "HOME": self.home, "LANG": "C.UTF-8", "TERM": "dumb",
+                "PRELOOP_HOME": self.preloop_home}
+
+    # -- settings ------------------------------------------------------------
+    def write_settings(self, commands=None):
+        """Write $HOME/.claude/settings.json wiring one command per event. `commands`
+        maps event -> command line; default: the project's hook binaries."""
+        if commands is None:
+            commands = {ev: quote_path(self.bin(b)) for ev, b in HOOK_BINARIES.items()}
+        hooks = {}
+        for ev, cmd in commands.items():
+            group = {"hooks": [{"type": "command", "command": cmd, "timeout": HOOK_TIMEOUT_S}]}
+            if ev in ("PreToolUse", "PostToolUse"):
+                group = {"matcher": "*", **group}
+            hooks[ev] = [group]
+        self.settings_path = os.path.join(self.home, ".claude", "settings.json")
+        with open(self.settings_path, "w") as f:
+            json.dump({"hooks": hooks}, f, indent=1)
+        return self.settings_path
+
+    # -- operator CLI ----------------------------------------------------------
+    def cli_argv(self, *args):
+        return [self.bin(CLI_BINARY)] + [str(a) for a in args]
+
+    def cli(self, *args, timeout=30):
+        return subprocess.run(self.cli_argv(*args), env=self.base_env(), cwd=self.root,
+                              capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+
+    def cli_json(self, *args):
+        """Run preloop-hooks with the args and parse stdout as one JSON document;
+        raises KitError with the exact command and output otherwise."""
+        p = self.cli(*args)
+        cmd = " ".join(shlex.quote(a) for a in self.cli_argv(*args))
+        if p.returncode != 0:
+            raise KitError("`%s` exited %d\nstdout: %s\nstderr: %s"
+                           % (cmd, p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
+        try:
+            return json.loads(p.stdout)
+        except ValueError:
+            raise KitError("`%s` did not print one JSON document\nstdout: %r\nstderr: %s"
+                           % (cmd, p.stdout[-2000:], p.stderr[-2000:]))
+
+    def send_note_argv(self, session_id, text):
+        return self.cli_argv("notes", "send", "--session", session_id, "--json", text)
+
+    def send_note(self, session_id, text):
+        return self.cli_json("notes", "send", "--session", session_id, "--json", text)
+
+    def note_status(self, note_id):
+        return self.cli_json("notes", "status", note_id, "--json")
+
+    def wait_note_state(self, note_id, states, timeout=8.0):
+        """Poll the receipt until its state is in `states` (SessionEnd hooks may still be
+        finishing after claude exits); returns the last receipt seen."""
+        deadline = time.time() + timeout
+        while True:
+            r = self.note_status(note_id)
+            if r.get("state") in states or time.time() >= deadline:
+                return r
+            time.sleep(0.2)
+
+    # -- mock + claude ---------------------------------------------------------
+    def start_mock(self, script):
+        if self.mock:
+            self.mock.stop()
+        self.mock = Mock(self.root, script, self.base_env())
+        return self.mock
+
+    def claude_env(self):
+        env = self.base_env()
+        env.update({
+            "ANTHROPIC_BASE_URL": self.mock.url,
+            "ANTHROPIC_API_KEY": MOCK_API_KEY,
+            "IS_SANDBOX": "1",   # --dangerously-skip-permissions refuses root otherwise
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        })
+        return env
+
+    def run_claude(self, prompt, session_id, model=None, timeout=None, extra_args=()):
+        assert self.mock, "start_mock() first"
+        timeout = timeout or float(os.environ.get("PRELOOP_E2E_CLAUDE_TIMEOUT", "60"))
+        argv = [self.claude_bin, "-p", prompt, "--output-format", "json",
+                "--dangerously-skip-permissions", "--session-id", session_id,
+                "--debug-file", os.path.join(self.root, "claude.debug.log")]
+        if model:
+            argv += ["--model", model]
+        argv += list(extra_args)
+        env = self.claude_env()
+        cmdline = "cd %s && env -i %s %s" % (
+            shlex.quote(self.proj), " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in env.items()),
+            " ".join(shlex.quote(a) for a in argv))
+        with open(os.path.join(self.root, "cmdline.txt"), "w") as f:
+            f.write(cmdline + "\n")
+        t0 = time.time()
+        timed_out = False
+        p = subprocess.Popen(argv, cwd=self.proj, env=env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(p.pid, 9)
+            except OSError:
+                p.kill()
+            out, err = p.communicate()
+        dur = round(time.time() - t0, 2)
+        for name, data in (("claude.stdout", out), ("claude.stderr", err)):
+            with open(os.path.join(self.root, name), "w") as f:
+                f.write(data or "")
+        try:
+            output = json.loads(out) if out.strip() else None
+        except ValueError:
+            output = None
+        records = self.mock.records()
+        reqs = [r.get("body") or {} for r in records
+                if r.get("route") == "messages" and r.get("reply", {}).get("kind") == "main"]
+        return RunResult(rc=p.returncode, duration_s=dur, stdout=out, stderr=err, output=output,
+                         records=records, requests=reqs, model=model, session_id=session_id,
+                         cmdline=cmdline, timed_out=timed_out)
+
+    def debug_log_hook_lines(self, limit=60):
+        """Lines of claude's debug log that mention hooks (for failure dumps)."""
+        path = os.path.join(self.root, "claude.debug.log")
+        if not os.path.exists(path):
+            return []
+        with open(path, errors="replace") as f:
+            lines = [l.rstrip("\n") for l in f
+                     if DEBUG_HOOK_LINE_RE.search(l) and not DEBUG_NOISE_RE.search(l)]
+        return [shorten(l, 400) for l in lines[-limit:]]
+
+    def preloop_log_lines(self, limit=40):
+        """The tail of the hooks' own logs under PRELOOP_HOME/log (for failure dumps)."""
+        out = []
+        logdir = os.path.join(self.preloop_home, "log")
+        for name in sorted(os.listdir(logdir)) if os.path.isdir(logdir) else []:
+            with open(os.path.join(logdir, name), errors="replace") as f:
+                out += ["%s: %s" % (name, shorten(l.rstrip("\n"), 400)) for l in f]
+        return out[-limit:]
+
+    def close(self):
+        if self.mock:
+            self.mock.stop()
+            self.mock = None
+        if not self.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def quote_path(path):
+    """Single-quote a path for the shell Claude Code runs hook commands with."""
+    return "'%s'" % path.replace("'", "'\\''")
+
+
+def new_session_id():
+    return str(uuid.uuid4())
