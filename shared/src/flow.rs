@@ -158,11 +158,17 @@ impl Engine {
 
     fn register(&mut self, cwd: Option<&str>, first_prompt: Option<&str>, hook_event_name: Option<&str>) -> Result<SessionStartResponse> {
         let env = crate::config::Env::process();
+        // A session is never its own parent: Cursor merges sessionStart's
+        // `env` (our PRELOOP_PARENT_SESSION_ID export) into the same
+        // session's later hooks, which register again.
+        let own_runtime_id = self.run.read().0.runtime_session_id.or_else(|| {
+            session::read_session_file(&self.config.home, &self.session_id).ok().flatten().map(|f| f.runtime_session_id)
+        });
         let req = SessionStartRequest {
             session_id: self.session_id.clone(),
             source: Some(self.harness.source().to_string()),
             cwd: cwd.map(str::to_string),
-            parent_session_id: env.get("PRELOOP_PARENT_SESSION_ID").filter(|p| !p.is_empty()),
+            parent_session_id: env.get("PRELOOP_PARENT_SESSION_ID").filter(|p| !p.is_empty() && own_runtime_id.as_deref() != Some(p.as_str())),
             alias: env.get("PRELOOP_SESSION_ALIAS").filter(|a| !a.is_empty()),
             first_prompt: first_prompt.map(|p| p.chars().take(20_000).collect()),
             hook_event_name: hook_event_name.map(str::to_string),
@@ -294,10 +300,18 @@ impl Engine {
                 self.warnings.push("approval timed out".into());
             }
         }
-        if *carries {
-            self.carry_into(note, &mut out, &mut after)?;
+        // Note handling never changes the decision (contract §4.2): a spool
+        // that cannot be written is logged (and acked spool_dropped by
+        // `finish`), and the server's answer still goes out.
+        let noted = if *carries {
+            self.carry_into(note, &mut out, &mut after)
         } else if let Some(note) = note {
-            self.spool_only(note, &mut after)?;
+            self.spool_only(note, &mut after)
+        } else {
+            Ok(())
+        };
+        if let Err(e) = noted {
+            self.warnings.push(format!("note handling failed, decision kept: {e}"));
         }
         Ok((out, after))
     }
@@ -430,6 +444,8 @@ impl Engine {
     /// leave the rest in `state.spool`.
     fn take_for_output(&mut self, state: &mut RunState, claimed: Option<Claimed>, after: &mut AfterFlush) -> Vec<SpoolEntry> {
         let now = Timestamp::now();
+        // Drop what expired while spooled before anything is carried.
+        self.enforce_spool_limits(state, now, after);
         let mut merged = std::mem::take(&mut state.spool);
         if let Some(c) = claimed {
             merged.extend(to_entries(c));

@@ -73,6 +73,9 @@ fn cursor_payloads_make_our_claude_hooks_stand_down() {
     let Ok(rd) = std::fs::read_dir(&dir) else { return };
     for entry in rd {
         let p = entry.unwrap().path();
+        if p.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         if v.get("cursor_version").is_none() {
             continue;
