@@ -28,10 +28,22 @@ struct Case {
 struct Stats {
     median: Duration,
     p95: Duration,
+    /// Largest peak resident set over the runs, KiB (from wait4's rusage).
+    max_rss_kib: i64,
+}
+
+/// Wait for a child and return its peak RSS in KiB (`std` does not expose rusage).
+fn wait_rss(child: &std::process::Child) -> Option<(bool, i64)> {
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child's pid with valid out-pointers.
+    let r = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    (r > 0).then(|| (libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, usage.ru_maxrss))
 }
 
 fn measure(case: &mut Case, runs: usize, warmup: usize) -> Option<Stats> {
     let mut times = Vec::with_capacity(runs);
+    let mut max_rss_kib = 0;
     for i in 0..(runs + warmup) {
         if let Some(b) = case.before.as_mut() {
             b(i);
@@ -45,17 +57,18 @@ fn measure(case: &mut Case, runs: usize, warmup: usize) -> Option<Stats> {
             let mut sin = child.stdin.take()?;
             let _ = sin.write_all(&input);
         }
-        let status = child.wait().ok()?;
+        let (ok, rss) = wait_rss(&child)?;
         let d = t.elapsed();
-        if !status.success() {
-            eprintln!("{}: exit {status}", case.name);
+        max_rss_kib = max_rss_kib.max(rss);
+        if !ok {
+            eprintln!("{}: non-zero exit", case.name);
         }
         if i >= warmup {
             times.push(d);
         }
     }
     times.sort();
-    Some(Stats { median: times[times.len() / 2], p95: times[(times.len() * 95 / 100).min(times.len() - 1)] })
+    Some(Stats { median: times[times.len() / 2], p95: times[(times.len() * 95 / 100).min(times.len() - 1)], max_rss_kib })
 }
 
 fn ms(d: Duration) -> f64 {
@@ -205,12 +218,12 @@ fn main() {
     cases.push(Case { name: "claude-code PreToolUse, server, with note".into(), program: cc("pre-tool-use"), args: vec![], env: server_env.clone(), stdin: Box::new(|_| pre_tool_use("bench-session-0001")), before: Some(send_server_note) });
 
     println!("preloop-bench: {runs} runs per case after {warmup} warm-up runs; wall time per process (spawn, stdin, exit)\n");
-    println!("| case | median ms | p95 ms |");
-    println!("|---|---:|---:|");
+    println!("| case | median ms | p95 ms | peak RSS MB |");
+    println!("|---|---:|---:|---:|");
     let mut results: Vec<(String, Stats)> = Vec::new();
     for case in cases.iter_mut() {
         if let Some(s) = measure(case, runs, warmup) {
-            println!("| {} | {:.2} | {:.2} |", case.name, ms(s.median), ms(s.p95));
+            println!("| {} | {:.2} | {:.2} | {:.1} |", case.name, ms(s.median), ms(s.p95), s.max_rss_kib as f64 / 1024.0);
             results.push((case.name.clone(), s));
         } else {
             println!("| {} | (failed to run) | |", case.name);
@@ -241,7 +254,7 @@ fn main() {
         }
     }
     if let Some(path) = json_out {
-        let v: Vec<Value> = results.iter().map(|(n, s)| json!({"case": n, "median_ms": ms(s.median), "p95_ms": ms(s.p95)})).collect();
+        let v: Vec<Value> = results.iter().map(|(n, s)| json!({"case": n, "median_ms": ms(s.median), "p95_ms": ms(s.p95), "max_rss_kib": s.max_rss_kib})).collect();
         let _ = std::fs::write(path, serde_json::to_string_pretty(&json!({"runs": runs, "results": v})).unwrap());
     }
     let _ = std::fs::remove_dir_all(&tmp);
