@@ -250,3 +250,19 @@ fn cursor_payloads_touch_nothing() {
     assert_eq!(home.receipt(&id).state, "pending");
     assert!(home.log().contains("outcome=stand_down"));
 }
+
+#[test]
+fn a_block_past_the_carrier_limit_is_split_at_note_boundaries() {
+    let home = Home::new();
+    let ids: Vec<String> = (0..3).map(|i| home.send(S, &format!("{i}{}", "x".repeat(3999)))).collect();
+    let out = run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let ctx = context(&out).unwrap();
+    assert!(ctx.chars().count() <= 10_000, "Claude shows 10,000 characters inline");
+    assert_eq!(ids_in(&ctx), ids[..2].to_vec(), "oldest first, whole notes only");
+    assert_eq!(home.receipt(&ids[2]).state, "claimed", "the rest waits in the spool, claimed");
+    let out = run("PreToolUse", home.path(), &[], &payload("PreToolUse", S));
+    assert_eq!(ids_in(&context(&out).unwrap()), vec![ids[2].clone()], "the next carrying hook takes the spool");
+    for id in &ids {
+        assert_eq!(home.receipt(id).state, "delivered");
+    }
+}
