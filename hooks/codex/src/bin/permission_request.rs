@@ -1,0 +1,4 @@
+//! `preloop-codex-permission-request`: the Codex CLI PermissionRequest hook.
+fn main() {
+    preloop_codex::main(preloop_codex::Event::PermissionRequest)
+}

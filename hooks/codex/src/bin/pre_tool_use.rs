@@ -1,0 +1,4 @@
+//! `preloop-codex-pre-tool-use`: the Codex CLI PreToolUse hook.
+fn main() {
+    preloop_codex::main(preloop_codex::Event::PreToolUse)
+}

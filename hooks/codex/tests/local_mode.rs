@@ -1,0 +1,242 @@
+//! Process-level tests of the built Codex hook binaries in local mode
+//! (`PRELOOP_HOME` in a temp dir, no server), fed the real 0.169.0 payloads.
+
+mod common;
+
+use common::*;
+use preloop_codex::Event;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// The fixture of each binary's own event.
+fn own_fixture(event: Event) -> &'static str {
+    match event {
+        Event::SessionStart => "SessionStart.json",
+        Event::UserPromptSubmit => "UserPromptSubmit.json",
+        Event::PreToolUse => "PreToolUse.json",
+        Event::PermissionRequest => "PermissionRequest.json",
+        Event::Stop => "Stop.json",
+        Event::SessionEnd => "SessionEnd.json",
+    }
+}
+
+#[test]
+fn every_binary_exits_0_with_nothing_on_bad_stdin() {
+    let home = Home::new("bad");
+    let bad: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b"   \n".to_vec(),
+        b"{".to_vec(),
+        b"not json".to_vec(),
+        b"[]".to_vec(),
+        b"null".to_vec(),
+        b"{}".to_vec(),
+        br#"{"session_id": ""}"#.to_vec(),
+        vec![0xff, 0xfe, 0x00, 0x7b],
+        br#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash"}"#.to_vec(),
+    ];
+    for event in Event::ALL {
+        for input in &bad {
+            let r = home.run_raw(event, input);
+            assert_eq!(r.code, Some(0), "{} on {:?}", event.name(), String::from_utf8_lossy(input));
+            assert_eq!(r.stdout, "", "{} on {:?}", event.name(), String::from_utf8_lossy(input));
+        }
+        // Every other event's captured payload is refused too.
+        for name in ["PostToolUse.json", "Interrupt.json", "SubagentStop.json", "PreModelRequest.json"] {
+            let r = home.run_raw(event, std::fs::read(fixtures_dir().join(name)).unwrap().as_slice());
+            assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""), "{} on {name}", event.name());
+        }
+    }
+    assert!(home.log().contains("outcome=neutral"), "refusals are logged");
+}
+
+#[test]
+fn every_binary_answers_its_captured_payload() {
+    let home = Home::new("plain");
+    for event in Event::ALL {
+        let session = unique_session("pl");
+        let (out, r) = home.run(event, &fixture_for(own_fixture(event), &session));
+        assert!(out.is_none(), "{}: nothing to say without notes, got {}", event.name(), r.stdout);
+        assert!(r.elapsed < Duration::from_secs(5));
+    }
+    // A UTF-8 BOM and a trailing newline are tolerated.
+    let session = unique_session("bom");
+    let mut payload = b"\xEF\xBB\xBF".to_vec();
+    payload.extend(serde_json::to_vec(&fixture_for("SessionStart.json", &session)).unwrap());
+    payload.push(b'\n');
+    let r = home.run_raw(Event::SessionStart, &payload);
+    assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""));
+    assert!(home.inbox().sessions().iter().any(|s| s.external_session_id.as_deref() == Some(session.as_str())));
+}
+
+#[test]
+fn session_start_registers_and_carries_notes() {
+    let home = Home::new("start");
+    let session = unique_session("ss");
+    let id = home.send(&session, "Stop editing the parser; run the tests first.");
+    let (out, _) = home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let ctx = context_of(&out).expect("SessionStart carries the note");
+    assert_eq!(out.as_ref().unwrap().pointer("/hookSpecificOutput/hookEventName"), Some(&json!("SessionStart")));
+    assert!(ctx.starts_with("<operator-notes count=\"1\" source=\"preloop-control-plane\">\n"));
+    assert!(ctx.contains("Stop editing the parser; run the tests first."));
+    assert_eq!(ids_in(&ctx), vec![id.clone()]);
+    let r = home.receipt(&id);
+    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("session_start")));
+    // The session file: agent kind codex_cli, cwd from the payload.
+    let s = home.inbox().sessions().into_iter().find(|s| s.external_session_id.as_deref() == Some(session.as_str())).unwrap();
+    assert_eq!(s.agent_kind.as_deref(), Some("codex_cli"));
+    assert_eq!(s.cwd.as_deref(), Some("/tmp/codex-e2e/20261202-092115-baseline-qEY2/proj"));
+    // resume and compact pull again.
+    let id2 = home.send(&session, "second");
+    let (out, _) = home.run(Event::SessionStart, &fixture_for("SessionStart.compact.json", &session));
+    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id2]);
+    let (out, _) = home.run(Event::SessionStart, &fixture_for("SessionStart.resume.json", &session));
+    assert!(out.is_none());
+}
+
+#[test]
+fn first_prompt_titles_the_session_and_prompts_carry_notes() {
+    let home = Home::new("prompt");
+    let session = unique_session("up");
+    let mut p = fixture_for("UserPromptSubmit.json", &session);
+    p["prompt"] = json!("Fix the flaky parser test\nand more");
+    let (out, _) = home.run(Event::UserPromptSubmit, &p);
+    assert!(out.is_none());
+    let title = |h: &Home| h.inbox().sessions().into_iter().find(|s| s.external_session_id.as_deref() == Some(session.as_str())).and_then(|s| s.title);
+    assert_eq!(title(&home).as_deref(), Some("Fix the flaky parser test and more"));
+    let id = home.send(&session, "use the fixtures");
+    p["prompt"] = json!("second prompt");
+    let (out, _) = home.run(Event::UserPromptSubmit, &p);
+    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
+    assert_eq!(out.unwrap().pointer("/hookSpecificOutput/hookEventName"), Some(&json!("UserPromptSubmit")));
+    assert_eq!(title(&home).as_deref(), Some("Fix the flaky parser test and more"), "only the first prompt titles");
+    assert_eq!(home.receipt(&id).state, "delivered");
+
+    // A sub-agent's prompt (parent's session id + agent_id) carries nothing.
+    let id = home.send(&session, "for the main agent");
+    let (out, _) = home.run(Event::UserPromptSubmit, &fixture_for("UserPromptSubmit.subagent.json", &session));
+    assert!(out.is_none());
+    assert_eq!(home.receipt(&id).state, "pending");
+    assert!(home.log().contains("outcome=stand_down"));
+}
+
+#[test]
+fn pre_tool_use_carries_notes_without_a_decision() {
+    let home = Home::new("pre");
+    let session = unique_session("pt");
+    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let id = home.send(&session, "late note");
+    let (out, _) = home.run(Event::PreToolUse, &fixture_for("PreToolUse.json", &session));
+    let out = out.expect("carried");
+    assert!(out.pointer("/hookSpecificOutput/permissionDecision").is_none(), "local mode never decides: {out}");
+    assert_eq!(ids_in(&context_of(&Some(out)).unwrap()), vec![id.clone()]);
+    let r = home.receipt(&id);
+    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("pre_tool_use")));
+
+    // In a sub-agent (agent_id), the note is left for the main agent.
+    let id = home.send(&session, "for the main agent");
+    let mut sub = fixture_for("PreToolUse.json", &session);
+    sub["agent_id"] = json!("01a2367a-bc19-76d2-a660-919580b8549c");
+    sub["agent_type"] = json!("default");
+    let (out, _) = home.run(Event::PreToolUse, &sub);
+    assert!(out.is_none());
+    assert_eq!(home.receipt(&id).state, "pending");
+    let (out, _) = home.run(Event::PreToolUse, &fixture_for("PreToolUse.json", &session));
+    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id]);
+}
+
+#[test]
+fn permission_request_in_local_mode_prints_nothing_and_claims_nothing() {
+    let home = Home::new("pr");
+    let session = unique_session("pr");
+    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let id = home.send(&session, "not here");
+    let (out, r) = home.run(Event::PermissionRequest, &fixture_for("PermissionRequest.json", &session));
+    assert!(out.is_none(), "Codex's own approval flow decides: {}", r.stdout);
+    assert_eq!(home.receipt(&id).state, "pending", "a hook that cannot carry never claims");
+    // Fail-closed does not apply: nothing failed, local mode just has no opinion.
+    let home = home.with_env("PRELOOP_PERMISSION_REQUEST_ON_ERROR", "deny");
+    let (out, _) = home.run(Event::PermissionRequest, &fixture_for("PermissionRequest.json", &session));
+    assert!(out.is_none());
+}
+
+#[test]
+fn stop_continues_once_per_stop_and_three_times_per_session() {
+    let home = Home::new("stop");
+    let session = unique_session("st");
+    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let stop = fixture_for("Stop.json", &session);
+    let again = fixture_for("Stop.stop_hook_active.json", &session);
+    // Nothing pending: the turn ends.
+    assert!(home.run(Event::Stop, &stop).0.is_none());
+    for round in 1..=3 {
+        let id = home.send(&session, &format!("late note {round}"));
+        let (out, _) = home.run(Event::Stop, &stop);
+        let out = out.unwrap_or_else(|| panic!("rescue {round}"));
+        assert_eq!(out["decision"], json!("block"));
+        assert_eq!(ids_in(out["reason"].as_str().unwrap()), vec![id.clone()]);
+        assert_eq!(home.receipt(&id).delivery_event.as_deref(), Some("stop"));
+        assert_eq!(home.receipt(&id).state, "delivered");
+        // The continuation's own Stop (stop_hook_active) never blocks again.
+        let id2 = home.send(&session, "during the continuation");
+        assert!(home.run(Event::Stop, &again).0.is_none(), "one continuation per stop");
+        assert_eq!(home.receipt(&id2).state, "pending");
+        // Let the next round start clean: a prompt carries it.
+        let (out, _) = home.run(Event::UserPromptSubmit, &fixture_for("UserPromptSubmit.json", &session));
+        assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id2]);
+    }
+    assert_eq!(home.run_state(&session)["stop_rescues"], json!(3));
+    let id = home.send(&session, "fourth");
+    assert!(home.run(Event::Stop, &stop).0.is_none(), "the per-session cap holds (Codex has none)");
+    assert_eq!(home.receipt(&id).state, "pending");
+}
+
+#[test]
+fn carrier_limit_is_10000_utf8_bytes_and_the_rest_is_spooled() {
+    let home = Home::new("limit");
+    let session = unique_session("lim");
+    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    // Five notes of 3,000 two-byte characters: 6,000 bytes each.
+    let ids: Vec<String> = (0..5).map(|i| home.send(&session, &format!("{i}{}", "é".repeat(2999)))).collect();
+    let mut carried = Vec::new();
+    for _ in 0..5 {
+        let (out, _) = home.run(Event::PreToolUse, &fixture_for("PreToolUse.json", &session));
+        let Some(ctx) = context_of(&out) else { break };
+        assert!(ctx.len() <= 10_000, "{} bytes", ctx.len());
+        assert!(ctx.chars().count() < 10_000 / 2 + 800);
+        let got = ids_in(&ctx);
+        assert_eq!(got.len(), 1, "one 6 KB note per 10 KB carrier");
+        carried.extend(got);
+        for id in &carried {
+            assert_eq!(home.receipt(id).state, "delivered", "acked after the write");
+        }
+    }
+    assert_eq!(carried, ids, "oldest first, each exactly once");
+    assert!(home.run_state(&session)["spool"].as_array().is_none_or(|s| s.is_empty()));
+}
+
+#[test]
+fn session_end_reports_spooled_and_pending_notes() {
+    let home = Home::new("end");
+    let session = unique_session("se");
+    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    // Three 6 KB notes: the first is carried, two stay spooled (claimed, deferred).
+    let ids: Vec<String> = (0..3).map(|i| home.send(&session, &format!("{i}{}", "é".repeat(2999)))).collect();
+    let (out, _) = home.run(Event::UserPromptSubmit, &fixture_for("UserPromptSubmit.json", &session));
+    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![ids[0].clone()]);
+    assert_eq!(home.run_state(&session)["spool"].as_array().unwrap().len(), 2);
+    assert_eq!(home.receipt(&ids[1]).state, "claimed");
+    let pending = home.send(&session, "never pulled");
+    let (out, r) = home.run(Event::SessionEnd, &fixture_for("SessionEnd.json", &session));
+    assert!(out.is_none());
+    assert!(r.elapsed < Duration::from_millis(900), "local SessionEnd fits Codex's ~1 s: {:?}", r.elapsed);
+    for id in &ids[1..] {
+        let rc = home.receipt(id);
+        assert_eq!((rc.state.as_str(), rc.undeliverable_reason.as_deref()), ("undeliverable", Some("spool_dropped")), "{id}");
+    }
+    let rc = home.receipt(&pending);
+    assert_eq!((rc.state.as_str(), rc.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));
+    assert_eq!(home.receipt(&ids[0]).state, "delivered");
+    assert_eq!(home.run_state(&session), Value::Null, "private state removed");
+    assert!(home.log().contains("codex SessionEnd mode=local"), "local mode runs in-process: {}", home.log());
+}
