@@ -1,0 +1,4 @@
+//! `preloop-cursor-session-end`: the Cursor sessionEnd hook.
+fn main() {
+    preloop_cursor::main(preloop_cursor::Event::SessionEnd)
+}

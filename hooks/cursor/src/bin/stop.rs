@@ -1,0 +1,4 @@
+//! `preloop-cursor-stop`: the Cursor stop hook.
+fn main() {
+    preloop_cursor::main(preloop_cursor::Event::Stop)
+}

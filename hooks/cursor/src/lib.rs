@@ -1,0 +1,458 @@
+//! The Cursor adapter: pure functions from a Cursor hook's stdin JSON to a
+//! harness-neutral [`Input`], and from an [`Outcome`] to the flat snake_case
+//! JSON that event accepts. Everything else is the shared engine.
+//!
+//! No Cursor binary was run for this adapter: it rests on
+//! `shared/contracts/cursor-hooks.md` (docs, third-party measurements) and
+//! the public captures in `fixtures/cursor/`. Every choice below is argued,
+//! with its source tag, in `hooks/cursor/README.md`.
+//!
+//! | event | server calls | carrier | output | neutral |
+//! |---|---|---|---|---|
+//! | sessionStart | session-start; notes/pending `session_start` (CLI only) | `additional_context` | `env` + context | `{}` |
+//! | beforeSubmitPrompt | session-start with `first_prompt` | none (claims nothing) | `{"continue": true}` | same |
+//! | beforeShellExecution | permission-check (`permission_request`, tool `Shell`) | none: a claimed note is spooled | `permission` allow / deny + messages | `{"permission": "allow"}` |
+//! | beforeMCPExecution | permission-check (`permission_request`) | none: spooled | as above | `{"permission": "allow"}` |
+//! | preToolUse | permission-check (`pre_tool_use`) | `additional_context` (allow and deny) | `permission` allow / deny (+ messages) | `{"permission": "allow"}` |
+//! | stop | notes/pending `stop` (completed, `loop_count` < 5, rescues < 3) | `followup_message` | follow-up or `{}` | `{}` |
+//! | sessionEnd | notes/ack `spool_dropped`; session-end | none | `{}` | `{}` |
+//!
+//! Every event always prints one JSON object: Cursor's IDE blocks a gated
+//! tool when a permission hook prints nothing or non-JSON (contract §5.3).
+
+use preloop_shared::Harness;
+use preloop_shared::flow::{CarrierLimit, Input, InputKind, Outcome};
+use preloop_shared::runner::{self, HookSpec, Parsed};
+use preloop_shared::wire::{Decision, EvaluationPhase};
+use serde_json::{Map, Value, json};
+
+/// Cursor's `additional_context` is reported to take 10,000 characters and
+/// to drop a longer value whole, so the engine never writes more.
+pub const CONTEXT_LIMIT: CarrierLimit = CarrierLimit::Chars(10_000);
+
+/// Cursor's default `loop_limit` for a Cursor-format `stop` entry [D1]: the
+/// follow-ups one hooks.json entry may trigger per conversation. At or past
+/// it Cursor would discard a follow-up, so the stop hook does not claim.
+/// The installer writes this value (never `null`) on our `stop` entry.
+pub const LOOP_LIMIT: u64 = 5;
+
+/// The environment variable `sessionStart` exports to the session's later
+/// hooks (and, where Cursor passes it on, to the processes the run starts).
+pub const PARENT_SESSION_ENV: &str = "PRELOOP_PARENT_SESSION_ID";
+
+/// The documented limit of Cursor headless runs, for `doctor` and the docs.
+pub const HEADLESS_STOP_LIMIT: &str = "Cursor headless runs (cursor-agent -p / --print) never fire the stop hook, so a note that arrives after the run's last tool call cannot be rescued: it stays pending until sessionEnd, which marks it undeliverable (session_ended). It is never reported as delivered. Interactive cursor-agent and the IDE fire stop; notes addressed to the agent rather than the session wait for its next run.";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    SessionStart,
+    BeforeSubmitPrompt,
+    BeforeShellExecution,
+    BeforeMcpExecution,
+    PreToolUse,
+    Stop,
+    SessionEnd,
+}
+
+impl Event {
+    pub const ALL: [Event; 7] = [
+        Event::SessionStart,
+        Event::BeforeSubmitPrompt,
+        Event::BeforeShellExecution,
+        Event::BeforeMcpExecution,
+        Event::PreToolUse,
+        Event::Stop,
+        Event::SessionEnd,
+    ];
+
+    /// Cursor's name for the event (`hook_event_name`, the hooks.json key).
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::SessionStart => "sessionStart",
+            Event::BeforeSubmitPrompt => "beforeSubmitPrompt",
+            Event::BeforeShellExecution => "beforeShellExecution",
+            Event::BeforeMcpExecution => "beforeMCPExecution",
+            Event::PreToolUse => "preToolUse",
+            Event::Stop => "stop",
+            Event::SessionEnd => "sessionEnd",
+        }
+    }
+
+    /// Our binary for the event.
+    pub fn binary(self) -> &'static str {
+        match self {
+            Event::SessionStart => "preloop-cursor-session-start",
+            Event::BeforeSubmitPrompt => "preloop-cursor-before-submit-prompt",
+            Event::BeforeShellExecution => "preloop-cursor-before-shell-execution",
+            Event::BeforeMcpExecution => "preloop-cursor-before-mcp-execution",
+            Event::PreToolUse => "preloop-cursor-pre-tool-use",
+            Event::Stop => "preloop-cursor-stop",
+            Event::SessionEnd => "preloop-cursor-session-end",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Event> {
+        Event::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// Whether the event is a permission gate (Cursor blocks the tool on
+    /// empty or invalid output there).
+    pub fn is_gate(self) -> bool {
+        matches!(self, Event::BeforeShellExecution | Event::BeforeMcpExecution | Event::PreToolUse)
+    }
+
+    pub fn spec(self) -> HookSpec {
+        HookSpec {
+            harness: Harness::Cursor,
+            event: self.name(),
+            parse: match self {
+                Event::SessionStart => |v| parse(Event::SessionStart, v),
+                Event::BeforeSubmitPrompt => |v| parse(Event::BeforeSubmitPrompt, v),
+                Event::BeforeShellExecution => |v| parse(Event::BeforeShellExecution, v),
+                Event::BeforeMcpExecution => |v| parse(Event::BeforeMcpExecution, v),
+                Event::PreToolUse => |v| parse(Event::PreToolUse, v),
+                Event::Stop => |v| parse(Event::Stop, v),
+                Event::SessionEnd => |v| parse(Event::SessionEnd, v),
+            },
+            render: match self {
+                Event::SessionStart => |o| render(Event::SessionStart, o),
+                Event::BeforeSubmitPrompt => |o| render(Event::BeforeSubmitPrompt, o),
+                Event::BeforeShellExecution => |o| render(Event::BeforeShellExecution, o),
+                Event::BeforeMcpExecution => |o| render(Event::BeforeMcpExecution, o),
+                Event::PreToolUse => |o| render(Event::PreToolUse, o),
+                Event::Stop => |o| render(Event::Stop, o),
+                Event::SessionEnd => |o| render(Event::SessionEnd, o),
+            },
+            neutral: match self {
+                Event::SessionStart => || Some(neutral(Event::SessionStart)),
+                Event::BeforeSubmitPrompt => || Some(neutral(Event::BeforeSubmitPrompt)),
+                Event::BeforeShellExecution => || Some(neutral(Event::BeforeShellExecution)),
+                Event::BeforeMcpExecution => || Some(neutral(Event::BeforeMcpExecution)),
+                Event::PreToolUse => || Some(neutral(Event::PreToolUse)),
+                Event::Stop => || Some(neutral(Event::Stop)),
+                Event::SessionEnd => || Some(neutral(Event::SessionEnd)),
+            },
+            limit: CONTEXT_LIMIT,
+            // Cursor does not document a kill deadline for sessionEnd (it runs
+            // it fire-and-forget); the ordinary per-call timeouts bound it.
+            budget: None,
+            // The lineage export is part of sessionStart's own output (`env`).
+            side_effects: None,
+        }
+    }
+}
+
+/// Run one hook binary.
+pub fn main(event: Event) -> ! {
+    runner::main(event.spec())
+}
+
+/// The answer when anything fails, and the answer with no opinion.
+///
+/// A gate says `allow`: it is the only answer that can neither block the
+/// tool (empty or non-JSON output blocks it in the IDE; a missing
+/// `permission` is reported to) nor prompt the user on every call (`ask`
+/// on beforeShellExecution prompts even in "Run Everything" mode and is
+/// unknown under `-p`). It grants nothing Cursor would not: the before* hooks run
+/// before Cursor's own permission decision and Cursor's allowlist still
+/// applies after an allow (README, "Neutral answers").
+pub fn neutral(event: Event) -> Value {
+    match event {
+        Event::BeforeSubmitPrompt => json!({"continue": true}),
+        Event::BeforeShellExecution | Event::BeforeMcpExecution | Event::PreToolUse => json!({"permission": "allow"}),
+        Event::SessionStart | Event::Stop | Event::SessionEnd => json!({}),
+    }
+}
+
+fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn non_empty<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    str_field(v, key).map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// The harness session id: `conversation_id` (stable across the turns of a
+/// chat, present on every event), falling back to `session_id` (equal to it
+/// since 3.1, absent on some older builds).
+pub fn session_id_of(v: &Value) -> Option<String> {
+    non_empty(v, "conversation_id").or_else(|| non_empty(v, "session_id")).map(str::to_string)
+}
+
+/// The working directory: the payload's `cwd` is usually `""`, so fall back
+/// to `workspace_roots[0]`, then to `$CURSOR_PROJECT_DIR`.
+pub fn cwd_of(v: &Value, project_dir: Option<&str>) -> Option<String> {
+    non_empty(v, "cwd")
+        .or_else(|| v.get("workspace_roots").and_then(Value::as_array).and_then(|r| r.first()).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()))
+        .or_else(|| project_dir.map(str::trim).filter(|s| !s.is_empty()))
+        .map(str::to_string)
+}
+
+/// Whether a `cursor_version` is the CLI's (`2026.07.23-e383d2b`: a date)
+/// rather than the IDE's (`3.18.25`, `2.7.0-pre.78.patch.0`).
+pub fn is_cli_version(version: &str) -> bool {
+    let year = version.trim().split(['.', '-']).next().unwrap_or("");
+    year.len() == 4 && year.bytes().all(|b| b.is_ascii_digit()) && year >= "2000"
+}
+
+/// A tool input as the server takes it (a JSON object). Cursor sends
+/// beforeMCPExecution's `tool_input` as a JSON-encoded string and
+/// preToolUse's as an object; anything that is not an object after decoding
+/// is kept under `value` rather than dropped.
+pub fn decode_tool_input(v: Option<&Value>) -> Value {
+    match v {
+        None | Some(Value::Null) => json!({}),
+        Some(Value::Object(_)) => v.cloned().unwrap_or_default(),
+        Some(Value::String(s)) => {
+            let t = s.trim();
+            if t.is_empty() {
+                return json!({});
+            }
+            match serde_json::from_str::<Value>(t) {
+                Ok(Value::Object(m)) => Value::Object(m),
+                Ok(other) => json!({"value": other}),
+                Err(_) => json!({"value": s}),
+            }
+        }
+        Some(other) => json!({"value": other}),
+    }
+}
+
+/// Our own stop follow-up comes back through beforeSubmitPrompt as a user
+/// prompt [M36]; it must not become the session's title.
+fn is_our_followup(prompt: &str) -> bool {
+    prompt.trim_start().starts_with("<operator-notes ")
+}
+
+/// stdin → input, reading `$CURSOR_PROJECT_DIR` for the cwd fallback.
+pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
+    let project_dir = std::env::var("CURSOR_PROJECT_DIR").ok();
+    parse_with(event, v, project_dir.as_deref())
+}
+
+/// stdin → input (pure). Lenient: unknown fields are ignored and optional
+/// ones may be missing; a session id is required, and the fields each event
+/// acts on.
+pub fn parse_with(event: Event, v: &Value, project_dir: Option<&str>) -> Result<Parsed, String> {
+    if let Some(name) = str_field(v, "hook_event_name")
+        && name != event.name()
+    {
+        return Err(format!("hook_event_name {name:?} given to the {} hook", event.name()));
+    }
+    let session_id = session_id_of(v).ok_or("no conversation_id or session_id")?;
+    let cwd = cwd_of(v, project_dir);
+    let model = non_empty(v, "model").map(str::to_string);
+    let kind = match event {
+        // The IDE drops sessionStart's additional_context in a race with the
+        // composer (3.12.17, acknowledged by staff) while the CLI delivers it:
+        // claim at startup only where the context is known to arrive.
+        Event::SessionStart => InputKind::SessionStart {
+            source: None,
+            pull: str_field(v, "cursor_version").is_some_and(is_cli_version),
+        },
+        Event::BeforeSubmitPrompt => {
+            let prompt = str_field(v, "prompt").unwrap_or_default();
+            InputKind::UserPrompt {
+                prompt: if is_our_followup(prompt) { String::new() } else { prompt.to_string() },
+                hook_event_name: "beforeSubmitPrompt".into(),
+                pull: false,
+            }
+        }
+        Event::BeforeShellExecution => InputKind::Tool {
+            tool_name: "Shell".into(),
+            tool_input: json!({"command": str_field(v, "command").filter(|c| !c.trim().is_empty()).ok_or("no command")?}),
+            phase: EvaluationPhase::PermissionRequest,
+            hook_event_name: Some(event.name().into()),
+            model,
+            carries: false,
+        },
+        Event::BeforeMcpExecution => InputKind::Tool {
+            tool_name: non_empty(v, "tool_name").ok_or("no tool_name")?.to_string(),
+            tool_input: decode_tool_input(v.get("tool_input")),
+            phase: EvaluationPhase::PermissionRequest,
+            hook_event_name: Some(event.name().into()),
+            model,
+            carries: false,
+        },
+        Event::PreToolUse => InputKind::Tool {
+            tool_name: non_empty(v, "tool_name").ok_or("no tool_name")?.to_string(),
+            tool_input: decode_tool_input(v.get("tool_input")),
+            phase: EvaluationPhase::PreToolUse,
+            hook_event_name: Some(event.name().into()),
+            model,
+            carries: true,
+        },
+        Event::Stop => {
+            let completed = str_field(v, "status") == Some("completed");
+            // A missing or odd loop_count is treated as "at the limit": a
+            // claimed note Cursor then discards would be lost, an unclaimed
+            // one waits for the next carrier.
+            let loop_count = v.get("loop_count").and_then(|n| n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64)));
+            InputKind::Stop { may_continue: completed && loop_count.is_some_and(|n| n < LOOP_LIMIT) }
+        }
+        Event::SessionEnd => InputKind::SessionEnd { reason: non_empty(v, "reason").unwrap_or("session_end").to_string() },
+    };
+    Ok(Parsed::Run(Input { session_id, cwd, kind }))
+}
+
+/// A runtime session id we are willing to export (a UUID in practice).
+fn exportable(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 255 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// outcome → stdout JSON. Always an object: Cursor reads only flat
+/// snake_case keys, and a gate must never print nothing.
+pub fn render(event: Event, o: &Outcome) -> Option<Value> {
+    let ctx = o.context.as_deref().filter(|c| !c.is_empty());
+    let out = match event {
+        Event::SessionStart => {
+            let mut m = Map::new();
+            if let Some(id) = o.runtime_session_id.as_deref().filter(|id| exportable(id)) {
+                m.insert("env".into(), json!({ PARENT_SESSION_ENV: id }));
+            }
+            if let Some(c) = ctx {
+                m.insert("additional_context".into(), json!(c));
+            }
+            Value::Object(m)
+        }
+        Event::BeforeSubmitPrompt => json!({"continue": true}),
+        // Non-carrying: the engine spooled any note; never a context here.
+        Event::BeforeShellExecution | Event::BeforeMcpExecution => gate(o, None),
+        // Cursor keeps preToolUse's additional_context on allow and deny; the
+        // server never answers ask and we never say it (ask drops the context).
+        Event::PreToolUse => gate(o, ctx),
+        Event::Stop => match (o.continue_turn, ctx) {
+            (true, Some(c)) => json!({"followup_message": c}),
+            _ => json!({}),
+        },
+        Event::SessionEnd => json!({}),
+    };
+    Some(out)
+}
+
+fn gate(o: &Outcome, ctx: Option<&str>) -> Value {
+    let mut m = Map::new();
+    match o.decision {
+        Some(Decision::Deny) => {
+            let reason = o.reason.as_deref().filter(|r| !r.trim().is_empty()).unwrap_or("Denied by Preloop");
+            m.insert("permission".into(), json!("deny"));
+            // user_message is what reaches the model (postToolUseFailure);
+            // agent_message is documented for it but was not seen arriving.
+            m.insert("user_message".into(), json!(reason));
+            m.insert("agent_message".into(), json!(reason));
+        }
+        // Allow, or no opinion (local mode, fail-open): see [`neutral`].
+        Some(Decision::Allow) | None => {
+            m.insert("permission".into(), json!("allow"));
+        }
+    }
+    if let Some(c) = ctx {
+        m.insert("additional_context".into(), json!(c));
+    }
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_input(p: Parsed) -> Input {
+        match p {
+            Parsed::Run(i) => i,
+            Parsed::StandDown(w) => panic!("stood down: {w}"),
+        }
+    }
+
+    #[test]
+    fn cli_versions_are_dates() {
+        assert!(is_cli_version("2026.07.23-e383d2b"));
+        assert!(is_cli_version("2026.10.01-e373342"));
+        assert!(!is_cli_version("3.18.25"));
+        assert!(!is_cli_version("2.7.0-pre.78.patch.0"));
+        assert!(!is_cli_version(""));
+        assert!(!is_cli_version("1999.01.01-x"));
+    }
+
+    #[test]
+    fn session_id_and_cwd_fallbacks() {
+        let v = json!({"session_id": "s1", "cwd": "", "workspace_roots": []});
+        assert_eq!(session_id_of(&v).as_deref(), Some("s1"));
+        assert_eq!(cwd_of(&v, Some("/proj")).as_deref(), Some("/proj"));
+        let v = json!({"conversation_id": "c1", "session_id": "s1", "cwd": "", "workspace_roots": ["/ws", "/other"]});
+        assert_eq!(session_id_of(&v).as_deref(), Some("c1"));
+        assert_eq!(cwd_of(&v, Some("/proj")).as_deref(), Some("/ws"));
+        let v = json!({"conversation_id": " ", "cwd": "/here"});
+        assert_eq!(session_id_of(&v), None);
+        assert_eq!(cwd_of(&v, None).as_deref(), Some("/here"));
+        assert_eq!(cwd_of(&json!({}), None), None);
+    }
+
+    #[test]
+    fn mcp_tool_input_is_decoded() {
+        assert_eq!(decode_tool_input(Some(&json!("{\"limit\":1}"))), json!({"limit": 1}));
+        assert_eq!(decode_tool_input(Some(&json!({"q": "x"}))), json!({"q": "x"}));
+        assert_eq!(decode_tool_input(Some(&json!("[1,2]"))), json!({"value": [1, 2]}));
+        assert_eq!(decode_tool_input(Some(&json!("not json"))), json!({"value": "not json"}));
+        assert_eq!(decode_tool_input(Some(&json!(""))), json!({}));
+        assert_eq!(decode_tool_input(None), json!({}));
+        assert_eq!(decode_tool_input(Some(&json!(7))), json!({"value": 7}));
+    }
+
+    #[test]
+    fn stop_continues_only_on_completed_below_the_loop_limit() {
+        let may = |v: Value| match run_input(parse_with(Event::Stop, &v, None).unwrap()).kind {
+            InputKind::Stop { may_continue } => may_continue,
+            k => panic!("{k:?}"),
+        };
+        assert!(may(json!({"conversation_id": "c", "status": "completed", "loop_count": 0})));
+        assert!(may(json!({"conversation_id": "c", "status": "completed", "loop_count": 4})));
+        assert!(!may(json!({"conversation_id": "c", "status": "completed", "loop_count": 5})));
+        assert!(!may(json!({"conversation_id": "c", "status": "completed"})));
+        assert!(!may(json!({"conversation_id": "c", "status": "completed", "loop_count": "0"})));
+        assert!(!may(json!({"conversation_id": "c", "status": "error", "loop_count": 0})));
+        assert!(!may(json!({"conversation_id": "c", "status": "aborted", "loop_count": 0})));
+        assert!(may(json!({"conversation_id": "c", "status": "completed", "loop_count": 1.0})));
+    }
+
+    #[test]
+    fn a_foreign_event_is_refused() {
+        let v = json!({"conversation_id": "c", "hook_event_name": "postToolUse", "tool_name": "Shell"});
+        assert!(parse_with(Event::PreToolUse, &v, None).is_err());
+        let v = json!({"session_id": "c", "hook_event_name": "PreToolUse", "tool_name": "Bash"});
+        assert!(parse_with(Event::PreToolUse, &v, None).is_err());
+    }
+
+    #[test]
+    fn our_followup_does_not_title_the_session() {
+        let v = json!({"conversation_id": "c", "prompt": "<operator-notes count=\"1\" source=\"preloop-control-plane\">\n…"});
+        match run_input(parse_with(Event::BeforeSubmitPrompt, &v, None).unwrap()).kind {
+            InputKind::UserPrompt { prompt, pull, .. } => {
+                assert_eq!(prompt, "");
+                assert!(!pull);
+            }
+            k => panic!("{k:?}"),
+        }
+    }
+
+    #[test]
+    fn gates_never_print_ask_and_always_name_a_permission() {
+        for event in [Event::BeforeShellExecution, Event::BeforeMcpExecution, Event::PreToolUse] {
+            for decision in [None, Some(Decision::Allow), Some(Decision::Deny)] {
+                let o = Outcome { decision, reason: Some("r".into()), context: Some("ctx".into()), ..Outcome::default() };
+                let v = render(event, &o).unwrap();
+                let p = v["permission"].as_str().unwrap();
+                assert!(p == "allow" || p == "deny");
+                assert_eq!(v.get("additional_context").is_some(), event == Event::PreToolUse, "{event:?}");
+                assert_eq!(v.get("user_message").is_some(), p == "deny");
+            }
+        }
+    }
+
+    #[test]
+    fn session_start_exports_only_a_plain_runtime_id() {
+        let o = Outcome { runtime_session_id: Some("5f9c7c7b-e77b-4e3c-99be-5a7a623325db".into()), ..Outcome::default() };
+        assert_eq!(render(Event::SessionStart, &o).unwrap(), json!({"env": {"PRELOOP_PARENT_SESSION_ID": "5f9c7c7b-e77b-4e3c-99be-5a7a623325db"}}));
+        let o = Outcome { runtime_session_id: Some("x; rm -rf /".into()), ..Outcome::default() };
+        assert_eq!(render(Event::SessionStart, &o).unwrap(), json!({}));
+    }
+}

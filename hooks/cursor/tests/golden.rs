@@ -1,0 +1,204 @@
+//! Golden tests from the 42 public Cursor captures, JSON Schema checks of
+//! every fixture and of every output the adapter can render.
+//!
+//! Expected files live in `fixtures/cursor/expected/`; regenerate them with
+//! `PRELOOP_BLESS=1 cargo test -p preloop-cursor --test golden` and review
+//! the diff.
+
+mod common;
+
+use common::*;
+use preloop_cursor::{Event, neutral, parse_with, render};
+use preloop_shared::flow::{Input, InputKind, Outcome};
+use preloop_shared::render::{NoteElement, frame, render_element};
+use preloop_shared::runner::Parsed;
+use preloop_shared::time::Timestamp;
+use preloop_shared::wire::Decision;
+use serde_json::{Value, json};
+
+fn bless() -> bool {
+    std::env::var("PRELOOP_BLESS").is_ok_and(|v| v == "1")
+}
+
+/// Compare `actual` with the checked-in file (or write it when blessing).
+fn golden(rel: &str, actual: &Value) {
+    let path = fixtures_dir().join("expected").join(rel);
+    let text = serde_json::to_string_pretty(actual).unwrap() + "\n";
+    if bless() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (run with PRELOOP_BLESS=1 to create it)", path.display()));
+    let expected: Value = serde_json::from_str(&expected).unwrap();
+    assert_eq!(&expected, actual, "golden {rel} differs");
+}
+
+fn input_json(r: &Result<Parsed, String>) -> Value {
+    let Input { session_id, cwd, kind } = match r {
+        Err(e) => return json!({"error": e}),
+        Ok(Parsed::StandDown(why)) => return json!({"stand_down": why}),
+        Ok(Parsed::Run(i)) => i,
+    };
+    let kind = match kind {
+        InputKind::SessionStart { source, pull } => json!({"session_start": {"source": source, "pull": pull}}),
+        InputKind::UserPrompt { prompt, hook_event_name, pull } => {
+            json!({"user_prompt": {"prompt": prompt, "hook_event_name": hook_event_name, "pull": pull}})
+        }
+        InputKind::Tool { tool_name, tool_input, phase, hook_event_name, model, carries } => json!({"tool": {
+            "tool_name": tool_name, "tool_input": tool_input, "phase": phase,
+            "hook_event_name": hook_event_name, "model": model, "carries": carries}}),
+        InputKind::Stop { may_continue } => json!({"stop": {"may_continue": may_continue}}),
+        InputKind::SessionEnd { reason } => json!({"session_end": {"reason": reason}}),
+    };
+    json!({"session_id": session_id, "cwd": cwd, "kind": kind})
+}
+
+/// The runtime session id is random: name it instead.
+fn normalize(mut v: Value) -> Value {
+    if let Some(id) = v.pointer_mut("/env/PRELOOP_PARENT_SESSION_ID") {
+        assert!(id.as_str().is_some_and(|s| s.len() == 36), "a runtime session id (UUID) is exported: {id}");
+        *id = json!("<runtime_session_id>");
+    }
+    v
+}
+
+/// Every capture: which hook takes it, whether it matches our input schema,
+/// what we parse from it, and what the built binary answers in local mode
+/// with an empty inbox. Captures of events we do not hook are answered
+/// neutrally by every binary.
+#[test]
+fn captures_parse_and_answer_as_recorded() {
+    let home = Home::new("golden");
+    for name in fixture_names() {
+        let v = fixture(&name);
+        let event_name = v["hook_event_name"].as_str().unwrap_or_else(|| panic!("{name}: no hook_event_name"));
+        let actual = match Event::from_name(event_name) {
+            Some(event) => {
+                let schema = schema(event.name(), "input").unwrap();
+                let valid = validate(&schema, &v);
+                let parsed = parse_with(event, &v, Some("/from/CURSOR_PROJECT_DIR"));
+                // The schema states what a hook needs: a payload it refuses
+                // is exactly one the schema refuses.
+                assert_eq!(valid.is_ok(), parsed.is_ok(), "{name}: schema {valid:?} vs parse {:?}", input_json(&parsed));
+                let stdout = normalize(home.run(event, &v));
+                if parsed.is_err() {
+                    assert_eq!(stdout, neutral(event), "{name}: a refused payload gets the neutral answer");
+                }
+                json!({
+                    "hook": event.binary(),
+                    "input_schema_valid": valid.is_ok(),
+                    "input": input_json(&parsed),
+                    "stdout_local_empty_inbox": stdout,
+                })
+            }
+            None => {
+                let answers: serde_json::Map<String, Value> = Event::ALL
+                    .into_iter()
+                    .map(|event| {
+                        assert!(parse_with(event, &v, None).is_err(), "{name}: {} must refuse it", event.binary());
+                        (event.binary().to_string(), neutral(event))
+                    })
+                    .collect();
+                json!({"hook": null, "answers": answers})
+            }
+        };
+        golden(&name, &actual);
+    }
+}
+
+/// A note block with fixed attributes.
+fn block(n: usize) -> String {
+    let at = Timestamp::parse("2026-12-02T09:20:38.291972+00:00").unwrap();
+    let notes: Vec<NoteElement> = (0..n)
+        .map(|i| render_element(&format!("3f2a9c0d1e4b5a6{i}"), "Olive Operator", "jwt", at, &format!("Note {i}: stop editing the parser; run the tests first.")))
+        .collect();
+    frame(&notes).unwrap()
+}
+
+/// The outcomes the engine can hand each event, and what we print for them.
+fn cases(event: Event) -> Vec<(&'static str, Outcome)> {
+    let rid = Some("5f9c7c7b-e77b-4e3c-99be-5a7a623325db".to_string());
+    let ctx = Some(block(2));
+    let deny = |reason: &str| Outcome { decision: Some(Decision::Deny), reason: Some(reason.into()), ..Outcome::default() };
+    match event {
+        Event::SessionStart => vec![
+            ("registered", Outcome { runtime_session_id: rid.clone(), ..Outcome::default() }),
+            ("registered-with-notes", Outcome { runtime_session_id: rid, context: ctx, ..Outcome::default() }),
+            ("unregistered", Outcome::default()),
+        ],
+        Event::BeforeSubmitPrompt => vec![("any", Outcome::default())],
+        Event::BeforeShellExecution | Event::BeforeMcpExecution => vec![
+            ("no-opinion", Outcome::default()),
+            ("allow", Outcome { decision: Some(Decision::Allow), ..Outcome::default() }),
+            ("deny", deny("Approval declined: not today")),
+            ("deny-fail-closed", deny("Preloop could not check this tool call (unreachable); denied by the hook's fail-closed policy.")),
+        ],
+        Event::PreToolUse => vec![
+            ("no-opinion", Outcome::default()),
+            ("no-opinion-with-notes", Outcome { context: ctx.clone(), ..Outcome::default() }),
+            ("allow", Outcome { decision: Some(Decision::Allow), ..Outcome::default() }),
+            ("allow-with-notes", Outcome { decision: Some(Decision::Allow), context: ctx.clone(), ..Outcome::default() }),
+            ("deny", deny("Tool blocked in Preloop")),
+            ("deny-with-notes", Outcome { context: ctx, ..deny("Tool blocked in Preloop") }),
+            ("deny-empty-reason", deny("")),
+        ],
+        Event::Stop => vec![
+            ("continue-with-notes", Outcome { continue_turn: true, context: ctx.clone(), ..Outcome::default() }),
+            ("nothing", Outcome::default()),
+            ("context-without-continue", Outcome { context: ctx, ..Outcome::default() }),
+        ],
+        Event::SessionEnd => vec![("any", Outcome::default())],
+    }
+}
+
+/// Every rendered output, checked in and validated against its schema.
+#[test]
+fn rendered_outputs_match_and_validate() {
+    for event in Event::ALL {
+        for (case, o) in cases(event) {
+            let v = render(event, &o).expect("every event prints an object");
+            check_output(event, &v);
+            golden(&format!("render/{}.{case}.json", event.name()), &v);
+        }
+        check_output(event, &neutral(event));
+        golden(&format!("render/{}.neutral.json", event.name()), &neutral(event));
+    }
+}
+
+/// The largest block the engine may hand a carrier still validates (10,000
+/// characters), and one character more does not: the schema holds the limit.
+#[test]
+fn the_context_limit_is_in_the_schemas() {
+    for event in [Event::SessionStart, Event::PreToolUse, Event::Stop] {
+        let fits = Outcome { context: Some("x".repeat(10_000)), continue_turn: true, ..Outcome::default() };
+        check_output(event, &render(event, &fits).unwrap());
+        let over = Outcome { context: Some("é".repeat(10_001)), continue_turn: true, ..Outcome::default() };
+        let v = render(event, &over).unwrap();
+        assert!(validate(&schema(event.name(), "output").unwrap(), &v).is_err(), "{}: 10,001 characters must fail", event.name());
+    }
+}
+
+/// The output schemas refuse what Cursor would misread.
+#[test]
+fn output_schemas_refuse_foreign_shapes() {
+    let bad = [
+        (Event::PreToolUse, json!({"permission": "ask"})),
+        (Event::PreToolUse, json!({})),
+        (Event::PreToolUse, json!({"permission": "deny"})),
+        (Event::PreToolUse, json!({"permission": "allow", "user_message": "x", "agent_message": "x"})),
+        (Event::PreToolUse, json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny"}})),
+        (Event::BeforeShellExecution, json!({"permission": "allow", "additional_context": "x"})),
+        (Event::BeforeMcpExecution, json!({"permission": "ask"})),
+        (Event::BeforeSubmitPrompt, json!({"continue": false})),
+        (Event::Stop, json!({"followup_message": ""})),
+        (Event::Stop, json!({"decision": "block", "reason": "x"})),
+        (Event::SessionEnd, json!({"x": 1})),
+        (Event::SessionStart, json!({"additionalContext": "x"})),
+        (Event::SessionStart, json!({"env": {"OTHER": "x"}})),
+    ];
+    for (event, v) in bad {
+        let schema = schema(event.name(), "output").unwrap();
+        assert!(validate(&schema, &v).is_err(), "{} schema accepts {v}", event.name());
+    }
+}
