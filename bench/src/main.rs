@@ -247,11 +247,10 @@ fn main() {
     let mut names: Vec<String> = std::fs::read_dir(&bins).map(|rd| rd.filter_map(|e| e.ok()).filter_map(|e| e.file_name().into_string().ok()).filter(|n| n.starts_with("preloop-") && !n.contains('.')).collect()).unwrap_or_default();
     names.sort();
     for n in names {
-        if let Ok(m) = std::fs::metadata(bins.join(&n)) {
-            if m.is_file() {
+        if let Ok(m) = std::fs::metadata(bins.join(&n))
+            && m.is_file() {
                 println!("| {n} | {:.2} MB |", m.len() as f64 / 1e6);
             }
-        }
     }
     if let Some(path) = json_out {
         let v: Vec<Value> = results.iter().map(|(n, s)| json!({"case": n, "median_ms": ms(s.median), "p95_ms": ms(s.p95), "max_rss_kib": s.max_rss_kib})).collect();

@@ -257,11 +257,10 @@ fn onboarding(home: &Path, harness: Option<Harness>, warnings: &mut Vec<String>)
             (Some(h), Some(src)) => h.accepts_source(src),
             (Some(_), None) => false,
         };
-        if let (true, Some(url), Some(token)) = (matches, file.base_url, file.token) {
-            if !url.is_empty() && !token.expose().is_empty() {
+        if let (true, Some(url), Some(token)) = (matches, file.base_url, file.token)
+            && !url.is_empty() && !token.expose().is_empty() {
                 return Some(ServerConfig { url: normalize_url(&url), token, origin: Origin::Onboarding(path) });
             }
-        }
     }
     None
 }

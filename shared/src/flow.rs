@@ -285,10 +285,12 @@ impl Engine {
                     out.decision = Some(Decision::Deny);
                     out.reason = Some(format!("Preloop could not check this tool call ({}); denied by the hook's fail-closed policy.", e.kind()));
                 }
-                // The spool can still ride this output.
-                if *carries {
-                    self.carry_into(None, &mut out, &mut after)?;
-                }
+                // The spool can still ride this output; a spool failure never
+                // changes the fail policy's decision.
+                if *carries
+                    && let Err(e) = self.carry_into(None, &mut out, &mut after) {
+                        self.warnings.push(format!("spool not carried: {e}"));
+                    }
                 return Ok((out, after));
             }
         };
@@ -366,24 +368,21 @@ impl Engine {
             self.warnings.push(format!("spooled note {} (claimed as delivered) dropped at session end", e.note.id));
         }
         self.retry_owed(&state.owed_acks);
-        if !dropped.is_empty() {
-            if let Err(e) = self.backend.ack(&AckRequest { note_ids: dropped, session_id: self.session_id.clone(), undeliverable_reason: Some(UndeliverableReason::SpoolDropped) }) {
+        if !dropped.is_empty()
+            && let Err(e) = self.backend.ack(&AckRequest { note_ids: dropped, session_id: self.session_id.clone(), undeliverable_reason: Some(UndeliverableReason::SpoolDropped) }) {
                 self.warnings.push(format!("spool_dropped ack failed: {e}"));
             }
-        }
         let resp = self.backend.session_end(&SessionEndRequest { external_session_id: self.session_id.clone(), reason: reason.to_string() })?;
         if resp.marked > 0 {
             self.warnings.push(format!("{} note(s) marked undeliverable (session_ended)", resp.marked));
         }
-        if !self.config.is_local() {
-            if let Ok(Some(mut f)) = session::read_session_file(&self.config.home, &self.session_id) {
-                if f.ended_at.is_none() {
+        if !self.config.is_local()
+            && let Ok(Some(mut f)) = session::read_session_file(&self.config.home, &self.session_id)
+                && f.ended_at.is_none() {
                     f.ended_at = Some(Timestamp::now());
                     f.end_reason = Some(reason.to_string());
                     let _ = session::write_session_file(&self.config.home, &f);
                 }
-            }
-        }
         self.run.remove();
         Ok((Outcome::default(), AfterFlush::default()))
     }
@@ -404,12 +403,20 @@ impl Engine {
         let _g = match self.run.lock(RUN_LOCK_WAIT) {
             Ok(g) => g,
             Err(e) => {
-                // Cannot touch the spool; still deliver what was just claimed.
+                // Cannot touch the spool: still deliver what was just claimed,
+                // within the carrier's limit; what does not fit cannot be kept,
+                // so a deferred claim is reported spool_dropped.
                 self.warnings.push(format!("spool busy: {e}"));
                 if let Some(c) = claimed {
-                    let entries = to_entries(c);
-                    self.fill(&entries, out);
-                    after.carried = entries;
+                    let (take, rest) = split_to_fit(self.limit, to_entries(c));
+                    for e in rest {
+                        self.warnings.push(format!("note {} dropped: spool busy", e.note.id));
+                        if e.deferred {
+                            after.dropped.extend(ids_of(&e.note));
+                        }
+                    }
+                    self.fill(&take, out);
+                    after.carried = take;
                 }
                 return Ok(());
             }
@@ -450,16 +457,7 @@ impl Engine {
         if let Some(c) = claimed {
             merged.extend(to_entries(c));
         }
-        let limit = self.limit;
-        let mut take: Vec<SpoolEntry> = Vec::new();
-        let mut rest = Vec::new();
-        for e in merged {
-            if !rest.is_empty() || (!take.is_empty() && !fits(limit, &take, &e)) {
-                rest.push(e);
-            } else {
-                take.push(e);
-            }
-        }
+        let (take, rest) = split_to_fit(self.limit, merged);
         state.spool = rest;
         self.enforce_spool_limits(state, now, after);
         take
@@ -544,17 +542,32 @@ impl Engine {
                 self.owe(vec![OwedAck { note_ids: after.dropped, dropped: true }]);
             }
         }
-        if let Some(ev) = after.session_event {
-            if let Err(e) = self.backend.session_event(&ev) {
+        if let Some(ev) = after.session_event
+            && let Err(e) = self.backend.session_event(&ev) {
                 self.warnings.push(format!("session-event failed: {e}"));
             }
-        }
     }
 }
 
 fn to_entries(c: Claimed) -> Vec<SpoolEntry> {
     let now = Timestamp::now();
     c.notes.into_iter().map(|note| SpoolEntry { note, deferred: c.deferred, spooled_at: now }).collect()
+}
+
+/// The oldest entries whose framed block fits `limit` (at least one, so a
+/// single oversized note still moves: the harness truncates it rather than
+/// it waiting forever), and the rest, in order.
+fn split_to_fit(limit: CarrierLimit, entries: Vec<SpoolEntry>) -> (Vec<SpoolEntry>, Vec<SpoolEntry>) {
+    let mut take: Vec<SpoolEntry> = Vec::new();
+    let mut rest = Vec::new();
+    for e in entries {
+        if !rest.is_empty() || (!take.is_empty() && !fits(limit, &take, &e)) {
+            rest.push(e);
+        } else {
+            take.push(e);
+        }
+    }
+    (take, rest)
 }
 
 fn fits(limit: CarrierLimit, take: &[SpoolEntry], next: &SpoolEntry) -> bool {

@@ -156,11 +156,10 @@ fn unique_suffix() -> u64 {
 /// `count` random bytes from the OS.
 pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut buf = [0u8; N];
-    if let Ok(mut f) = File::open("/dev/urandom") {
-        if io::Read::read_exact(&mut f, &mut buf).is_ok() {
+    if let Ok(mut f) = File::open("/dev/urandom")
+        && io::Read::read_exact(&mut f, &mut buf).is_ok() {
             return buf;
         }
-    }
     // Fallback: time, pid and a counter through FNV (never expected on Unix).
     let seed = format!("{:?}{}{}", std::time::SystemTime::now(), std::process::id(), unique_suffix());
     let mut h = fnv1a(seed.as_bytes());

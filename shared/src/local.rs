@@ -219,11 +219,10 @@ impl LocalInbox {
         note.expired_at = Some(now);
         self.write_note(note)?;
         self.unqueue(note);
-        if was_claimed {
-            if let Some(s) = &note.session_id {
+        if was_claimed
+            && let Some(s) = &note.session_id {
                 let _ = std::fs::remove_file(self.claimed_dir(s).join(&note.note_id));
             }
-        }
         Ok(true)
     }
 
@@ -346,7 +345,7 @@ impl LocalInbox {
     /// Sessions, most recently started first.
     pub fn sessions(&self) -> Vec<SessionSummary> {
         let mut all = session::all_session_files(&self.home);
-        all.sort_by(|a, b| b.started_at.cmp(&a.started_at));
+        all.sort_by_key(|s| std::cmp::Reverse(s.started_at));
         all.into_iter().map(|s| SessionSummary::from_file(&s)).collect()
     }
 
@@ -458,17 +457,15 @@ impl Backend for LocalInbox {
         }
         if file.parent_session_id.is_none() {
             // Write-once; only a runtime id this machine knows.
-            if let Some(p) = req.parent_session_id.as_ref().filter(|p| !p.is_empty()) {
-                if session::all_session_files(&self.home).iter().any(|s| &s.runtime_session_id == p) {
+            if let Some(p) = req.parent_session_id.as_ref().filter(|p| !p.is_empty())
+                && session::all_session_files(&self.home).iter().any(|s| &s.runtime_session_id == p) {
                     file.parent_session_id = Some(p.clone());
                 }
-            }
         }
-        if file.alias.is_none() {
-            if let Some(a) = req.alias.as_deref().map(sanitize_alias).filter(|a| !a.is_empty()) {
+        if file.alias.is_none()
+            && let Some(a) = req.alias.as_deref().map(sanitize_alias).filter(|a| !a.is_empty()) {
                 file.alias = Some(self.unique_alias(&a, &file));
             }
-        }
         if file.title.is_none() {
             file.title = req.first_prompt.as_deref().map(title_of).filter(|t| !t.is_empty());
         }
@@ -550,8 +547,8 @@ impl Backend for LocalInbox {
             .chain(fsutil::list_names(&cd).into_iter().map(|id| (cd.join(&id), id)))
             .collect();
         for (entry, id) in ids {
-            if let Some(mut note) = self.read_note(&id)? {
-                if !self.expire_if_due(&mut note, now)? && matches!(note.state, NoteState::Pending | NoteState::Claimed) {
+            if let Some(mut note) = self.read_note(&id)?
+                && !self.expire_if_due(&mut note, now)? && matches!(note.state, NoteState::Pending | NoteState::Claimed) {
                     note.state = NoteState::Undeliverable;
                     note.undeliverable_at = Some(now);
                     note.undeliverable_reason = Some(UndeliverableReason::SessionEnded);
@@ -560,7 +557,6 @@ impl Backend for LocalInbox {
                     self.write_note(&note)?;
                     marked += 1;
                 }
-            }
             let _ = std::fs::remove_file(entry);
         }
         if file.ended_at.is_none() {

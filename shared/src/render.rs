@@ -253,7 +253,7 @@ mod tests {
         let t = Timestamp::parse("2026-12-02T09:20:38Z").unwrap();
         let h = render_element("a", "H", "jwt", t, "x");
         let g = render_element("b", "G (agent)", "agent", t, "y");
-        assert!(frame(&[g.clone()]).unwrap().contains(FRAMING_AGENT));
+        assert!(frame(std::slice::from_ref(&g)).unwrap().contains(FRAMING_AGENT));
         assert!(frame(&[h.clone(), g]).unwrap().contains(FRAMING_MIXED));
         assert!(frame(&[h]).unwrap().contains(FRAMING_HUMAN));
         assert!(frame(&[]).is_none());

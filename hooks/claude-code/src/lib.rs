@@ -106,11 +106,10 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         // its own payloads; our Cursor hooks handle Cursor.
         return Ok(Parsed::StandDown("cursor payload in a Claude Code hook"));
     }
-    if let Some(name) = str_field(v, "hook_event_name") {
-        if name != event.name() {
+    if let Some(name) = str_field(v, "hook_event_name")
+        && name != event.name() {
             return Err(format!("hook_event_name {name:?} given to the {} hook", event.name()));
         }
-    }
     let session_id = str_field(v, "session_id").map(str::trim).filter(|s| !s.is_empty()).ok_or("no session_id")?.to_string();
     let cwd = str_field(v, "cwd").filter(|s| !s.is_empty()).map(str::to_string);
     let kind = match event {
