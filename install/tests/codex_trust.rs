@@ -1,0 +1,159 @@
+//! The Codex trust derivation, proven on the real binary: after
+//! `preloop-hooks install --harness codex`, `codex app-server`'s `hooks/list`
+//! reports every hook of ours as trusted, and for every hook in the file
+//! (ours and the user's) its key and currentHash equal ours.
+//!
+//! Codex is found through `PRELOOP_E2E_CODEX`, then `PATH`, then
+//! `/tmp/harness/node_modules/.bin`; without it the test says so and passes
+//! (CI installs it).
+
+mod common;
+
+use common::*;
+use preloop_hooks::codex_trust::{self, ListedHook};
+use preloop_shared::Harness;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+const USER_HOOKS: &str = r#"{
+  "description": "mine",
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "/usr/local/bin/audit-shell", "timeout": 30, "statusMessage": "auditing", "additionalContextLimit": 4000}]}
+    ],
+    "SessionEnd": [
+      {"hooks": [{"type": "command", "command": "/usr/local/bin/bye"}]}
+    ]
+  }
+}
+"#;
+
+const USER_CONFIG: &str = "# my codex config\nmodel = \"o3\" # favourite\ncheck_for_update_on_startup = false\n\n[profiles.fast]\nmodel = \"o4-mini\"\n";
+
+fn codex() -> Option<std::path::PathBuf> {
+    let found = codex_trust::find_codex();
+    if found.is_none() {
+        eprintln!("SKIPPED: no codex binary (set PRELOOP_E2E_CODEX, put codex on PATH, or install it in /tmp/harness); the Codex trust proof did not run");
+    }
+    found
+}
+
+fn list(codex: &Path, home: &Path, codex_home: &Path, cwd: &Path) -> Vec<ListedHook> {
+    let envs = vec![("HOME".to_string(), home.display().to_string())];
+    let (hooks, problems) = codex_trust::list_hooks_via_app_server(codex, codex_home, cwd, &envs, Duration::from_secs(60)).expect("codex app-server hooks/list");
+    assert!(problems.iter().all(|p| !p.starts_with("error")), "codex reported errors: {problems:?}");
+    hooks
+}
+
+fn cli(home: &Path, codex_home: &Path, cwd: &Path, args: &[&str]) -> std::process::Output {
+    let out = Command::new(common::cli())
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", home)
+        .env("CODEX_HOME", codex_home)
+        .env("PRELOOP_HOME", home.join(".preloop"))
+        .env_remove("PRELOOP_URL")
+        .env_remove("PRELOOP_TOKEN")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "preloop-hooks {args:?} failed: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// Our derivation for every hook of a hooks.json, against hooks/list.
+fn assert_derivation_matches(listed: &[ListedHook], hooks_json: &Path) {
+    let doc: Value = serde_json::from_str(&read(hooks_json)).unwrap();
+    let key_path = codex_trust::canonical_dir(hooks_json.parent().unwrap()).join("hooks.json");
+    let ours = codex_trust::hook_keys(&key_path, &doc);
+    assert!(!ours.is_empty());
+    for k in &ours {
+        let l = listed.iter().find(|l| l.key == k.key).unwrap_or_else(|| panic!("codex does not list our key {}; it lists {:?}", k.key, listed.iter().map(|l| &l.key).collect::<Vec<_>>()));
+        assert_eq!(l.current_hash, k.hash, "hash of {} ({})", k.key, k.command);
+    }
+}
+
+#[test]
+fn codex_reports_our_hooks_trusted() {
+    let Some(codex) = codex() else { return };
+    let t = TempDir::new("codex-real");
+    let root = t.path();
+    let home = root.join("home");
+    // CODEX_HOME reached through a symlink: Codex keys trust on the resolved path.
+    let real_codex_home = root.join("real codex home");
+    std::fs::create_dir_all(&real_codex_home).unwrap();
+    std::os::unix::fs::symlink(&real_codex_home, root.join("codex-link")).unwrap();
+    let codex_home = root.join("codex-link");
+    let project = root.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let bin = fake_bin_dir(root);
+    let hooks_json = codex_home.join("hooks.json");
+    let config = codex_home.join("config.toml");
+    write(&hooks_json, USER_HOOKS);
+    write(&config, USER_CONFIG);
+
+    let before = list(&codex, &home, &codex_home, &project);
+    assert_eq!(before.len(), 2, "{before:?}");
+    assert_derivation_matches(&before, &hooks_json);
+    let user_status: Vec<(String, String)> = before.iter().map(|h| (h.key.clone(), h.trust_status.clone())).collect();
+
+    cli(&home, &codex_home, &project, &["install", "--harness", "codex", "--bin-dir", bin.to_str().unwrap()]);
+    let after = list(&codex, &home, &codex_home, &project);
+    assert_eq!(after.len(), 8, "{after:?}");
+    for h in &after {
+        let ours = preloop_hooks::edit::is_ours(Harness::Codex, &h.command);
+        if ours {
+            assert_eq!(h.trust_status, "trusted", "codex does not trust our hook {} ({})", h.key, h.command);
+        } else {
+            let was = user_status.iter().find(|(k, _)| *k == h.key).map(|(_, s)| s.clone());
+            assert_eq!(Some(h.trust_status.clone()), was, "the user's hook {} keeps its trust state", h.key);
+        }
+    }
+    assert_eq!(after.iter().filter(|h| preloop_hooks::edit::is_ours(Harness::Codex, &h.command)).count(), 6);
+    assert_derivation_matches(&after, &hooks_json);
+    assert!(read(&config).starts_with(USER_CONFIG), "config.toml keeps the user's lines:\n{}", read(&config));
+
+    // doctor agrees, asking the same app-server.
+    let out = Command::new(common::cli())
+        .args(["doctor", "--json", "--bin-dir", bin.to_str().unwrap()])
+        .current_dir(&project)
+        .env("HOME", &home)
+        .env("CODEX_HOME", &codex_home)
+        .env("PRELOOP_HOME", home.join(".preloop"))
+        .env("PRELOOP_E2E_CODEX", &codex)
+        .env_remove("PRELOOP_URL")
+        .env_remove("PRELOOP_TOKEN")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cx = report["harnesses"].as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap().clone();
+    assert_eq!(cx["trust_source"], "codex app-server hooks/list", "{cx}");
+    assert!(cx["entries"].as_array().unwrap().iter().all(|e| e["trust"] == "trusted"), "{cx}");
+
+    cli(&home, &codex_home, &project, &["uninstall", "--harness", "codex"]);
+    assert_eq!(read(&hooks_json), USER_HOOKS);
+    assert_eq!(read(&config), USER_CONFIG);
+    let gone = list(&codex, &home, &codex_home, &project);
+    assert_eq!(gone.iter().map(|h| (h.key.clone(), h.trust_status.clone())).collect::<Vec<_>>(), user_status);
+}
+
+#[test]
+fn codex_trusts_project_hooks_in_a_trusted_project() {
+    let Some(codex) = codex() else { return };
+    let t = TempDir::new("codex-project");
+    let root = t.path();
+    let home = root.join("home");
+    let codex_home = home.join(".codex");
+    let project = root.join("proj with space");
+    std::fs::create_dir_all(&project).unwrap();
+    let project = std::fs::canonicalize(&project).unwrap();
+    let bin = fake_bin_dir(root);
+    write(&codex_home.join("config.toml"), &format!("[projects.\"{}\"]\ntrust_level = \"trusted\"\n", project.display()));
+    cli(&home, &codex_home, &project, &["install", "--harness", "codex", "--scope", "project", "--bin-dir", bin.to_str().unwrap()]);
+    let listed = list(&codex, &home, &codex_home, &project);
+    let ours: Vec<&ListedHook> = listed.iter().filter(|h| preloop_hooks::edit::is_ours(Harness::Codex, &h.command)).collect();
+    assert_eq!(ours.len(), 6, "{listed:?}");
+    assert!(ours.iter().all(|h| h.trust_status == "trusted" && h.key.starts_with(&project.display().to_string())), "{ours:?}");
+    assert_derivation_matches(&listed, &project.join(".codex/hooks.json"));
+}
