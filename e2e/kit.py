@@ -13,11 +13,16 @@ Environment knobs (all optional):
   PRELOOP_E2E_CLAUDE_TIMEOUT  seconds one claude run may take (default 60)
   PRELOOP_E2E_KEEP=1        keep every run's temp dir (default: only failed runs are kept)
   PRELOOP_E2E_TMPDIR        parent for the temp dirs (default: the system temp dir)
+  PRELOOP_E2E_SERVER_HOME, PRELOOP_E2E_SERVER_PORT, PRELOOP_E2E_PG_PORT, PRELOOP_E2E_VENV
+                            the real Preloop server of test_real_server.py
+                            (e2e/preloop_server/up.sh; see e2e/README.md)
 """
 
 import json
 import os
 import re
+import urllib.error
+import urllib.request
 import shlex
 import shutil
 import subprocess
@@ -32,6 +37,7 @@ CLAUDE_CODE_PACKAGE = "@anthropic-ai/claude-code@" + CLAUDE_CODE_VERSION
 E2E_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(E2E_DIR)
 MOCK_SCRIPT = os.path.join(E2E_DIR, "mock_anthropic.py")
+MOCK_OPENAI_SCRIPT = os.path.join(E2E_DIR, "mock_openai.py")   # Responses API, for Codex
 MOCK_API_KEY = "sk-ant-mock-key"
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -138,6 +144,85 @@ def ensure_claude():
     return claude
 
 
+CODEX_VERSION = "0.169.0"
+CODEX_PACKAGE = "@openai/codex@" + CODEX_VERSION
+
+
+def ensure_codex():
+    """Return the path of a working Codex CLI of the pinned version, npm-installing it into
+    harness_dir() when missing (like ensure_claude)."""
+    d = harness_dir()
+    codex = os.path.join(d, "node_modules", ".bin", "codex")
+    v = _claude_version(codex)
+    if v and v.strip().endswith(" " + CODEX_VERSION):
+        return codex
+    npm = shutil.which("npm")
+    if not npm:
+        raise KitError("Codex is not installed in %s and npm is not on PATH" % d)
+    _log("installing %s into %s (found: %r)" % (CODEX_PACKAGE, d, v))
+    os.makedirs(d, exist_ok=True)
+    pkg = os.path.join(d, "package.json")
+    if not os.path.exists(pkg):
+        with open(pkg, "w") as f:
+            f.write('{"private": true}\n')
+    p = subprocess.run([npm, "install", "--no-audit", "--no-fund", CODEX_PACKAGE],
+                       cwd=d, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if p.returncode != 0:
+        raise KitError("npm install %s failed (rc %d):\n%s\n%s"
+                       % (CODEX_PACKAGE, p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
+    v = _claude_version(codex)
+    if not (v and v.strip().endswith(" " + CODEX_VERSION)):
+        raise KitError("installed codex reports %r, want %s" % (v, CODEX_VERSION))
+    return codex
+
+
+def codex_segments(body):
+    """(item_index, role or type, text) for every input item of a /v1/responses body that
+    can carry text: messages (any role) and function_call_output."""
+    for i, it in enumerate(body.get("input") or []):
+        if not isinstance(it, dict):
+            continue
+        t = it.get("type")
+        if t == "message" or (t is None and it.get("role")):
+            c = it.get("content")
+            if isinstance(c, str):
+                txt = c
+            else:
+                txt = "".join(x.get("text", "") for x in c or [] if isinstance(x, dict))
+            yield i, it.get("role"), txt
+        elif t == "function_call_output":
+            o = it.get("output")
+            yield i, "function_call_output", o if isinstance(o, str) else json.dumps(o)
+
+
+def codex_find_marker(requests, marker):
+    """[(request_index, item_index, role, text)] for every input item holding marker."""
+    return [(n, i, role, txt) for n, body in enumerate(requests)
+            for i, role, txt in codex_segments(body) if marker in txt]
+
+
+def summarize_codex_requests(requests, markers=(), width=240, wide=1500):
+    """Each request's input items after the previous request's (shortened)."""
+    out, prev = [], 0
+    for n, body in enumerate(requests):
+        items = body.get("input") or []
+        out.append("--- request #%d items=%d%s" % (n, len(items),
+                   " (items[0:%d] as in request #%d)" % (prev, n - 1) if prev else ""))
+        for i, it in enumerate(items):
+            if i < prev or not isinstance(it, dict):
+                continue
+            t = it.get("type") or "message"
+            if t == "function_call":
+                s = "%s %s" % (it.get("name"), it.get("arguments"))
+            else:
+                seg = [x for x in codex_segments({"input": [it]})]
+                s = seg[0][2] if seg else json.dumps(it)
+            out.append("  [%d] %-20s %-10s %r" % (i, t, it.get("role") or "",
+                                                 _excerpt(s, markers, width, wide)))
+        prev = len(items)
+    return "\n".join(out)
+
+
 def build_binaries():
     """Return the directory holding preloop-hooks and the hook binaries: PRELOOP_BIN_DIR
     when set, else target/debug after `cargo build --workspace` in the repository root."""
@@ -165,8 +250,9 @@ def build_binaries():
 class Mock:
     """mock_anthropic.py as a child process on a free 127.0.0.1 port."""
 
-    def __init__(self, workdir, script, env):
+    def __init__(self, workdir, script, env, program=None):
         self.workdir = workdir
+        program = program or MOCK_SCRIPT
         self.script_path = os.path.join(workdir, "mock-script.json")
         self.log_path = os.path.join(workdir, "requests.jsonl")
         self.stderr_path = os.path.join(workdir, "mock.stderr")
@@ -179,7 +265,7 @@ class Mock:
                 os.unlink(p)
         self._stderr = open(self.stderr_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, MOCK_SCRIPT, "--script", self.script_path, "--log", self.log_path,
+            [sys.executable, program, "--script", self.script_path, "--log", self.log_path,
              "--port-file", port_file],
             cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=self._stderr,
             stderr=self._stderr)
@@ -416,6 +502,9 @@ class Sandbox:
         self.keep = os.environ.get("PRELOOP_E2E_KEEP") == "1"
         self.mock = None
         self.settings_path = None
+        self.hook_env = {}     # added to claude's env (so its hooks get it): server mode
+        self.mock_env = {}     # added to the mock's env (its before_reply_cmd get it)
+        self.install_output = None
 
     # -- paths / env ---------------------------------------------------------
     def bin(self, name):
@@ -443,6 +532,31 @@ class Sandbox:
         with open(self.settings_path, "w") as f:
             json.dump({"hooks": hooks}, f, indent=1)
         return self.settings_path
+
+    def install_hooks(self, harness="claude-code"):
+        """Wire the hooks into this sandbox's HOME the way a user does:
+        `preloop-hooks install --harness HARNESS --scope user`, when this build of
+        preloop-hooks has the command. Returns "install" or, when it has not (yet),
+        "kit" after writing the settings file with write_settings()."""
+        if not has_install_command(self.bin(CLI_BINARY)):
+            if harness != "claude-code":
+                raise KitError("preloop-hooks has no `install` command; cannot wire %s" % harness)
+            self.write_settings()
+            return "kit"
+        env = self.base_env()
+        if harness == "codex":
+            env["CODEX_HOME"] = self.codex_home()
+        p = subprocess.run(self.cli_argv("install", "--harness", harness, "--scope", "user"),
+                           env=env, cwd=self.proj, capture_output=True, text=True,
+                           timeout=60, stdin=subprocess.DEVNULL)
+        self.install_output = "rc=%s\nstdout: %s\nstderr: %s" % (p.returncode, p.stdout, p.stderr)
+        if p.returncode != 0:
+            raise KitError("`preloop-hooks install --harness %s --scope user` (HOME=%s) exited %d\n"
+                           "stdout: %s\nstderr: %s" % (harness, self.home, p.returncode,
+                                                       p.stdout[-3000:], p.stderr[-3000:]))
+        if harness == "claude-code":
+            self.settings_path = os.path.join(self.home, ".claude", "settings.json")
+        return "install"
 
     # -- operator CLI ----------------------------------------------------------
     def cli_argv(self, *args):
@@ -490,7 +604,7 @@ class Sandbox:
     def start_mock(self, script):
         if self.mock:
             self.mock.stop()
-        self.mock = Mock(self.root, script, self.base_env())
+        self.mock = Mock(self.root, script, dict(self.base_env(), **self.mock_env))
         return self.mock
 
     def claude_env(self):
@@ -504,6 +618,7 @@ class Sandbox:
             "DISABLE_AUTOUPDATER": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         })
+        env.update(self.hook_env)
         return env
 
     def run_claude(self, prompt, session_id, model=None, timeout=None, extra_args=()):
@@ -550,6 +665,114 @@ class Sandbox:
                          records=records, requests=reqs, model=model, session_id=session_id,
                          cmdline=cmdline, timed_out=timed_out)
 
+    # -- Codex ----------------------------------------------------------------
+    def codex_home(self):
+        d = os.path.join(self.root, "codex-home")
+        os.makedirs(d, exist_ok=True)
+        return d
+
+    def start_codex_mock(self, script):
+        """mock_openai.py (Responses API) instead of the Anthropic mock."""
+        if self.mock:
+            self.mock.stop()
+        self.mock = Mock(self.root, script, dict(self.base_env(), **self.mock_env),
+                         program=MOCK_OPENAI_SCRIPT)
+        return self.mock
+
+    def write_codex_config(self, approve_for_me=False):
+        """$CODEX_HOME/config.toml: the mock as the model provider (no retries). Written
+        before `preloop-hooks install --harness codex`, which adds the hooks' trust
+        entries to this same file."""
+        assert self.mock, "start_codex_mock() first"
+        lines = ['model = "mock-model"', 'model_provider = "mock"',
+                 'approval_policy = "%s"' % ("on-request" if approve_for_me else "never"),
+                 'sandbox_mode = "%s"' % ("workspace-write" if approve_for_me else "danger-full-access"),
+                 "check_for_update_on_startup = false", "",
+                 "[model_providers.mock]", 'name = "mock"',
+                 'base_url = "%s/v1"' % self.mock.url, 'wire_api = "responses"',
+                 'env_key = "MOCK_API_KEY"', "request_max_retries = 0", "stream_max_retries = 0", ""]
+        path = os.path.join(self.codex_home(), "config.toml")
+        with open(path, "w") as f:
+            f.write("\n".join(lines))
+        return path
+
+    def codex_env(self):
+        env = self.base_env()
+        env.update({"CODEX_HOME": self.codex_home(), "MOCK_API_KEY": "mock-key"})
+        env.update(self.hook_env)
+        return env
+
+    def session_ids(self):
+        """External session ids the hooks registered (PRELOOP_HOME/sessions/*.json)."""
+        d = os.path.join(self.preloop_home, "sessions")
+        out = []
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            try:
+                with open(os.path.join(d, name)) as f:
+                    out.append(json.load(f)["external_session_id"])
+            except (OSError, ValueError, KeyError):
+                pass
+        return out
+
+    def run_codex(self, codex_bin, prompt, approve_for_me=False, during=None, timeout=None):
+        """`codex exec` headless against the mock; `during(proc)` (optional) runs in a thread
+        while Codex runs (e.g. a human approving a request). RunResult.requests are the
+        main agent's /v1/responses bodies; session_id is read from the hooks' session file."""
+        import threading
+        assert self.mock, "start_codex_mock() first"
+        timeout = timeout or float(os.environ.get("PRELOOP_E2E_CODEX_TIMEOUT", "90"))
+        argv = [codex_bin, "exec", "--skip-git-repo-check", "-C", self.proj, "--color", "never"]
+        if approve_for_me:
+            argv.append("--approve-for-me")
+        argv.append(prompt)
+        env = self.codex_env()
+        cmdline = "cd %s && env -i %s %s </dev/null" % (
+            shlex.quote(self.proj), " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in env.items()),
+            " ".join(shlex.quote(a) for a in argv))
+        with open(os.path.join(self.root, "cmdline.txt"), "w") as f:
+            f.write(cmdline + "\n")
+        t0 = time.time()
+        timed_out = False
+        p = subprocess.Popen(argv, cwd=self.proj, env=env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        during_result = {}
+        th = None
+        if during:
+            def _during():
+                try:
+                    during_result["value"] = during(p)
+                except Exception as e:   # noqa: BLE001 -- reported by the test
+                    during_result["error"] = "%s: %s" % (type(e).__name__, e)
+            th = threading.Thread(target=_during, daemon=True)
+            th.start()
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(p.pid, 9)
+            except OSError:
+                p.kill()
+            out, err = p.communicate()
+        if th:
+            th.join(30)
+        dur = round(time.time() - t0, 2)
+        for name, data in (("codex.stdout", out), ("codex.stderr", err)):
+            with open(os.path.join(self.root, name), "w") as f:
+                f.write(data or "")
+        time.sleep(0.3)   # SessionEnd may outlive codex by a moment
+        records = self.mock.records()
+        reqs = [r.get("body") or {} for r in records
+                if r.get("route") == "responses" and r.get("reply", {}).get("kind") == "agent"]
+        sids = self.session_ids()
+        res = RunResult(rc=p.returncode, duration_s=dur, stdout=out, stderr=err, output=None,
+                        records=records, requests=reqs, model="mock-model",
+                        session_id=sids[-1] if sids else None, cmdline=cmdline,
+                        timed_out=timed_out)
+        res.during = during_result
+        return res
+
     def debug_log_hook_lines(self, limit=60):
         """Lines of claude's debug log that mention hooks (for failure dumps)."""
         path = os.path.join(self.root, "claude.debug.log")
@@ -584,3 +807,215 @@ def quote_path(path):
 
 def new_session_id():
     return str(uuid.uuid4())
+
+
+_INSTALL_CMD = {}
+
+
+def has_install_command(cli_path):
+    """True when this preloop-hooks build has `install` (probed once per binary)."""
+    if cli_path not in _INSTALL_CMD:
+        try:
+            p = subprocess.run([cli_path, "install", "--help"], capture_output=True, text=True,
+                               timeout=30, stdin=subprocess.DEVNULL,
+                               env={"PATH": BASE_PATH, "HOME": tempfile.gettempdir()})
+            _INSTALL_CMD[cli_path] = p.returncode == 0 and "--harness" in p.stdout
+        except OSError:
+            _INSTALL_CMD[cli_path] = False
+    return _INSTALL_CMD[cli_path]
+
+
+# --------------------------------------------------------------------------- real Preloop server
+# e2e/preloop_server/up.sh stands PyPI preloop==0.17.1 up on 127.0.0.1 (its own
+# PostgreSQL 16 + pgvector), migrates it and seeds a user (personal API key), a managed
+# agent and its agt_ runtime token into creds.json. ServerClient talks to its REST API.
+
+PRELOOP_SERVER_VERSION = "0.17.1"
+SERVER_DIR = os.path.join(E2E_DIR, "preloop_server")
+
+
+def server_home():
+    return (os.environ.get("PRELOOP_E2E_SERVER_HOME") or "/tmp/preloop-e2e-server").rstrip("/")
+
+
+def ensure_server(timeout=None):
+    """Run e2e/preloop_server/up.sh (idempotent: seconds when already up, ~2 min cold) and
+    return creds.json as a dict, plus "up_log" (the script's output) and "up_s".
+    Raises KitError holding the script's output and the server log's tail on failure."""
+    timeout = timeout or float(os.environ.get("PRELOOP_E2E_SERVER_TIMEOUT", "1200"))
+    up = os.path.join(SERVER_DIR, "up.sh")
+    _log("bringing up the real Preloop server: %s" % up)
+    t0 = time.time()
+    env = dict(os.environ)
+    for k in ("PRELOOP_URL", "PRELOOP_TOKEN", "PRELOOP_HOME"):
+        env.pop(k, None)
+    try:
+        p = subprocess.run(["bash", up], capture_output=True, text=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL, env=env)
+        rc, out = p.returncode, (p.stdout or "") + (p.stderr or "")
+    except subprocess.TimeoutExpired as e:
+        rc = None
+        out = "%s%s\n[up.sh killed after %ss]" % (
+            e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""),
+            e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or ""),
+            timeout)
+    dur = round(time.time() - t0, 1)
+    home = server_home()
+    if rc != 0:
+        tail = ""
+        log_path = os.path.join(home, "server.log")
+        if os.path.exists(log_path):
+            with open(log_path, errors="replace") as f:
+                tail = "".join(f.readlines()[-40:])
+        raise KitError("the real Preloop server did not come up: `bash %s` exited %s after %ss\n"
+                       "--- up.sh output ---\n%s\n--- tail of %s ---\n%s"
+                       % (up, rc, dur, out[-8000:], log_path, tail[-6000:]))
+    with open(os.path.join(home, "creds.json")) as f:
+        creds = json.load(f)
+    creds["up_log"] = out
+    creds["up_s"] = dur
+    # Whether this call started the API server (then stop_server() may stop it again).
+    creds["started_server"] = bool(re.search(r"server_start: started", out))
+    _log("Preloop server up in %ss at %s" % (dur, creds.get("base_url")))
+    return creds
+
+
+def stop_server():
+    """e2e/preloop_server/down.sh: stop the API server, then Postgres, by their PID files
+    (keeps the database and the venv, so the next start is warm). Returns its output."""
+    p = subprocess.run(["bash", os.path.join(SERVER_DIR, "down.sh")], capture_output=True,
+                       text=True, timeout=120, stdin=subprocess.DEVNULL)
+    return p.returncode, (p.stdout or "") + (p.stderr or "")
+
+
+class ServerError(KitError):
+    pass
+
+
+class ServerClient:
+    """The Preloop REST API as a human uses it (user token: personal API key or JWT);
+    never through a proxy."""
+
+    _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def __init__(self, base_url, user_token=None):
+        self.base_url = base_url.rstrip("/")
+        self.api = self.base_url + "/api/v1"
+        self.user_token = user_token
+
+    def call(self, method, path, body=None, token=None, timeout=30.0):
+        """(status, parsed JSON or text) of one request; token defaults to the user's."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.api + path, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        tok = self.user_token if token is None else token   # "" = no Authorization header
+        if tok:
+            req.add_header("Authorization", "Bearer " + tok)
+        try:
+            with self._opener.open(req, timeout=timeout) as resp:
+                status, raw = resp.status, resp.read()
+        except urllib.error.HTTPError as e:
+            status, raw = e.code, e.read()
+        except (urllib.error.URLError, OSError) as e:
+            raise ServerError("%s %s: cannot reach %s: %s" % (method, path, self.base_url, e))
+        try:
+            payload = json.loads(raw) if raw else None
+        except ValueError:
+            payload = raw.decode(errors="replace")
+        return status, payload
+
+    def must(self, expected, method, path, body=None, token=None):
+        status, payload = self.call(method, path, body, token)
+        if status not in expected:
+            raise ServerError("%s %s%s -> %s, want %s: %s" % (
+                method, self.api, path, status, expected,
+                shorten(json.dumps(payload, ensure_ascii=False), 1500)))
+        return payload
+
+    # -- accounts and agents ---------------------------------------------------
+    def new_agent(self, name=None, kind="claude_code"):
+        """A fresh managed agent with a durable agt_ credential (sending is rate limited
+        to 20 notes per hour per author and agent: mint one per scenario)."""
+        name = name or "e2e %s %s" % (kind, uuid.uuid4().hex[:8])
+        agent = self.must((201,), "POST", "/agents", {"display_name": name, "agent_kind": kind})
+        cred = self.must((201,), "POST", "/agents/%s/credentials" % agent["id"],
+                         {"name": "e2e", "expires_in_days": 30})
+        return {"agent_id": agent["id"], "agent_token": cred["token"], "display_name": name,
+                "agent_kind": kind}
+
+    def new_account(self, tag="e2e"):
+        """Register a brand-new user (and with it a new account); return a ServerClient
+        authenticated with its personal API key, with .account_id / .user_id set."""
+        username = "%s%s" % (re.sub(r"[^a-z0-9]", "", tag.lower())[:20] or "e2e", uuid.uuid4().hex[:10])
+        password = "e2e-pass-" + uuid.uuid4().hex[:12]
+        self.must((201,), "POST", "/auth/register", {
+            "username": username, "email": "%s@example.com" % username, "password": password,
+            "full_name": "E2E Operator %s" % tag}, token="")
+        tok = self.must((200,), "POST", "/auth/token/json",
+                        {"username": username, "password": password}, token="")["access_token"]
+        me = self.must((200,), "GET", "/auth/users/me", token=tok)
+        key = self.must((201,), "POST", "/auth/api-keys", {"name": "e2e-%s" % tag}, token=tok)["key"]
+        c = ServerClient(self.base_url, key)
+        c.account_id, c.user_id, c.username = me["account_id"], me["id"], username
+        return c
+
+    def disable_tool(self, account_id, tool_name):
+        """An account-wide agent tool configuration that is disabled: every
+        permission-check for that tool name answers deny, `Tool blocked in Preloop`."""
+        return self.must((201,), "POST", "/tool-configurations", {
+            "tool_name": tool_name, "tool_source": "agent", "account_id": account_id,
+            "is_enabled": False})
+
+    # -- notes -------------------------------------------------------------------
+    def send_note(self, text, **target):
+        body = dict(target, text=text)
+        return self.must((201,), "POST", "/operator-notes", body)
+
+    def receipt(self, note_id):
+        return self.must((200,), "GET", "/operator-notes/%s" % note_id)
+
+    def wait_receipt(self, note_id, states, timeout=8.0):
+        """Poll GET /operator-notes/{id} until its state is in `states`; the last one."""
+        deadline = time.time() + timeout
+        while True:
+            r = self.receipt(note_id)
+            if r.get("state") in states or time.time() >= deadline:
+                return r
+            time.sleep(0.2)
+
+    def send_note_argv(self, text, **target):
+        """argv for a mock before_reply_cmd that sends this note (server_note.py; it reads
+        the API base and user token from the environment, see server_note_env())."""
+        body = dict(target, text=text)
+        return [sys.executable, os.path.join(E2E_DIR, "server_note.py"),
+                json.dumps(body, ensure_ascii=False)]
+
+    def receipt_argv(self, note_id_or_file):
+        """argv for a before_reply_cmd that prints the receipt at that moment of the run
+        ("@FILE": the note id is read from FILE when the command runs)."""
+        return [sys.executable, os.path.join(E2E_DIR, "server_note.py"), "--receipt",
+                note_id_or_file]
+
+    def server_note_env(self):
+        return {"PRELOOP_E2E_API": self.api, "PRELOOP_E2E_USER_TOKEN": self.user_token}
+
+    # -- approvals ---------------------------------------------------------------
+    def pending_approvals(self, agent_id=None):
+        items = self.must((200,), "GET", "/approval-requests?status=pending&limit=50") or []
+        if isinstance(items, dict):
+            items = items.get("items") or items.get("approval_requests") or []
+        return [a for a in items if agent_id is None or a.get("managed_agent_id") == agent_id]
+
+    def approve(self, request_id, comment=""):
+        return self.must((200,), "POST", "/approval-requests/%s/approve" % request_id,
+                         {"comment": comment})
+
+
+def server_log_tail(lines=30):
+    path = os.path.join(server_home(), "server.log")
+    if not os.path.exists(path):
+        return []
+    with open(path, errors="replace") as f:
+        return [shorten(l.rstrip("\n"), 400) for l in f.readlines()[-lines:]]
