@@ -517,14 +517,17 @@ class Sandbox:
                 "PRELOOP_HOME": self.preloop_home}
 
     # -- settings ------------------------------------------------------------
-    def write_settings(self, commands=None):
+    def write_settings(self, commands=None, extra_hooks=None):
         """Write $HOME/.claude/settings.json wiring one command per event. `commands`
-        maps event -> command line; default: the project's hook binaries."""
+        maps event -> command line; default: the project's hook binaries. `extra_hooks`
+        maps event -> a list of further hook entries (dicts, e.g. an async watcher)
+        appended after that event's command."""
         if commands is None:
             commands = {ev: quote_path(self.bin(b)) for ev, b in HOOK_BINARIES.items()}
         hooks = {}
         for ev, cmd in commands.items():
-            group = {"hooks": [{"type": "command", "command": cmd, "timeout": HOOK_TIMEOUT_S}]}
+            group = {"hooks": [{"type": "command", "command": cmd, "timeout": HOOK_TIMEOUT_S}]
+                     + list((extra_hooks or {}).get(ev, []))}
             if ev in ("PreToolUse", "PostToolUse"):
                 group = {"matcher": "*", **group}
             hooks[ev] = [group]
@@ -798,6 +801,178 @@ class Sandbox:
             self.mock = None
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- interactive
+
+def seed_claude_json(home, proj, api_key=MOCK_API_KEY):
+    """Pre-seed $HOME/.claude.json so interactive Claude Code starts straight at its
+    prompt (no onboarding, theme, API-key or trust dialog; contract section 1)."""
+    path = os.path.join(home, ".claude.json")
+    data = {"hasCompletedOnboarding": True, "theme": "dark",
+            "bypassPermissionsModeAccepted": True,
+            "customApiKeyResponses": {"approved": [api_key[-20:]], "rejected": []},
+            "projects": {proj: {"hasTrustDialogAccepted": True,
+                                "hasCompletedProjectOnboarding": True}}}
+    with open(path, "w") as f:
+        json.dump(data, f)
+    return path
+
+
+class PtyClaude:
+    """An interactive (TTY) Claude Code session on a pseudo-terminal (120x40), driven
+    by typing: sandbox.start_mock() first. Everything the terminal shows is appended
+    to <root>/screen.log; close() ends it (and kills it if it does not go)."""
+
+    def __init__(self, sandbox, session_id, model=None, extra_args=(), env=None):
+        import pty
+        import threading
+        assert sandbox.mock, "start_mock() first"
+        self.sb = sandbox
+        seed_claude_json(sandbox.home, sandbox.proj)
+        self.argv = [sandbox.claude_bin, "--dangerously-skip-permissions",
+                     "--session-id", session_id,
+                     "--debug-file", os.path.join(sandbox.root, "claude.debug.log")]
+        if model:
+            self.argv += ["--model", model]
+        self.argv += list(extra_args)
+        self.env = dict(sandbox.claude_env(), TERM="xterm-256color", **(env or {}))
+        with open(os.path.join(sandbox.root, "cmdline.txt"), "w") as f:
+            f.write("cd %s && env -i %s %s\n" % (
+                shlex.quote(sandbox.proj),
+                " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in self.env.items()),
+                " ".join(shlex.quote(a) for a in self.argv)))
+        self.screen_path = os.path.join(sandbox.root, "screen.log")
+        self._screen = open(self.screen_path, "ab")
+        self.t0 = time.time()
+        self.exit_status = None
+        pid, fd = pty.fork()
+        if pid == 0:   # child: a session leader with the pty as its terminal
+            try:
+                os.chdir(sandbox.proj)
+                os.execve(self.argv[0], self.argv, self.env)
+            finally:
+                os._exit(127)
+        self.pid, self.fd = pid, fd
+        import fcntl
+        import struct
+        import termios
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._pump, daemon=True)
+        self._reader.start()
+
+    def _pump(self):
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            with self._lock:
+                self._screen.write(data)
+                self._screen.flush()
+
+    def mark(self, what):
+        with self._lock:
+            self._screen.write(("\n<<<%s at +%.2fs>>>\n" % (what, time.time() - self.t0)).encode())
+            self._screen.flush()
+
+    def type(self, text, enter=True):
+        """Type text (one key at a time), then Enter."""
+        for ch in text:
+            os.write(self.fd, ch.encode())
+            time.sleep(0.01)
+        if enter:
+            time.sleep(0.4)
+            os.write(self.fd, b"\r")
+        self.mark("TYPED %r" % text)
+
+    def alive(self):
+        if self.exit_status is not None:
+            return False
+        wp, st = os.waitpid(self.pid, os.WNOHANG)
+        if wp == self.pid:
+            self.exit_status = os.waitstatus_to_exitcode(st)
+            return False
+        return True
+
+    def wait_until(self, pred, timeout, step=0.1):
+        """Poll pred() until it is truthy (returned) or timeout (None)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            v = pred()
+            if v:
+                return v
+            time.sleep(step)
+        return None
+
+    def screen(self):
+        with open(self.screen_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def exit(self, timeout=20):
+        """Leave with /exit (then Ctrl-C twice if it lingers); the exit status or None."""
+        if not self.alive():
+            return self.exit_status
+        self.type("/exit")
+        if self.wait_until(lambda: not self.alive(), timeout / 2):
+            return self.exit_status
+        for _ in range(2):
+            os.write(self.fd, b"\x03")
+            time.sleep(0.3)
+        self.mark("CTRL-C")
+        self.wait_until(lambda: not self.alive(), timeout / 2)
+        return self.exit_status
+
+    def close(self):
+        if self.alive():
+            self.mark("KILL")
+            try:
+                os.killpg(self.pid, 9)
+            except OSError:
+                pass
+            try:
+                _, st = os.waitpid(self.pid, 0)
+                self.exit_status = os.waitstatus_to_exitcode(st)
+            except ChildProcessError:
+                pass
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+        self._reader.join(2)
+        self._screen.close()
+
+    def requests(self):
+        """Bodies of the main conversation's /v1/messages requests so far."""
+        return [r.get("body") or {} for r in self.sb.mock.records()
+                if r.get("route") == "messages" and r.get("reply", {}).get("kind") == "main"]
+
+
+def processes_with(needle, env_has=None):
+    """[(pid, cmdline)] of live processes whose command line contains needle and, when
+    env_has ("NAME=value") is given, whose environment holds exactly that (Linux /proc)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+            with open("/proc/%s/stat" % d) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            if needle not in cmd or state == "Z":
+                continue
+            if env_has is not None:
+                with open("/proc/%s/environ" % d, "rb") as f:
+                    if env_has.encode() not in f.read().split(b"\0"):
+                        continue
+        except OSError:
+            continue
+        out.append((int(d), cmd))
+    return out
 
 
 def quote_path(path):

@@ -291,6 +291,12 @@ fn command_of<'a>(v: &'a Ast<'a>) -> Option<&'a str> {
     }
 }
 
+/// Whether an existing command runs the same binary as a wanted entry.
+fn same_binary(command: &str, want: &Value) -> bool {
+    let name = |c: &str| program_of(c).rsplit('/').next().unwrap_or("").to_string();
+    want.get("command").and_then(Value::as_str).is_some_and(|w| name(w) == name(command))
+}
+
 fn parse_ast(text: &str) -> Result<Option<Ast<'_>>, EditError> {
     let opts = CollectOptions { comments: CommentCollectionStrategy::Off, tokens: false };
     parse_to_ast(text, &opts, &ParseOptions::default()).map(|r| r.value).map_err(|e| e.to_string())
@@ -315,7 +321,12 @@ pub fn edit_grouped(text: &str, harness: Harness, desired: &Desired) -> Result<S
         if desired.is_empty() {
             return Ok(text.to_string());
         }
-        let events: serde_json::Map<String, Value> = desired.iter().map(|(e, w)| (e.clone(), Value::Array(vec![group(w)]))).collect();
+        let mut events = serde_json::Map::new();
+        for (e, w) in desired {
+            if let Value::Array(groups) = events.entry(e.clone()).or_insert_with(|| Value::Array(Vec::new())) {
+                groups.push(group(w));
+            }
+        }
         sp.container(&Container::object(root), &[], vec![], vec![Item::Prop("hooks".into(), Value::Object(events))]);
         return Ok(finish(text, sp.finish()));
     };
@@ -324,29 +335,30 @@ pub fn edit_grouped(text: &str, harness: Harness, desired: &Desired) -> Result<S
     let mut removed_any = false;
     for (pi, p) in hooks.properties.iter().enumerate() {
         let event = p.name.as_str();
-        let want = desired.iter().find(|(e, _)| e == event).map(|(_, v)| v);
+        // Our entries for this event (Claude Code's Stop has two: the hook and the watcher).
+        let want: Vec<&Value> = desired.iter().filter(|(e, _)| e == event).map(|(_, v)| v).collect();
         let Ast::Array(arr) = &p.value else {
-            if want.is_some() {
+            if !want.is_empty() {
                 return Err(format!("\"hooks.{event}\" is not an array"));
             }
             continue;
         };
         let mut group_removed = vec![false; arr.elements.len()];
-        let mut kept = false;
+        let mut kept = vec![false; want.len()];
         for (gi, g) in arr.elements.iter().enumerate() {
             let Ast::Object(go) = g else { continue };
             let Some((_, Ast::Array(handlers))) = prop(go, "hooks") else { continue };
             let plain = prop(go, "matcher").is_none() && handlers.elements.len() == 1;
             let mut handler_removed = vec![false; handlers.elements.len()];
             for (hi, h) in handlers.elements.iter().enumerate() {
-                if !command_of(h).is_some_and(|c| is_ours(harness, c)) {
-                    continue;
-                }
-                match want {
-                    Some(w) if plain && !kept => {
-                        kept = true;
-                        if value_of(source, span(h)).as_ref() != Some(w) {
-                            sp.replace_value(span(h), w);
+                let Some(cmd) = command_of(h).filter(|c| is_ours(harness, c)) else { continue };
+                // The wanted entry for the same binary, if not placed yet.
+                let slot = want.iter().enumerate().position(|(wi, w)| !kept[wi] && same_binary(cmd, w));
+                match slot {
+                    Some(wi) if plain => {
+                        kept[wi] = true;
+                        if value_of(source, span(h)).as_ref() != Some(want[wi]) {
+                            sp.replace_value(span(h), want[wi]);
                         }
                     }
                     _ => handler_removed[hi] = true,
@@ -362,18 +374,22 @@ pub fn edit_grouped(text: &str, harness: Harness, desired: &Desired) -> Result<S
         let any_group = group_removed.iter().any(|r| *r);
         removed_any |= any_group;
         let all_groups = !arr.elements.is_empty() && group_removed.iter().all(|r| *r);
-        match want {
-            Some(w) if !kept => sp.container(&Container::array(arr), &group_removed, vec![], vec![Item::Elem(group(w))]),
-            None if all_groups => prop_removed[pi] = true,
-            _ if any_group => sp.container(&Container::array(arr), &group_removed, vec![], vec![]),
-            _ => {}
+        let missing: Vec<Item> = want.iter().zip(&kept).filter(|(_, k)| !**k).map(|(w, _)| Item::Elem(group(w))).collect();
+        if !missing.is_empty() {
+            sp.container(&Container::array(arr), &group_removed, vec![], missing);
+        } else if want.is_empty() && all_groups {
+            prop_removed[pi] = true;
+        } else if any_group {
+            sp.container(&Container::array(arr), &group_removed, vec![], vec![]);
         }
     }
-    let new_events: Vec<Item> = desired
-        .iter()
-        .filter(|(e, _)| !hooks.properties.iter().any(|p| p.name.as_str() == e))
-        .map(|(e, w)| Item::Prop(e.clone(), Value::Array(vec![group(w)])))
-        .collect();
+    let mut new_events: Vec<Item> = Vec::new();
+    for (e, w) in desired.iter().filter(|(e, _)| !hooks.properties.iter().any(|p| p.name.as_str() == e)) {
+        match new_events.iter_mut().find(|i| matches!(i, Item::Prop(name, _) if name == e)) {
+            Some(Item::Prop(_, Value::Array(groups))) => groups.push(group(w)),
+            _ => new_events.push(Item::Prop(e.clone(), Value::Array(vec![group(w)]))),
+        }
+    }
     if desired.is_empty() && removed_any && prop_removed.iter().all(|r| *r) {
         // Only ours was in "hooks": the key goes too.
         let mut root_removed = vec![false; root.properties.len()];

@@ -126,6 +126,12 @@ pub fn entry_for(ctx: &Ctx, d: &HookDef) -> Value {
     let command = edit::shell_quote(&ctx.binary(d).to_string_lossy());
     let timeout = table::timeout_secs(d, &ctx.settings);
     match d.harness {
+        // The idle-wake watcher (Claude Code 2.1.328 honours both labels, see hooks/claude-code/README.md).
+        Harness::ClaudeCode if d.role == table::Role::Watch => json!({
+            "type": "command", "command": command, "async": true, "asyncRewake": true, "timeout": timeout,
+            "rewakeMessage": "Preloop operator notes arrived while the session was idle:",
+            "rewakeSummary": "Preloop operator note"
+        }),
         Harness::ClaudeCode | Harness::Codex => json!({"type": "command", "command": command, "timeout": timeout}),
         Harness::Cursor if d.event == "stop" => json!({"command": command, "timeout": timeout, "loop_limit": ctx.settings.stop_rescue_cap}),
         Harness::Cursor => json!({"command": command, "timeout": timeout}),

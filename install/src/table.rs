@@ -8,6 +8,7 @@
 //! | Claude Code | PreToolUse | preloop-claude-code-pre-tool-use | permission |
 //! | Claude Code | Stop | preloop-claude-code-stop | lifecycle |
 //! | Claude Code | SessionEnd | preloop-claude-code-session-end | end |
+//! | Claude Code | SessionStart, Stop | preloop-claude-code-watch | watch (async, asyncRewake) |
 //! | Codex | SessionStart | preloop-codex-session-start | lifecycle |
 //! | Codex | UserPromptSubmit | preloop-codex-user-prompt-submit | lifecycle |
 //! | Codex | PreToolUse | preloop-codex-pre-tool-use | permission |
@@ -37,6 +38,10 @@ pub enum Role {
     /// Session end: Codex caps it at 3 s, Claude Code cancels it after
     /// ~1.5 s unless a timeout is set.
     End,
+    /// Claude Code's idle-wake watcher: runs in the background (`async`,
+    /// `asyncRewake`) for up to `watch_max_secs`, and wakes the session by
+    /// exiting 2 with the note block.
+    Watch,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +59,7 @@ const fn h(harness: Harness, event: &'static str, binary: &'static str, role: Ro
 }
 
 use Harness::{ClaudeCode as CC, Codex as CX, Cursor as CU};
-use Role::{End, Lifecycle, Permission};
+use Role::{End, Lifecycle, Permission, Watch};
 
 pub const HOOKS: &[HookDef] = &[
     h(CC, "SessionStart", "preloop-claude-code-session-start", Lifecycle),
@@ -62,6 +67,8 @@ pub const HOOKS: &[HookDef] = &[
     h(CC, "PreToolUse", "preloop-claude-code-pre-tool-use", Permission),
     h(CC, "Stop", "preloop-claude-code-stop", Lifecycle),
     h(CC, "SessionEnd", "preloop-claude-code-session-end", End),
+    h(CC, "SessionStart", "preloop-claude-code-watch", Watch),
+    h(CC, "Stop", "preloop-claude-code-watch", Watch),
     h(CX, "SessionStart", "preloop-codex-session-start", Lifecycle),
     h(CX, "UserPromptSubmit", "preloop-codex-user-prompt-submit", Lifecycle),
     h(CX, "PreToolUse", "preloop-codex-pre-tool-use", Permission),
@@ -132,6 +139,8 @@ pub fn timeout_secs(def: &HookDef, s: &Settings) -> u64 {
             secs.div_ceil(5) * 5
         }
         Role::End => END_TIMEOUT_SECS,
+        // The watcher's own lifetime bound plus a minute: it always leaves by itself first.
+        Role::Watch => s.watch_max_secs + 60,
     }
 }
 
@@ -147,7 +156,7 @@ mod tests {
                 assert!(CURSOR_KNOWN_EVENTS.contains(&d.event), "{} is not a Cursor event", d.event);
             }
         }
-        assert_eq!(hooks_for(Harness::ClaudeCode).count(), 5);
+        assert_eq!(hooks_for(Harness::ClaudeCode).count(), 7);
         assert_eq!(hooks_for(Harness::Codex).count(), 6);
         assert_eq!(hooks_for(Harness::Cursor).count(), 7);
     }
@@ -161,6 +170,7 @@ mod tests {
                 Role::Permission => assert!(t > s.permission_timeout_secs + 10 && t < 600, "{t}"),
                 Role::Lifecycle => assert!(t * 1000 > 3 * s.call_timeout_ms && t <= 30, "{t}"),
                 Role::End => assert!(t * 1000 > s.session_end_budget_ms && t <= 3),
+                Role::Watch => assert!(t > s.watch_max_secs),
             }
         }
     }
@@ -174,6 +184,8 @@ mod tests {
             ("PreToolUse", "preloop-claude-code-pre-tool-use"),
             ("Stop", "preloop-claude-code-stop"),
             ("SessionEnd", "preloop-claude-code-session-end"),
+            ("SessionStart", "preloop-claude-code-watch"),
+            ("Stop", "preloop-claude-code-watch"),
         ];
         let ours: Vec<_> = hooks_for(Harness::ClaudeCode).map(|d| (d.event, d.binary)).collect();
         assert_eq!(ours, adapter);

@@ -129,7 +129,7 @@ fn claude_code_round_trip_keeps_user_hooks_and_formatting() {
     let bin = ctx.bin_dir.join("preloop-claude-code-pre-tool-use");
     assert_eq!(ours["command"], format!("'{}'", bin.display()), "absolute, quoted (the path has a space)");
     assert_eq!(ours["timeout"], 340);
-    assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 2, "the other tool's Stop hook stays");
+    assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 3, "the other tool's Stop hook stays, then our Stop hook and the idle-wake watcher");
     assert_eq!(v["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 3);
     // New entries take the file's 4-space indentation.
     assert!(text.contains("\n        \"SessionStart\": [\n            {\n                \"hooks\": ["), "{text}");
@@ -159,7 +159,7 @@ fn fresh_claude_file_is_created_and_removed() {
     let settings = ctx.claude_settings(Scope::User);
     run(&ctx, Harness::ClaudeCode, Action::Install);
     assert!(read(&settings).ends_with("}\n"));
-    assert_eq!(edit::our_entries(&parse(&settings), Harness::ClaudeCode).len(), 5);
+    assert_eq!(edit::our_entries(&parse(&settings), Harness::ClaudeCode).len(), 7, "5 hooks and the watcher on SessionStart and Stop");
     run(&ctx, Harness::ClaudeCode, Action::Uninstall);
     assert!(!settings.exists(), "a file that held only our hooks is removed (with a backup)");
     let backups: Vec<_> = std::fs::read_dir(settings.parent().unwrap()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().into_string().unwrap()).collect();
@@ -216,13 +216,14 @@ fn stale_entries_are_updated_in_place_and_duplicates_removed() {
     run(&ctx, Harness::ClaudeCode, Action::Install);
     let v = parse(&settings);
     let stop = v["hooks"]["Stop"].as_array().unwrap();
-    assert_eq!(stop.len(), 1, "the duplicate is gone: {stop:?}");
+    assert_eq!(stop.len(), 2, "the duplicate is gone (ours and the watcher remain): {stop:?}");
+    assert_eq!(stop[1]["hooks"][0]["asyncRewake"], true);
     assert_eq!(stop[0]["hooks"][0]["command"], format!("'{}'", ctx.bin_dir.join("preloop-claude-code-stop").display()));
     let pre = v["hooks"]["PreToolUse"].as_array().unwrap();
     assert_eq!(pre[0]["hooks"].as_array().unwrap().len(), 1, "ours left the user's matcher group: {pre:?}");
     assert_eq!(pre[0]["hooks"][0]["command"], "mine");
     assert_eq!(pre.len(), 2);
-    assert_eq!(edit::our_entries(&v, Harness::ClaudeCode).len(), 5);
+    assert_eq!(edit::our_entries(&v, Harness::ClaudeCode).len(), 7);
 }
 
 #[test]
@@ -355,7 +356,7 @@ fn symlinked_config_is_written_through() {
     std::os::unix::fs::symlink(&real, &settings).unwrap();
     run(&ctx, Harness::ClaudeCode, Action::Install);
     assert!(std::fs::symlink_metadata(&settings).unwrap().file_type().is_symlink(), "the link stays");
-    assert_eq!(edit::our_entries(&parse(&real), Harness::ClaudeCode).len(), 5);
+    assert_eq!(edit::our_entries(&parse(&real), Harness::ClaudeCode).len(), 7);
 }
 
 #[test]

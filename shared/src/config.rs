@@ -104,6 +104,20 @@ pub struct Settings {
     pub note_ttl_secs: i64,
     /// The hook log is rotated past this size.
     pub log_max_bytes: u64,
+    /// Claude Code: run the background watcher that wakes an idle session
+    /// when a note arrives (`preloop-claude-code-watch`).
+    pub watch: bool,
+    /// Longest life of one watcher, seconds (the hook's `timeout` must be longer).
+    pub watch_max_secs: u64,
+    /// Local inbox: how often the watcher lists the session's queue
+    /// directories, milliseconds (also how often it checks that its session
+    /// and Claude are still there).
+    pub watch_poll_ms: u64,
+    /// Server mode: the watcher's first poll interval, milliseconds; doubled
+    /// after every empty poll up to `watch_server_poll_max_ms`.
+    pub watch_server_poll_ms: u64,
+    /// Server mode: the longest poll interval, milliseconds.
+    pub watch_server_poll_max_ms: u64,
 }
 
 impl Default for Settings {
@@ -118,6 +132,11 @@ impl Default for Settings {
             stop_rescue_cap: 3,
             note_ttl_secs: 86_400,
             log_max_bytes: 1 << 20,
+            watch: true,
+            watch_max_secs: 3600,
+            watch_poll_ms: 1000,
+            watch_server_poll_ms: 2000,
+            watch_server_poll_max_ms: 30_000,
         }
     }
 }
@@ -278,6 +297,17 @@ fn apply_env_settings(env: &Env, s: &mut Settings, warnings: &mut Vec<String>) {
     num("PRELOOP_CALL_TIMEOUT_MS", &mut s.call_timeout_ms);
     num("PRELOOP_PERMISSION_TIMEOUT_SECS", &mut s.permission_timeout_secs);
     num("PRELOOP_SESSION_END_BUDGET_MS", &mut s.session_end_budget_ms);
+    num("PRELOOP_WATCH_MAX_SECS", &mut s.watch_max_secs);
+    num("PRELOOP_WATCH_POLL_MS", &mut s.watch_poll_ms);
+    num("PRELOOP_WATCH_SERVER_POLL_MS", &mut s.watch_server_poll_ms);
+    num("PRELOOP_WATCH_SERVER_POLL_MAX_MS", &mut s.watch_server_poll_max_ms);
+    if let Some(v) = env.get("PRELOOP_WATCH") {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "on" | "yes" => s.watch = true,
+            "0" | "false" | "off" | "no" => s.watch = false,
+            _ => warnings.push(format!("ignoring PRELOOP_WATCH={v:?}: expected on or off")),
+        }
+    }
     let mut policy = |key: &str, slot: &mut FailPolicy| {
         if let Some(v) = env.get(key) {
             match v.trim() {

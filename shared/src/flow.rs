@@ -32,6 +32,27 @@ use std::time::Duration;
 pub const SPOOL_CAP: usize = 5;
 const RUN_LOCK_WAIT: Duration = Duration::from_secs(5);
 
+/// Crash injection for the hardening suite (`hardening/tests/crash.rs`):
+/// with `PRELOOP_TEST_KILL_AT=<point>` in its environment a hook dies by
+/// SIGKILL when it reaches that point: `after_claim` (a backend handed it
+/// notes), `after_spool_write` (the session state was written),
+/// `after_stdout` (the output was written and flushed), `before_ack` (just
+/// before acking carried notes). Tests only; nothing sets it in production,
+/// and an unset or unknown value does nothing.
+pub fn kill_point(point: &str) {
+    if std::env::var_os("PRELOOP_TEST_KILL_AT").is_some_and(|v| v == point) {
+        unsafe extern "C" {
+            fn kill(pid: i32, sig: i32) -> i32;
+            fn getpid() -> i32;
+        }
+        // SAFETY: plain libc calls with valid arguments; 9 is SIGKILL.
+        unsafe {
+            kill(getpid(), 9);
+        }
+        std::process::abort();
+    }
+}
+
 /// How much text a carrier takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CarrierLimit {
@@ -295,6 +316,9 @@ impl Engine {
             }
         };
         let PermissionAnswer { decision, reason, timed_out, note } = answer;
+        if note.is_some() {
+            kill_point("after_claim");
+        }
         out.decision = decision;
         if decision == Some(Decision::Deny) {
             out.reason = Some(if reason.is_empty() { "Denied by Preloop".to_string() } else { reason });
@@ -348,6 +372,9 @@ impl Engine {
             return Ok((out, after));
         }
         let claimed = self.backend.pull(&PendingRequest { channel: "hook", event: DeliveryEvent::Stop, defer_delivery: true, session_id: self.session_id.clone() })?;
+        if claimed.is_some() {
+            kill_point("after_claim");
+        }
         let taken = self.take_for_output(&mut state, claimed, &mut after);
         if !taken.is_empty() {
             state.stop_rescues += 1;
@@ -356,6 +383,7 @@ impl Engine {
             after.carried = taken;
         }
         self.run.write(&state)?;
+        kill_point("after_spool_write");
         Ok((out, after))
     }
 
@@ -387,10 +415,30 @@ impl Engine {
         Ok((Outcome::default(), AfterFlush::default()))
     }
 
+    /// One poll of a background watcher (Claude Code's idle wake): claim
+    /// what is pending, deferred, as a Stop delivery, merge it with the spool
+    /// and put what fits into the outcome; [`Engine::finish`] acks it once
+    /// written. A session no hook has registered yet claims nothing (the
+    /// watcher may start before its SessionStart hook is done).
+    pub fn poll_idle(&mut self) -> Result<(Outcome, AfterFlush)> {
+        let mut out = Outcome::default();
+        let mut after = AfterFlush::default();
+        if self.run.read().0.runtime_session_id.is_none() {
+            return Ok((out, after));
+        }
+        let claimed = self.pull(DeliveryEvent::Stop)?;
+        self.carry_into(claimed, &mut out, &mut after)?;
+        Ok((out, after))
+    }
+
     // ----- notes ------------------------------------------------------------
 
     fn pull(&mut self, event: DeliveryEvent) -> Result<Option<Claimed>> {
-        self.backend.pull(&PendingRequest { channel: "hook", event, defer_delivery: true, session_id: self.session_id.clone() })
+        let claimed = self.backend.pull(&PendingRequest { channel: "hook", event, defer_delivery: true, session_id: self.session_id.clone() })?;
+        if claimed.is_some() {
+            kill_point("after_claim");
+        }
+        Ok(claimed)
     }
 
     /// Merge the spool with `claimed`, put what fits into `out`, keep the rest
@@ -425,6 +473,7 @@ impl Engine {
         let owed = std::mem::take(&mut state.owed_acks);
         let taken = self.take_for_output(&mut state, claimed, after);
         self.run.write(&state)?;
+        kill_point("after_spool_write");
         drop(_g);
         self.retry_owed(&owed);
         self.fill(&taken, out);
@@ -444,6 +493,7 @@ impl Engine {
             after.dropped.extend(state.spool.iter().filter(|e| e.deferred).flat_map(|e| ids_of(&e.note)));
             return Err(e);
         }
+        kill_point("after_spool_write");
         Ok(())
     }
 
@@ -515,6 +565,7 @@ impl Engine {
         let carried_deferred: Vec<String> = after.carried.iter().filter(|e| e.deferred).flat_map(|e| ids_of(&e.note)).collect();
         if written {
             if !carried_deferred.is_empty() {
+                kill_point("before_ack");
                 let req = AckRequest { note_ids: carried_deferred.clone(), session_id: self.session_id.clone(), undeliverable_reason: None };
                 if let Err(e) = self.backend.ack(&req) {
                     self.warnings.push(format!("ack failed, owed to the next hook: {e}"));
@@ -555,7 +606,7 @@ fn to_entries(c: Claimed) -> Vec<SpoolEntry> {
 }
 
 /// The oldest entries whose framed block fits `limit` (at least one, so a
-/// single oversized note still moves: the harness truncates it rather than
+/// single oversized note still moves, cut to fit by [`cut_to_fit`], rather than
 /// it waiting forever), and the rest, in order.
 fn split_to_fit(limit: CarrierLimit, entries: Vec<SpoolEntry>) -> (Vec<SpoolEntry>, Vec<SpoolEntry>) {
     let mut take: Vec<SpoolEntry> = Vec::new();
@@ -567,7 +618,36 @@ fn split_to_fit(limit: CarrierLimit, entries: Vec<SpoolEntry>) -> (Vec<SpoolEntr
             take.push(e);
         }
     }
+    if let [only] = take.as_mut_slice() {
+        cut_to_fit(limit, only);
+    }
     (take, rest)
+}
+
+/// A single note larger than the carrier (only a server that breaks its own
+/// 4,096-character limit sends one) is cut to fit and marked as cut: an
+/// over-long output breaks the event's schema, and Cursor drops an
+/// over-long context whole (the note would be acked delivered, yet lost).
+fn cut_to_fit(limit: CarrierLimit, e: &mut SpoolEntry) {
+    const MARK: &str = "\n[cut by preloop-hooks: longer than this harness shows]\n</operator-note>";
+    let measure = |n: &NoteElement| render::frame(std::slice::from_ref(n)).map_or(0, |b| limit.measure(&b));
+    if measure(&e.note) <= limit.max() {
+        return;
+    }
+    let el = &e.note.element;
+    let head = el.find('\n').map_or(0, |i| i + 1);
+    let mut shell = e.note.clone();
+    shell.element = format!("{}{}", &el[..head], MARK);
+    let Some(room) = limit.max().checked_sub(measure(&shell)) else { return };
+    let mut used = 0;
+    let body: String = el[head..]
+        .chars()
+        .take_while(|c| {
+            used += limit.measure(c.encode_utf8(&mut [0; 4]));
+            used <= room
+        })
+        .collect();
+    e.note.element = format!("{}{body}{MARK}", &el[..head]);
 }
 
 fn fits(limit: CarrierLimit, take: &[SpoolEntry], next: &SpoolEntry) -> bool {

@@ -179,8 +179,22 @@ impl LocalInbox {
         self.dir.join("claimed").join(fsutil::session_file_stem(session_id))
     }
 
+    /// Create `dir` (under the home) refusing a symlink at every level
+    /// from the home down: `fsutil::private_dir` checks only the last one,
+    /// and a planted `inbox` or `inbox/queue` link would otherwise be
+    /// written through.
+    fn private(&self, dir: &Path) -> Result<()> {
+        let rel = dir.strip_prefix(&self.home).unwrap_or(dir);
+        let mut p = self.home.clone();
+        for c in rel.components() {
+            p.push(c);
+            fsutil::private_dir(&p)?;
+        }
+        Ok(())
+    }
+
     fn lock(&self) -> Result<LockGuard> {
-        fsutil::private_dir(&self.dir)?;
+        self.private(&self.dir)?;
         fsutil::lock(&self.dir.join("lock"), LOCK_WAIT)
     }
 
@@ -189,7 +203,7 @@ impl LocalInbox {
     }
 
     fn write_note(&self, note: &NoteRecord) -> Result<()> {
-        fsutil::private_dir(&self.dir.join("notes"))?;
+        self.private(&self.dir.join("notes"))?;
         fsutil::write_json(&self.note_path(&note.note_id), note)
     }
 
@@ -283,7 +297,7 @@ impl LocalInbox {
         // always finds the record.
         self.write_note(&note)?;
         let q = self.queue_dir_for(&note);
-        fsutil::private_dir(&q)?;
+        self.private(&q)?;
         fsutil::write_atomic(&q.join(Self::queue_entry_name(&note)), b"")?;
         Ok(note.receipt())
     }
@@ -407,7 +421,7 @@ impl LocalInbox {
             }
             if defer {
                 let cd = self.claimed_dir(session_id);
-                fsutil::private_dir(&cd)?;
+                self.private(&cd)?;
                 fsutil::write_atomic(&cd.join(&note.note_id), b"")?;
             }
             self.write_note(&note)?;

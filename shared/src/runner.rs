@@ -72,6 +72,9 @@ pub fn run(spec: &HookSpec, stdin: &mut dyn Read, stdout: &mut dyn Write) -> i32
     };
 
     let written = write_output(stdout, output.as_ref());
+    if written && output.is_some() {
+        crate::flow::kill_point("after_stdout");
+    }
     if !written {
         line.warnings.push("stdout write failed".into());
     }

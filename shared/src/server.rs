@@ -33,8 +33,15 @@ impl ServerBackend {
             .http_status_as_error(false)
             .max_redirects(0)
             .user_agent(concat!("preloop-hooks/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .new_agent();
+            // ureq zero-fills 128 KiB input and output buffers per
+            // connection by default: a third of a hook's instructions and 64
+            // page faults. Our requests and answers are small (the body is
+            // streamed through the buffer); 32 KiB still holds any header block.
+            .input_buffer_size(32 * 1024)
+            .max_response_header_size(32 * 1024)
+            .output_buffer_size(16 * 1024)
+            .build();
+        let agent = ureq::Agent::with_parts(agent, ureq::unversioned::transport::DefaultConnector::default(), LiteralResolver::default());
         ServerBackend {
             base: server.url.clone(),
             token: server.token.clone(),
@@ -70,6 +77,10 @@ impl ServerBackend {
             .limit(MAX_BODY)
             .read_to_string()
             .map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
+        // No hook route ever returns our token: a body that echoes it (a
+        // hostile server, a proxy's error page) must not carry it into a
+        // note, a file or the log.
+        let text = redact(&text, &self.token);
         if status == 204 {
             return Ok(None);
         }
@@ -84,6 +95,36 @@ impl ServerBackend {
     fn post_required<B: Serialize, R: DeserializeOwned>(&self, route: &'static str, body: &B, timeout: Duration) -> Result<R> {
         self.post(route, body, timeout)?
             .ok_or_else(|| Error::Protocol { route, detail: "empty body".into() })
+    }
+}
+
+/// ureq's resolver runs every lookup on a freshly spawned thread when a
+/// timeout is set (always, here). An IP-literal host (a loopback server, a
+/// proxy by address) needs no lookup: answer it directly and save the thread
+/// (clone, a 2 MiB stack mapping, a futex handshake) on every hook call.
+/// Names go to ureq's resolver unchanged.
+#[derive(Debug, Default)]
+struct LiteralResolver(ureq::unversioned::resolver::DefaultResolver);
+
+impl ureq::unversioned::resolver::Resolver for LiteralResolver {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> std::result::Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        let port = uri.port_u16().or(match uri.scheme_str() {
+            Some("http") => Some(80),
+            Some("https") => Some(443),
+            _ => None,
+        });
+        let ip = uri.host().map(|h| h.trim_start_matches('[').trim_end_matches(']')).and_then(|h| h.parse::<std::net::IpAddr>().ok());
+        if let (Some(ip), Some(port)) = (ip, port) {
+            let mut addrs = self.empty();
+            addrs.push(std::net::SocketAddr::new(ip, port));
+            return Ok(addrs);
+        }
+        self.0.resolve(uri, config, timeout)
     }
 }
 
@@ -184,6 +225,14 @@ fn describe(e: &ureq::Error) -> String {
         ureq::Error::BodyExceedsLimit(n) => format!("response larger than {n} bytes"),
         other => other.to_string(),
     }
+}
+
+/// A server that echoes the request (a hostile one, or a proxy's error
+/// page) must not get the bearer token into the hook log through an error
+/// excerpt.
+fn redact(text: &str, token: &Secret) -> String {
+    let t = token.expose();
+    if t.is_empty() { text.to_string() } else { text.replace(t, "[redacted]") }
 }
 
 fn excerpt(text: &str) -> String {

@@ -10,6 +10,9 @@
 //! | PreToolUse | `additionalContext`; deny → `permissionDecision: "deny"` + reason; allow → no decision | nothing |
 //! | Stop | `hookSpecificOutput.additionalContext` (continues the turn once) | nothing |
 //! | SessionEnd | none | nothing |
+//!
+//! Plus a background watcher (`preloop-claude-code-watch`, [`watch`]) that
+//! wakes an idle interactive session when a note arrives; SessionEnd stops it.
 
 use preloop_shared::config::{Config, Env};
 use preloop_shared::flow::{CarrierLimit, Input, InputKind, Outcome};
@@ -18,6 +21,8 @@ use preloop_shared::wire::{Decision, EvaluationPhase};
 use preloop_shared::Harness;
 use serde_json::{json, Value};
 use std::time::Duration;
+
+pub mod watch;
 
 /// Claude Code shows up to 10,000 characters of `additionalContext` inline;
 /// past that the model sees a 2 KB preview and a file path.
@@ -83,6 +88,10 @@ impl Event {
             },
             side_effects: match self {
                 Event::SessionStart => Some(export_lineage),
+                // Again by the stdin session id, in case the environment lacked it.
+                Event::SessionEnd => Some(|input: &Input, _: &Outcome| {
+                    watch::stop(&preloop_shared::config::preloop_home(&Env::process()), &input.session_id);
+                }),
                 _ => None,
             },
         }
@@ -91,6 +100,10 @@ impl Event {
 
 /// Run one hook binary.
 pub fn main(event: Event) -> ! {
+    if event == Event::SessionEnd {
+        // Before the session ends on the backend: no watcher may claim past it.
+        watch::stop_from_env(&Env::process());
+    }
     runner::main(event.spec())
 }
 

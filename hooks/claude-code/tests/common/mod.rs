@@ -15,6 +15,7 @@ pub fn bin(event: &str) -> PathBuf {
         "PreToolUse" => env!("CARGO_BIN_EXE_preloop-claude-code-pre-tool-use"),
         "Stop" => env!("CARGO_BIN_EXE_preloop-claude-code-stop"),
         "SessionEnd" => env!("CARGO_BIN_EXE_preloop-claude-code-session-end"),
+        "Watch" => env!("CARGO_BIN_EXE_preloop-claude-code-watch"),
         other => panic!("no binary for {other}"),
     };
     PathBuf::from(p)
