@@ -1,0 +1,349 @@
+//! A hostile server, for every hook event of every harness (process-level,
+//! the built binaries): the fake's faults (5xx with Retry-After, 4xx,
+//! garbage, wrong-shape JSON, a 10 MB body, a closed connection, a hang, a
+//! slow answer, an answer slower than every timeout) and raw loopback
+//! servers the fake cannot be (connection refused, accepts and never
+//! answers, a reset mid-body, a redirect to another host, TLS to a plain
+//! HTTP port). Each run must exit 0 within its time budget with the neutral
+//! answer, or the documented deny of a fail-closed gate (Codex
+//! PermissionRequest, Cursor before*), and leave exactly one log line. The
+//! second half proves no note is lost while the server misbehaves: a
+//! deferred claim stays spooled until a hook carries it (or it is acked
+//! `spool_dropped`), and nothing is acked delivered that no output carried.
+
+mod common;
+
+use common::*;
+use preloop_shared::Harness;
+use preloop_testkit::{FakeServer, FaultSpec};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const CONNECT_MS: u64 = 300;
+const CALL_MS: u64 = 600;
+const PERMISSION_SECS: u64 = 1;
+const END_BUDGET_MS: u64 = 600;
+
+/// Short timeouts so a hang costs little; the bounds below derive from them.
+fn tight(home: Home) -> Home {
+    home.with_env("PRELOOP_CONNECT_TIMEOUT_MS", &CONNECT_MS.to_string())
+        .with_env("PRELOOP_CALL_TIMEOUT_MS", &CALL_MS.to_string())
+        .with_env("PRELOOP_PERMISSION_TIMEOUT_SECS", &PERMISSION_SECS.to_string())
+        .with_env("PRELOOP_SESSION_END_BUDGET_MS", &END_BUDGET_MS.to_string())
+}
+
+/// The longest a hook may take against a server that never helps: every
+/// call it can make, each at its timeout, plus process slack.
+fn budget(h: &Hook) -> Duration {
+    let slack = Duration::from_millis(1500);
+    let call = Duration::from_millis(CALL_MS);
+    match (h.kind, h.harness) {
+        (Kind::End, Harness::ClaudeCode | Harness::Codex) => Duration::from_millis(END_BUDGET_MS) + slack,
+        (Kind::Tool { .. }, _) => 3 * call + Duration::from_secs(PERMISSION_SECS) + slack,
+        _ => 4 * call + slack,
+    }
+}
+
+/// Run every hook once against `url` on a fresh session each and check the
+/// contract: exit 0, a valid output, neutral or the documented deny, one
+/// log line, within budget. Returns the outputs by hook.
+fn every_hook_against(label: &str, url: &str, token: &str, expect_neutral: bool) -> BTreeMap<String, Option<Value>> {
+    let hooks = hooks();
+    let results = Mutex::new(BTreeMap::new());
+    std::thread::scope(|s| {
+        for h in &hooks {
+            let results = &results;
+            s.spawn(move || {
+                let home = tight(Home::server(&format!("hostile-{label}"), url, token));
+                let session = unique_session("hostile");
+                let r = home.run(h, serde_json::to_string(&h.payload(&session)).unwrap().as_bytes());
+                r.assert_ok(h);
+                let out = Checker::new(h).check(&r.stdout).unwrap_or_else(|e| panic!("{label}: {}: {e}", h.name()));
+                assert!(r.elapsed <= budget(h), "{label}: {} took {:?} (budget {:?})", h.name(), r.elapsed, budget(h));
+                let log = home.log();
+                assert_eq!(log.lines().count(), 1, "{label}: {}: one log line expected: {log}", h.name());
+                assert!(log.contains(&format!(" {} ", h.event)), "{label}: {}: log line names the event: {log}", h.name());
+                assert!(!log.contains("outcome=panic"), "{label}: {}: {log}", h.name());
+                if expect_neutral {
+                    let fail_closed = matches!(h.kind, Kind::Tool { fail_closed: true, .. });
+                    if fail_closed {
+                        assert!(is_deny(&out), "{label}: {} must fail closed, printed {out:?}", h.name());
+                        assert!(log.contains("outcome=deny"), "{label}: {}: {log}", h.name());
+                    } else {
+                        assert_eq!(out, neutral_of(h), "{label}: {} must answer neutrally", h.name());
+                    }
+                    assert!(log.contains("error=") || log.contains("warn="), "{label}: {}: the log line says what failed: {log}", h.name());
+                }
+                results.lock().unwrap().insert(h.name(), out);
+            });
+        }
+    });
+    results.into_inner().unwrap()
+}
+
+fn fake_with(fault: FaultSpec) -> FakeServer {
+    let server = FakeServer::start();
+    server.set_native_tool_approvals(&server.agent_id(), true);
+    server.set_fault(fault);
+    server
+}
+
+fn agents() -> FaultSpec {
+    FaultSpec::route("/api/v1/agents/*")
+}
+
+macro_rules! fault_test {
+    ($name:ident, $fault:expr) => {
+        #[test]
+        fn $name() {
+            let server = fake_with($fault);
+            every_hook_against(stringify!($name), &server.url(), &server.runtime_token(), true);
+        }
+    };
+}
+
+fault_test!(status_500, agents().status(500, None));
+fault_test!(status_502, agents().status(502, Some(json!("<html>Bad Gateway</html>"))));
+fault_test!(status_503_retry_after, agents().status(503, Some(json!({"detail": "Database connections are saturated. Please retry shortly."}))).retry_after("1"));
+fault_test!(status_401, agents().status(401, None));
+fault_test!(status_403, agents().status(403, None));
+fault_test!(status_404, agents().status(404, None));
+fault_test!(status_422, agents().status(422, Some(json!({"detail": [{"loc": ["body"], "msg": "bad"}]}))));
+fault_test!(status_429, agents().status(429, None).retry_after("3600"));
+fault_test!(garbage_body, agents().garbage());
+fault_test!(wrong_shape_object, agents().status(200, Some(json!({"unexpected": true, "decision": "maybe", "notes": "x", "runtime_session_id": 7}))));
+fault_test!(wrong_shape_array, agents().status(200, Some(json!([1, 2, 3]))));
+fault_test!(wrong_shape_null, agents().status(200, Some(Value::Null)));
+fault_test!(ten_megabyte_body, agents().huge(10 << 20));
+fault_test!(closes_connection, agents().close());
+fault_test!(hangs, agents().hang());
+fault_test!(slower_than_every_timeout, agents().delay(Duration::from_millis(PERMISSION_SECS * 1000 + 500)));
+
+/// A slow server that still answers inside the timeouts: hooks work.
+#[test]
+fn slow_but_inside_the_timeouts() {
+    let server = fake_with(agents().delay(Duration::from_millis(100)));
+    let outs = every_hook_against("slow", &server.url(), &server.runtime_token(), false);
+    // The gates were answered by the server (allow), not by a fail policy.
+    assert!(!is_deny(&outs["codex/PermissionRequest"]), "{:?}", outs["codex/PermissionRequest"]);
+    assert_eq!(outs["cursor/beforeShellExecution"], Some(json!({"permission": "allow"})));
+}
+
+#[test]
+fn connection_refused() {
+    every_hook_against("refused", &dead_url(), "agt_refused", true);
+}
+
+/// A loopback server that hands each connection to `handler`; returns its
+/// URL and the number of connections it saw.
+fn raw_server(handler: impl Fn(TcpStream) + Send + Sync + 'static) -> (String, Arc<AtomicUsize>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let seen = Arc::new(AtomicUsize::new(0));
+    let count = seen.clone();
+    let handler = Arc::new(handler);
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            count.fetch_add(1, Ordering::SeqCst);
+            let h = handler.clone();
+            std::thread::spawn(move || h(s));
+        }
+    });
+    (url, seen)
+}
+
+/// Read a request head (through the blank line).
+fn read_head(s: &mut TcpStream) -> String {
+    let mut buf = Vec::new();
+    let mut b = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") && buf.len() < 64 << 10 {
+        match s.read(&mut b) {
+            Ok(1) => buf.push(b[0]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[test]
+fn accepts_and_never_answers() {
+    let (url, seen) = raw_server(|s| {
+        std::thread::sleep(Duration::from_secs(30));
+        drop(s);
+    });
+    every_hook_against("silent", &url, "agt_silent", true);
+    assert!(seen.load(Ordering::SeqCst) > 0);
+}
+
+#[test]
+fn reset_mid_body() {
+    let (url, _) = raw_server(|mut s| {
+        // Read a little of the request only: closing with unread bytes in the
+        // receive buffer makes the kernel send RST.
+        let mut b = [0u8; 16];
+        let _ = s.read(&mut b);
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{\"runtime_session_id\": \"half-a-body");
+        let _ = s.flush();
+        std::thread::sleep(Duration::from_millis(20));
+        drop(s);
+    });
+    every_hook_against("reset", &url, "agt_reset", true);
+}
+
+#[test]
+fn redirect_to_another_host_never_carries_the_token() {
+    let heads = Arc::new(Mutex::new(Vec::<String>::new()));
+    let rec = heads.clone();
+    let (elsewhere, reached) = raw_server(move |mut s| {
+        let head = read_head(&mut s);
+        rec.lock().unwrap().push(head);
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+    });
+    for code in ["302 Found", "307 Temporary Redirect", "308 Permanent Redirect"] {
+        let target = elsewhere.clone();
+        let (url, _) = raw_server(move |mut s| {
+            let head = read_head(&mut s);
+            let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let _ = s.write_all(format!("HTTP/1.1 {code}\r\nLocation: {target}{path}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").as_bytes());
+        });
+        every_hook_against("redirect", &url, "agt_redirect_secret", true);
+    }
+    assert_eq!(reached.load(Ordering::SeqCst), 0, "a redirect was followed: {:?}", heads.lock().unwrap());
+}
+
+#[test]
+fn tls_to_a_plain_http_port() {
+    let server = FakeServer::start();
+    let url = server.url().replacen("http://", "https://", 1);
+    every_hook_against("tls-to-plain", &url, &server.runtime_token(), true);
+}
+
+// ----- no note is lost while the server misbehaves --------------------------
+
+fn state_of(server: &FakeServer, id: &str) -> (String, Option<String>) {
+    let r = server.receipt(id);
+    (r["state"].as_str().unwrap().to_string(), r["undeliverable_reason"].as_str().map(str::to_string))
+}
+
+/// One session's life with a deferred (spooled) claim and a pending note,
+/// with `fault` on while the carrying hooks run; then the server recovers
+/// and the session ends. Every note ends delivered iff exactly one output
+/// carried it, and otherwise undeliverable; nothing is delivered twice.
+///
+/// `immediate_lost`: the fault loses the answer of a permission check that
+/// claimed immediately (Claude/Codex PreToolUse, Cursor preToolUse: the
+/// server records those `delivered` at claim time, contract §4.2), the one
+/// documented case where a receipt says delivered though no output carried
+/// the note (docs/guarantees.md). The test then proves it is that case only.
+fn no_note_lost(harness: Harness, fault: FaultSpec, immediate_lost: bool) {
+    let server = FakeServer::start();
+    server.set_native_tool_approvals(&server.agent_id(), true);
+    server.set_rate_limit(None);
+    let home = tight(Home::server("lost", &server.url(), &server.runtime_token()));
+    let session = unique_session("lost");
+    let (start, gate, carriers, end) = match harness {
+        Harness::Codex => ("SessionStart", "PermissionRequest", vec!["PreToolUse", "UserPromptSubmit", "Stop"], "SessionEnd"),
+        Harness::Cursor => ("sessionStart", "beforeShellExecution", vec!["preToolUse", "stop", "preToolUse"], "sessionEnd"),
+        Harness::ClaudeCode => unreachable!(),
+    };
+    home.hook(&hook(harness, start), &session);
+    let a = server.send_note(json!({"external_session_id": session, "text": "spooled note"}))["note_id"].as_str().unwrap().to_string();
+    home.hook(&hook(harness, gate), &session);
+    let spool = home.run_state(&session).expect("run state").spool;
+    assert_eq!(spool.iter().map(|e| e.note.id.clone()).collect::<Vec<_>>(), vec![a.clone()], "the gate's claim is spooled");
+    assert_eq!(state_of(&server, &a).0, "claimed");
+    let b = server.send_note(json!({"external_session_id": session, "text": "pending note"}))["note_id"].as_str().unwrap().to_string();
+
+    let mut carried: Vec<String> = Vec::new();
+    server.set_fault(fault);
+    for ev in &carriers {
+        let (out, _) = home.hook(&hook(harness, ev), &session);
+        carried.extend(context_of(&out).map(|c| ids_in(&c)).unwrap_or_default());
+        // While the server misbehaves a note is spooled, carried, or still on the server: never acked unseen.
+        for id in [&a, &b] {
+            let (st, _) = state_of(&server, id);
+            let excused = immediate_lost && id == &b && st == "delivered" && server.receipt(id)["delivery_event"] == json!("pre_tool_use");
+            assert!(st != "delivered" || carried.contains(id) || excused, "{id} acked delivered but never carried");
+        }
+    }
+    server.clear_faults();
+    for ev in &carriers {
+        let (out, _) = home.hook(&hook(harness, ev), &session);
+        carried.extend(context_of(&out).map(|c| ids_in(&c)).unwrap_or_default());
+    }
+    home.hook(&hook(harness, end), &session);
+    for id in [&a, &b] {
+        let n = carried.iter().filter(|c| c == &id).count();
+        assert!(n <= 1, "{id} was carried {n} times: {carried:?}");
+        let (st, why) = state_of(&server, id);
+        if immediate_lost && id == &b && n == 0 {
+            assert_eq!(st, "delivered", "the lost immediate claim is the server's delivered");
+            assert_eq!(server.receipt(id)["delivery_event"], json!("pre_tool_use"));
+            continue;
+        }
+        if n == 1 {
+            assert_eq!(st, "delivered", "{id} was carried: its receipt must say so");
+        } else {
+            assert_eq!(st, "undeliverable", "{id} was never carried: it must be reported, not lost ({why:?})");
+        }
+    }
+    // With the server back, both reach the model.
+    assert!(carried.contains(&a), "the spooled note was carried once the server recovered: {carried:?}");
+    assert!(carried.contains(&b) || immediate_lost, "the pending note was carried once the server recovered: {carried:?}");
+}
+
+macro_rules! lost_test {
+    ($name:ident, $fault:expr) => {
+        lost_test!($name, $fault, false);
+    };
+    ($name:ident, $fault:expr, $immediate_lost:expr) => {
+        #[test]
+        fn $name() {
+            std::thread::scope(|s| {
+                s.spawn(|| no_note_lost(Harness::Codex, $fault, $immediate_lost));
+                s.spawn(|| no_note_lost(Harness::Cursor, $fault, $immediate_lost));
+            });
+        }
+    };
+}
+
+lost_test!(no_note_lost_on_503, agents().status(503, None).retry_after("1"));
+lost_test!(no_note_lost_on_401, agents().status(401, None));
+lost_test!(no_note_lost_on_garbage, agents().garbage());
+lost_test!(no_note_lost_on_close, agents().close());
+lost_test!(no_note_lost_on_hang, agents().hang());
+lost_test!(no_note_lost_when_acks_fail, FaultSpec::route("/api/v1/agents/notes/ack").status(500, None));
+lost_test!(no_note_lost_when_ack_answers_are_lost, FaultSpec::route("/api/v1/agents/notes/ack").close().after_handling());
+lost_test!(no_note_lost_when_claims_answers_are_lost, FaultSpec::route("/api/v1/agents/notes/pending").close().after_handling());
+lost_test!(no_note_lost_when_permission_answers_are_lost, FaultSpec::route("/api/v1/agents/permission-check").close().after_handling(), true);
+
+/// A server whose notes are larger than any carrier (a real note is at most
+/// 4,096 characters): every output still fits its schema.
+#[test]
+fn oversized_notes_from_the_server() {
+    let t = preloop_shared::time::Timestamp::parse("2026-12-02T09:20:38Z").unwrap();
+    let big = preloop_shared::render::render_element("0123456789abcdef", "Olive", "jwt", t, &"é".repeat(30_000));
+    let block = preloop_shared::render::frame(std::slice::from_ref(&big)).unwrap();
+    let body = json!({
+        "runtime_session_id": "3f1c0000-0000-4000-8000-000000000001",
+        "decision": "allow", "operator_note": block,
+        "notes": [{"note_id": "0123456789abcdef", "text": big.element}], "text": block,
+        "marked": 0,
+    })
+    .to_string();
+    let (url, _) = raw_server(move |mut s| {
+        let head = read_head(&mut s);
+        let len: usize = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0))).unwrap_or(0);
+        let mut req = vec![0u8; len];
+        let _ = s.read_exact(&mut req);
+        let _ = s.write_all(format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).as_bytes());
+    });
+    let outs = every_hook_against("oversized", &url, "agt_oversized", false);
+    let carried = outs.values().filter(|o| context_of(o).is_some()).count();
+    assert!(carried > 0, "the oversized note was carried somewhere: {outs:?}");
+}
