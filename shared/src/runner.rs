@@ -23,17 +23,26 @@ pub enum Parsed {
     StandDown(&'static str),
 }
 
+/// A harness event's pure steps: stdin JSON → input, outcome → stdout JSON.
+/// Each harness crate implements it on its event enum.
+pub trait Adapter: Send + Sync {
+    /// stdin JSON → input. `Err` → neutral answer, logged.
+    fn parse(&self, stdin: &Value) -> Result<Parsed, String>;
+    /// outcome → stdout JSON; `None` prints nothing.
+    fn render(&self, outcome: &Outcome) -> Option<Value>;
+    /// The neutral answer (printed when anything fails); `None` prints nothing.
+    fn neutral(&self) -> Option<Value> {
+        None
+    }
+}
+
 /// One hook binary: a harness event with its pure parse and render steps.
 pub struct HookSpec {
     pub harness: Harness,
     /// The harness's event name, for the log.
     pub event: &'static str,
-    /// stdin JSON → input. `Err` → neutral answer, logged.
-    pub parse: fn(&Value) -> Result<Parsed, String>,
-    /// outcome → stdout JSON; `None` prints nothing.
-    pub render: fn(&Outcome) -> Option<Value>,
-    /// The neutral answer (printed when anything fails); `None` prints nothing.
-    pub neutral: fn() -> Option<Value>,
+    /// The event's parse, render and neutral answer.
+    pub adapter: Box<dyn Adapter>,
     /// How much model-visible text this event's output takes.
     pub limit: CarrierLimit,
     /// A tighter whole-hook budget for every call (SessionEnd), if any.
@@ -62,12 +71,12 @@ pub fn run(spec: &HookSpec, stdin: &mut dyn Read, stdout: &mut dyn Write) -> i32
         Ok(Err(msg)) => {
             line.outcome = "neutral";
             line.error = Some(msg);
-            ((spec.neutral)(), None)
+            (spec.adapter.neutral(), None)
         }
         Err(p) => {
             line.outcome = "panic";
             line.error = Some(panic_message(&p));
-            ((spec.neutral)(), None)
+            (spec.adapter.neutral(), None)
         }
     };
 
@@ -99,12 +108,12 @@ fn decide(spec: &HookSpec, config: &Config, stdin: &mut dyn Read, line: &mut Log
     let mut buf = Vec::new();
     stdin.take(MAX_STDIN).read_to_end(&mut buf).map_err(|e| format!("stdin: {e}"))?;
     let json = parse_stdin(&buf)?;
-    let input = match (spec.parse)(&json).map_err(|e| format!("bad input: {e}"))? {
+    let input = match spec.adapter.parse(&json).map_err(|e| format!("bad input: {e}"))? {
         Parsed::Run(i) => i,
         Parsed::StandDown(why) => {
             line.outcome = "stand_down";
             line.error = Some(why.to_string());
-            return Ok(((spec.neutral)(), None));
+            return Ok((spec.adapter.neutral(), None));
         }
     };
     line.session = Some(input.session_id.clone());
@@ -129,7 +138,7 @@ fn decide(spec: &HookSpec, config: &Config, stdin: &mut dyn Read, line: &mut Log
                 (_, true) => "notes",
                 _ => "ok",
             };
-            let out = (spec.render)(&outcome);
+            let out = spec.adapter.render(&outcome);
             line.warnings.append(&mut engine.warnings);
             Ok((out, Some((engine, after))))
         }

@@ -245,7 +245,7 @@ pub fn is_deny(v: &Option<Value>) -> bool {
 
 /// The neutral answer of a hook (what it prints when anything fails).
 pub fn neutral_of(h: &Hook) -> Option<Value> {
-    (h.spec.neutral)()
+    h.spec.adapter.neutral()
 }
 
 /// The note ids in a block, in order.

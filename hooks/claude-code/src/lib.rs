@@ -16,7 +16,7 @@
 
 use preloop_shared::config::{Config, Env};
 use preloop_shared::flow::{CarrierLimit, Input, InputKind, Outcome};
-use preloop_shared::runner::{self, HookSpec, Parsed};
+use preloop_shared::runner::{self, Adapter, HookSpec, Parsed};
 use preloop_shared::wire::{Decision, EvaluationPhase};
 use preloop_shared::Harness;
 use serde_json::{json, Value};
@@ -66,21 +66,7 @@ impl Event {
         HookSpec {
             harness: Harness::ClaudeCode,
             event: self.name(),
-            parse: match self {
-                Event::SessionStart => |v| parse(Event::SessionStart, v),
-                Event::UserPromptSubmit => |v| parse(Event::UserPromptSubmit, v),
-                Event::PreToolUse => |v| parse(Event::PreToolUse, v),
-                Event::Stop => |v| parse(Event::Stop, v),
-                Event::SessionEnd => |v| parse(Event::SessionEnd, v),
-            },
-            render: match self {
-                Event::SessionStart => |o| render(Event::SessionStart, o),
-                Event::UserPromptSubmit => |o| render(Event::UserPromptSubmit, o),
-                Event::PreToolUse => |o| render(Event::PreToolUse, o),
-                Event::Stop => |o| render(Event::Stop, o),
-                Event::SessionEnd => |o| render(Event::SessionEnd, o),
-            },
-            neutral: || None,
+            adapter: Box::new(self),
             limit: CONTEXT_LIMIT,
             budget: match self {
                 Event::SessionEnd => Some(|c: &Config| Duration::from_millis(c.settings.session_end_budget_ms)),
@@ -95,6 +81,15 @@ impl Event {
                 _ => None,
             },
         }
+    }
+}
+
+impl Adapter for Event {
+    fn parse(&self, stdin: &Value) -> Result<Parsed, String> {
+        parse(*self, stdin)
+    }
+    fn render(&self, outcome: &Outcome) -> Option<Value> {
+        render(*self, outcome)
     }
 }
 

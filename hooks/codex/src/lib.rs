@@ -21,7 +21,7 @@
 //! only key paths [`render`] may produce; the tests hold it to that.
 
 use preloop_shared::flow::{CarrierLimit, Input, InputKind, Outcome};
-use preloop_shared::runner::{self, HookSpec, Parsed};
+use preloop_shared::runner::{self, Adapter, HookSpec, Parsed};
 use preloop_shared::wire::{Decision, EvaluationPhase};
 use preloop_shared::config::Config;
 use preloop_shared::Harness;
@@ -99,23 +99,7 @@ impl Event {
         HookSpec {
             harness: Harness::Codex,
             event: self.name(),
-            parse: match self {
-                Event::SessionStart => |v| parse(Event::SessionStart, v),
-                Event::UserPromptSubmit => |v| parse(Event::UserPromptSubmit, v),
-                Event::PreToolUse => |v| parse(Event::PreToolUse, v),
-                Event::PermissionRequest => |v| parse(Event::PermissionRequest, v),
-                Event::Stop => |v| parse(Event::Stop, v),
-                Event::SessionEnd => |v| parse(Event::SessionEnd, v),
-            },
-            render: match self {
-                Event::SessionStart => |o| render(Event::SessionStart, o),
-                Event::UserPromptSubmit => |o| render(Event::UserPromptSubmit, o),
-                Event::PreToolUse => |o| render(Event::PreToolUse, o),
-                Event::PermissionRequest => |o| render(Event::PermissionRequest, o),
-                Event::Stop => |o| render(Event::Stop, o),
-                Event::SessionEnd => |o| render(Event::SessionEnd, o),
-            },
-            neutral: || None,
+            adapter: Box::new(self),
             limit: CONTEXT_LIMIT,
             budget: match self {
                 // In-process SessionEnd (local mode, or no worker could be
@@ -126,6 +110,15 @@ impl Event {
             // Codex gives hooks no env file: there is no lineage export.
             side_effects: None,
         }
+    }
+}
+
+impl Adapter for Event {
+    fn parse(&self, stdin: &Value) -> Result<Parsed, String> {
+        parse(*self, stdin)
+    }
+    fn render(&self, outcome: &Outcome) -> Option<Value> {
+        render(*self, outcome)
     }
 }
 

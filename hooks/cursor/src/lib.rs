@@ -22,7 +22,7 @@
 
 use preloop_shared::Harness;
 use preloop_shared::flow::{CarrierLimit, Input, InputKind, Outcome};
-use preloop_shared::runner::{self, HookSpec, Parsed};
+use preloop_shared::runner::{self, Adapter, HookSpec, Parsed};
 use preloop_shared::wire::{Decision, EvaluationPhase};
 use serde_json::{Map, Value, json};
 
@@ -105,33 +105,7 @@ impl Event {
         HookSpec {
             harness: Harness::Cursor,
             event: self.name(),
-            parse: match self {
-                Event::SessionStart => |v| parse(Event::SessionStart, v),
-                Event::BeforeSubmitPrompt => |v| parse(Event::BeforeSubmitPrompt, v),
-                Event::BeforeShellExecution => |v| parse(Event::BeforeShellExecution, v),
-                Event::BeforeMcpExecution => |v| parse(Event::BeforeMcpExecution, v),
-                Event::PreToolUse => |v| parse(Event::PreToolUse, v),
-                Event::Stop => |v| parse(Event::Stop, v),
-                Event::SessionEnd => |v| parse(Event::SessionEnd, v),
-            },
-            render: match self {
-                Event::SessionStart => |o| render(Event::SessionStart, o),
-                Event::BeforeSubmitPrompt => |o| render(Event::BeforeSubmitPrompt, o),
-                Event::BeforeShellExecution => |o| render(Event::BeforeShellExecution, o),
-                Event::BeforeMcpExecution => |o| render(Event::BeforeMcpExecution, o),
-                Event::PreToolUse => |o| render(Event::PreToolUse, o),
-                Event::Stop => |o| render(Event::Stop, o),
-                Event::SessionEnd => |o| render(Event::SessionEnd, o),
-            },
-            neutral: match self {
-                Event::SessionStart => || Some(neutral(Event::SessionStart)),
-                Event::BeforeSubmitPrompt => || Some(neutral(Event::BeforeSubmitPrompt)),
-                Event::BeforeShellExecution => || Some(neutral(Event::BeforeShellExecution)),
-                Event::BeforeMcpExecution => || Some(neutral(Event::BeforeMcpExecution)),
-                Event::PreToolUse => || Some(neutral(Event::PreToolUse)),
-                Event::Stop => || Some(neutral(Event::Stop)),
-                Event::SessionEnd => || Some(neutral(Event::SessionEnd)),
-            },
+            adapter: Box::new(self),
             limit: CONTEXT_LIMIT,
             // Cursor does not document a kill deadline for sessionEnd (it runs
             // it fire-and-forget); the ordinary per-call timeouts bound it.
@@ -139,6 +113,18 @@ impl Event {
             // The lineage export is part of sessionStart's own output (`env`).
             side_effects: None,
         }
+    }
+}
+
+impl Adapter for Event {
+    fn parse(&self, stdin: &Value) -> Result<Parsed, String> {
+        parse(*self, stdin)
+    }
+    fn render(&self, outcome: &Outcome) -> Option<Value> {
+        render(*self, outcome)
+    }
+    fn neutral(&self) -> Option<Value> {
+        Some(neutral(*self))
     }
 }
 
