@@ -375,6 +375,7 @@ impl Engine {
         if claimed.is_some() {
             kill_point("after_claim");
         }
+        let unchanged = state.clone();
         let taken = self.take_for_output(&mut state, claimed, &mut after);
         if !taken.is_empty() {
             state.stop_rescues += 1;
@@ -382,7 +383,10 @@ impl Engine {
             self.fill(&taken, &mut out);
             after.carried = taken;
         }
-        self.run.write(&state)?;
+        // The no-note Stop changes nothing: no fsync'd rewrite of the state.
+        if state != unchanged {
+            self.run.write(&state)?;
+        }
         kill_point("after_spool_write");
         Ok((out, after))
     }
