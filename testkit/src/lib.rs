@@ -16,3 +16,20 @@ mod state;
 mod validate;
 
 pub use fake_server::{AccountHandle, AgentHandle, FakeServer, FaultAction, FaultSpec, RecordedRequest, UserHandle};
+
+use preloop_shared::local::LocalInbox;
+use preloop_shared::operator::{Author, SendRequest, Target};
+
+/// Send a note through the local inbox as the tests' operator ("Olive
+/// Operator", auth `jwt`, default expiry) and return its id: the one way
+/// every test crate queues a local note.
+pub fn send_local_note(inbox: &LocalInbox, target: Target, text: &str) -> String {
+    let req = SendRequest {
+        text: text.to_string(),
+        target,
+        next_session: false,
+        expires_in_secs: None,
+        author: Author { display: Some("Olive Operator".into()), auth_method: Some("jwt".into()), ..Author::default() },
+    };
+    inbox.send(&req).unwrap_or_else(|e| panic!("send a local note: {e}")).note_id
+}

@@ -12,7 +12,7 @@
 
 use preloop_shared::Harness;
 use preloop_shared::local::LocalInbox;
-use preloop_shared::operator::{Author, Receipt, SendRequest, Target};
+use preloop_shared::operator::{Receipt, Target};
 use preloop_shared::runner::HookSpec;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -323,14 +323,7 @@ impl Home {
 
     /// Register a local session the way a SessionStart would (for notes).
     pub fn send_local(&self, session: &str, text: &str) -> String {
-        let req = SendRequest {
-            text: text.to_string(),
-            target: Target::Session(session.to_string()),
-            next_session: false,
-            expires_in_secs: None,
-            author: Author { display: Some("Olive Operator".into()), auth_method: Some("jwt".into()), ..Author::default() },
-        };
-        self.inbox().send(&req).unwrap().note_id
+        preloop_testkit::send_local_note(&self.inbox(), Target::Session(session.to_string()), text)
     }
 
     pub fn receipt(&self, id: &str) -> Receipt {

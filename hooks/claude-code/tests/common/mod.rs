@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use preloop_shared::local::LocalInbox;
-use preloop_shared::operator::{Author, Receipt, SendRequest, Target};
+use preloop_shared::operator::{Receipt, Target};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -37,16 +37,7 @@ impl Home {
         LocalInbox::new(&self.0, 86_400)
     }
     pub fn send(&self, session: &str, text: &str) -> String {
-        self.inbox()
-            .send(&SendRequest {
-                text: text.into(),
-                target: Target::Session(session.into()),
-                next_session: false,
-                expires_in_secs: None,
-                author: Author { display: Some("Olive Operator".into()), auth_method: Some("local".into()), ..Author::default() },
-            })
-            .unwrap()
-            .note_id
+        preloop_testkit::send_local_note(&self.inbox(), Target::Session(session.into()), text)
     }
     pub fn receipt(&self, id: &str) -> Receipt {
         self.inbox().status(id).unwrap()

@@ -4,7 +4,7 @@
 
 use preloop_codex::Event;
 use preloop_shared::local::LocalInbox;
-use preloop_shared::operator::{Author, Receipt, SendRequest, Target};
+use preloop_shared::operator::{Receipt, Target};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -116,14 +116,7 @@ impl Home {
 
     /// Send a local note to a Codex session.
     pub fn send(&self, session: &str, text: &str) -> String {
-        let req = SendRequest {
-            text: text.to_string(),
-            target: Target::Session(session.to_string()),
-            next_session: false,
-            expires_in_secs: None,
-            author: Author { display: Some("Olive Operator".into()), auth_method: Some("jwt".into()), ..Author::default() },
-        };
-        self.inbox().send(&req).unwrap().note_id
+        preloop_testkit::send_local_note(&self.inbox(), Target::Session(session.to_string()), text)
     }
 
     pub fn receipt(&self, note_id: &str) -> Receipt {

@@ -4,7 +4,7 @@
 
 use preloop_cursor::Event;
 use preloop_shared::local::LocalInbox;
-use preloop_shared::operator::{Author, Receipt, SendRequest, Target};
+use preloop_shared::operator::{Receipt, Target};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -124,14 +124,7 @@ impl Home {
     }
 
     pub fn send_to(&self, target: Target, text: &str) -> String {
-        let req = SendRequest {
-            text: text.to_string(),
-            target,
-            next_session: false,
-            expires_in_secs: None,
-            author: Author { display: Some("Olive Operator".into()), auth_method: Some("jwt".into()), ..Author::default() },
-        };
-        self.inbox().send(&req).unwrap().note_id
+        preloop_testkit::send_local_note(&self.inbox(), target, text)
     }
 
     pub fn receipt(&self, note_id: &str) -> Receipt {
