@@ -556,10 +556,8 @@ impl Engine {
     fn owe(&mut self, acks: Vec<OwedAck>) {
         if let Ok(_g) = self.run.lock(RUN_LOCK_WAIT) {
             let (mut state, _) = self.run.read();
-            if state.runtime_session_id.is_some() || !state.spool.is_empty() || !acks.is_empty() {
-                state.owed_acks.extend(acks);
-                let _ = self.run.write(&state);
-            }
+            state.owed_acks.extend(acks);
+            let _ = self.run.write(&state);
         }
     }
 
