@@ -107,6 +107,25 @@ def _claude_version(path):
     return p.stdout.strip() if p.returncode == 0 else None
 
 
+def _npm_install(d, package, name, found):
+    """npm-install PACKAGE into the harness directory D (a private package.json
+    is created first); raise KitError with npm's output when it fails."""
+    npm = shutil.which("npm")
+    if not npm:
+        raise KitError("%s is not installed in %s and npm is not on PATH" % (name, d))
+    _log("installing %s into %s (found: %r)" % (package, d, found))
+    os.makedirs(d, exist_ok=True)
+    pkg = os.path.join(d, "package.json")
+    if not os.path.exists(pkg):
+        with open(pkg, "w") as f:
+            f.write('{"private": true}\n')
+    p = subprocess.run([npm, "install", "--no-audit", "--no-fund", package],
+                       cwd=d, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if p.returncode != 0:
+        raise KitError("npm install %s failed (rc %d):\n%s\n%s"
+                       % (package, p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
+
+
 def ensure_claude():
     """Return the path of a working Claude Code CLI of the pinned version, installing it
     with npm into harness_dir() when it is missing (CI starts from a fresh machine)."""
@@ -115,20 +134,7 @@ def ensure_claude():
     v = _claude_version(claude)
     if v and v.startswith(CLAUDE_CODE_VERSION + " "):
         return claude
-    npm = shutil.which("npm")
-    if not npm:
-        raise KitError("Claude Code is not installed in %s and npm is not on PATH" % d)
-    _log("installing %s into %s (found: %r)" % (CLAUDE_CODE_PACKAGE, d, v))
-    os.makedirs(d, exist_ok=True)
-    pkg = os.path.join(d, "package.json")
-    if not os.path.exists(pkg):
-        with open(pkg, "w") as f:
-            f.write('{"private": true}\n')
-    p = subprocess.run([npm, "install", "--no-audit", "--no-fund", CLAUDE_CODE_PACKAGE],
-                       cwd=d, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if p.returncode != 0:
-        raise KitError("npm install %s failed (rc %d):\n%s\n%s"
-                       % (CLAUDE_CODE_PACKAGE, p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
+    _npm_install(d, CLAUDE_CODE_PACKAGE, "Claude Code", v)
     v = _claude_version(claude)
     if not v:
         # The package's postinstall puts the native binary in place; run it if npm skipped it.
@@ -156,20 +162,7 @@ def ensure_codex():
     v = _claude_version(codex)
     if v and v.strip().endswith(" " + CODEX_VERSION):
         return codex
-    npm = shutil.which("npm")
-    if not npm:
-        raise KitError("Codex is not installed in %s and npm is not on PATH" % d)
-    _log("installing %s into %s (found: %r)" % (CODEX_PACKAGE, d, v))
-    os.makedirs(d, exist_ok=True)
-    pkg = os.path.join(d, "package.json")
-    if not os.path.exists(pkg):
-        with open(pkg, "w") as f:
-            f.write('{"private": true}\n')
-    p = subprocess.run([npm, "install", "--no-audit", "--no-fund", CODEX_PACKAGE],
-                       cwd=d, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if p.returncode != 0:
-        raise KitError("npm install %s failed (rc %d):\n%s\n%s"
-                       % (CODEX_PACKAGE, p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
+    _npm_install(d, CODEX_PACKAGE, "Codex", v)
     v = _claude_version(codex)
     if not (v and v.strip().endswith(" " + CODEX_VERSION)):
         raise KitError("installed codex reports %r, want %s" % (v, CODEX_VERSION))
