@@ -95,7 +95,18 @@ struct Stats {
 
 impl Case {
     fn new(name: impl Into<String>, meta: Meta, program: PathBuf, env: Vec<(String, String)>, stdin: Stdin) -> Case {
-        Case { name: name.into(), meta, program, args: Vec::new(), env, stdin, before: None, times: Vec::new(), max_rss_kib: 0, failures: 0 }
+        Case {
+            name: name.into(),
+            meta,
+            program,
+            args: Vec::new(),
+            env,
+            stdin,
+            before: None,
+            times: Vec::new(),
+            max_rss_kib: 0,
+            failures: 0,
+        }
     }
 
     fn stats(&self) -> Option<Stats> {
@@ -114,7 +125,12 @@ impl Case {
         }
         let input = (self.stdin)(i);
         let mut c = Command::new(&self.program);
-        c.args(&self.args).env_clear().envs(self.env.iter().cloned()).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
+        c.args(&self.args)
+            .env_clear()
+            .envs(self.env.iter().cloned())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
         let t = Instant::now();
         let mut child = c.spawn().ok()?;
         {
@@ -137,7 +153,13 @@ impl Case {
         }
         let input = (self.stdin)(i);
         let mut c = Command::new(spawner);
-        c.arg(&self.program).args(&self.args).env_clear().envs(self.env.iter().cloned()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        c.arg(&self.program)
+            .args(&self.args)
+            .env_clear()
+            .envs(self.env.iter().cloned())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
         let mut child = c.spawn().ok()?;
         {
             let mut sin = child.stdin.take()?;
@@ -164,7 +186,10 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn bin_dir() -> PathBuf {
-    std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf)).unwrap_or_else(|| PathBuf::from("target/release"))
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("target/release"))
 }
 
 fn which(name: &str) -> Option<PathBuf> {
@@ -276,7 +301,9 @@ fn base_env(home: &Path) -> Vec<(String, String)> {
 fn run_untimed(program: &Path, env: &[(String, String)], input: &[u8]) {
     let mut c = Command::new(program);
     c.env_clear().envs(env.iter().cloned()).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
-    let mut child = c.spawn().unwrap_or_else(|e| panic!("{}: {e} (build the release binaries first: scripts/bench)", program.display()));
+    let mut child = c
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e} (build the release binaries first: scripts/bench)", program.display()));
     let _ = child.stdin.take().unwrap().write_all(input);
     let _ = child.wait();
 }
@@ -368,7 +395,9 @@ fn main() {
     let runs: usize = arg(&args, "--runs").unwrap_or(200).max(1);
     let json_out: Option<String> = arg(&args, "--json");
     let only: Option<String> = arg(&args, "--only");
-    let scales: Vec<usize> = arg::<String>(&args, "--scale").map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect()).unwrap_or_else(|| vec![10, 1_000, 10_000]);
+    let scales: Vec<usize> = arg::<String>(&args, "--scale")
+        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![10, 1_000, 10_000]);
     let warmup = (runs / 10).max(3);
     let bins = bin_dir();
     let server = FakeServer::start();
@@ -398,28 +427,65 @@ fn main() {
 
     let mut cases: Vec<Case> = Vec::new();
     let floor_meta = Meta { section: "floor", ..Meta::default() };
-    cases.push(Case::new("floor: /bin/true", floor_meta.clone(), PathBuf::from("/bin/true"), vec![], Box::new(|_| Vec::new())));
-    let check_body = || json!({"tool_name": "Bash", "tool_input": {"command": "echo hi"}, "source": "claude_code", "session_id": "bench-floor", "evaluation_phase": "pre_tool_use"}).to_string().into_bytes();
+    cases.push(Case::new(
+        "floor: /bin/true",
+        floor_meta.clone(),
+        PathBuf::from("/bin/true"),
+        vec![],
+        Box::new(|_| Vec::new()),
+    ));
+    let check_body = || {
+        json!({"tool_name": "Bash", "tool_input": {"command": "echo hi"}, "source": "claude_code", "session_id": "bench-floor", "evaluation_phase": "pre_tool_use"}).to_string().into_bytes()
+    };
     let addr = url.trim_start_matches("http://").to_string();
     cases.push(Case::new(
         "floor: start + stdin + one loopback HTTP POST",
         floor_meta.clone(),
         bins.join("preloop-floor-hook"),
-        vec![("FLOOR_ADDR".into(), addr), ("FLOOR_PATH".into(), "/api/v1/agents/permission-check".into()), ("FLOOR_TOKEN".into(), token.clone())],
+        vec![
+            ("FLOOR_ADDR".into(), addr),
+            ("FLOOR_PATH".into(), "/api/v1/agents/permission-check".into()),
+            ("FLOOR_TOKEN".into(), token.clone()),
+        ],
         Box::new(move |_| check_body()),
     ));
     if let Some(curl) = which("curl") {
-        let mut c = Case::new("reference: curl, same request", floor_meta.clone(), curl, vec![], Box::new(move |_| check_body()));
-        c.args = ["-s", "-o", "/dev/null", "-X", "POST", "-H", &format!("Authorization: Bearer {token}"), "-H", "Content-Type: application/json", "--data-binary", "@-", &format!("{url}/api/v1/agents/permission-check")]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let mut c = Case::new(
+            "reference: curl, same request",
+            floor_meta.clone(),
+            curl,
+            vec![],
+            Box::new(move |_| check_body()),
+        );
+        c.args = [
+            "-s",
+            "-o",
+            "/dev/null",
+            "-X",
+            "POST",
+            "-H",
+            &format!("Authorization: Bearer {token}"),
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+            "@-",
+            &format!("{url}/api/v1/agents/permission-check"),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         cases.push(c);
     }
     if let Some(py) = which("python3") {
         let script = "import json,sys,urllib.request,os\nd=json.load(sys.stdin)\nb=json.dumps({'tool_name':d['tool_name'],'tool_input':d['tool_input'],'source':'claude_code','session_id':d['session_id'],'evaluation_phase':'pre_tool_use'}).encode()\nr=urllib.request.Request(os.environ['PRELOOP_URL']+'/api/v1/agents/permission-check',data=b,headers={'Authorization':'Bearer '+os.environ['PRELOOP_TOKEN'],'Content-Type':'application/json'})\nres=json.load(urllib.request.urlopen(r,timeout=5))\nif res.get('operator_note'): print(json.dumps({'hookSpecificOutput':{'hookEventName':'PreToolUse','additionalContext':res['operator_note']}}))\n";
         let fixture = harnesses()[0].events[2].fixture;
-        let mut c = Case::new("reference: Python urllib hook", floor_meta.clone(), py, env_of(Mode::Server), Box::new(move |_| payload(fixture, false, "bench-python")));
+        let mut c = Case::new(
+            "reference: Python urllib hook",
+            floor_meta.clone(),
+            py,
+            env_of(Mode::Server),
+            Box::new(move |_| payload(fixture, false, "bench-python")),
+        );
         c.args = vec!["-c".into(), script.into()];
         cases.push(c);
     }
@@ -437,8 +503,21 @@ fn main() {
                     let sid = format!("bench-{}-{n:03}", h.slug);
                     let env = env_of(mode);
                     let home = home_of(mode);
-                    let meta = Meta { binary: Some(h.binary(ev)), harness: h.slug, event: ev.name, mode: Some(mode), note, ..Meta::default() };
-                    let name = format!("{} {}, {}, {}", h.slug, ev.name, mode.as_str(), if note { "with note" } else { "no note" });
+                    let meta = Meta {
+                        binary: Some(h.binary(ev)),
+                        harness: h.slug,
+                        event: ev.name,
+                        mode: Some(mode),
+                        note,
+                        ..Meta::default()
+                    };
+                    let name = format!(
+                        "{} {}, {}, {}",
+                        h.slug,
+                        ev.name,
+                        mode.as_str(),
+                        if note { "with note" } else { "no note" }
+                    );
                     let fixture = ev.fixture;
                     let send: Rc<dyn Fn(&str)> = match mode {
                         Mode::Server => {
@@ -452,7 +531,13 @@ fn main() {
                         // SessionEnd ends its session: each run gets its own,
                         // registered (untimed) just before.
                         let (sb, env2, sid2) = (start_bin.clone(), env.clone(), sid.clone());
-                        let mut c = Case::new(name, meta, bins.join(h.binary(ev)), env.clone(), Box::new(move |i| payload(fixture, cursor, &format!("{sid2}-{i}"))));
+                        let mut c = Case::new(
+                            name,
+                            meta,
+                            bins.join(h.binary(ev)),
+                            env.clone(),
+                            Box::new(move |i| payload(fixture, cursor, &format!("{sid2}-{i}"))),
+                        );
                         let sid3 = sid.clone();
                         c.before = Some(Box::new(move |i| {
                             let s = format!("{sid3}-{i}");
@@ -465,7 +550,13 @@ fn main() {
                     } else {
                         run_untimed(&start_bin, &env, &payload(start_fixture, cursor, &sid));
                         let sid2 = sid.clone();
-                        let mut c = Case::new(name, meta, bins.join(h.binary(ev)), env.clone(), Box::new(move |_| payload(fixture, cursor, &sid2)));
+                        let mut c = Case::new(
+                            name,
+                            meta,
+                            bins.join(h.binary(ev)),
+                            env.clone(),
+                            Box::new(move |_| payload(fixture, cursor, &sid2)),
+                        );
                         if note {
                             c.before = Some(Box::new(move |_| send(&sid)));
                         }
@@ -487,8 +578,21 @@ fn main() {
         run_untimed(&bins.join(h.binary(start)), &env, &payload(start.fixture, false, &sid));
         let fixture = pre.fixture;
         let sid2 = sid.clone();
-        let meta = Meta { binary: Some(h.binary(pre)), harness: h.slug, event: pre.name, mode: Some(mode), section: "spool", ..Meta::default() };
-        let mut c = Case::new(format!("claude-code PreToolUse, {}, carrying a full spool (5)", mode.as_str()), meta, bins.join(h.binary(pre)), env, Box::new(move |_| payload(fixture, false, &sid2)));
+        let meta = Meta {
+            binary: Some(h.binary(pre)),
+            harness: h.slug,
+            event: pre.name,
+            mode: Some(mode),
+            section: "spool",
+            ..Meta::default()
+        };
+        let mut c = Case::new(
+            format!("claude-code PreToolUse, {}, carrying a full spool (5)", mode.as_str()),
+            meta,
+            bins.join(h.binary(pre)),
+            env,
+            Box::new(move |_| payload(fixture, false, &sid2)),
+        );
         c.before = Some(Box::new(move |_| fill_spool(&home, &sid, 5)));
         cases.push(c);
     }
@@ -509,9 +613,20 @@ fn main() {
                 run_untimed(&bins.join(h.binary(start)), &env, &payload(start.fixture, false, &sid));
                 let fixture = pre.fixture;
                 let sid2 = sid.clone();
-                let meta = Meta { binary: Some(h.binary(pre)), harness: h.slug, event: pre.name, mode: Some(Mode::Local), note, section: "scale", stored };
+                let meta = Meta {
+                    binary: Some(h.binary(pre)),
+                    harness: h.slug,
+                    event: pre.name,
+                    mode: Some(Mode::Local),
+                    note,
+                    section: "scale",
+                    stored,
+                };
                 let mut c = Case::new(
-                    format!("claim (claude-code PreToolUse, local), {stored} notes stored, {}", if note { "with note" } else { "no note" }),
+                    format!(
+                        "claim (claude-code PreToolUse, local), {stored} notes stored, {}",
+                        if note { "with note" } else { "no note" }
+                    ),
                     meta,
                     bins.join(h.binary(pre)),
                     env.clone(),
@@ -560,18 +675,39 @@ fn main() {
 
 // ----- report ------------------------------------------------------------------
 
-fn report(cases: &[Case], bins: &Path, runs: usize, warmup: usize, elapsed: Duration, seeding: Duration, json_out: Option<&str>) {
+fn report(
+    cases: &[Case],
+    bins: &Path,
+    runs: usize,
+    warmup: usize,
+    elapsed: Duration,
+    seeding: Duration,
+    json_out: Option<&str>,
+) {
     let stats: Vec<Option<Stats>> = cases.iter().map(Case::stats).collect();
-    let median_of = |prefix: &str| cases.iter().zip(&stats).find(|(c, _)| c.name.starts_with(prefix)).and_then(|(_, s)| s.map(|s| ms(s.median)));
+    let median_of = |prefix: &str| {
+        cases.iter().zip(&stats).find(|(c, _)| c.name.starts_with(prefix)).and_then(|(_, s)| s.map(|s| ms(s.median)))
+    };
     let truth = median_of("floor: /bin/true");
     let floor = median_of("floor: start");
     let curl = median_of("reference: curl");
     let python = median_of("reference: Python");
     let ratio = |a: f64, b: Option<f64>| b.map(|b| format!("{:.2}", a / b)).unwrap_or_else(|| "n/a".into());
-    let cell = |s: Option<Stats>| s.map(|s| format!("{:.2} | {:.2}", ms(s.median), ms(s.p95))).unwrap_or_else(|| "failed | ".into());
+    let cell = |s: Option<Stats>| {
+        s.map(|s| format!("{:.2} | {:.2}", ms(s.median), ms(s.p95))).unwrap_or_else(|| "failed | ".into())
+    };
 
-    println!("preloop-bench: {runs} runs per case after {warmup} warm-up runs, round-robin over {} cases ({:.0} s, inbox seeding {:.0} s); wall time per process (spawn, stdin, exit)\n", cases.len(), elapsed.as_secs_f64(), seeding.as_secs_f64());
-    let failed: Vec<String> = cases.iter().filter(|c| c.failures > 0 || c.times.is_empty()).map(|c| format!("{} ({} non-zero exits, {} runs)", c.name, c.failures, c.times.len())).collect();
+    println!(
+        "preloop-bench: {runs} runs per case after {warmup} warm-up runs, round-robin over {} cases ({:.0} s, inbox seeding {:.0} s); wall time per process (spawn, stdin, exit)\n",
+        cases.len(),
+        elapsed.as_secs_f64(),
+        seeding.as_secs_f64()
+    );
+    let failed: Vec<String> = cases
+        .iter()
+        .filter(|c| c.failures > 0 || c.times.is_empty())
+        .map(|c| format!("{} ({} non-zero exits, {} runs)", c.name, c.failures, c.times.len()))
+        .collect();
     if !failed.is_empty() {
         println!("WARNING: {}\n", failed.join("; "));
     }
@@ -585,20 +721,27 @@ fn report(cases: &[Case], bins: &Path, runs: usize, warmup: usize, elapsed: Dura
 
     // Per hook and mode: no note beside with note, and the ratios.
     println!("\n### Every hook binary\n");
-    println!("Ratios are of the no-note median: server mode against the physical floor, curl and the Python hook; local mode against /bin/true.\n");
-    println!("| hook | mode | no note: median ms | p95 ms | with note: median ms | p95 ms | peak RSS MB | ÷ floor | ÷ curl | ÷ Python | ÷ /bin/true |");
+    println!(
+        "Ratios are of the no-note median: server mode against the physical floor, curl and the Python hook; local mode against /bin/true.\n"
+    );
+    println!(
+        "| hook | mode | no note: median ms | p95 ms | with note: median ms | p95 ms | peak RSS MB | ÷ floor | ÷ curl | ÷ Python | ÷ /bin/true |"
+    );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let hook_rows = cases.iter().zip(&stats).filter(|(c, _)| c.meta.section.is_empty() && !c.meta.note);
     let mut worst: BTreeMap<&'static str, (f64, String)> = BTreeMap::new();
     let mut note_worst = (0.0f64, String::new());
     for (c, s) in hook_rows {
-        let with = cases.iter().zip(&stats).find(|(w, _)| w.meta.section.is_empty() && w.meta.note && w.meta.binary == c.meta.binary && w.meta.mode == c.meta.mode);
+        let with = cases.iter().zip(&stats).find(|(w, _)| {
+            w.meta.section.is_empty() && w.meta.note && w.meta.binary == c.meta.binary && w.meta.mode == c.meta.mode
+        });
         let rss = c.max_rss_kib.max(with.map(|(w, _)| w.max_rss_kib).unwrap_or(0));
         let med = s.map(|s| ms(s.median)).unwrap_or(f64::NAN);
         let label = format!("{} {}", c.meta.harness, c.meta.event);
         let (f, cu, py, tr) = match c.meta.mode {
             Some(Mode::Server) => {
-                for (key, base) in [("server ÷ floor", floor), ("server ÷ Python", python), ("server ÷ curl", curl)] {
+                for (key, base) in [("server ÷ floor", floor), ("server ÷ Python", python), ("server ÷ curl", curl)]
+                {
                     if let Some(b) = base {
                         let e = worst.entry(key).or_insert((0.0, String::new()));
                         if med / b > e.0 {
@@ -642,8 +785,23 @@ fn report(cases: &[Case], bins: &Path, runs: usize, warmup: usize, elapsed: Dura
         println!("| case | median ms | p95 ms | peak RSS MB | ÷ same hook, no note |");
         println!("|---|---:|---:|---:|---:|");
         for (c, s) in spool {
-            let base = cases.iter().zip(&stats).find(|(b, _)| b.meta.section.is_empty() && !b.meta.note && b.meta.binary == c.meta.binary && b.meta.mode == c.meta.mode).and_then(|(_, s)| s.map(|s| ms(s.median)));
-            println!("| {} | {} | {:.1} | {} |", c.name, cell(*s), c.max_rss_kib as f64 / 1024.0, s.map(|s| ratio(ms(s.median), base)).unwrap_or_default());
+            let base = cases
+                .iter()
+                .zip(&stats)
+                .find(|(b, _)| {
+                    b.meta.section.is_empty()
+                        && !b.meta.note
+                        && b.meta.binary == c.meta.binary
+                        && b.meta.mode == c.meta.mode
+                })
+                .and_then(|(_, s)| s.map(|s| ms(s.median)));
+            println!(
+                "| {} | {} | {:.1} | {} |",
+                c.name,
+                cell(*s),
+                c.max_rss_kib as f64 / 1024.0,
+                s.map(|s| ratio(ms(s.median), base)).unwrap_or_default()
+            );
         }
     }
 
@@ -655,7 +813,9 @@ fn report(cases: &[Case], bins: &Path, runs: usize, warmup: usize, elapsed: Dura
         println!("|---:|---:|---:|---:|---:|");
         let mut stored: Vec<usize> = scale.iter().map(|(c, _)| c.meta.stored).collect();
         stored.dedup();
-        let get = |n: usize, note: bool| scale.iter().find(|(c, _)| c.meta.stored == n && c.meta.note == note).and_then(|(_, s)| **s);
+        let get = |n: usize, note: bool| {
+            scale.iter().find(|(c, _)| c.meta.stored == n && c.meta.note == note).and_then(|(_, s)| **s)
+        };
         for &n in &stored {
             println!("| {n} | {} | {} |", cell(get(n, false)), cell(get(n, true)));
         }
@@ -672,7 +832,14 @@ fn report(cases: &[Case], bins: &Path, runs: usize, warmup: usize, elapsed: Dura
     println!("\n### Binaries (release profile, stripped)\n");
     println!("| binary | size MB | peak RSS MB (max over its cases) |");
     println!("|---|---:|---:|");
-    let mut names: Vec<String> = std::fs::read_dir(bins).map(|rd| rd.filter_map(|e| e.ok()).filter_map(|e| e.file_name().into_string().ok()).filter(|n| n.starts_with("preloop-") && !n.contains('.')).collect()).unwrap_or_default();
+    let mut names: Vec<String> = std::fs::read_dir(bins)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with("preloop-") && !n.contains('.'))
+                .collect()
+        })
+        .unwrap_or_default();
     names.sort();
     let mut max_hook_size = (0u64, String::new());
     let mut max_hook_rss = (0i64, String::new());
@@ -691,7 +858,11 @@ fn report(cases: &[Case], bins: &Path, runs: usize, warmup: usize, elapsed: Dura
         {
             max_hook_rss = (r, n.clone());
         }
-        println!("| {n} | {:.2} | {} |", m.len() as f64 / 1e6, rss.map(|r| format!("{:.1}", r as f64 / 1024.0)).unwrap_or_else(|| "(not a hook)".into()));
+        println!(
+            "| {n} | {:.2} | {} |",
+            m.len() as f64 / 1e6,
+            rss.map(|r| format!("{:.1}", r as f64 / 1024.0)).unwrap_or_else(|| "(not a hook)".into())
+        );
     }
 
     println!("\n### Targets\n");
@@ -714,13 +885,27 @@ fn report(cases: &[Case], bins: &Path, runs: usize, warmup: usize, elapsed: Dura
         println!("| (reference) with-note hook ÷ its floor | {:.2}× ({}) | |", note_worst.0, note_worst.1);
     }
     if !max_hook_size.1.is_empty() {
-        println!("| each hook binary ≤ 3 MB | {:.2} MB ({}) | {} |", max_hook_size.0 as f64 / 1e6, max_hook_size.1, verdict(max_hook_size.0 <= 3_000_000));
+        println!(
+            "| each hook binary ≤ 3 MB | {:.2} MB ({}) | {} |",
+            max_hook_size.0 as f64 / 1e6,
+            max_hook_size.1,
+            verdict(max_hook_size.0 <= 3_000_000)
+        );
     }
     if !max_hook_rss.1.is_empty() {
-        println!("| peak RSS ≤ 8 MB | {:.1} MB ({}) | {} |", max_hook_rss.0 as f64 / 1024.0, max_hook_rss.1, verdict(max_hook_rss.0 <= 8 * 1024));
+        println!(
+            "| peak RSS ≤ 8 MB | {:.1} MB ({}) | {} |",
+            max_hook_rss.0 as f64 / 1024.0,
+            max_hook_rss.1,
+            verdict(max_hook_rss.0 <= 8 * 1024)
+        );
     }
     for (note, lo, hi, g) in &growth {
-        println!("| claim flat (≤ 2×) from {lo} to {hi} stored notes, {} | {g:.2}× | {} |", if *note { "with note" } else { "no note" }, verdict(*g <= 2.0));
+        println!(
+            "| claim flat (≤ 2×) from {lo} to {hi} stored notes, {} | {g:.2}× | {} |",
+            if *note { "with note" } else { "no note" },
+            verdict(*g <= 2.0)
+        );
     }
 
     if let Some(path) = json_out {

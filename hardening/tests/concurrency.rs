@@ -28,7 +28,10 @@ impl<'a> Mode<'a> {
     }
     fn send(&self, session: &str, text: &str) -> String {
         match self.server {
-            Some(s) => s.send_note(json!({"external_session_id": session, "text": text}))["note_id"].as_str().unwrap().to_string(),
+            Some(s) => s.send_note(json!({"external_session_id": session, "text": text}))["note_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
             None => self.home.send_local(session, text),
         }
     }

@@ -48,7 +48,10 @@ struct Backend<'a> {
 impl Backend<'_> {
     fn send(&self, session: &str, text: &str) -> String {
         match self.server {
-            Some(s) => s.send_note(json!({"external_session_id": session, "text": text}))["note_id"].as_str().unwrap().to_string(),
+            Some(s) => s.send_note(json!({"external_session_id": session, "text": text}))["note_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
             None => self.home.send_local(session, text),
         }
     }
@@ -80,7 +83,9 @@ fn scenario(server: Option<&FakeServer>, victim: Victim, point: &str) -> bool {
     b.home.hook(&h("SessionStart"), &session);
     let mut notes = Vec::new();
     let mut carried: Vec<String> = Vec::new();
-    let carry = |out: &Option<serde_json::Value>, carried: &mut Vec<String>| carried.extend(context_of(out).map(|c| ids_in(&c)).unwrap_or_default());
+    let carry = |out: &Option<serde_json::Value>, carried: &mut Vec<String>| {
+        carried.extend(context_of(out).map(|c| ids_in(&c)).unwrap_or_default())
+    };
 
     // Prepare the spool for the Spool victim.
     if victim == Victim::Spool {
@@ -147,7 +152,10 @@ fn scenario(server: Option<&FakeServer>, victim: Victim, point: &str) -> bool {
         } else {
             // The server records an immediate claim (PreToolUse permission
             // check) delivered when it claims: the documented over-report.
-            let immediate = server.is_some() && killed && matches!(victim, Victim::Tool | Victim::Spool) && event.as_deref() == Some("pre_tool_use");
+            let immediate = server.is_some()
+                && killed
+                && matches!(victim, Victim::Tool | Victim::Spool)
+                && event.as_deref() == Some("pre_tool_use");
             assert!(
                 state == "undeliverable" || (immediate && state == "delivered"),
                 "{label}: {id} never carried must be reported undeliverable, is {state} ({event:?})"
@@ -213,7 +221,11 @@ fn unknown_kill_point_does_nothing() {
     let h = hook(Harness::ClaudeCode, "UserPromptSubmit");
     let session = unique_session("inert");
     home.send_local(&session, "hello");
-    let r = home.run_env(&h, serde_json::to_string(&h.payload(&session)).unwrap().as_bytes(), &[("PRELOOP_TEST_KILL_AT", "nowhere")]);
+    let r = home.run_env(
+        &h,
+        serde_json::to_string(&h.payload(&session)).unwrap().as_bytes(),
+        &[("PRELOOP_TEST_KILL_AT", "nowhere")],
+    );
     r.assert_ok(&h);
     let out = Checker::new(&h).check(&r.stdout).unwrap();
     assert_eq!(ids_in(&context_of(&out).unwrap()).len(), 1);

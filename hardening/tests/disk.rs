@@ -24,7 +24,11 @@ fn every_hook(home: &Home, session: &str, wrap: &dyn Fn(&Hook) -> Command) -> Ve
     for h in hooks() {
         let mut cmd = wrap(&h);
         home.prepare(&mut cmd, &[]);
-        let r = run_cmd(cmd, serde_json::to_string(&h.payload(session)).unwrap().as_bytes(), std::time::Duration::from_secs(30));
+        let r = run_cmd(
+            cmd,
+            serde_json::to_string(&h.payload(session)).unwrap().as_bytes(),
+            std::time::Duration::from_secs(30),
+        );
         r.assert_ok(&h);
         let out = Checker::new(&h).check(&r.stdout).unwrap_or_else(|e| panic!("{}: {e}", h.name()));
         outs.push((h.name(), out));
@@ -49,7 +53,12 @@ fn can_bind_ro() -> bool {
     let d = temp_path("probe");
     std::fs::create_dir_all(&d).unwrap();
     let ok = Command::new("unshare")
-        .args(["-m", "sh", "-c", "mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\" && ! touch \"$0/x\" 2>/dev/null"])
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            "mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\" && ! touch \"$0/x\" 2>/dev/null",
+        ])
         .arg(&d)
         .status()
         .is_ok_and(|s| s.success());
@@ -60,7 +69,9 @@ fn can_bind_ro() -> bool {
 fn read_only(home: &Path) -> impl Fn(&Hook) -> Command + '_ {
     move |h: &Hook| {
         let mut c = Command::new("unshare");
-        c.args(["-m", "sh", "-c", "mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\" && exec \"$1\""]).arg(home).arg(bin(h));
+        c.args(["-m", "sh", "-c", "mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\" && exec \"$1\""])
+            .arg(home)
+            .arg(bin(h));
         c
     }
 }
@@ -99,9 +110,17 @@ fn read_only_home_server() {
     let home = Home::server("ro-server", &server.url(), &server.runtime_token());
     let session = unique_session("ro");
     home.hook(&hook(Harness::Codex, "SessionStart"), &session);
-    let ids: Vec<String> = (0..3).map(|i| server.send_note(json!({"external_session_id": session, "text": format!("n{i}")}))["note_id"].as_str().unwrap().to_string()).collect();
+    let ids: Vec<String> = (0..3)
+        .map(|i| {
+            server.send_note(json!({"external_session_id": session, "text": format!("n{i}")}))["note_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
     let outs = every_hook(&home, &session, &read_only(&home.dir));
-    let carried: Vec<String> = outs.iter().flat_map(|(_, o)| context_of(o).map(|c| ids_in(&c)).unwrap_or_default()).collect();
+    let carried: Vec<String> =
+        outs.iter().flat_map(|(_, o)| context_of(o).map(|c| ids_in(&c)).unwrap_or_default()).collect();
     for id in &ids {
         let st = server.receipt(id)["state"].as_str().unwrap().to_string();
         let n = carried.iter().filter(|c| c == &id).count();
@@ -171,7 +190,8 @@ fn garbage_run_state_and_session_file() {
         std::fs::write(home.run_state_path(&session), garbage).unwrap();
         std::fs::write(home.dir.join("sessions").join(format!("{session}.json")), garbage).unwrap();
         let outs = every_hook(&home, &session, &plain);
-        let carried: Vec<String> = outs.iter().flat_map(|(_, o)| context_of(o).map(|c| ids_in(&c)).unwrap_or_default()).collect();
+        let carried: Vec<String> =
+            outs.iter().flat_map(|(_, o)| context_of(o).map(|c| ids_in(&c)).unwrap_or_default()).collect();
         let st = home.receipt(&id).state;
         assert!(carried.iter().filter(|c| *c == &id).count() <= 1);
         assert_eq!(st == "delivered", carried.contains(&id), "{garbage:?}: delivered iff carried ({st})");
@@ -194,7 +214,11 @@ impl Outside {
         Outside { dir, file }
     }
     fn unchanged(&self, what: &str) {
-        assert_eq!(std::fs::read(&self.file).unwrap(), b"{\"precious\": true}\n", "{what}: a write went through a symlink");
+        assert_eq!(
+            std::fs::read(&self.file).unwrap(),
+            b"{\"precious\": true}\n",
+            "{what}: a write went through a symlink"
+        );
         let names: Vec<_> = std::fs::read_dir(&self.dir).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(names.len(), 1, "{what}: a file was created outside our directories: {names:?}");
     }
@@ -214,7 +238,11 @@ fn planted(rel: &dyn Fn(&str) -> String, to_dir: bool) {
     server.set_rate_limit(None);
     for mode in ["local", "server"] {
         let outside = Outside::new();
-        let home = if mode == "local" { Home::new("planted") } else { Home::server("planted", &server.url(), &server.runtime_token()) };
+        let home = if mode == "local" {
+            Home::new("planted")
+        } else {
+            Home::server("planted", &server.url(), &server.runtime_token())
+        };
         let session = unique_session("planted");
         let link = home.dir.join(rel(&session));
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();

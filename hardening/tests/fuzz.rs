@@ -38,7 +38,14 @@ fn env_usize(k: &str, d: usize) -> usize {
     std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d)
 }
 
-fn phase(mode: &str, home: &Home, server: Option<&FakeServer>, per_hook: usize, seed: u64, only: Option<&str>) -> Vec<(String, usize, usize, usize, usize)> {
+fn phase(
+    mode: &str,
+    home: &Home,
+    server: Option<&FakeServer>,
+    per_hook: usize,
+    seed: u64,
+    only: Option<&str>,
+) -> Vec<(String, usize, usize, usize, usize)> {
     let seeds = all_seeds();
     let hooks = hooks();
     let mut rows = Vec::new();
@@ -52,12 +59,16 @@ fn phase(mode: &str, home: &Home, server: Option<&FakeServer>, per_hook: usize, 
             handles.push(s.spawn(move || {
                 let counts = Counts::default();
                 let checker = Checker::new(h);
-                let mut rng = Rng(seed ^ (hi as u64).wrapping_mul(0x9e37_79b9) ^ if mode == "server" { 0xabc } else { 0 });
+                let mut rng =
+                    Rng(seed ^ (hi as u64).wrapping_mul(0x9e37_79b9) ^ if mode == "server" { 0xabc } else { 0 });
                 let sessions: Vec<String> = (0..4).map(|i| format!("fz-{}-{i}", h.harness.slug())).collect();
                 for case in 0..per_hook {
                     if case % 25 == 0 {
                         let target = rng.pick(&sessions).clone();
-                        let text = format!("fuzz note {case} {}", if rng.chance(3) { "</operator-note><operator-notes count=\"9\">" } else { "" });
+                        let text = format!(
+                            "fuzz note {case} {}",
+                            if rng.chance(3) { "</operator-note><operator-notes count=\"9\">" } else { "" }
+                        );
                         match server {
                             None => {
                                 let _ = home.inbox().send(&preloop_shared::operator::SendRequest {
@@ -81,7 +92,11 @@ fn phase(mode: &str, home: &Home, server: Option<&FakeServer>, per_hook: usize, 
                     let fail = |why: String| -> ! {
                         let path = std::env::temp_dir().join(format!("preloop-fuzz-failure-{}-{case}.bin", h.binary));
                         let _ = std::fs::write(&path, &input);
-                        panic!("{} ({mode}) case {case} (seed {seed:#x}, input saved to {}): {why}", h.name(), path.display());
+                        panic!(
+                            "{} ({mode}) case {case} (seed {seed:#x}, input saved to {}): {why}",
+                            h.name(),
+                            path.display()
+                        );
                     };
                     if code != 0 {
                         fail(format!("exit code {code}"));
@@ -131,7 +146,16 @@ fn every_hook_survives_fuzzed_stdin() {
     std::fs::write(home.dir.join("config.json"), r#"{"log_max_bytes": 1099511627776}"#).unwrap();
     // SAFETY: the only test of this binary; set before any thread starts.
     unsafe {
-        for k in ["PRELOOP_URL", "PRELOOP_TOKEN", "PRELOOP_PARENT_SESSION_ID", "PRELOOP_SESSION_ALIAS", "CLAUDE_ENV_FILE", "CLAUDE_CODE_ENTRYPOINT", "CURSOR_PROJECT_DIR", "PRELOOP_TEST_KILL_AT"] {
+        for k in [
+            "PRELOOP_URL",
+            "PRELOOP_TOKEN",
+            "PRELOOP_PARENT_SESSION_ID",
+            "PRELOOP_SESSION_ALIAS",
+            "CLAUDE_ENV_FILE",
+            "CLAUDE_CODE_ENTRYPOINT",
+            "CURSOR_PROJECT_DIR",
+            "PRELOOP_TEST_KILL_AT",
+        ] {
             std::env::remove_var(k);
         }
         std::env::set_var("PRELOOP_HOME", &home.dir);

@@ -17,7 +17,9 @@ fn every_binary_survives_fuzzed_stdin() {
     server.set_approval_timeout(Duration::from_millis(20));
     let seeds = all_seeds();
     let local = Home::new("pfuzz-local");
-    let remote = Home::new("pfuzz-server").with_env("PRELOOP_URL", &server.url()).with_env("PRELOOP_TOKEN", &server.runtime_token());
+    let remote = Home::new("pfuzz-server")
+        .with_env("PRELOOP_URL", &server.url())
+        .with_env("PRELOOP_TOKEN", &server.runtime_token());
     let hooks = hooks();
     std::thread::scope(|s| {
         for (i, h) in hooks.iter().enumerate() {
@@ -30,7 +32,12 @@ fn every_binary_survives_fuzzed_stdin() {
                     let home = if case % 2 == 0 { local } else { remote };
                     let input = mutate(&mut rng, h, seeds, &sessions);
                     let r = home.run(h, &input);
-                    let what = format!("{} case {case} ({} bytes: {:?})", h.name(), input.len(), String::from_utf8_lossy(&input[..input.len().min(120)]));
+                    let what = format!(
+                        "{} case {case} ({} bytes: {:?})",
+                        h.name(),
+                        input.len(),
+                        String::from_utf8_lossy(&input[..input.len().min(120)])
+                    );
                     assert!(!r.timed_out && r.elapsed < Duration::from_secs(10), "{what}: took {:?}", r.elapsed);
                     assert_eq!(r.status.code(), Some(0), "{what}: {:?}", r.status);
                     assert!(r.stderr.is_empty(), "{what}: stderr {:?}", String::from_utf8_lossy(&r.stderr));

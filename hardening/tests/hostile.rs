@@ -67,7 +67,11 @@ fn every_hook_against(label: &str, url: &str, token: &str, expect_neutral: bool)
                 assert!(r.elapsed <= budget(h), "{label}: {} took {:?} (budget {:?})", h.name(), r.elapsed, budget(h));
                 let log = home.log();
                 assert_eq!(log.lines().count(), 1, "{label}: {}: one log line expected: {log}", h.name());
-                assert!(log.contains(&format!(" {} ", h.event)), "{label}: {}: log line names the event: {log}", h.name());
+                assert!(
+                    log.contains(&format!(" {} ", h.event)),
+                    "{label}: {}: log line names the event: {log}",
+                    h.name()
+                );
                 assert!(!log.contains("outcome=panic"), "{label}: {}: {log}", h.name());
                 if expect_neutral {
                     let fail_closed = matches!(h.kind, Kind::Tool { fail_closed: true, .. });
@@ -77,7 +81,11 @@ fn every_hook_against(label: &str, url: &str, token: &str, expect_neutral: bool)
                     } else {
                         assert_eq!(out, neutral_of(h), "{label}: {} must answer neutrally", h.name());
                     }
-                    assert!(log.contains("error=") || log.contains("warn="), "{label}: {}: the log line says what failed: {log}", h.name());
+                    assert!(
+                        log.contains("error=") || log.contains("warn="),
+                        "{label}: {}: the log line says what failed: {log}",
+                        h.name()
+                    );
                 }
                 results.lock().unwrap().insert(h.name(), out);
             });
@@ -109,14 +117,22 @@ macro_rules! fault_test {
 
 fault_test!(status_500, agents().status(500, None));
 fault_test!(status_502, agents().status(502, Some(json!("<html>Bad Gateway</html>"))));
-fault_test!(status_503_retry_after, agents().status(503, Some(json!({"detail": "Database connections are saturated. Please retry shortly."}))).retry_after("1"));
+fault_test!(
+    status_503_retry_after,
+    agents()
+        .status(503, Some(json!({"detail": "Database connections are saturated. Please retry shortly."})))
+        .retry_after("1")
+);
 fault_test!(status_401, agents().status(401, None));
 fault_test!(status_403, agents().status(403, None));
 fault_test!(status_404, agents().status(404, None));
 fault_test!(status_422, agents().status(422, Some(json!({"detail": [{"loc": ["body"], "msg": "bad"}]}))));
 fault_test!(status_429, agents().status(429, None).retry_after("3600"));
 fault_test!(garbage_body, agents().garbage());
-fault_test!(wrong_shape_object, agents().status(200, Some(json!({"unexpected": true, "decision": "maybe", "notes": "x", "runtime_session_id": 7}))));
+fault_test!(
+    wrong_shape_object,
+    agents().status(200, Some(json!({"unexpected": true, "decision": "maybe", "notes": "x", "runtime_session_id": 7})))
+);
 fault_test!(wrong_shape_array, agents().status(200, Some(json!([1, 2, 3]))));
 fault_test!(wrong_shape_null, agents().status(200, Some(Value::Null)));
 fault_test!(ten_megabyte_body, agents().huge(10 << 20));
@@ -202,14 +218,21 @@ fn redirect_to_another_host_never_carries_the_token() {
     let (elsewhere, reached) = raw_server(move |mut s| {
         let head = read_head(&mut s);
         rec.lock().unwrap().push(head);
-        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+        let _ = s.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+        );
     });
     for code in ["302 Found", "307 Temporary Redirect", "308 Permanent Redirect"] {
         let target = elsewhere.clone();
         let (url, _) = raw_server(move |mut s| {
             let head = read_head(&mut s);
             let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-            let _ = s.write_all(format!("HTTP/1.1 {code}\r\nLocation: {target}{path}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").as_bytes());
+            let _ = s.write_all(
+                format!(
+                    "HTTP/1.1 {code}\r\nLocation: {target}{path}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
+                .as_bytes(),
+            );
         });
         every_hook_against("redirect", &url, "agt_redirect_secret", true);
     }
@@ -247,17 +270,31 @@ fn no_note_lost(harness: Harness, fault: FaultSpec, immediate_lost: bool) {
     let home = tight(Home::server("lost", &server.url(), &server.runtime_token()));
     let session = unique_session("lost");
     let (start, gate, carriers, end) = match harness {
-        Harness::Codex => ("SessionStart", "PermissionRequest", vec!["PreToolUse", "UserPromptSubmit", "Stop"], "SessionEnd"),
-        Harness::Cursor => ("sessionStart", "beforeShellExecution", vec!["preToolUse", "stop", "preToolUse"], "sessionEnd"),
+        Harness::Codex => {
+            ("SessionStart", "PermissionRequest", vec!["PreToolUse", "UserPromptSubmit", "Stop"], "SessionEnd")
+        }
+        Harness::Cursor => {
+            ("sessionStart", "beforeShellExecution", vec!["preToolUse", "stop", "preToolUse"], "sessionEnd")
+        }
         Harness::ClaudeCode => unreachable!(),
     };
     home.hook(&hook(harness, start), &session);
-    let a = server.send_note(json!({"external_session_id": session, "text": "spooled note"}))["note_id"].as_str().unwrap().to_string();
+    let a = server.send_note(json!({"external_session_id": session, "text": "spooled note"}))["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     home.hook(&hook(harness, gate), &session);
     let spool = home.run_state(&session).expect("run state").spool;
-    assert_eq!(spool.iter().map(|e| e.note.id.clone()).collect::<Vec<_>>(), vec![a.clone()], "the gate's claim is spooled");
+    assert_eq!(
+        spool.iter().map(|e| e.note.id.clone()).collect::<Vec<_>>(),
+        vec![a.clone()],
+        "the gate's claim is spooled"
+    );
     assert_eq!(state_of(&server, &a).0, "claimed");
-    let b = server.send_note(json!({"external_session_id": session, "text": "pending note"}))["note_id"].as_str().unwrap().to_string();
+    let b = server.send_note(json!({"external_session_id": session, "text": "pending note"}))["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     let mut carried: Vec<String> = Vec::new();
     server.set_fault(fault);
@@ -267,7 +304,10 @@ fn no_note_lost(harness: Harness, fault: FaultSpec, immediate_lost: bool) {
         // While the server misbehaves a note is spooled, carried, or still on the server: never acked unseen.
         for id in [&a, &b] {
             let (st, _) = state_of(&server, id);
-            let excused = immediate_lost && id == &b && st == "delivered" && server.receipt(id)["delivery_event"] == json!("pre_tool_use");
+            let excused = immediate_lost
+                && id == &b
+                && st == "delivered"
+                && server.receipt(id)["delivery_event"] == json!("pre_tool_use");
             assert!(st != "delivered" || carried.contains(id) || excused, "{id} acked delivered but never carried");
         }
     }
@@ -294,7 +334,10 @@ fn no_note_lost(harness: Harness, fault: FaultSpec, immediate_lost: bool) {
     }
     // With the server back, both reach the model.
     assert!(carried.contains(&a), "the spooled note was carried once the server recovered: {carried:?}");
-    assert!(carried.contains(&b) || immediate_lost, "the pending note was carried once the server recovered: {carried:?}");
+    assert!(
+        carried.contains(&b) || immediate_lost,
+        "the pending note was carried once the server recovered: {carried:?}"
+    );
 }
 
 macro_rules! lost_test {
@@ -318,9 +361,19 @@ lost_test!(no_note_lost_on_garbage, agents().garbage());
 lost_test!(no_note_lost_on_close, agents().close());
 lost_test!(no_note_lost_on_hang, agents().hang());
 lost_test!(no_note_lost_when_acks_fail, FaultSpec::route("/api/v1/agents/notes/ack").status(500, None));
-lost_test!(no_note_lost_when_ack_answers_are_lost, FaultSpec::route("/api/v1/agents/notes/ack").close().after_handling());
-lost_test!(no_note_lost_when_claims_answers_are_lost, FaultSpec::route("/api/v1/agents/notes/pending").close().after_handling());
-lost_test!(no_note_lost_when_permission_answers_are_lost, FaultSpec::route("/api/v1/agents/permission-check").close().after_handling(), true);
+lost_test!(
+    no_note_lost_when_ack_answers_are_lost,
+    FaultSpec::route("/api/v1/agents/notes/ack").close().after_handling()
+);
+lost_test!(
+    no_note_lost_when_claims_answers_are_lost,
+    FaultSpec::route("/api/v1/agents/notes/pending").close().after_handling()
+);
+lost_test!(
+    no_note_lost_when_permission_answers_are_lost,
+    FaultSpec::route("/api/v1/agents/permission-check").close().after_handling(),
+    true
+);
 
 /// A server whose notes are larger than any carrier (a real note is at most
 /// 4,096 characters): every output still fits its schema.
@@ -338,7 +391,10 @@ fn oversized_notes_from_the_server() {
     .to_string();
     let (url, _) = raw_server(move |mut s| {
         let head = read_head(&mut s);
-        let len: usize = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0))).unwrap_or(0);
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+            .unwrap_or(0);
         let mut req = vec![0u8; len];
         let _ = s.read_exact(&mut req);
         let _ = s.write_all(format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).as_bytes());

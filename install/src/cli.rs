@@ -29,7 +29,9 @@ enum Command {
     #[command(after_help = INSTALL_HELP)]
     Install(InstallArgs),
     /// Remove exactly the entries install added.
-    #[command(after_help = "Examples:\n  preloop-hooks uninstall --dry-run\n  preloop-hooks uninstall --harness codex\n\nEvery other entry, key and comment stays; the previous file is kept as <name>.bak.preloop-<time>.\nCursor's hooks.json is left as {\"version\":1,\"hooks\":{}} rather than deleted (deleting does not unload hooks).")]
+    #[command(
+        after_help = "Examples:\n  preloop-hooks uninstall --dry-run\n  preloop-hooks uninstall --harness codex\n\nEvery other entry, key and comment stays; the previous file is kept as <name>.bak.preloop-<time>.\nCursor's hooks.json is left as {\"version\":1,\"hooks\":{}} rather than deleted (deleting does not unload hooks)."
+    )]
     Uninstall(InstallArgs),
     /// Check the installation, the server and the local state.
     #[command(visible_alias = "status", after_help = DOCTOR_HELP)]
@@ -38,7 +40,9 @@ enum Command {
     #[command(after_help = LOGIN_HELP)]
     Login(LoginArgs),
     /// Remove the stored tokens (and the URL).
-    #[command(after_help = "Examples:\n  preloop-hooks logout          # URL, runtime token and user token: back to local mode\n  preloop-hooks logout --user   # only the user token")]
+    #[command(
+        after_help = "Examples:\n  preloop-hooks logout          # URL, runtime token and user token: back to local mode\n  preloop-hooks logout --user   # only the user token"
+    )]
     Logout {
         /// Remove only the user token.
         #[arg(long)]
@@ -51,7 +55,9 @@ enum Command {
     #[command(subcommand)]
     Sessions(notes::SessionsCmd),
     /// Walk through a scripted session: notes carried by the real hook binaries.
-    #[command(after_help = "Example:\n  cargo build --workspace && target/debug/preloop-hooks demo\n\nRuns SessionStart, a note sent mid-run carried by PreToolUse, a late note rescued by Stop,\nand SessionEnd, against a throwaway local inbox; prints what Claude Code would receive.")]
+    #[command(
+        after_help = "Example:\n  cargo build --workspace && target/debug/preloop-hooks demo\n\nRuns SessionStart, a note sent mid-run carried by PreToolUse, a late note rescued by Stop,\nand SessionEnd, against a throwaway local inbox; prints what Claude Code would receive."
+    )]
     Demo {
         /// Where the hook binaries are (default: next to preloop-hooks).
         #[arg(long, value_name = "DIR")]
@@ -161,7 +167,10 @@ fn run_install(a: InstallArgs, action: Action) -> Result<()> {
         HarnessArg::All => Harness::ALL.to_vec(),
     };
     let c = ctx(a.bin_dir);
-    install::run(&c, &install::Request { harnesses, all: a.harness == HarnessArg::All, scope: a.scope, action, dry_run: a.dry_run })
+    install::run(
+        &c,
+        &install::Request { harnesses, all: a.harness == HarnessArg::All, scope: a.scope, action, dry_run: a.dry_run },
+    )
 }
 
 /// `preloop-hooks sessions list -o id | head -1`: a closed stdout ends the
@@ -169,7 +178,12 @@ fn run_install(a: InstallArgs, action: Action) -> Result<()> {
 fn quiet_broken_pipe() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let msg = info.payload().downcast_ref::<String>().map(String::as_str).or_else(|| info.payload().downcast_ref::<&str>().copied()).unwrap_or("");
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
         if msg.contains("failed printing to stdout") {
             std::process::exit(0);
         }

@@ -58,8 +58,10 @@ pub fn canonical_json(v: &Value) -> String {
     match v {
         Value::Object(m) => {
             let sorted: BTreeMap<&String, &Value> = m.iter().filter(|(_, v)| !v.is_null()).collect();
-            let inner: Vec<String> =
-                sorted.into_iter().map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap_or_default(), canonical_json(v))).collect();
+            let inner: Vec<String> = sorted
+                .into_iter()
+                .map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap_or_default(), canonical_json(v)))
+                .collect();
             format!("{{{}}}", inner.join(","))
         }
         Value::Array(a) => format!("[{}]", a.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
@@ -136,7 +138,11 @@ pub fn trusted_hashes(toml_text: &str) -> BTreeMap<String, String> {
 /// to `after`: ours get trusted at their (new) keys; our old keys go; a
 /// user hook that moved (an earlier group of ours was removed) keeps the
 /// trust it had under its old key.
-pub fn plan_trust(before: &[HookKey], after: &[HookKey], current: &BTreeMap<String, String>) -> (Vec<(String, String)>, Vec<String>) {
+pub fn plan_trust(
+    before: &[HookKey],
+    after: &[HookKey],
+    current: &BTreeMap<String, String>,
+) -> (Vec<(String, String)>, Vec<String>) {
     let mut set: Vec<(String, String)> = Vec::new();
     let mut remove: Vec<String> = Vec::new();
     for b in before.iter().filter(|b| b.ours) {
@@ -258,9 +264,19 @@ pub struct ListedHook {
 /// Ask the real Codex (`codex app-server`, JSON-RPC over stdio): `initialize`,
 /// then `hooks/list {"cwds": [cwd]}`. Returns the hooks and any warnings or
 /// errors Codex reported about the config files.
-pub fn list_hooks_via_app_server(codex: &Path, codex_home: &Path, cwd: &Path, envs: &[(String, String)], timeout: Duration) -> Result<(Vec<ListedHook>, Vec<String>), String> {
+pub fn list_hooks_via_app_server(
+    codex: &Path,
+    codex_home: &Path,
+    cwd: &Path,
+    envs: &[(String, String)],
+    timeout: Duration,
+) -> Result<(Vec<ListedHook>, Vec<String>), String> {
     let mut cmd = Command::new(codex);
-    cmd.arg("app-server").env("CODEX_HOME", codex_home).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    cmd.arg("app-server")
+        .env("CODEX_HOME", codex_home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -294,8 +310,14 @@ pub fn list_hooks_via_app_server(codex: &Path, codex_home: &Path, cwd: &Path, en
         }
     };
     let result = (|| {
-        call(1, "initialize", serde_json::json!({"clientInfo": {"name": "preloop-hooks", "version": env!("CARGO_PKG_VERSION")}}), &mut stdin)?;
-        writeln!(stdin, "{}", serde_json::json!({"jsonrpc": "2.0", "method": "initialized"})).map_err(|e| e.to_string())?;
+        call(
+            1,
+            "initialize",
+            serde_json::json!({"clientInfo": {"name": "preloop-hooks", "version": env!("CARGO_PKG_VERSION")}}),
+            &mut stdin,
+        )?;
+        writeln!(stdin, "{}", serde_json::json!({"jsonrpc": "2.0", "method": "initialized"}))
+            .map_err(|e| e.to_string())?;
         call(2, "hooks/list", serde_json::json!({"cwds": [cwd]}), &mut stdin)
     })();
     drop(stdin);
@@ -309,7 +331,11 @@ pub fn list_hooks_via_app_server(codex: &Path, codex_home: &Path, cwd: &Path, en
             problems.push(format!("warning: {}", w.as_str().map(str::to_string).unwrap_or_else(|| w.to_string())));
         }
         for e in entry.get("errors").and_then(Value::as_array).into_iter().flatten() {
-            problems.push(format!("error: {}: {}", e.get("path").and_then(Value::as_str).unwrap_or("?"), e.get("message").and_then(Value::as_str).unwrap_or("?")));
+            problems.push(format!(
+                "error: {}: {}",
+                e.get("path").and_then(Value::as_str).unwrap_or("?"),
+                e.get("message").and_then(Value::as_str).unwrap_or("?")
+            ));
         }
         for h in entry.get("hooks").and_then(Value::as_array).into_iter().flatten() {
             let s = |k: &str| h.get(k).and_then(Value::as_str).unwrap_or("").to_string();
@@ -351,7 +377,11 @@ mod tests {
     #[test]
     fn hash_matches_the_observed_formula() {
         // Recorded from `codex app-server` hooks/list (Codex 0.169.0).
-        let h = hook_hash("PreToolUse", None, &json!({"type": "command", "command": "'/tmp/a b/preloop-codex-pre-tool-use'", "timeout": 340}));
+        let h = hook_hash(
+            "PreToolUse",
+            None,
+            &json!({"type": "command", "command": "'/tmp/a b/preloop-codex-pre-tool-use'", "timeout": 340}),
+        );
         assert_eq!(h, "sha256:f3a69e0f8bb5ca60e0370329c61d23c5595603e75c095cb9a1e3728459bc2071");
         let h = hook_hash("SessionEnd", None, &json!({"type": "command", "command": "/x/end", "timeout": 3}));
         assert_eq!(h, "sha256:fc4336c9886708791be4cb40f6a1bd2958e26286a33f90d817a20f97836079f7");
@@ -365,7 +395,10 @@ mod tests {
         let set = vec![("/h/hooks.json:stop:0:0".to_string(), "sha256:ab".to_string())];
         let installed = edit_config_toml(original, &set, &[]).unwrap();
         assert!(installed.starts_with(original), "{installed}");
-        assert!(installed.contains("[hooks.state.\"/h/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:ab\"\n"), "{installed}");
+        assert!(
+            installed.contains("[hooks.state.\"/h/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:ab\"\n"),
+            "{installed}"
+        );
         assert!(!installed.contains("[hooks]\n") && !installed.contains("[hooks.state]\n"), "{installed}");
         assert_eq!(trusted_hashes(&installed).get("/h/hooks.json:stop:0:0").map(String::as_str), Some("sha256:ab"));
         let back = edit_config_toml(&installed, &[], &["/h/hooks.json:stop:0:0".to_string()]).unwrap();

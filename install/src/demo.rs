@@ -6,8 +6,8 @@ use crate::notes;
 use crate::util;
 use preloop_shared::local::LocalInbox;
 use preloop_shared::operator::{Author, SendRequest, Target};
-use preloop_shared::{fsutil, Error, Result};
-use serde_json::{json, Value};
+use preloop_shared::{Error, Result, fsutil};
+use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -68,13 +68,15 @@ impl Demo {
         if let Some(mut stdin) = child.stdin.take() {
             let _ = stdin.write_all(input.to_string().as_bytes());
         }
-        let out = wait_output(child, Duration::from_secs(20)).ok_or_else(|| Error::Refused(format!("{} did not answer within 20 s", bin.display())))?;
+        let out = wait_output(child, Duration::from_secs(20))
+            .ok_or_else(|| Error::Refused(format!("{} did not answer within 20 s", bin.display())))?;
         let text = out.trim();
         if text.is_empty() {
             println!("  the hook answers: nothing (exit 0): Claude Code carries on as if there were no hook");
             return Ok(None);
         }
-        let v: Value = serde_json::from_str(text).map_err(|e| Error::Protocol { route: "demo", detail: format!("hook printed non-JSON: {e}") })?;
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| Error::Protocol { route: "demo", detail: format!("hook printed non-JSON: {e}") })?;
         let ctx = v.pointer("/hookSpecificOutput/additionalContext").and_then(Value::as_str).map(str::to_string);
         let mut shown = v.clone();
         if ctx.is_some() {
@@ -96,7 +98,11 @@ impl Demo {
             target: Target::Session(self.session.clone()),
             next_session: false,
             expires_in_secs: None,
-            author: Author { display: Some("Demo Operator".into()), auth_method: Some("local".into()), ..Author::default() },
+            author: Author {
+                display: Some("Demo Operator".into()),
+                auth_method: Some("local".into()),
+                ..Author::default()
+            },
         })?;
         println!("  {} pending for session {}", r.note_id, self.session);
         Ok(r.note_id)
@@ -136,7 +142,8 @@ fn wait_output(mut child: std::process::Child, timeout: Duration) -> Option<Stri
 }
 
 pub fn run(bin_dir: &Path, keep: bool) -> Result<()> {
-    let missing: Vec<&str> = EVENTS.iter().map(|(_, b)| *b).filter(|b| !util::is_executable(&bin_dir.join(b))).collect();
+    let missing: Vec<&str> =
+        EVENTS.iter().map(|(_, b)| *b).filter(|b| !util::is_executable(&bin_dir.join(b))).collect();
     if !missing.is_empty() {
         return Err(Error::Config(format!(
             "the demo runs the real Claude Code hook binaries, and {} is missing in {}: build them with `cargo build --workspace` (or pass --bin-dir)",
@@ -156,7 +163,11 @@ pub fn run(bin_dir: &Path, keep: bool) -> Result<()> {
     let result = script(&demo);
     if keep {
         println!();
-        println!("kept the demo's state in {} (PRELOOP_HOME={} preloop-hooks sessions list)", home.display(), home.display());
+        println!(
+            "kept the demo's state in {} (PRELOOP_HOME={} preloop-hooks sessions list)",
+            home.display(),
+            home.display()
+        );
     } else {
         let _ = std::fs::remove_dir_all(&home);
     }
@@ -179,7 +190,10 @@ fn script(d: &Demo) -> Result<()> {
     let first = d.send("Use the staging database, not production.")?;
 
     heading(3, "The agent calls a tool: PreToolUse carries the note");
-    d.hook("PreToolUse", json!({"tool_name": "Bash", "tool_input": {"command": "psql -c 'select 1'"}, "tool_use_id": "toolu_demo_1"}))?;
+    d.hook(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_input": {"command": "psql -c 'select 1'"}, "tool_use_id": "toolu_demo_1"}),
+    )?;
     println!("  → Claude Code runs the tool (the hook made no permission decision) and adds the block to the");
     println!("    model's next request, labelled \"PreToolUse:Bash hook additional context:\".");
     d.receipt(&first)?;
@@ -208,7 +222,14 @@ fn script(d: &Demo) -> Result<()> {
     let notes = d.inbox.list()?;
     let rows: Vec<Vec<String>> = notes
         .iter()
-        .map(|n| vec![format!("  {}", n.note_id), n.state.clone(), n.delivery_event.clone().or(n.undeliverable_reason.clone()).unwrap_or_else(|| "-".into()), notes::one_line(&n.text, 50)])
+        .map(|n| {
+            vec![
+                format!("  {}", n.note_id),
+                n.state.clone(),
+                n.delivery_event.clone().or(n.undeliverable_reason.clone()).unwrap_or_else(|| "-".into()),
+                notes::one_line(&n.text, 50),
+            ]
+        })
         .collect();
     util::print_table(&["  ID", "STATE", "EVENT/REASON", "TEXT"], &rows);
     println!();

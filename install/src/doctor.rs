@@ -21,7 +21,7 @@ use crate::table;
 use crate::util::{self, print_json, print_table};
 use preloop_shared::config::{Config, Origin};
 use preloop_shared::session::{self, RunState};
-use preloop_shared::{fsutil, Harness};
+use preloop_shared::{Harness, fsutil};
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -129,7 +129,10 @@ fn version_of(p: &Path) -> Option<String> {
     let out = util::output_with_timeout(Command::new(p).arg("--version"), Duration::from_secs(15))?;
     let line = out.lines().next().unwrap_or("").to_string();
     // "2.1.328 (Claude Code)", "codex-cli 0.169.0", "2026.10.01-e373342"
-    line.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit())).map(str::to_string).or(Some(line))
+    line.split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .map(str::to_string)
+        .or(Some(line))
 }
 
 struct Collector {
@@ -152,7 +155,9 @@ fn check_harness(ctx: &Ctx, h: Harness, c: &mut Collector, deep_codex: bool) -> 
     for scope in [Scope::User, Scope::Project] {
         let path = ctx.files(h, scope)[0].clone();
         let text = std::fs::read_to_string(&path).ok();
-        let parsed = text.as_deref().map(|t| if t.trim().is_empty() { Ok(Value::Object(Default::default())) } else { edit::parse_strict(t) });
+        let parsed = text
+            .as_deref()
+            .map(|t| if t.trim().is_empty() { Ok(Value::Object(Default::default())) } else { edit::parse_strict(t) });
         let n = match &parsed {
             Some(Ok(v)) => edit::our_entries(v, h).len(),
             _ => 0,
@@ -183,7 +188,11 @@ fn check_harness(ctx: &Ctx, h: Harness, c: &mut Collector, deep_codex: bool) -> 
         None => None,
         Some(Err(e)) => {
             report.config_state = format!("does not parse: {e}");
-            c.problems.push(format!("{}: {} does not parse ({e}); the harness may ignore it, and install refuses to touch it", h.slug(), util::tilde(&ctx.env, &path)));
+            c.problems.push(format!(
+                "{}: {} does not parse ({e}); the harness may ignore it, and install refuses to touch it",
+                h.slug(),
+                util::tilde(&ctx.env, &path)
+            ));
             c.install_problem = true;
             None
         }
@@ -199,7 +208,16 @@ fn check_harness(ctx: &Ctx, h: Harness, c: &mut Collector, deep_codex: bool) -> 
     if h == Harness::Codex && !found.is_empty() {
         let key_path = codex_trust::canonical_dir(path.parent().unwrap_or(Path::new("/"))).join("hooks.json");
         let listed = if deep_codex {
-            program.as_ref().and_then(|p| codex_trust::list_hooks_via_app_server(p, &codex_trust::canonical_dir(&ctx.codex_home()), &ctx.cwd, &[], Duration::from_secs(20)).ok())
+            program.as_ref().and_then(|p| {
+                codex_trust::list_hooks_via_app_server(
+                    p,
+                    &codex_trust::canonical_dir(&ctx.codex_home()),
+                    &ctx.cwd,
+                    &[],
+                    Duration::from_secs(20),
+                )
+                .ok()
+            })
         } else {
             None
         };
@@ -231,14 +249,20 @@ fn check_harness(ctx: &Ctx, h: Harness, c: &mut Collector, deep_codex: bool) -> 
         if scope == Scope::Project {
             let cfg = std::fs::read_to_string(ctx.codex_config()).unwrap_or_default();
             if !install::codex_project_trusted(&cfg, &ctx.cwd) {
-                c.problems.push(format!("codex: {} is not a trusted project, so Codex does not load its .codex/hooks.json", ctx.cwd.display()));
+                c.problems.push(format!(
+                    "codex: {} is not a trusted project, so Codex does not load its .codex/hooks.json",
+                    ctx.cwd.display()
+                ));
                 c.install_problem = true;
             }
         }
         if let Some(o) = doc.as_object() {
             let extra: Vec<&String> = o.keys().filter(|k| *k != "hooks" && *k != "description").collect();
             if !extra.is_empty() {
-                c.problems.push(format!("codex: {} has top-level key(s) {extra:?}: Codex rejects the whole file", util::tilde(&ctx.env, &path)));
+                c.problems.push(format!(
+                    "codex: {} has top-level key(s) {extra:?}: Codex rejects the whole file",
+                    util::tilde(&ctx.env, &path)
+                ));
                 c.install_problem = true;
             }
         }
@@ -246,7 +270,9 @@ fn check_harness(ctx: &Ctx, h: Harness, c: &mut Collector, deep_codex: bool) -> 
     let entry_values = entry_values(&doc, h);
     for d in &expected {
         let expected_timeout = table::timeout_secs(d, &ctx.settings);
-        let mine = entry_values.iter().find(|(ev, cmd, _)| ev == d.event && edit::program_of(cmd).rsplit('/').next() == Some(d.binary));
+        let mine = entry_values
+            .iter()
+            .find(|(ev, cmd, _)| ev == d.event && edit::program_of(cmd).rsplit('/').next() == Some(d.binary));
         let mut e = EntryReport {
             event: d.event.into(),
             binary: d.binary.into(),
@@ -277,11 +303,23 @@ fn check_harness(ctx: &Ctx, h: Harness, c: &mut Collector, deep_codex: bool) -> 
             e.program = Some(state.into());
             match state {
                 "missing" | "not_executable" => {
-                    c.problems.push(format!("{} {}: {} is {}", h.slug(), d.event, prog.display(), state.replace('_', " ")));
+                    c.problems.push(format!(
+                        "{} {}: {} is {}",
+                        h.slug(),
+                        d.event,
+                        prog.display(),
+                        state.replace('_', " ")
+                    ));
                     c.install_problem = true;
                 }
                 "elsewhere_differs" => {
-                    c.problems.push(format!("{} {}: runs {}, which differs from {} (re-run install to point at this build)", h.slug(), d.event, prog.display(), here.display()));
+                    c.problems.push(format!(
+                        "{} {}: runs {}, which differs from {} (re-run install to point at this build)",
+                        h.slug(),
+                        d.event,
+                        prog.display(),
+                        here.display()
+                    ));
                     c.install_problem = true;
                 }
                 _ => {}
@@ -297,7 +335,11 @@ fn check_harness(ctx: &Ctx, h: Harness, c: &mut Collector, deep_codex: bool) -> 
             }
             if h == Harness::Codex {
                 let snake = codex_trust::snake(d.event);
-                let t = trust.iter().find(|(c2, ev, _)| c2 == cmd && *ev == snake).map(|t| t.2.clone()).unwrap_or_else(|| "untrusted".into());
+                let t = trust
+                    .iter()
+                    .find(|(c2, ev, _)| c2 == cmd && *ev == snake)
+                    .map(|t| t.2.clone())
+                    .unwrap_or_else(|| "untrusted".into());
                 if t != "trusted" {
                     c.problems.push(format!("codex {}: hook is {t}: Codex skips it silently (re-run `preloop-hooks install --harness codex`)", d.event));
                     c.install_problem = true;
@@ -313,10 +355,18 @@ fn check_harness(ctx: &Ctx, h: Harness, c: &mut Collector, deep_codex: bool) -> 
         c.install_problem = true;
     }
     if found.len() > report.hooks_present {
-        c.warnings.push(format!("{}: {} extra entries of ours (duplicates or retired events); install cleans them up", h.slug(), found.len() - report.hooks_present));
+        c.warnings.push(format!(
+            "{}: {} extra entries of ours (duplicates or retired events); install cleans them up",
+            h.slug(),
+            found.len() - report.hooks_present
+        ));
     }
     if report.installed && report.hooks_present == 0 {
-        c.warnings.push(format!("{} is installed but not hooked up: run `preloop-hooks install --harness {}`", h.slug(), h.slug()));
+        c.warnings.push(format!(
+            "{} is installed but not hooked up: run `preloop-hooks install --harness {}`",
+            h.slug(),
+            h.slug()
+        ));
     }
     report
 }
@@ -372,7 +422,8 @@ fn last_errors(home: &Path, n: usize) -> Vec<String> {
     let mut lines = Vec::new();
     for name in ["hooks.log.1", "hooks.log"] {
         if let Ok(t) = std::fs::read_to_string(home.join("log").join(name)) {
-            lines.extend(t.lines().filter(|l| l.contains(" error=") || l.contains("outcome=panic")).map(str::to_string));
+            lines
+                .extend(t.lines().filter(|l| l.contains(" error=") || l.contains("outcome=panic")).map(str::to_string));
         }
     }
     let skip = lines.len().saturating_sub(n);
@@ -405,8 +456,14 @@ fn limits(config: &Config, harnesses: &[HarnessReport]) -> Vec<String> {
 }
 
 pub fn run(ctx: &Ctx, config: &Config, json: bool, deep_codex: bool) -> i32 {
-    let mut c = Collector { problems: Vec::new(), warnings: config.warnings.clone(), install_problem: false, server_problem: false };
-    let harnesses: Vec<HarnessReport> = Harness::ALL.iter().map(|&h| check_harness(ctx, h, &mut c, deep_codex)).collect();
+    let mut c = Collector {
+        problems: Vec::new(),
+        warnings: config.warnings.clone(),
+        install_problem: false,
+        server_problem: false,
+    };
+    let harnesses: Vec<HarnessReport> =
+        Harness::ALL.iter().map(|&h| check_harness(ctx, h, &mut c, deep_codex)).collect();
     let any_installed = harnesses.iter().any(|r| r.hooks_present > 0);
     let server = config.server.as_ref().map(|s| {
         let mut r = ServerReport {
@@ -451,7 +508,8 @@ pub fn run(ctx: &Ctx, config: &Config, json: bool, deep_codex: bool) -> i32 {
             c.problems.push(format!("server {}: {}", s.url, r.detail.join("; ")));
         }
         if r.user_token == "not configured" {
-            c.warnings.push("no user token: `notes send` needs one in server mode (`preloop-hooks login --user`)".into());
+            c.warnings
+                .push("no user token: `notes send` needs one in server mode (`preloop-hooks login --user`)".into());
         }
         r
     });
@@ -511,7 +569,16 @@ fn print_human(ctx: &Ctx, r: &Report) {
                 h.version.clone().unwrap_or_else(|| "-".into()),
                 format!("{} ({})", t(&h.config), h.scope),
                 if h.config_state == "ok" || h.config_state == "missing" {
-                    format!("{}/{}{}", h.hooks_present, h.hooks_expected, if h.harness == "codex" && h.hooks_present > 0 { format!(", {trusted} trusted") } else { String::new() })
+                    format!(
+                        "{}/{}{}",
+                        h.hooks_present,
+                        h.hooks_expected,
+                        if h.harness == "codex" && h.hooks_present > 0 {
+                            format!(", {trusted} trusted")
+                        } else {
+                            String::new()
+                        }
+                    )
                 } else {
                     "config does not parse".into()
                 },
@@ -521,7 +588,11 @@ fn print_human(ctx: &Ctx, r: &Report) {
     print_table(&["HARNESS", "INSTALLED", "VERSION", "CONFIG", "OUR HOOKS"], &rows);
     for h in r.harnesses.iter().filter(|h| h.hooks_present > 0) {
         println!();
-        println!("{} hooks{}", h.harness, h.trust_source.as_deref().map(|s| format!(" (trust: {s})")).unwrap_or_default());
+        println!(
+            "{} hooks{}",
+            h.harness,
+            h.trust_source.as_deref().map(|s| format!(" (trust: {s})")).unwrap_or_default()
+        );
         let rows: Vec<Vec<String>> = h
             .entries
             .iter()
@@ -565,7 +636,11 @@ fn print_human(ctx: &Ctx, r: &Report) {
         st.sessions_live,
         st.sessions_ended,
         st.spooled_notes,
-        if st.sessions_with_spool.is_empty() { String::new() } else { format!(" in {}", st.sessions_with_spool.join(", ")) },
+        if st.sessions_with_spool.is_empty() {
+            String::new()
+        } else {
+            format!(" in {}", st.sessions_with_spool.join(", "))
+        },
         st.owed_acks,
         st.inbox_pending.map(|n| format!("; inbox: {n} pending")).unwrap_or_default()
     );

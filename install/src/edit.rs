@@ -18,7 +18,7 @@
 
 use crate::table;
 use jsonc_parser::ast::{Array, Object, Value as Ast};
-use jsonc_parser::{parse_to_ast, CollectOptions, CommentCollectionStrategy, ParseOptions};
+use jsonc_parser::{CollectOptions, CommentCollectionStrategy, ParseOptions, parse_to_ast};
 use preloop_shared::Harness;
 use serde_json::Value;
 
@@ -120,7 +120,11 @@ impl Container {
         Container { open: a.range.start, close: a.range.end - 1, elems: a.elements.iter().map(span).collect() }
     }
     fn object(o: &Object) -> Container {
-        Container { open: o.range.start, close: o.range.end - 1, elems: o.properties.iter().map(|p| (p.range.start, p.range.end)).collect() }
+        Container {
+            open: o.range.start,
+            close: o.range.end - 1,
+            elems: o.properties.iter().map(|p| (p.range.start, p.range.end)).collect(),
+        }
     }
 }
 
@@ -206,7 +210,11 @@ impl<'t> Splicer<'t> {
             } else {
                 let cind = self.line_indent(c.open);
                 let ind = format!("{cind}{}", self.unit);
-                let body = items.iter().map(|it| self.item(it, Some(&ind))).collect::<Vec<_>>().join(&format!(",{}{ind}", self.nl));
+                let body = items
+                    .iter()
+                    .map(|it| self.item(it, Some(&ind)))
+                    .collect::<Vec<_>>()
+                    .join(&format!(",{}{ind}", self.nl));
                 format!("{nl}{ind}{body}{nl}{cind}", nl = self.nl)
             };
             self.edits.push((c.open + 1, c.close, inner));
@@ -240,7 +248,8 @@ impl<'t> Splicer<'t> {
             (format!(",{}{ind}", self.nl), Some(ind))
         } else {
             let between = if n >= 2 { &self.text[c.elems[0].1..c.elems[1].0] } else { ", " };
-            let sep = if between.trim() == "," && !between.contains('\n') { between.to_string() } else { ", ".to_string() };
+            let sep =
+                if between.trim() == "," && !between.contains('\n') { between.to_string() } else { ", ".to_string() };
             (sep, None)
         };
         let formatted: Vec<String> = items.iter().map(|it| self.item(it, indent.as_deref())).collect();
@@ -272,7 +281,10 @@ fn inline(v: &Value) -> String {
     match v {
         Value::Object(o) => format!(
             "{{{}}}",
-            o.iter().map(|(k, v)| format!("{}: {}", serde_json::to_string(k).unwrap_or_default(), inline(v))).collect::<Vec<_>>().join(", ")
+            o.iter()
+                .map(|(k, v)| format!("{}: {}", serde_json::to_string(k).unwrap_or_default(), inline(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         Value::Array(a) => format!("[{}]", a.iter().map(inline).collect::<Vec<_>>().join(", ")),
         other => serde_json::to_string(other).unwrap_or_default(),
@@ -374,7 +386,8 @@ pub fn edit_grouped(text: &str, harness: Harness, desired: &Desired) -> Result<S
         let any_group = group_removed.iter().any(|r| *r);
         removed_any |= any_group;
         let all_groups = !arr.elements.is_empty() && group_removed.iter().all(|r| *r);
-        let missing: Vec<Item> = want.iter().zip(&kept).filter(|(_, k)| !**k).map(|(w, _)| Item::Elem(group(w))).collect();
+        let missing: Vec<Item> =
+            want.iter().zip(&kept).filter(|(_, k)| !**k).map(|(w, _)| Item::Elem(group(w))).collect();
         if !missing.is_empty() {
             sp.container(&Container::array(arr), &group_removed, vec![], missing);
         } else if want.is_empty() && all_groups {
@@ -422,7 +435,9 @@ pub fn edit_flat(text: &str, harness: Harness, desired: &Desired) -> Result<Stri
     let mut prepend = Vec::new();
     match prop(root, "version") {
         Some((_, v)) if value_of(source, span(v)).and_then(|v| v.as_u64()) == Some(1) => {}
-        Some((_, v)) => return Err(format!("unsupported \"version\": {} (only 1 is known)", &source[span(v).0..span(v).1])),
+        Some((_, v)) => {
+            return Err(format!("unsupported \"version\": {} (only 1 is known)", &source[span(v).0..span(v).1]));
+        }
         None if !desired.is_empty() => prepend.push(Item::Prop("version".into(), Value::from(1))),
         None => {}
     }
@@ -430,7 +445,8 @@ pub fn edit_flat(text: &str, harness: Harness, desired: &Desired) -> Result<Stri
         if desired.is_empty() {
             return Ok(text.to_string());
         }
-        let events: serde_json::Map<String, Value> = desired.iter().map(|(e, w)| (e.clone(), Value::Array(vec![w.clone()]))).collect();
+        let events: serde_json::Map<String, Value> =
+            desired.iter().map(|(e, w)| (e.clone(), Value::Array(vec![w.clone()]))).collect();
         sp.container(&Container::object(root), &[], prepend, vec![Item::Prop("hooks".into(), Value::Object(events))]);
         return Ok(finish(text, sp.finish()));
     };

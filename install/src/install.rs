@@ -25,7 +25,7 @@ use crate::table::{self, HookDef};
 use crate::util;
 use preloop_shared::config::{Env, Settings};
 use preloop_shared::{Error, Harness, Result};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -91,7 +91,11 @@ impl Ctx {
         }
     }
     pub fn codex_home(&self) -> PathBuf {
-        self.env.get("CODEX_HOME").filter(|d| !d.is_empty()).map(PathBuf::from).unwrap_or_else(|| self.home.join(".codex"))
+        self.env
+            .get("CODEX_HOME")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.home.join(".codex"))
     }
     pub fn codex_hooks(&self, scope: Scope) -> PathBuf {
         match scope {
@@ -133,7 +137,9 @@ pub fn entry_for(ctx: &Ctx, d: &HookDef) -> Value {
             "rewakeSummary": "Preloop operator note"
         }),
         Harness::ClaudeCode | Harness::Codex => json!({"type": "command", "command": command, "timeout": timeout}),
-        Harness::Cursor if d.event == "stop" => json!({"command": command, "timeout": timeout, "loop_limit": ctx.settings.stop_rescue_cap}),
+        Harness::Cursor if d.event == "stop" => {
+            json!({"command": command, "timeout": timeout, "loop_limit": ctx.settings.stop_rescue_cap})
+        }
         Harness::Cursor => json!({"command": command, "timeout": timeout}),
     }
 }
@@ -192,7 +198,9 @@ pub struct Plan {
 
 fn read_opt(path: &Path) -> Result<Option<String>> {
     match std::fs::read(path) {
-        Ok(b) => String::from_utf8(b).map(Some).map_err(|_| Error::Refused(format!("{} is not UTF-8 text; not touching it", path.display()))),
+        Ok(b) => String::from_utf8(b)
+            .map(Some)
+            .map_err(|_| Error::Refused(format!("{} is not UTF-8 text; not touching it", path.display()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(format!("read {}", path.display()), e)),
     }
@@ -227,13 +235,19 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
             let path = ctx.codex_hooks(scope);
             let before = read_opt(&path)?;
             let before_text = before.as_deref().unwrap_or("");
-            let before_doc = if before_text.trim().is_empty() { json!({}) } else { edit::parse_strict(before_text).map_err(|e| refuse(&path, e))? };
+            let before_doc = if before_text.trim().is_empty() {
+                json!({})
+            } else {
+                edit::parse_strict(before_text).map_err(|e| refuse(&path, e))?
+            };
             if let Some(o) = before_doc.as_object() {
                 let extra: Vec<&String> = o.keys().filter(|k| *k != "hooks" && *k != "description").collect();
                 if !extra.is_empty() {
                     return Err(refuse(
                         &path,
-                        format!("Codex rejects a hooks.json with the top-level key(s) {extra:?} (only \"hooks\" and \"description\" are allowed), so no hook in it runs"),
+                        format!(
+                            "Codex rejects a hooks.json with the top-level key(s) {extra:?} (only \"hooks\" and \"description\" are allowed), so no hook in it runs"
+                        ),
                     ));
                 }
             }
@@ -242,14 +256,17 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
             let cfg_path = ctx.codex_config();
             let cfg_before = read_opt(&cfg_path)?;
             let cfg_text = cfg_before.as_deref().unwrap_or("");
-            cfg_text.parse::<toml_edit::DocumentMut>().map_err(|e| refuse(&cfg_path, e.to_string().trim().replace('\n', " ")))?;
+            cfg_text
+                .parse::<toml_edit::DocumentMut>()
+                .map_err(|e| refuse(&cfg_path, e.to_string().trim().replace('\n', " ")))?;
             let key_path = codex_trust::canonical_dir(path.parent().unwrap_or(Path::new("/"))).join("hooks.json");
             let kb = codex_trust::hook_keys(&key_path, &before_doc);
             let ka = codex_trust::hook_keys(&key_path, &after_doc);
             let current = codex_trust::trusted_hashes(cfg_text);
             let (set, remove) = codex_trust::plan_trust(&kb, &ka, &current);
             let cfg_after = codex_trust::edit_config_toml(cfg_text, &set, &remove).map_err(|e| refuse(&cfg_path, e))?;
-            let project_untrusted = scope == Scope::Project && action == Action::Install && !codex_project_trusted(cfg_text, &ctx.cwd);
+            let project_untrusted =
+                scope == Scope::Project && action == Action::Install && !codex_project_trusted(cfg_text, &ctx.cwd);
             edits.push(FileEdit::new(path, before, after).delete_if_emptied(ctx));
             edits.push(FileEdit::new(cfg_path, cfg_before, cfg_after));
             if project_untrusted {
@@ -262,7 +279,9 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
         }
     }
     let entries = match edits.first() {
-        Some(e) => edit::parse_strict(if e.after.trim().is_empty() { "{}" } else { &e.after }).map(|v| edit::our_entries(&v, h).len()).unwrap_or(0),
+        Some(e) => edit::parse_strict(if e.after.trim().is_empty() { "{}" } else { &e.after })
+            .map(|v| edit::our_entries(&v, h).len())
+            .unwrap_or(0),
         None => 0,
     };
     if h == Harness::Cursor && action == Action::Install {
@@ -290,14 +309,19 @@ pub fn diff(e: &FileEdit) -> String {
     let name = e.path.display().to_string();
     let old_name = if e.before.is_some() { format!("a{name}") } else { "/dev/null".to_string() };
     let new_name = if e.delete { "/dev/null".to_string() } else { format!("b{name}") };
-    similar::TextDiff::from_lines(before, &e.after).unified_diff().context_radius(3).header(&old_name, &new_name).to_string()
+    similar::TextDiff::from_lines(before, &e.after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&old_name, &new_name)
+        .to_string()
 }
 
 /// Write a plan's changed files. Returns (path, backup) per written file.
 pub fn apply(ctx: &Ctx, plan: &Plan) -> Result<Vec<(PathBuf, Option<PathBuf>)>> {
     let mut out = Vec::new();
     for e in plan.edits.iter().filter(|e| e.changed()) {
-        let backup = if e.delete { util::remove_with_backup(&e.path)? } else { util::write_with_backup(&e.path, &e.after)? };
+        let backup =
+            if e.delete { util::remove_with_backup(&e.path)? } else { util::write_with_backup(&e.path, &e.after)? };
         if e.delete {
             ctx.set_created(&e.path, false)?;
         } else if e.before.is_none() {
@@ -351,22 +375,44 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
         let changed: Vec<&FileEdit> = plan.edits.iter().filter(|e| e.changed()).collect();
         let main_file = util::tilde(&ctx.env, &plan.edits[0].path);
         if changed.is_empty() {
-            let state = if req.action == Action::Install { format!("already installed ({} hooks)", plan.entries) } else { "nothing of ours to remove".into() };
+            let state = if req.action == Action::Install {
+                format!("already installed ({} hooks)", plan.entries)
+            } else {
+                "nothing of ours to remove".into()
+            };
             println!("{:<12} {state} in {main_file}", h.slug());
         } else if req.dry_run {
-            println!("{:<12} would {verb}: {}", h.slug(), changed.iter().map(|e| util::tilde(&ctx.env, &e.path)).collect::<Vec<_>>().join(", "));
+            println!(
+                "{:<12} would {verb}: {}",
+                h.slug(),
+                changed.iter().map(|e| util::tilde(&ctx.env, &e.path)).collect::<Vec<_>>().join(", ")
+            );
             for e in &changed {
                 print!("{}", diff(e));
             }
         } else {
             let written = apply(ctx, &plan)?;
-            let what = if req.action == Action::Install { format!("installed {} hooks in", plan.entries) } else { "removed our hooks from".into() };
+            let what = if req.action == Action::Install {
+                format!("installed {} hooks in", plan.entries)
+            } else {
+                "removed our hooks from".into()
+            };
             println!("{:<12} {what} {main_file}", h.slug());
             for (p, b) in written {
                 let deleted = plan.edits.iter().any(|e| e.delete && e.path == p);
                 match b {
-                    Some(b) if deleted => println!("{:<12}   removed {}: nothing else was in it (backup {})", "", util::tilde(&ctx.env, &p), util::tilde(&ctx.env, &b)),
-                    Some(b) => println!("{:<12}   wrote {} (backup {})", "", util::tilde(&ctx.env, &p), util::tilde(&ctx.env, &b)),
+                    Some(b) if deleted => println!(
+                        "{:<12}   removed {}: nothing else was in it (backup {})",
+                        "",
+                        util::tilde(&ctx.env, &p),
+                        util::tilde(&ctx.env, &b)
+                    ),
+                    Some(b) => println!(
+                        "{:<12}   wrote {} (backup {})",
+                        "",
+                        util::tilde(&ctx.env, &p),
+                        util::tilde(&ctx.env, &b)
+                    ),
                     None => println!("{:<12}   created {}", "", util::tilde(&ctx.env, &p)),
                 }
             }

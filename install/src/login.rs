@@ -4,8 +4,8 @@
 
 use crate::server_op::{self, ServerOperator};
 use crate::util;
-use preloop_shared::config::{normalize_url, preloop_home, Env, Secret};
-use preloop_shared::{fsutil, Error, Result};
+use preloop_shared::config::{Env, Secret, normalize_url, preloop_home};
+use preloop_shared::{Error, Result, fsutil};
 use serde_json::{Map, Value};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -35,7 +35,8 @@ fn write_config(path: &Path, m: &Map<String, Value>) -> Result<()> {
     if let Some(dir) = path.parent() {
         fsutil::private_dir(dir)?;
     }
-    let mut bytes = serde_json::to_vec_pretty(&Value::Object(m.clone())).map_err(|e| Error::io("encode config", std::io::Error::other(e)))?;
+    let mut bytes = serde_json::to_vec_pretty(&Value::Object(m.clone()))
+        .map_err(|e| Error::io("encode config", std::io::Error::other(e)))?;
     bytes.push(b'\n');
     fsutil::write_atomic(path, &bytes)
 }
@@ -73,7 +74,11 @@ pub fn login(a: LoginArgs) -> Result<()> {
     let mut cfg = read_config(&path)?;
     let url = match a.url.as_deref().or(cfg.get("url").and_then(Value::as_str)) {
         Some(u) => normalize_url(u),
-        None => return Err(Error::Usage("--url URL is required (the Preloop server, e.g. https://preloop.example.com)".into())),
+        None => {
+            return Err(Error::Usage(
+                "--url URL is required (the Preloop server, e.g. https://preloop.example.com)".into(),
+            ));
+        }
     };
     if !(url.starts_with("https://") || url.starts_with("http://")) {
         return Err(Error::Usage(format!("{url:?} is not an http(s) URL")));
@@ -81,10 +86,18 @@ pub fn login(a: LoginArgs) -> Result<()> {
     if url.starts_with("http://") && !is_loopback(&url) {
         eprintln!("warning: {url} is plain http: the token would cross the network unencrypted");
     }
-    let (key, kind_word) = if a.user { ("user_token", "user token (personal API key or JWT)") } else { ("token", "runtime token (agt_…)") };
+    let (key, kind_word) = if a.user {
+        ("user_token", "user token (personal API key or JWT)")
+    } else {
+        ("token", "runtime token (agt_…)")
+    };
     let token = read_token(&format!("Preloop {kind_word} for {url} (input hidden): "))?;
     match (a.user, token_kind(&token)) {
-        (true, "runtime") => return Err(Error::Usage("that is a runtime token (agt_/flow_); `login --user` takes a personal API key or a JWT".into())),
+        (true, "runtime") => {
+            return Err(Error::Usage(
+                "that is a runtime token (agt_/flow_); `login --user` takes a personal API key or a JWT".into(),
+            ));
+        }
         (false, "user") => {
             return Err(Error::Usage("that looks like a user token (personal API key or JWT); the hooks need the agent's runtime token (agt_…). Store a user token with `login --user`".into()));
         }
@@ -99,14 +112,21 @@ pub fn login(a: LoginArgs) -> Result<()> {
         };
         match check {
             Ok(()) => eprintln!("the server accepted the {}", if a.user { "user token" } else { "runtime token" }),
-            Err(e @ Error::Unreachable { .. }) => eprintln!("warning: could not check the token ({e}); saving it anyway"),
+            Err(e @ Error::Unreachable { .. }) => {
+                eprintln!("warning: could not check the token ({e}); saving it anyway")
+            }
             Err(e) => return Err(Error::Refused(format!("not saved: {e}"))),
         }
     }
     cfg.insert("url".into(), Value::String(url.clone()));
     cfg.insert(key.into(), Value::String(secret.expose().to_string()));
     write_config(&path, &cfg)?;
-    println!("saved {} {} for {url} in {} (mode 0600)", if a.user { "user token" } else { "runtime token" }, secret.hint(), util::tilde(&env, &path));
+    println!(
+        "saved {} {} for {url} in {} (mode 0600)",
+        if a.user { "user token" } else { "runtime token" },
+        secret.hint(),
+        util::tilde(&env, &path)
+    );
     if env.get("PRELOOP_URL").is_some() || env.get("PRELOOP_TOKEN").is_some() {
         eprintln!("note: PRELOOP_URL/PRELOOP_TOKEN are set in this environment and take precedence over the file");
     }
@@ -131,7 +151,9 @@ pub fn logout(user_only: bool) -> Result<()> {
     write_config(&path, &cfg)?;
     println!("removed {} from {}", removed.join(", "), util::tilde(&env, &path));
     if !user_only {
-        println!("the hooks now use the local inbox (unless PRELOOP_URL/PRELOOP_TOKEN or a Preloop onboarding file configure a server)");
+        println!(
+            "the hooks now use the local inbox (unless PRELOOP_URL/PRELOOP_TOKEN or a Preloop onboarding file configure a server)"
+        );
     }
     Ok(())
 }

@@ -9,10 +9,10 @@ use preloop_shared::config::Config;
 use preloop_shared::local::LocalInbox;
 use preloop_shared::operator::{Author, Receipt, SendRequest, Target};
 use preloop_shared::session::{self, SessionFile};
-use preloop_shared::time::{parse_duration_secs, Timestamp};
-use preloop_shared::{fsutil, Error, Harness, Result};
+use preloop_shared::time::{Timestamp, parse_duration_secs};
+use preloop_shared::{Error, Harness, Result, fsutil};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -23,13 +23,19 @@ pub enum NotesCmd {
     #[command(after_help = SEND_EXAMPLES)]
     Send(SendArgs),
     /// List notes, newest first.
-    #[command(after_help = "Examples:\n  preloop-hooks notes list --session 5a3e0c1e-…\n  preloop-hooks notes list --session 5a3e0c1e-… --state pending --json\n  preloop-hooks notes list --agent 0b0d… (server mode)")]
+    #[command(
+        after_help = "Examples:\n  preloop-hooks notes list --session 5a3e0c1e-…\n  preloop-hooks notes list --session 5a3e0c1e-… --state pending --json\n  preloop-hooks notes list --agent 0b0d… (server mode)"
+    )]
     List(ListArgs),
     /// Show one note's receipt (state, channel, event, times).
-    #[command(after_help = "Examples:\n  preloop-hooks notes status 3f2a9c0d1e4b5a6c\n  preloop-hooks notes status 3f2a9c0d1e4b5a6c --json | jq -r .state")]
+    #[command(
+        after_help = "Examples:\n  preloop-hooks notes status 3f2a9c0d1e4b5a6c\n  preloop-hooks notes status 3f2a9c0d1e4b5a6c --json | jq -r .state"
+    )]
     Status(IdArgs),
     /// Withdraw a note that has not been delivered yet.
-    #[command(after_help = "Example:\n  preloop-hooks notes cancel 3f2a9c0d1e4b5a6c\n\nOnly a pending note can be cancelled; any other state is shown unchanged and the command exits 1.")]
+    #[command(
+        after_help = "Example:\n  preloop-hooks notes cancel 3f2a9c0d1e4b5a6c\n\nOnly a pending note can be cancelled; any other state is shown unchanged and the command exits 1."
+    )]
     Cancel(IdArgs),
 }
 
@@ -53,7 +59,9 @@ other error.";
 #[derive(Subcommand)]
 pub enum SessionsCmd {
     /// List sessions, newest first.
-    #[command(after_help = "Examples:\n  preloop-hooks sessions list\n  preloop-hooks sessions list --active -o id | head -1 | xargs -I{} preloop-hooks notes send --session {} \"Ship it.\"\n  preloop-hooks sessions list --agent 0b0d… --json   (server mode: the agent's live sessions)\n\nSTATE: live (a hook ran in the last 15 minutes), idle, ended.")]
+    #[command(
+        after_help = "Examples:\n  preloop-hooks sessions list\n  preloop-hooks sessions list --active -o id | head -1 | xargs -I{} preloop-hooks notes send --session {} \"Ship it.\"\n  preloop-hooks sessions list --agent 0b0d… --json   (server mode: the agent's live sessions)\n\nSTATE: live (a hook ran in the last 15 minutes), idle, ended."
+    )]
     List(SessionsArgs),
 }
 
@@ -160,11 +168,14 @@ pub fn backend(config: &Config) -> Result<Backend> {
 }
 
 fn harness_arg(h: &str) -> Result<Harness> {
-    Harness::from_slug(h).ok_or_else(|| Error::Usage(format!("unknown harness {h:?}: use claude-code, codex or cursor")))
+    Harness::from_slug(h)
+        .ok_or_else(|| Error::Usage(format!("unknown harness {h:?}: use claude-code, codex or cursor")))
 }
 
 fn duration_arg(d: &str) -> Result<i64> {
-    parse_duration_secs(d).filter(|s| *s > 0).ok_or_else(|| Error::Usage(format!("bad duration {d:?} (e.g. 90s, 15m, 2h, 1d)")))
+    parse_duration_secs(d)
+        .filter(|s| *s > 0)
+        .ok_or_else(|| Error::Usage(format!("bad duration {d:?} (e.g. 90s, 15m, 2h, 1d)")))
 }
 
 /// The agent this machine's hooks run as for a harness (server mode): the
@@ -198,7 +209,11 @@ pub fn run_notes(cmd: NotesCmd) -> Result<()> {
                 Backend::Local(ib) => ib.status(&a.note_id)?,
                 Backend::Server(s) => s.get(&a.note_id)?,
             };
-            if a.json { print_json(&r) } else { print_receipt(&r) }
+            if a.json {
+                print_json(&r)
+            } else {
+                print_receipt(&r)
+            }
             Ok(())
         }
         NotesCmd::Cancel(a) => {
@@ -210,7 +225,10 @@ pub fn run_notes(cmd: NotesCmd) -> Result<()> {
                 print_json(&r);
             }
             if r.state != "cancelled" {
-                return Err(Error::Refused(format!("note {} is {}; only a pending note can be cancelled", r.note_id, r.state)));
+                return Err(Error::Refused(format!(
+                    "note {} is {}; only a pending note can be cancelled",
+                    r.note_id, r.state
+                )));
             }
             if !a.json {
                 println!("cancelled {}", r.note_id);
@@ -234,7 +252,10 @@ fn send(config: &Config, a: SendArgs) -> Result<()> {
     let server_target = match &backend {
         Backend::Local(_) => {
             if t.agent.is_some() {
-                return Err(Error::Usage("--agent needs server mode (preloop-hooks login); in local mode use --session, --alias or --next".into()));
+                return Err(Error::Usage(
+                    "--agent needs server mode (preloop-hooks login); in local mode use --session, --alias or --next"
+                        .into(),
+                ));
             }
             None
         }
@@ -279,7 +300,12 @@ fn send(config: &Config, a: SendArgs) -> Result<()> {
             } else {
                 return Err(Error::Usage("name exactly one target".into()));
             };
-            let display = a.from.clone().or_else(|| std::env::var("USER").ok()).filter(|s| !s.is_empty()).unwrap_or_else(|| "local operator".into());
+            let display = a
+                .from
+                .clone()
+                .or_else(|| std::env::var("USER").ok())
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "local operator".into());
             let req = SendRequest {
                 text,
                 target: target.clone(),
@@ -310,7 +336,9 @@ fn send(config: &Config, a: SendArgs) -> Result<()> {
                 ServerTarget::ExternalSession(x) => json!({"session": x, "runtime_session_id": r.runtime_session_id}),
                 ServerTarget::Alias(x) => json!({"alias": x, "runtime_session_id": r.runtime_session_id}),
                 ServerTarget::RuntimeSession(x) => json!({"runtime_session_id": x}),
-                ServerTarget::Agent { agent_id, next_session } => json!({"agent": agent_id, "next_session": next_session, "runtime_session_id": r.runtime_session_id}),
+                ServerTarget::Agent { agent_id, next_session } => {
+                    json!({"agent": agent_id, "next_session": next_session, "runtime_session_id": r.runtime_session_id})
+                }
             };
             (r, tj)
         }
@@ -335,14 +363,28 @@ fn send(config: &Config, a: SendArgs) -> Result<()> {
     loop {
         let now_done = last.is_delivered() || last.is_lost();
         if now_done || Instant::now() >= deadline {
-            if a.json { print_json(&last) } else { print_receipt(&last) }
+            if a.json {
+                print_json(&last)
+            } else {
+                print_receipt(&last)
+            }
             if last.is_delivered() {
                 return Ok(());
             }
             if last.is_lost() {
-                return Err(Error::Undelivered(format!("note {} is {}{}", last.note_id, last.state, last.undeliverable_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default())));
+                return Err(Error::Undelivered(format!(
+                    "note {} is {}{}",
+                    last.note_id,
+                    last.state,
+                    last.undeliverable_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
+                )));
             }
-            return Err(Error::WaitTimeout(format!("note {} is still {} after {}", last.note_id, last.state, human_secs(wait))));
+            return Err(Error::WaitTimeout(format!(
+                "note {} is still {} after {}",
+                last.note_id,
+                last.state,
+                human_secs(wait)
+            )));
         }
         std::thread::sleep(poll.min(deadline.saturating_duration_since(Instant::now())).max(Duration::from_millis(50)));
         let polled = match &backend {
@@ -399,7 +441,9 @@ fn list(config: &Config, a: ListArgs) -> Result<()> {
     } else {
         let rows: Vec<Vec<String>> = notes
             .iter()
-            .map(|n| vec![n.note_id.clone(), n.state.clone(), short_time(n.created_at), to_of(n), one_line(&n.text, 60)])
+            .map(|n| {
+                vec![n.note_id.clone(), n.state.clone(), short_time(n.created_at), to_of(n), one_line(&n.text, 60)]
+            })
             .collect();
         print_table(&["ID", "STATE", "CREATED", "TO", "TEXT"], &rows);
     }
@@ -434,7 +478,9 @@ pub fn last_activity(home: &Path) -> HashMap<String, Timestamp> {
         let Ok(text) = std::fs::read_to_string(home.join("log").join(name)) else { continue };
         for line in text.lines() {
             let Some(t) = line.split(' ').next().and_then(Timestamp::parse) else { continue };
-            let Some(sid) = line.split(' ').find_map(|w| w.strip_prefix("session=")).filter(|s| *s != "-") else { continue };
+            let Some(sid) = line.split(' ').find_map(|w| w.strip_prefix("session=")).filter(|s| *s != "-") else {
+                continue;
+            };
             let e = out.entry(sid.to_string()).or_insert(t);
             if t > *e {
                 *e = t;
@@ -447,7 +493,10 @@ pub fn last_activity(home: &Path) -> HashMap<String, Timestamp> {
 pub fn session_rows(home: &Path) -> Vec<SessionRow> {
     let activity = last_activity(home);
     let now = Timestamp::now();
-    let mut rows: Vec<SessionRow> = session::all_session_files(home).into_iter().map(|f| row_of(&f, activity.get(&f.external_session_id).copied(), now)).collect();
+    let mut rows: Vec<SessionRow> = session::all_session_files(home)
+        .into_iter()
+        .map(|f| row_of(&f, activity.get(&f.external_session_id).copied(), now))
+        .collect();
     rows.sort_by(|a, b| b.started_at.cmp(&a.started_at).then(b.last_activity_at.cmp(&a.last_activity_at)));
     rows
 }
@@ -487,7 +536,9 @@ pub fn run_sessions(cmd: SessionsCmd) -> Result<()> {
     let local = session_rows(&config.home);
     let mut rows = match (&a.agent, backend(&config)?) {
         (None, _) => local,
-        (Some(_), Backend::Local(_)) => return Err(Error::Usage("--agent needs server mode (preloop-hooks login)".into())),
+        (Some(_), Backend::Local(_)) => {
+            return Err(Error::Usage("--agent needs server mode (preloop-hooks login)".into()));
+        }
         (Some(agent), Backend::Server(s)) => {
             let now = Timestamp::now();
             s.session_targets(agent)?
@@ -509,7 +560,11 @@ pub fn run_sessions(cmd: SessionsCmd) -> Result<()> {
                             started_at: started,
                             last_activity_at: started,
                             ended_at: None,
-                            state: if started.is_some_and(|s| now.secs() - s.secs() <= IDLE_AFTER_SECS) { "live".into() } else { "idle".into() },
+                            state: if started.is_some_and(|s| now.secs() - s.secs() <= IDLE_AFTER_SECS) {
+                                "live".into()
+                            } else {
+                                "idle".into()
+                            },
                         }
                     })
                 })
@@ -553,7 +608,12 @@ pub fn run_sessions(cmd: SessionsCmd) -> Result<()> {
 }
 
 pub fn print_receipt(r: &Receipt) {
-    let mut rows: Vec<(&str, String)> = vec![("note", r.note_id.clone()), ("state", r.state.clone()), ("to", to_of(r)), ("created", short_time(r.created_at))];
+    let mut rows: Vec<(&str, String)> = vec![
+        ("note", r.note_id.clone()),
+        ("state", r.state.clone()),
+        ("to", to_of(r)),
+        ("created", short_time(r.created_at)),
+    ];
     if let Some(t) = r.expires_at {
         rows.push(("expires", short_time(Some(t))));
     }
@@ -567,7 +627,10 @@ pub fn print_receipt(r: &Receipt) {
         rows.push(("delivered", short_time(Some(t))));
     }
     if let Some(t) = r.undeliverable_at {
-        rows.push(("undeliverable", format!("{} ({})", short_time(Some(t)), r.undeliverable_reason.as_deref().unwrap_or("-"))));
+        rows.push((
+            "undeliverable",
+            format!("{} ({})", short_time(Some(t)), r.undeliverable_reason.as_deref().unwrap_or("-")),
+        ));
     }
     if let Some(t) = r.expired_at {
         rows.push(("expired", short_time(Some(t))));

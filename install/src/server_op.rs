@@ -15,7 +15,7 @@
 use preloop_shared::config::{Config, Secret};
 use preloop_shared::operator::Receipt;
 use preloop_shared::{Error, Result};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::time::Duration;
 
 const MAX_BODY: u64 = 4 << 20;
@@ -66,7 +66,14 @@ impl ServerOperator {
         )))
     }
 
-    fn call(&self, method: &str, path: &str, query: &[(&str, String)], body: Option<&Value>, route: &'static str) -> Result<(u16, Value)> {
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+        route: &'static str,
+    ) -> Result<(u16, Value)> {
         let mut url = format!("{}/api/v1/{path}", self.base);
         if !query.is_empty() {
             let q: Vec<String> = query.iter().map(|(k, v)| format!("{k}={}", pct(v))).collect();
@@ -75,7 +82,15 @@ impl ServerOperator {
         }
         let auth = format!("Bearer {}", self.token.expose());
         let resp = match (method, body) {
-            ("GET", _) => self.agent.get(&url).config().timeout_global(Some(self.timeout)).build().header("Authorization", &auth).header("Accept", "application/json").call(),
+            ("GET", _) => self
+                .agent
+                .get(&url)
+                .config()
+                .timeout_global(Some(self.timeout))
+                .build()
+                .header("Authorization", &auth)
+                .header("Accept", "application/json")
+                .call(),
             (_, Some(b)) => self
                 .agent
                 .post(&url)
@@ -86,12 +101,29 @@ impl ServerOperator {
                 .header("Accept", "application/json")
                 .header("Content-Type", "application/json")
                 .send(serde_json::to_vec(b).unwrap_or_default().as_slice()),
-            (_, None) => self.agent.post(&url).config().timeout_global(Some(self.timeout)).build().header("Authorization", &auth).header("Accept", "application/json").send_empty(),
+            (_, None) => self
+                .agent
+                .post(&url)
+                .config()
+                .timeout_global(Some(self.timeout))
+                .build()
+                .header("Authorization", &auth)
+                .header("Accept", "application/json")
+                .send_empty(),
         };
         let mut resp = resp.map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
         let status = resp.status().as_u16();
-        let text = resp.body_mut().with_config().limit(MAX_BODY).read_to_string().map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
-        let v: Value = if text.trim().is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text.clone())) };
+        let text = resp
+            .body_mut()
+            .with_config()
+            .limit(MAX_BODY)
+            .read_to_string()
+            .map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
+        let v: Value = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text.clone()))
+        };
         Ok((status, v))
     }
 
@@ -101,7 +133,9 @@ impl ServerOperator {
         }
         let reason = detail(&v);
         Err(match status {
-            401 => Error::Config(format!("the server rejected the user token (401: {reason}); run `preloop-hooks login --user`")),
+            401 => Error::Config(format!(
+                "the server rejected the user token (401: {reason}); run `preloop-hooks login --user`"
+            )),
             403 => Error::Refused(format!("forbidden (403): {reason}")),
             404 => Error::NotFound(format!("{reason} (404)")),
             400 | 409 | 422 | 429 => Error::Refused(format!("the server refused ({status}): {reason}")),
@@ -110,7 +144,8 @@ impl ServerOperator {
     }
 
     fn receipt(route: &'static str, v: Value) -> Result<Receipt> {
-        serde_json::from_value(v.clone()).map_err(|e| Error::Protocol { route, detail: format!("{e} in {}", excerpt(&v.to_string())) })
+        serde_json::from_value(v.clone())
+            .map_err(|e| Error::Protocol { route, detail: format!("{e} in {}", excerpt(&v.to_string())) })
     }
 
     pub fn send(&self, text: &str, target: &ServerTarget, expires_in_secs: Option<i64>) -> Result<Receipt> {
@@ -151,14 +186,21 @@ impl ServerOperator {
     }
 
     pub fn cancel(&self, note_id: &str) -> Result<Receipt> {
-        let (st, v) = self.call("POST", &format!("operator-notes/{}/cancel", pct(note_id)), &[], None, "operator-notes cancel")?;
+        let (st, v) =
+            self.call("POST", &format!("operator-notes/{}/cancel", pct(note_id)), &[], None, "operator-notes cancel")?;
         let v = self.ok("operator-notes cancel", st, v)?;
         Self::receipt("operator-notes cancel", v)
     }
 
     /// Live sessions of an agent: `{id, alias, session_source_type, started_at, session_reference}`.
     pub fn session_targets(&self, agent_id: &str) -> Result<Vec<Value>> {
-        let (st, v) = self.call("GET", "operator-notes/session-targets", &[("agent_id", agent_id.to_string())], None, "session-targets")?;
+        let (st, v) = self.call(
+            "GET",
+            "operator-notes/session-targets",
+            &[("agent_id", agent_id.to_string())],
+            None,
+            "session-targets",
+        )?;
         let v = self.ok("session-targets", st, v)?;
         Ok(v.get("sessions").and_then(Value::as_array).cloned().unwrap_or_default())
     }
@@ -176,7 +218,12 @@ impl ServerOperator {
 
 /// `GET /api/v1/health` (no auth): whether the server answers at all.
 pub fn health(base: &str, timeout: Duration) -> Result<()> {
-    let agent = ureq::Agent::config_builder().timeout_global(Some(timeout)).http_status_as_error(false).max_redirects(0).build().new_agent();
+    let agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .new_agent();
     let url = format!("{}/api/v1/health", preloop_shared::config::normalize_url(base));
     let resp = agent.get(&url).call().map_err(|e| Error::Unreachable { route: "health", detail: describe(&e) })?;
     let st = resp.status().as_u16();
@@ -187,7 +234,12 @@ pub fn health(base: &str, timeout: Duration) -> Result<()> {
 /// session-event for a session id no run uses (204 when the token is
 /// accepted, 401 when not).
 pub fn probe_runtime(base: &str, token: &Secret, timeout: Duration) -> Result<()> {
-    let agent = ureq::Agent::config_builder().timeout_global(Some(timeout)).http_status_as_error(false).max_redirects(0).build().new_agent();
+    let agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .new_agent();
     let url = format!("{}/api/v1/agents/session-event", preloop_shared::config::normalize_url(base));
     let body = json!({"session_id": "preloop-doctor-probe", "hook_event_name": "Stop", "source": "preloop-doctor"});
     let mut resp = agent
@@ -200,7 +252,10 @@ pub fn probe_runtime(base: &str, token: &Secret, timeout: Duration) -> Result<()
     let text = resp.body_mut().with_config().limit(MAX_BODY).read_to_string().unwrap_or_default();
     match st {
         200..=299 => Ok(()),
-        401 | 403 => Err(Error::Config(format!("the server rejected the runtime token ({st}: {})", detail(&serde_json::from_str(&text).unwrap_or(Value::String(text)))))),
+        401 | 403 => Err(Error::Config(format!(
+            "the server rejected the runtime token ({st}: {})",
+            detail(&serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        ))),
         _ => Err(Error::Status { route: "session-event", status: st, detail: excerpt(&text) }),
     }
 }
@@ -219,7 +274,13 @@ pub fn detail(v: &Value) -> String {
         Some(Value::Array(a)) => a
             .iter()
             .map(|e| {
-                let loc = e.get("loc").and_then(Value::as_array).map(|l| l.iter().map(|x| x.to_string().trim_matches('"').to_string()).collect::<Vec<_>>().join(".")).unwrap_or_default();
+                let loc = e
+                    .get("loc")
+                    .and_then(Value::as_array)
+                    .map(|l| {
+                        l.iter().map(|x| x.to_string().trim_matches('"').to_string()).collect::<Vec<_>>().join(".")
+                    })
+                    .unwrap_or_default();
                 format!("{loc}: {}", e.get("msg").and_then(Value::as_str).unwrap_or("invalid"))
             })
             .collect::<Vec<_>>()

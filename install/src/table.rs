@@ -23,8 +23,8 @@
 //! | Cursor | stop | preloop-cursor-stop | lifecycle |
 //! | Cursor | sessionEnd | preloop-cursor-session-end | end |
 
-use preloop_shared::config::Settings;
 use preloop_shared::Harness;
+use preloop_shared::config::Settings;
 
 /// What a hook does, which decides how long a harness may let it run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -72,7 +72,13 @@ pub fn output_with_timeout(cmd: &mut Command, timeout: Duration) -> Option<Strin
 
 /// `20261202T101500Z`
 pub fn stamp() -> String {
-    preloop_shared::time::Timestamp::now().to_iso_z().chars().take(19).filter(|c| c.is_ascii_digit() || *c == 'T').collect::<String>() + "Z"
+    preloop_shared::time::Timestamp::now()
+        .to_iso_z()
+        .chars()
+        .take(19)
+        .filter(|c| c.is_ascii_digit() || *c == 'T')
+        .collect::<String>()
+        + "Z"
 }
 
 /// Write `text` to `path` atomically (a temporary file in the same
@@ -82,7 +88,9 @@ pub fn stamp() -> String {
 /// mode (new files: 0644, they hold no secrets). Returns the backup path.
 pub fn write_with_backup(path: &Path, text: &str) -> Result<Option<PathBuf>> {
     let target = match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path).map_err(|e| Error::io(format!("resolve {}", path.display()), e))?,
+        Ok(m) if m.file_type().is_symlink() => {
+            fs::canonicalize(path).map_err(|e| Error::io(format!("resolve {}", path.display()), e))?
+        }
         _ => path.to_path_buf(),
     };
     let dir = target.parent().unwrap_or(Path::new("."));
@@ -96,7 +104,8 @@ pub fn write_with_backup(path: &Path, text: &str) -> Result<Option<PathBuf>> {
                 n += 1;
                 b = dir.join(format!("{name}.bak.preloop-{}-{n}", stamp()));
             }
-            fs::copy(&target, &b).map_err(|e| Error::io(format!("back up {} to {}", target.display(), b.display()), e))?;
+            fs::copy(&target, &b)
+                .map_err(|e| Error::io(format!("back up {} to {}", target.display(), b.display()), e))?;
             (m.permissions().mode() & 0o7777, Some(b))
         }
         Err(_) => (0o644, None),

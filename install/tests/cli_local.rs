@@ -55,7 +55,8 @@ impl Env {
     fn json(&self, args: &[&str]) -> Value {
         let out = self.run(args, None);
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
     }
     fn inbox(&self) -> LocalInbox {
         LocalInbox::new(&self.home, 86_400)
@@ -121,7 +122,10 @@ fn exactly_one_target_is_enforced_before_anything_happens() {
     assert_eq!(code(&out), 2, "--agent needs server mode: {}", stderr(&out));
     let out = e.run(&["notes", "send", "--next", "vim", "x"], None);
     assert_eq!(code(&out), 2);
-    assert!(!e.home.join("inbox/notes").exists() || std::fs::read_dir(e.home.join("inbox/notes")).unwrap().next().is_none(), "no note was written");
+    assert!(
+        !e.home.join("inbox/notes").exists() || std::fs::read_dir(e.home.join("inbox/notes")).unwrap().next().is_none(),
+        "no note was written"
+    );
 }
 
 #[test]
@@ -137,7 +141,12 @@ fn next_and_hidden_harness_targets() {
 }
 
 fn send_wait(e: &Env, session: &str, wait: &str) -> std::process::Child {
-    e.cmd(&["notes", "send", "--session", session, "--wait", wait, "--json", "wait for me"]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    e.cmd(&["notes", "send", "--session", session, "--wait", wait, "--json", "wait for me"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 fn pending_id(e: &Env) -> String {
@@ -157,12 +166,23 @@ fn wait_exit_codes() {
     e.start("s-ok");
     let child = send_wait(&e, "s-ok", "20s");
     let id = pending_id(&e);
-    let claimed = e.inbox().pull(&PendingRequest { channel: "hook", event: DeliveryEvent::PreToolUse, defer_delivery: false, session_id: "s-ok".into() }).unwrap();
+    let claimed = e
+        .inbox()
+        .pull(&PendingRequest {
+            channel: "hook",
+            event: DeliveryEvent::PreToolUse,
+            defer_delivery: false,
+            session_id: "s-ok".into(),
+        })
+        .unwrap();
     assert!(claimed.is_some());
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((r["note_id"].as_str(), r["state"].as_str(), r["delivery_event"].as_str()), (Some(id.as_str()), Some("delivered"), Some("pre_tool_use")));
+    assert_eq!(
+        (r["note_id"].as_str(), r["state"].as_str(), r["delivery_event"].as_str()),
+        (Some(id.as_str()), Some("delivered"), Some("pre_tool_use"))
+    );
 
     // 3: the session ends first.
     let e = Env::new("wait3");
@@ -173,7 +193,10 @@ fn wait_exit_codes() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((r["state"].as_str(), r["undeliverable_reason"].as_str()), (Some("undeliverable"), Some("session_ended")));
+    assert_eq!(
+        (r["state"].as_str(), r["undeliverable_reason"].as_str()),
+        (Some("undeliverable"), Some("session_ended"))
+    );
 
     // 4: nobody takes it in time.
     let e = Env::new("wait4");
@@ -211,7 +234,14 @@ fn list_status_cancel_and_sessions() {
     assert_eq!(e.json(&["notes", "status", &b, "--json"])["state"], "cancelled");
     let out = e.run(&["notes", "cancel", &b], None);
     assert_eq!(code(&out), 0, "cancelling twice is harmless");
-    e.inbox().pull(&PendingRequest { channel: "hook", event: DeliveryEvent::Stop, defer_delivery: false, session_id: "s-a".into() }).unwrap();
+    e.inbox()
+        .pull(&PendingRequest {
+            channel: "hook",
+            event: DeliveryEvent::Stop,
+            defer_delivery: false,
+            session_id: "s-a".into(),
+        })
+        .unwrap();
     let out = e.run(&["notes", "cancel", &a], None);
     assert_eq!(code(&out), 1, "a delivered note cannot be cancelled");
     assert!(stderr(&out).contains("is delivered; only a pending note"), "{}", stderr(&out));
@@ -319,8 +349,14 @@ fn doctor_exit_codes_local() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("preloop-claude-code-stop is missing"), "{text}");
     // Errors from the hook log are shown.
-    write(&e.home.join("log/hooks.log"), "2026-12-02T10:00:00Z claude-code Stop mode=local session=s1 outcome=neutral notes=- ms=3 error=\"io: boom\"\n");
-    let r: Value = serde_json::from_slice(&e.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", bin.to_str().unwrap()], None).stdout).unwrap();
+    write(
+        &e.home.join("log/hooks.log"),
+        "2026-12-02T10:00:00Z claude-code Stop mode=local session=s1 outcome=neutral notes=- ms=3 error=\"io: boom\"\n",
+    );
+    let r: Value = serde_json::from_slice(
+        &e.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", bin.to_str().unwrap()], None).stdout,
+    )
+    .unwrap();
     assert!(r["last_errors"][0].as_str().unwrap().contains("boom"), "{r:#}");
 }
 
@@ -339,7 +375,14 @@ fn demo_runs_through_the_real_hooks_when_built() {
     let out = e.run(&["demo"], None);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(code(&out), 0, "{text}\n{}", stderr(&out));
-    for needle in ["SessionStart", "\"hookEventName\": \"PreToolUse\"", "<operator-notes count=\"1\"", "delivered via pre_tool_use", "delivered via stop", "undeliverable (session_ended)"] {
+    for needle in [
+        "SessionStart",
+        "\"hookEventName\": \"PreToolUse\"",
+        "<operator-notes count=\"1\"",
+        "delivered via pre_tool_use",
+        "delivered via stop",
+        "undeliverable (session_ended)",
+    ] {
         assert!(text.contains(needle), "demo output lacks {needle}:\n{text}");
     }
 }

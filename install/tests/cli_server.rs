@@ -5,9 +5,9 @@
 mod common;
 
 use common::*;
-use preloop_testkit::client;
 use preloop_testkit::FakeServer;
-use serde_json::{json, Value};
+use preloop_testkit::client;
+use serde_json::{Value, json};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output, Stdio};
@@ -65,7 +65,8 @@ impl Env {
         serde_json::from_slice(&out.stdout).unwrap()
     }
     fn hook(&self, route: &str, body: Value) -> client::HttpResponse {
-        client::post_json(&format!("{}/agents/{route}", self.server.api_base()), Some(&self.runtime_token), &body).unwrap()
+        client::post_json(&format!("{}/agents/{route}", self.server.api_base()), Some(&self.runtime_token), &body)
+            .unwrap()
     }
     fn start(&self, session: &str) -> String {
         let r = self.hook("session-start", json!({"session_id": session, "source": "claude_code", "cwd": "/w"}));
@@ -86,7 +87,8 @@ fn stderr(o: &Output) -> String {
 fn send_status_list_cancel_on_the_server() {
     let e = Env::new("srv-basic");
     let rsid = e.start("ext-1");
-    let out = e.run(&["notes", "send", "--session", "ext-1", "--json", "--expires-in", "2h"], Some("Deploy to eu-west-1.\n"));
+    let out =
+        e.run(&["notes", "send", "--session", "ext-1", "--json", "--expires-in", "2h"], Some("Deploy to eu-west-1.\n"));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let sent: Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = sent["note_id"].as_str().unwrap().to_string();
@@ -96,8 +98,17 @@ fn send_status_list_cancel_on_the_server() {
     assert_eq!(receipt["text"], "Deploy to eu-west-1.");
     assert_eq!(receipt["runtime_session_id"], rsid.as_str());
     // The request went to the human route with the user token, never the runtime token.
-    let req = e.server.requests().into_iter().find(|r| r.path == "/api/v1/operator-notes" && r.method == "POST").expect("send request");
-    assert_eq!(req.token_kind.as_deref(), Some("api_key"), "the user token (a personal API key), not the runtime token");
+    let req = e
+        .server
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/api/v1/operator-notes" && r.method == "POST")
+        .expect("send request");
+    assert_eq!(
+        req.token_kind.as_deref(),
+        Some("api_key"),
+        "the user token (a personal API key), not the runtime token"
+    );
 
     let st = e.json(&["notes", "status", &id, "--json"]);
     assert_eq!((st["note_id"].as_str(), st["state"].as_str()), (Some(id.as_str()), Some("pending")));
@@ -173,7 +184,11 @@ fn wait_exit_codes_server() {
     // 0: delivered while waiting.
     let e = Env::new("srv-w0");
     e.start("w-0");
-    let child = e.cmd(&["notes", "send", "--session", "w-0", "--wait", "30s", "--json", "run the checks"]).stdin(Stdio::null()).spawn().unwrap();
+    let child = e
+        .cmd(&["notes", "send", "--session", "w-0", "--wait", "30s", "--json", "run the checks"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
     let id = wait_for_pending(&e);
     let r = e.hook("notes/pending", json!({"session_id": "w-0", "event": "pre_tool_use", "defer_delivery": false}));
     assert_eq!(r.json()["notes"][0]["note_id"], id.as_str());
@@ -185,7 +200,11 @@ fn wait_exit_codes_server() {
     // 3: the session ends first.
     let e = Env::new("srv-w3");
     e.start("w-3");
-    let child = e.cmd(&["notes", "send", "--session", "w-3", "--wait", "30s", "--json", "too late"]).stdin(Stdio::null()).spawn().unwrap();
+    let child = e
+        .cmd(&["notes", "send", "--session", "w-3", "--wait", "30s", "--json", "too late"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
     wait_for_pending(&e);
     let r = e.hook("session-end", json!({"external_session_id": "w-3", "reason": "exit"}));
     assert_eq!(r.json()["marked"], 1);
@@ -197,7 +216,11 @@ fn wait_exit_codes_server() {
     // 4: still pending when the time runs out.
     let e = Env::new("srv-w4");
     e.start("w-4");
-    let out = e.cmd(&["notes", "send", "--session", "w-4", "--wait", "3s", "nobody reads this"]).stdin(Stdio::null()).output().unwrap();
+    let out = e
+        .cmd(&["notes", "send", "--session", "w-4", "--wait", "3s", "nobody reads this"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert_eq!(code(&out), 4, "{}", stderr(&out));
     assert!(stderr(&out).contains("still pending"), "{}", stderr(&out));
 }
@@ -205,7 +228,8 @@ fn wait_exit_codes_server() {
 #[test]
 fn agent_and_next_targets() {
     let e = Env::new("srv-agent");
-    let v = e.json(&["notes", "send", "--agent", &e.server.agent_id(), "--next-session", "--json", "brief the next run"]);
+    let v =
+        e.json(&["notes", "send", "--agent", &e.server.agent_id(), "--next-session", "--json", "brief the next run"]);
     let id = v["note_id"].as_str().unwrap();
     let r = e.server.receipt(id);
     assert_eq!(r["next_session"], true);
@@ -213,7 +237,11 @@ fn agent_and_next_targets() {
     // --next HARNESS finds the agent from the Preloop onboarding file.
     let dir = e.home.join("agents").join(e.server.agent_id());
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("permission_hook.json"), json!({"base_url": e.server.url(), "token": e.runtime_token, "source": "claude_code"}).to_string()).unwrap();
+    std::fs::write(
+        dir.join("permission_hook.json"),
+        json!({"base_url": e.server.url(), "token": e.runtime_token, "source": "claude_code"}).to_string(),
+    )
+    .unwrap();
     let v = e.json(&["notes", "send", "--next", "claude-code", "--json", "next one"]);
     assert_eq!(v["target"]["agent"], e.server.agent_id().as_str());
     assert_eq!(e.server.receipt(v["note_id"].as_str().unwrap())["next_session"], true);

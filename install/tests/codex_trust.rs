@@ -35,14 +35,18 @@ const USER_CONFIG: &str = "# my codex config\nmodel = \"o3\" # favourite\ncheck_
 fn codex() -> Option<std::path::PathBuf> {
     let found = codex_trust::find_codex();
     if found.is_none() {
-        eprintln!("SKIPPED: no codex binary (set PRELOOP_E2E_CODEX, put codex on PATH, or install it in /tmp/harness); the Codex trust proof did not run");
+        eprintln!(
+            "SKIPPED: no codex binary (set PRELOOP_E2E_CODEX, put codex on PATH, or install it in /tmp/harness); the Codex trust proof did not run"
+        );
     }
     found
 }
 
 fn list(codex: &Path, home: &Path, codex_home: &Path, cwd: &Path) -> Vec<ListedHook> {
     let envs = vec![("HOME".to_string(), home.display().to_string())];
-    let (hooks, problems) = codex_trust::list_hooks_via_app_server(codex, codex_home, cwd, &envs, Duration::from_secs(60)).expect("codex app-server hooks/list");
+    let (hooks, problems) =
+        codex_trust::list_hooks_via_app_server(codex, codex_home, cwd, &envs, Duration::from_secs(60))
+            .expect("codex app-server hooks/list");
     assert!(problems.iter().all(|p| !p.starts_with("error")), "codex reported errors: {problems:?}");
     hooks
 }
@@ -58,7 +62,12 @@ fn cli(home: &Path, codex_home: &Path, cwd: &Path, args: &[&str]) -> std::proces
         .env_remove("PRELOOP_TOKEN")
         .output()
         .unwrap();
-    assert!(out.status.success(), "preloop-hooks {args:?} failed: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "preloop-hooks {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 
@@ -69,7 +78,13 @@ fn assert_derivation_matches(listed: &[ListedHook], hooks_json: &Path) {
     let ours = codex_trust::hook_keys(&key_path, &doc);
     assert!(!ours.is_empty());
     for k in &ours {
-        let l = listed.iter().find(|l| l.key == k.key).unwrap_or_else(|| panic!("codex does not list our key {}; it lists {:?}", k.key, listed.iter().map(|l| &l.key).collect::<Vec<_>>()));
+        let l = listed.iter().find(|l| l.key == k.key).unwrap_or_else(|| {
+            panic!(
+                "codex does not list our key {}; it lists {:?}",
+                k.key,
+                listed.iter().map(|l| &l.key).collect::<Vec<_>>()
+            )
+        });
         assert_eq!(l.current_hash, k.hash, "hash of {} ({})", k.key, k.command);
     }
 }
@@ -149,11 +164,23 @@ fn codex_trusts_project_hooks_in_a_trusted_project() {
     std::fs::create_dir_all(&project).unwrap();
     let project = std::fs::canonicalize(&project).unwrap();
     let bin = fake_bin_dir(root);
-    write(&codex_home.join("config.toml"), &format!("[projects.\"{}\"]\ntrust_level = \"trusted\"\n", project.display()));
-    cli(&home, &codex_home, &project, &["install", "--harness", "codex", "--scope", "project", "--bin-dir", bin.to_str().unwrap()]);
+    write(
+        &codex_home.join("config.toml"),
+        &format!("[projects.\"{}\"]\ntrust_level = \"trusted\"\n", project.display()),
+    );
+    cli(
+        &home,
+        &codex_home,
+        &project,
+        &["install", "--harness", "codex", "--scope", "project", "--bin-dir", bin.to_str().unwrap()],
+    );
     let listed = list(&codex, &home, &codex_home, &project);
-    let ours: Vec<&ListedHook> = listed.iter().filter(|h| preloop_hooks::edit::is_ours(Harness::Codex, &h.command)).collect();
+    let ours: Vec<&ListedHook> =
+        listed.iter().filter(|h| preloop_hooks::edit::is_ours(Harness::Codex, &h.command)).collect();
     assert_eq!(ours.len(), 6, "{listed:?}");
-    assert!(ours.iter().all(|h| h.trust_status == "trusted" && h.key.starts_with(&project.display().to_string())), "{ours:?}");
+    assert!(
+        ours.iter().all(|h| h.trust_status == "trusted" && h.key.starts_with(&project.display().to_string())),
+        "{ours:?}"
+    );
     assert_derivation_matches(&listed, &project.join(".codex/hooks.json"));
 }

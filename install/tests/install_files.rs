@@ -97,7 +97,12 @@ fn round_trip(ctx: &Ctx, h: Harness, files: &[(&Path, &str)]) {
     assert_eq!(first.entries, table::hooks_for(h).count());
     let second = plan(ctx, h, Action::Install);
     for e in &second.edits {
-        assert!(!e.changed(), "{h:?}: a second install must change nothing, but {} would change:\n{}", e.path.display(), install::diff(e));
+        assert!(
+            !e.changed(),
+            "{h:?}: a second install must change nothing, but {} would change:\n{}",
+            e.path.display(),
+            install::diff(e)
+        );
     }
     run(ctx, h, Action::Uninstall);
     for (p, t) in files {
@@ -129,12 +134,17 @@ fn claude_code_round_trip_keeps_user_hooks_and_formatting() {
     let bin = ctx.bin_dir.join("preloop-claude-code-pre-tool-use");
     assert_eq!(ours["command"], format!("'{}'", bin.display()), "absolute, quoted (the path has a space)");
     assert_eq!(ours["timeout"], 340);
-    assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 3, "the other tool's Stop hook stays, then our Stop hook and the idle-wake watcher");
+    assert_eq!(
+        v["hooks"]["Stop"].as_array().unwrap().len(),
+        3,
+        "the other tool's Stop hook stays, then our Stop hook and the idle-wake watcher"
+    );
     assert_eq!(v["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 3);
     // New entries take the file's 4-space indentation.
     assert!(text.contains("\n        \"SessionStart\": [\n            {\n                \"hooks\": ["), "{text}");
     // The command runs: the shell quoting is right.
-    let status = std::process::Command::new("/bin/sh").arg("-c").arg(ours["command"].as_str().unwrap()).status().unwrap();
+    let status =
+        std::process::Command::new("/bin/sh").arg("-c").arg(ours["command"].as_str().unwrap()).status().unwrap();
     assert!(status.success());
     run(&ctx, Harness::ClaudeCode, Action::Uninstall);
     assert_eq!(read(&settings), CLAUDE_SETTINGS);
@@ -146,7 +156,11 @@ fn compact_and_crlf_files_round_trip() {
     let t = TempDir::new("compact");
     let ctx = ctx(t.path());
     let settings = ctx.claude_settings(Scope::User);
-    round_trip(&ctx, Harness::ClaudeCode, &[(&settings, r#"{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"x"}]}]}}"#)]);
+    round_trip(
+        &ctx,
+        Harness::ClaudeCode,
+        &[(&settings, r#"{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"x"}]}]}}"#)],
+    );
     round_trip(&ctx, Harness::ClaudeCode, &[(&settings, "{\r\n  \"model\": \"opus\"\r\n}\r\n")]);
     round_trip(&ctx, Harness::ClaudeCode, &[(&settings, "{}\n")]);
     round_trip(&ctx, Harness::ClaudeCode, &[(&settings, "{\"hooks\": {\"Stop\": [{\"hooks\": []}]}}")]);
@@ -159,10 +173,18 @@ fn fresh_claude_file_is_created_and_removed() {
     let settings = ctx.claude_settings(Scope::User);
     run(&ctx, Harness::ClaudeCode, Action::Install);
     assert!(read(&settings).ends_with("}\n"));
-    assert_eq!(edit::our_entries(&parse(&settings), Harness::ClaudeCode).len(), 7, "5 hooks and the watcher on SessionStart and Stop");
+    assert_eq!(
+        edit::our_entries(&parse(&settings), Harness::ClaudeCode).len(),
+        7,
+        "5 hooks and the watcher on SessionStart and Stop"
+    );
     run(&ctx, Harness::ClaudeCode, Action::Uninstall);
     assert!(!settings.exists(), "a file that held only our hooks is removed (with a backup)");
-    let backups: Vec<_> = std::fs::read_dir(settings.parent().unwrap()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().into_string().unwrap()).collect();
+    let backups: Vec<_> = std::fs::read_dir(settings.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
     assert!(backups.iter().any(|n| n.starts_with("settings.json.bak.preloop-")), "{backups:?}");
 }
 
@@ -266,7 +288,10 @@ fn codex_user_hook_added_after_ours_keeps_its_trust_on_uninstall() {
     run(&ctx, Harness::Codex, Action::Install);
     // The user adds a Stop group after ours and trusts it (as Codex's TUI would).
     let mut doc = parse(&hooks);
-    doc["hooks"]["Stop"].as_array_mut().unwrap().push(serde_json::json!({"hooks": [{"type": "command", "command": "/usr/bin/true"}]}));
+    doc["hooks"]["Stop"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"hooks": [{"type": "command", "command": "/usr/bin/true"}]}));
     write(&hooks, &serde_json::to_string_pretty(&doc).unwrap());
     let key_path = codex_trust::canonical_dir(hooks.parent().unwrap()).join("hooks.json");
     let user = codex_trust::hook_keys(&key_path, &doc).into_iter().find(|k| !k.ours).unwrap();

@@ -11,8 +11,8 @@
 //! Settings (timeouts, fail policies) come from `config.json` and can be
 //! overridden per variable in the environment.
 
-use crate::fsutil;
 use crate::Harness;
+use crate::fsutil;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -33,7 +33,11 @@ impl Secret {
     /// A short, safe hint: the token kind prefix and length.
     pub fn hint(&self) -> String {
         let prefix = self.0.split('_').next().filter(|p| p.len() <= 5 && self.0.contains('_')).unwrap_or("");
-        if prefix.is_empty() { format!("<{} chars>", self.0.len()) } else { format!("{prefix}_… <{} chars>", self.0.len()) }
+        if prefix.is_empty() {
+            format!("<{} chars>", self.0.len())
+        } else {
+            format!("{prefix}_… <{} chars>", self.0.len())
+        }
     }
 }
 
@@ -202,9 +206,11 @@ impl Config {
             _ => None,
         }
         .or_else(|| match (&file.url, &file.token) {
-            (Some(url), Some(token)) if !url.is_empty() && !token.expose().is_empty() => {
-                Some(ServerConfig { url: normalize_url(url), token: token.clone(), origin: Origin::ConfigFile(file_path.clone()) })
-            }
+            (Some(url), Some(token)) if !url.is_empty() && !token.expose().is_empty() => Some(ServerConfig {
+                url: normalize_url(url),
+                token: token.clone(),
+                origin: Origin::ConfigFile(file_path.clone()),
+            }),
             _ => None,
         })
         .or_else(|| onboarding(&home, harness, &mut warnings));
@@ -277,9 +283,11 @@ fn onboarding(home: &Path, harness: Option<Harness>, warnings: &mut Vec<String>)
             (Some(_), None) => false,
         };
         if let (true, Some(url), Some(token)) = (matches, file.base_url, file.token)
-            && !url.is_empty() && !token.expose().is_empty() {
-                return Some(ServerConfig { url: normalize_url(&url), token, origin: Origin::Onboarding(path) });
-            }
+            && !url.is_empty()
+            && !token.expose().is_empty()
+        {
+            return Some(ServerConfig { url: normalize_url(&url), token, origin: Origin::Onboarding(path) });
+        }
     }
     None
 }
@@ -340,16 +348,24 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("preloop-config-test-{}", fsutil::note_id()));
         let home = dir.to_str().unwrap();
         fsutil::private_dir(&dir.join("agents/a1")).unwrap();
-        fsutil::write_atomic(&dir.join("agents/a1/permission_hook.json"), br#"{"base_url":"http://o:1/api/v1/","token":"agt_o","source":"codex_cli"}"#).unwrap();
+        fsutil::write_atomic(
+            &dir.join("agents/a1/permission_hook.json"),
+            br#"{"base_url":"http://o:1/api/v1/","token":"agt_o","source":"codex_cli"}"#,
+        )
+        .unwrap();
         let c = Config::load_from(&env(&[("PRELOOP_HOME", home)]), Some(Harness::ClaudeCode));
         assert!(c.server.is_none(), "onboarding for another harness must not match");
         let c = Config::load_from(&env(&[("PRELOOP_HOME", home)]), Some(Harness::Codex));
         assert_eq!(c.server.as_ref().unwrap().url, "http://o:1");
-        fsutil::write_atomic(&dir.join("config.json"), br#"{"url":"http://f:2","token":"agt_f","stop_rescue_cap":1}"#).unwrap();
+        fsutil::write_atomic(&dir.join("config.json"), br#"{"url":"http://f:2","token":"agt_f","stop_rescue_cap":1}"#)
+            .unwrap();
         let c = Config::load_from(&env(&[("PRELOOP_HOME", home)]), Some(Harness::Codex));
         assert_eq!(c.server.as_ref().unwrap().url, "http://f:2");
         assert_eq!(c.settings.stop_rescue_cap, 1);
-        let c = Config::load_from(&env(&[("PRELOOP_HOME", home), ("PRELOOP_URL", "http://e:3"), ("PRELOOP_TOKEN", "agt_e")]), Some(Harness::Codex));
+        let c = Config::load_from(
+            &env(&[("PRELOOP_HOME", home), ("PRELOOP_URL", "http://e:3"), ("PRELOOP_TOKEN", "agt_e")]),
+            Some(Harness::Codex),
+        );
         assert_eq!(c.server.as_ref().unwrap().origin, Origin::Env);
         assert!(!format!("{c:?}").contains("agt_e"), "tokens never appear in Debug output");
         std::fs::remove_dir_all(&dir).unwrap();

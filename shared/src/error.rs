@@ -85,8 +85,13 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::Config(m) | Error::NotFound(m) | Error::Refused(m) | Error::Busy(m)
-            | Error::WaitTimeout(m) | Error::Undelivered(m) => f.write_str(m),
+            Error::Usage(m)
+            | Error::Config(m)
+            | Error::NotFound(m)
+            | Error::Refused(m)
+            | Error::Busy(m)
+            | Error::WaitTimeout(m)
+            | Error::Undelivered(m) => f.write_str(m),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
             Error::Unreachable { route, detail } => write!(f, "{route}: server unreachable: {detail}"),
             Error::Status { route, status, detail } => write!(f, "{route}: HTTP {status}: {detail}"),

@@ -14,6 +14,7 @@
 //! * The spool is changed only under the session lock, so parallel hooks of
 //!   one session never carry the same spooled note twice.
 
+use crate::Harness;
 use crate::backend::{Backend, Claimed, PermissionAnswer};
 use crate::config::{Config, FailPolicy};
 use crate::error::Result;
@@ -23,7 +24,6 @@ use crate::server::ServerBackend;
 use crate::session::{self, OwedAck, RunFiles, RunState, SessionFile, SpoolEntry};
 use crate::time::Timestamp;
 use crate::wire::*;
-use crate::Harness;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -87,9 +87,16 @@ pub struct Input {
 #[derive(Debug, Clone, PartialEq)]
 pub enum InputKind {
     /// Register the session and pull notes (`source`: startup, resume, ...).
-    SessionStart { source: Option<String>, pull: bool },
+    SessionStart {
+        source: Option<String>,
+        pull: bool,
+    },
     /// A prompt was submitted; the first one titles the session.
-    UserPrompt { prompt: String, hook_event_name: String, pull: bool },
+    UserPrompt {
+        prompt: String,
+        hook_event_name: String,
+        pull: bool,
+    },
     /// A tool is about to run: ask the server.
     Tool {
         tool_name: String,
@@ -102,8 +109,12 @@ pub enum InputKind {
     },
     /// The turn is ending; `may_continue` is the harness's own permission to
     /// continue it (Claude/Codex: `!stop_hook_active`).
-    Stop { may_continue: bool },
-    SessionEnd { reason: String },
+    Stop {
+        may_continue: bool,
+    },
+    SessionEnd {
+        reason: String,
+    },
 }
 
 /// What the hook should answer.
@@ -157,7 +168,15 @@ impl Engine {
 
     pub fn with_backend(harness: Harness, config: Config, session_id: &str, backend: Box<dyn Backend>) -> Engine {
         let run = RunFiles::new(&config.home, session_id);
-        Engine { harness, config, backend, run, session_id: session_id.to_string(), limit: CarrierLimit::Chars(10_000), warnings: Vec::new() }
+        Engine {
+            harness,
+            config,
+            backend,
+            run,
+            session_id: session_id.to_string(),
+            limit: CarrierLimit::Chars(10_000),
+            warnings: Vec::new(),
+        }
     }
 
     pub fn mode(&self) -> &'static str {
@@ -168,7 +187,9 @@ impl Engine {
     pub fn handle(&mut self, input: &Input) -> Result<(Outcome, AfterFlush)> {
         match &input.kind {
             InputKind::SessionStart { source, pull } => self.on_session_start(input, source.as_deref(), *pull),
-            InputKind::UserPrompt { prompt, hook_event_name, pull } => self.on_user_prompt(input, prompt, hook_event_name, *pull),
+            InputKind::UserPrompt { prompt, hook_event_name, pull } => {
+                self.on_user_prompt(input, prompt, hook_event_name, *pull)
+            }
             InputKind::Tool { .. } => self.on_tool(input),
             InputKind::Stop { may_continue } => self.on_stop(*may_continue),
             InputKind::SessionEnd { reason } => self.on_session_end(reason),
@@ -177,7 +198,12 @@ impl Engine {
 
     // ----- registration ----------------------------------------------------
 
-    fn register(&mut self, cwd: Option<&str>, first_prompt: Option<&str>, hook_event_name: Option<&str>) -> Result<SessionStartResponse> {
+    fn register(
+        &mut self,
+        cwd: Option<&str>,
+        first_prompt: Option<&str>,
+        hook_event_name: Option<&str>,
+    ) -> Result<SessionStartResponse> {
         let env = crate::config::Env::process();
         // A session is never its own parent: Cursor merges sessionStart's
         // `env` (our PRELOOP_PARENT_SESSION_ID export) into the same
@@ -189,7 +215,9 @@ impl Engine {
             session_id: self.session_id.clone(),
             source: Some(self.harness.source().to_string()),
             cwd: cwd.map(str::to_string),
-            parent_session_id: env.get("PRELOOP_PARENT_SESSION_ID").filter(|p| !p.is_empty() && own_runtime_id.as_deref() != Some(p.as_str())),
+            parent_session_id: env
+                .get("PRELOOP_PARENT_SESSION_ID")
+                .filter(|p| !p.is_empty() && own_runtime_id.as_deref() != Some(p.as_str())),
             alias: env.get("PRELOOP_SESSION_ALIAS").filter(|a| !a.is_empty()),
             first_prompt: first_prompt.map(|p| p.chars().take(20_000).collect()),
             hook_event_name: hook_event_name.map(str::to_string),
@@ -198,7 +226,9 @@ impl Engine {
         self.write_session_file(&resp, cwd)?;
         let _g = self.run.lock(RUN_LOCK_WAIT)?;
         let (mut state, _) = self.run.read();
-        if state.runtime_session_id.as_deref() != Some(resp.runtime_session_id.as_str()) || (first_prompt.is_some() && !state.first_prompt_registered) {
+        if state.runtime_session_id.as_deref() != Some(resp.runtime_session_id.as_str())
+            || (first_prompt.is_some() && !state.first_prompt_registered)
+        {
             state.runtime_session_id = Some(resp.runtime_session_id.clone());
             state.first_prompt_registered |= first_prompt.is_some();
             self.run.write(&state)?;
@@ -216,7 +246,11 @@ impl Engine {
         let started_at = resp.started_at.as_deref().and_then(Timestamp::parse).unwrap_or_else(Timestamp::now);
         let file = SessionFile {
             runtime_session_id: resp.runtime_session_id.clone(),
-            started_at: existing.as_ref().filter(|e| e.runtime_session_id == resp.runtime_session_id && e.ended_at.is_none()).map(|e| e.started_at).unwrap_or(started_at),
+            started_at: existing
+                .as_ref()
+                .filter(|e| e.runtime_session_id == resp.runtime_session_id && e.ended_at.is_none())
+                .map(|e| e.started_at)
+                .unwrap_or(started_at),
             agent_kind: self.harness.source().to_string(),
             cwd: existing.as_ref().and_then(|e| e.cwd.clone()).or(cwd.map(str::to_string)),
             external_session_id: self.session_id.clone(),
@@ -260,7 +294,13 @@ impl Engine {
         Ok((out, after))
     }
 
-    fn on_user_prompt(&mut self, input: &Input, prompt: &str, hook_event_name: &str, pull: bool) -> Result<(Outcome, AfterFlush)> {
+    fn on_user_prompt(
+        &mut self,
+        input: &Input,
+        prompt: &str,
+        hook_event_name: &str,
+        pull: bool,
+    ) -> Result<(Outcome, AfterFlush)> {
         let (state, _) = self.run.read();
         if !state.first_prompt_registered || state.runtime_session_id.is_none() {
             self.register(input.cwd.as_deref(), Some(prompt), Some(hook_event_name))?;
@@ -304,14 +344,16 @@ impl Engine {
                 self.warnings.push(format!("permission-check failed ({}): {e}", e.kind()));
                 if policy == FailPolicy::Deny {
                     out.decision = Some(Decision::Deny);
-                    out.reason = Some(format!("Preloop could not check this tool call ({}); denied by the hook's fail-closed policy.", e.kind()));
+                    out.reason = Some(format!(
+                        "Preloop could not check this tool call ({}); denied by the hook's fail-closed policy.",
+                        e.kind()
+                    ));
                 }
                 // The spool can still ride this output; a spool failure never
                 // changes the fail policy's decision.
-                if *carries
-                    && let Err(e) = self.carry_into(None, &mut out, &mut after) {
-                        self.warnings.push(format!("spool not carried: {e}"));
-                    }
+                if *carries && let Err(e) = self.carry_into(None, &mut out, &mut after) {
+                    self.warnings.push(format!("spool not carried: {e}"));
+                }
                 return Ok((out, after));
             }
         };
@@ -371,7 +413,12 @@ impl Engine {
         if state.stop_rescues >= cap {
             return Ok((out, after));
         }
-        let claimed = self.backend.pull(&PendingRequest { channel: "hook", event: DeliveryEvent::Stop, defer_delivery: true, session_id: self.session_id.clone() })?;
+        let claimed = self.backend.pull(&PendingRequest {
+            channel: "hook",
+            event: DeliveryEvent::Stop,
+            defer_delivery: true,
+            session_id: self.session_id.clone(),
+        })?;
         if claimed.is_some() {
             kill_point("after_claim");
         }
@@ -401,20 +448,29 @@ impl Engine {
         }
         self.retry_owed(&state.owed_acks);
         if !dropped.is_empty()
-            && let Err(e) = self.backend.ack(&AckRequest { note_ids: dropped, session_id: self.session_id.clone(), undeliverable_reason: Some(UndeliverableReason::SpoolDropped) }) {
-                self.warnings.push(format!("spool_dropped ack failed: {e}"));
-            }
-        let resp = self.backend.session_end(&SessionEndRequest { external_session_id: self.session_id.clone(), reason: reason.to_string() })?;
+            && let Err(e) = self.backend.ack(&AckRequest {
+                note_ids: dropped,
+                session_id: self.session_id.clone(),
+                undeliverable_reason: Some(UndeliverableReason::SpoolDropped),
+            })
+        {
+            self.warnings.push(format!("spool_dropped ack failed: {e}"));
+        }
+        let resp = self.backend.session_end(&SessionEndRequest {
+            external_session_id: self.session_id.clone(),
+            reason: reason.to_string(),
+        })?;
         if resp.marked > 0 {
             self.warnings.push(format!("{} note(s) marked undeliverable (session_ended)", resp.marked));
         }
         if !self.config.is_local()
             && let Ok(Some(mut f)) = session::read_session_file(&self.config.home, &self.session_id)
-                && f.ended_at.is_none() {
-                    f.ended_at = Some(Timestamp::now());
-                    f.end_reason = Some(reason.to_string());
-                    let _ = session::write_session_file(&self.config.home, &f);
-                }
+            && f.ended_at.is_none()
+        {
+            f.ended_at = Some(Timestamp::now());
+            f.end_reason = Some(reason.to_string());
+            let _ = session::write_session_file(&self.config.home, &f);
+        }
         self.run.remove();
         Ok((Outcome::default(), AfterFlush::default()))
     }
@@ -438,7 +494,12 @@ impl Engine {
     // ----- notes ------------------------------------------------------------
 
     fn pull(&mut self, event: DeliveryEvent) -> Result<Option<Claimed>> {
-        let claimed = self.backend.pull(&PendingRequest { channel: "hook", event, defer_delivery: true, session_id: self.session_id.clone() })?;
+        let claimed = self.backend.pull(&PendingRequest {
+            channel: "hook",
+            event,
+            defer_delivery: true,
+            session_id: self.session_id.clone(),
+        })?;
         if claimed.is_some() {
             kill_point("after_claim");
         }
@@ -503,7 +564,12 @@ impl Engine {
 
     /// With the session lock held: take the oldest notes that fit the carrier,
     /// leave the rest in `state.spool`.
-    fn take_for_output(&mut self, state: &mut RunState, claimed: Option<Claimed>, after: &mut AfterFlush) -> Vec<SpoolEntry> {
+    fn take_for_output(
+        &mut self,
+        state: &mut RunState,
+        claimed: Option<Claimed>,
+        after: &mut AfterFlush,
+    ) -> Vec<SpoolEntry> {
         let now = Timestamp::now();
         // Drop what expired while spooled before anything is carried.
         self.enforce_spool_limits(state, now, after);
@@ -519,11 +585,16 @@ impl Engine {
 
     fn enforce_spool_limits(&mut self, state: &mut RunState, now: Timestamp, after: &mut AfterFlush) {
         let ttl = self.config.settings.note_ttl_secs;
-        let (keep, expired): (Vec<_>, Vec<_>) = std::mem::take(&mut state.spool).into_iter().partition(|e| e.spooled_at.add_secs(ttl) > now);
+        let (keep, expired): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut state.spool).into_iter().partition(|e| e.spooled_at.add_secs(ttl) > now);
         state.spool = keep;
         let overflow = if state.spool.len() > SPOOL_CAP { state.spool.split_off(SPOOL_CAP) } else { Vec::new() };
         for e in expired.iter().chain(overflow.iter()) {
-            self.warnings.push(format!("spooled note {} dropped ({})", e.note.id, if overflow.contains(e) { "spool full" } else { "expired" }));
+            self.warnings.push(format!(
+                "spooled note {} dropped ({})",
+                e.note.id,
+                if overflow.contains(e) { "spool full" } else { "expired" }
+            ));
             if e.deferred {
                 after.dropped.extend(ids_of(&e.note));
             }
@@ -564,11 +635,16 @@ impl Engine {
     /// After the output: ack what was written (or put it back if writing
     /// failed), report drops, report the turn end.
     pub fn finish(&mut self, after: AfterFlush, written: bool) {
-        let carried_deferred: Vec<String> = after.carried.iter().filter(|e| e.deferred).flat_map(|e| ids_of(&e.note)).collect();
+        let carried_deferred: Vec<String> =
+            after.carried.iter().filter(|e| e.deferred).flat_map(|e| ids_of(&e.note)).collect();
         if written {
             if !carried_deferred.is_empty() {
                 kill_point("before_ack");
-                let req = AckRequest { note_ids: carried_deferred.clone(), session_id: self.session_id.clone(), undeliverable_reason: None };
+                let req = AckRequest {
+                    note_ids: carried_deferred.clone(),
+                    session_id: self.session_id.clone(),
+                    undeliverable_reason: None,
+                };
                 if let Err(e) = self.backend.ack(&req) {
                     self.warnings.push(format!("ack failed, owed to the next hook: {e}"));
                     self.owe(vec![OwedAck { note_ids: carried_deferred, dropped: false }]);
@@ -585,20 +661,29 @@ impl Engine {
                 self.enforce_spool_limits(&mut state, Timestamp::now(), &mut drop_now);
                 let _ = self.run.write(&state);
                 if !drop_now.dropped.is_empty() {
-                    let _ = self.backend.ack(&AckRequest { note_ids: drop_now.dropped, session_id: self.session_id.clone(), undeliverable_reason: Some(UndeliverableReason::SpoolDropped) });
+                    let _ = self.backend.ack(&AckRequest {
+                        note_ids: drop_now.dropped,
+                        session_id: self.session_id.clone(),
+                        undeliverable_reason: Some(UndeliverableReason::SpoolDropped),
+                    });
                 }
             }
         }
         if !after.dropped.is_empty() {
-            let req = AckRequest { note_ids: after.dropped.clone(), session_id: self.session_id.clone(), undeliverable_reason: Some(UndeliverableReason::SpoolDropped) };
+            let req = AckRequest {
+                note_ids: after.dropped.clone(),
+                session_id: self.session_id.clone(),
+                undeliverable_reason: Some(UndeliverableReason::SpoolDropped),
+            };
             if self.backend.ack(&req).is_err() {
                 self.owe(vec![OwedAck { note_ids: after.dropped, dropped: true }]);
             }
         }
         if let Some(ev) = after.session_event
-            && let Err(e) = self.backend.session_event(&ev) {
-                self.warnings.push(format!("session-event failed: {e}"));
-            }
+            && let Err(e) = self.backend.session_event(&ev)
+        {
+            self.warnings.push(format!("session-event failed: {e}"));
+        }
     }
 }
 

@@ -14,11 +14,15 @@ use std::time::{Duration, Instant};
 pub fn private_dir(dir: &Path) -> Result<()> {
     match fs::symlink_metadata(dir) {
         Ok(m) if m.file_type().is_symlink() => {
-            return Err(Error::io(format!("refusing symlinked directory {}", dir.display()), io::Error::from(io::ErrorKind::InvalidInput)));
+            return Err(Error::io(
+                format!("refusing symlinked directory {}", dir.display()),
+                io::Error::from(io::ErrorKind::InvalidInput),
+            ));
         }
         Ok(m) if m.is_dir() => {
             if m.permissions().mode() & 0o077 != 0 {
-                fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|e| Error::io(format!("chmod {}", dir.display()), e))?;
+                fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+                    .map_err(|e| Error::io(format!("chmod {}", dir.display()), e))?;
             }
             return Ok(());
         }
@@ -30,7 +34,8 @@ pub fn private_dir(dir: &Path) -> Result<()> {
         .create(dir)
         .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
     // `mode` is filtered by the umask; make it exact.
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|e| Error::io(format!("chmod {}", dir.display()), e))
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+        .map_err(|e| Error::io(format!("chmod {}", dir.display()), e))
 }
 
 /// Write `bytes` to `path` atomically: a 0600 temporary file in the same
@@ -55,7 +60,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Serialize `value` as JSON and write it atomically.
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::io(format!("encode {}", path.display()), io::Error::other(e)))?;
+    let bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| Error::io(format!("encode {}", path.display()), io::Error::other(e)))?;
     write_atomic(path, &bytes)
 }
 
@@ -131,11 +137,7 @@ pub fn session_file_stem(session_id: &str) -> String {
         && session_id.len() <= 200
         && !session_id.starts_with('.')
         && session_id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'));
-    if plain {
-        session_id.to_string()
-    } else {
-        format!("~{:016x}", fnv1a(session_id.as_bytes()))
-    }
+    if plain { session_id.to_string() } else { format!("~{:016x}", fnv1a(session_id.as_bytes())) }
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -157,9 +159,10 @@ fn unique_suffix() -> u64 {
 pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut buf = [0u8; N];
     if let Ok(mut f) = File::open("/dev/urandom")
-        && io::Read::read_exact(&mut f, &mut buf).is_ok() {
-            return buf;
-        }
+        && io::Read::read_exact(&mut f, &mut buf).is_ok()
+    {
+        return buf;
+    }
     // Fallback: time, pid and a counter through FNV (never expected on Unix).
     let seed = format!("{:?}{}{}", std::time::SystemTime::now(), std::process::id(), unique_suffix());
     let mut h = fnv1a(seed.as_bytes());
@@ -197,7 +200,11 @@ pub fn hex(bytes: &[u8]) -> String {
 /// List the file names in `dir` (empty if it does not exist).
 pub fn list_names(dir: &Path) -> Vec<String> {
     match fs::read_dir(dir) {
-        Ok(rd) => rd.filter_map(|e| e.ok()).filter_map(|e| e.file_name().into_string().ok()).filter(|n| !n.starts_with('.')).collect(),
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| !n.starts_with('.'))
+            .collect(),
         Err(_) => Vec::new(),
     }
 }

@@ -20,6 +20,7 @@
 //! empty it returns without taking the lock. Every transition happens under
 //! `inbox/lock`, so two hooks never claim the same note.
 
+use crate::Harness;
 use crate::backend::{Backend, Claimed, PermissionAnswer};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, LockGuard};
@@ -28,7 +29,6 @@ use crate::render::{self, NoteElement};
 use crate::session::{self, SessionFile};
 use crate::time::Timestamp;
 use crate::wire::*;
-use crate::Harness;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -233,10 +233,9 @@ impl LocalInbox {
         note.expired_at = Some(now);
         self.write_note(note)?;
         self.unqueue(note);
-        if was_claimed
-            && let Some(s) = &note.session_id {
-                let _ = std::fs::remove_file(self.claimed_dir(s).join(&note.note_id));
-            }
+        if was_claimed && let Some(s) = &note.session_id {
+            let _ = std::fs::remove_file(self.claimed_dir(s).join(&note.note_id));
+        }
         Ok(true)
     }
 
@@ -260,12 +259,20 @@ impl LocalInbox {
             Target::Alias(alias) => {
                 let f = self.live_sessions().into_iter().find(|s| s.alias.as_deref() == Some(alias.as_str()));
                 let f = f.ok_or_else(|| Error::NotFound(format!("no live session has the alias {alias:?}")))?;
-                (Addressee::Session { session_id: f.external_session_id.clone() }, Some(f.external_session_id), Some(f.runtime_session_id))
+                (
+                    Addressee::Session { session_id: f.external_session_id.clone() },
+                    Some(f.external_session_id),
+                    Some(f.runtime_session_id),
+                )
             }
             Target::RuntimeSession(rid) => {
                 let f = session::all_session_files(&self.home).into_iter().find(|s| &s.runtime_session_id == rid);
                 let f = f.ok_or_else(|| Error::NotFound(format!("no session has the runtime id {rid}")))?;
-                (Addressee::Session { session_id: f.external_session_id.clone() }, Some(f.external_session_id), Some(f.runtime_session_id))
+                (
+                    Addressee::Session { session_id: f.external_session_id.clone() },
+                    Some(f.external_session_id),
+                    Some(f.runtime_session_id),
+                )
             }
             Target::Harness(h) => (Addressee::Harness { harness: h.slug().to_string() }, None, None),
         };
@@ -368,7 +375,8 @@ impl LocalInbox {
     fn claim(&self, session_id: &str, event: DeliveryEvent, defer: bool) -> Result<Option<Claimed>> {
         let sq = self.session_queue(session_id);
         let file = session::read_session_file(&self.home, session_id)?;
-        let harness_dir = file.as_ref().and_then(|f| Harness::from_source(&f.agent_kind)).map(|h| self.harness_queue(h.slug()));
+        let harness_dir =
+            file.as_ref().and_then(|f| Harness::from_source(&f.agent_kind)).map(|h| self.harness_queue(h.slug()));
         let candidates = |dirs: &[&PathBuf]| -> Vec<(String, PathBuf)> {
             let mut v: Vec<(String, PathBuf)> = dirs
                 .iter()
@@ -472,14 +480,16 @@ impl Backend for LocalInbox {
         if file.parent_session_id.is_none() {
             // Write-once; only a runtime id this machine knows.
             if let Some(p) = req.parent_session_id.as_ref().filter(|p| !p.is_empty())
-                && session::all_session_files(&self.home).iter().any(|s| &s.runtime_session_id == p) {
-                    file.parent_session_id = Some(p.clone());
-                }
+                && session::all_session_files(&self.home).iter().any(|s| &s.runtime_session_id == p)
+            {
+                file.parent_session_id = Some(p.clone());
+            }
         }
         if file.alias.is_none()
-            && let Some(a) = req.alias.as_deref().map(sanitize_alias).filter(|a| !a.is_empty()) {
-                file.alias = Some(self.unique_alias(&a, &file));
-            }
+            && let Some(a) = req.alias.as_deref().map(sanitize_alias).filter(|a| !a.is_empty())
+        {
+            file.alias = Some(self.unique_alias(&a, &file));
+        }
         if file.title.is_none() {
             file.title = req.first_prompt.as_deref().map(title_of).filter(|t| !t.is_empty());
         }
@@ -562,15 +572,17 @@ impl Backend for LocalInbox {
             .collect();
         for (entry, id) in ids {
             if let Some(mut note) = self.read_note(&id)?
-                && !self.expire_if_due(&mut note, now)? && matches!(note.state, NoteState::Pending | NoteState::Claimed) {
-                    note.state = NoteState::Undeliverable;
-                    note.undeliverable_at = Some(now);
-                    note.undeliverable_reason = Some(UndeliverableReason::SessionEnded);
-                    note.session_id = Some(req.external_session_id.clone());
-                    note.runtime_session_id = Some(file.runtime_session_id.clone());
-                    self.write_note(&note)?;
-                    marked += 1;
-                }
+                && !self.expire_if_due(&mut note, now)?
+                && matches!(note.state, NoteState::Pending | NoteState::Claimed)
+            {
+                note.state = NoteState::Undeliverable;
+                note.undeliverable_at = Some(now);
+                note.undeliverable_reason = Some(UndeliverableReason::SessionEnded);
+                note.session_id = Some(req.external_session_id.clone());
+                note.runtime_session_id = Some(file.runtime_session_id.clone());
+                self.write_note(&note)?;
+                marked += 1;
+            }
             let _ = std::fs::remove_file(entry);
         }
         if file.ended_at.is_none() {

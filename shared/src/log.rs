@@ -26,7 +26,13 @@ pub fn append(dir: &Path, max_bytes: u64, line: &str) {
     // One line, whatever the caller passed.
     buf.extend(line.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }));
     buf.push('\n');
-    if let Ok(mut f) = OpenOptions::new().create(true).append(true).mode(0o600).custom_flags(0o400000 * cfg!(target_os = "linux") as i32).open(&path) {
+    if let Ok(mut f) = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(0o400000 * cfg!(target_os = "linux") as i32)
+        .open(&path)
+    {
         // A single write of an O_APPEND file: lines from concurrent hooks do not interleave.
         let _ = f.write_all(buf.as_bytes());
     }

@@ -2,9 +2,9 @@
 //! One set of types for the local inbox and the server's human routes, so
 //! the CLI prints both the same way.
 
+use crate::Harness;
 use crate::session::SessionFile;
 use crate::time::Timestamp;
-use crate::Harness;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

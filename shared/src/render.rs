@@ -48,13 +48,8 @@ pub fn frame(notes: &[NoteElement]) -> Option<String> {
     if notes.is_empty() {
         return None;
     }
-    let mut out = String::with_capacity(
-        700 + notes.iter().map(|n| n.element.len() + 1).sum::<usize>(),
-    );
-    out.push_str(&format!(
-        "<operator-notes count=\"{}\" source=\"preloop-control-plane\">\n",
-        notes.len()
-    ));
+    let mut out = String::with_capacity(700 + notes.iter().map(|n| n.element.len() + 1).sum::<usize>());
+    out.push_str(&format!("<operator-notes count=\"{}\" source=\"preloop-control-plane\">\n", notes.len()));
     out.push_str(framing_for(notes));
     out.push('\n');
     for (i, n) in notes.iter().enumerate() {
@@ -139,11 +134,8 @@ fn attr_value(head: &str, name: &str) -> Option<String> {
 /// Attribute sanitising: `"` → `'`, `<` and `>` removed, whitespace runs
 /// collapsed to one space and trimmed, cut to 255 characters.
 pub fn attribute(value: &str) -> String {
-    let cleaned: String = value
-        .chars()
-        .filter(|c| *c != '<' && *c != '>')
-        .map(|c| if c == '"' { '\'' } else { c })
-        .collect();
+    let cleaned: String =
+        value.chars().filter(|c| *c != '<' && *c != '>').map(|c| if c == '"' { '\'' } else { c }).collect();
     let joined = cleaned.split(is_py_space).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ");
     joined.chars().take(255).collect()
 }

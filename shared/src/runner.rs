@@ -3,9 +3,9 @@
 //! or nothing (the neutral answer), diagnostics go to the hook log, and the
 //! exit code is 0. A panic anywhere yields the neutral answer too.
 
+use crate::Harness;
 use crate::config::Config;
 use crate::flow::{CarrierLimit, Engine, Input, Outcome};
-use crate::Harness;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::panic::{self, AssertUnwindSafe};
@@ -175,7 +175,11 @@ fn install_panic_hook() {
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
-    let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "panic".into());
+    let msg = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into());
     msg.chars().take(200).collect()
 }
 

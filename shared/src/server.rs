@@ -41,7 +41,11 @@ impl ServerBackend {
             .max_response_header_size(32 * 1024)
             .output_buffer_size(16 * 1024)
             .build();
-        let agent = ureq::Agent::with_parts(agent, ureq::unversioned::transport::DefaultConnector::default(), LiteralResolver::default());
+        let agent = ureq::Agent::with_parts(
+            agent,
+            ureq::unversioned::transport::DefaultConnector::default(),
+            LiteralResolver::default(),
+        );
         ServerBackend {
             base: server.url.clone(),
             token: server.token.clone(),
@@ -56,9 +60,15 @@ impl ServerBackend {
         self.call_timeout = t;
     }
 
-    fn post<B: Serialize, R: DeserializeOwned>(&self, route: &'static str, body: &B, timeout: Duration) -> Result<Option<R>> {
+    fn post<B: Serialize, R: DeserializeOwned>(
+        &self,
+        route: &'static str,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<Option<R>> {
         let url = format!("{}/api/v1/agents/{route}", self.base);
-        let payload = serde_json::to_vec(body).map_err(|e| Error::Protocol { route, detail: format!("encode: {e}") })?;
+        let payload =
+            serde_json::to_vec(body).map_err(|e| Error::Protocol { route, detail: format!("encode: {e}") })?;
         let resp = self
             .agent
             .post(&url)
@@ -92,9 +102,13 @@ impl ServerBackend {
             .map_err(|e| Error::Protocol { route, detail: format!("{e} in {}", excerpt(&text)) })
     }
 
-    fn post_required<B: Serialize, R: DeserializeOwned>(&self, route: &'static str, body: &B, timeout: Duration) -> Result<R> {
-        self.post(route, body, timeout)?
-            .ok_or_else(|| Error::Protocol { route, detail: "empty body".into() })
+    fn post_required<B: Serialize, R: DeserializeOwned>(
+        &self,
+        route: &'static str,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<R> {
+        self.post(route, body, timeout)?.ok_or_else(|| Error::Protocol { route, detail: "empty body".into() })
     }
 }
 
@@ -118,7 +132,10 @@ impl ureq::unversioned::resolver::Resolver for LiteralResolver {
             Some("https") => Some(443),
             _ => None,
         });
-        let ip = uri.host().map(|h| h.trim_start_matches('[').trim_end_matches(']')).and_then(|h| h.parse::<std::net::IpAddr>().ok());
+        let ip = uri
+            .host()
+            .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
+            .and_then(|h| h.parse::<std::net::IpAddr>().ok());
         if let (Some(ip), Some(port)) = (ip, port) {
             let mut addrs = self.empty();
             addrs.push(std::net::SocketAddr::new(ip, port));
@@ -194,7 +211,9 @@ impl Backend for ServerBackend {
         let claimed = match (elements, r.text.as_deref()) {
             (Some(notes), _) => Claimed { notes, deferred: req.defer_delivery },
             (None, Some(block)) => claimed_from_block(block, req.defer_delivery),
-            (None, None) => return Err(Error::Protocol { route: "notes/pending", detail: "notes without text".into() }),
+            (None, None) => {
+                return Err(Error::Protocol { route: "notes/pending", detail: "notes without text".into() });
+            }
         };
         Ok(Some(claimed))
     }

@@ -31,7 +31,13 @@ impl Timestamp {
     pub fn parse(s: &str) -> Option<Timestamp> {
         let s = s.trim();
         let b = s.as_bytes();
-        if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b' ') || b[13] != b':' || b[16] != b':' {
+        if b.len() < 19
+            || b[4] != b'-'
+            || b[7] != b'-'
+            || !(b[10] == b'T' || b[10] == b' ')
+            || b[13] != b':'
+            || b[16] != b':'
+        {
             return None;
         }
         let num = |r: std::ops::Range<usize>| -> Option<i64> {

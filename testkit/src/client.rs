@@ -47,7 +47,8 @@ pub fn request_with_timeout(
     body: Option<&[u8]>,
     timeout: Duration,
 ) -> io::Result<HttpResponse> {
-    let rest = url.strip_prefix("http://").ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "only http:// URLs"))?;
+    let rest =
+        url.strip_prefix("http://").ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "only http:// URLs"))?;
     let (host, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
@@ -80,7 +81,8 @@ pub fn read_response<R: Read>(reader: &mut BufReader<R>, head_only: bool) -> io:
         if reader.read_line(&mut line)? == 0 {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before a response"));
         }
-        let status: u16 = line.split(' ').nth(1).and_then(|s| s.trim().parse().ok()).ok_or_else(|| bad("bad status line"))?;
+        let status: u16 =
+            line.split(' ').nth(1).and_then(|s| s.trim().parse().ok()).ok_or_else(|| bad("bad status line"))?;
         let mut headers = Vec::new();
         loop {
             line.clear();

@@ -194,7 +194,9 @@ impl FaultSpec {
     /// Add `Retry-After` to a status fault (makes it a 503 if it was not one).
     pub fn retry_after(mut self, value: &str) -> FaultSpec {
         self.action = match self.action {
-            FaultAction::Status { status, body, .. } => FaultAction::Status { status, body, retry_after: Some(value.into()) },
+            FaultAction::Status { status, body, .. } => {
+                FaultAction::Status { status, body, retry_after: Some(value.into()) }
+            }
             _ => FaultAction::Status { status: 503, body: None, retry_after: Some(value.into()) },
         };
         self
@@ -363,7 +365,11 @@ impl Shared {
     }
 
     /// Wait (releasing the state lock) for an approval decision or stop.
-    pub(crate) fn wait_decision<'a>(&'a self, guard: MutexGuard<'a, State>, timeout: Duration) -> MutexGuard<'a, State> {
+    pub(crate) fn wait_decision<'a>(
+        &'a self,
+        guard: MutexGuard<'a, State>,
+        timeout: Duration,
+    ) -> MutexGuard<'a, State> {
         match self.decided.wait_timeout(guard, timeout) {
             Ok((g, _)) => g,
             Err(e) => e.into_inner().0,
@@ -564,8 +570,8 @@ fn run_api(shared: &Shared, req: &Request) -> Response {
 
 fn handle(shared: &Shared, req: &Request) -> Outcome {
     if req.path == "/_fake" || req.path.starts_with("/_fake/") {
-        let resp =
-            catch_unwind(AssertUnwindSafe(|| control(shared, req))).unwrap_or_else(|_| detail(500, "Internal server error"));
+        let resp = catch_unwind(AssertUnwindSafe(|| control(shared, req)))
+            .unwrap_or_else(|_| detail(500, "Internal server error"));
         return Outcome::Respond(resp);
     }
     let seq = shared.record(req);
@@ -582,7 +588,8 @@ fn handle(shared: &Shared, req: &Request) -> Outcome {
             return Outcome::Close;
         }
     }
-    let handled = if fault.after_handling || fault.action == FaultAction::None { Some(run_api(shared, req)) } else { None };
+    let handled =
+        if fault.after_handling || fault.action == FaultAction::None { Some(run_api(shared, req)) } else { None };
     let outcome = match fault.action {
         FaultAction::None => Outcome::Respond(handled.unwrap_or_else(|| run_api(shared, req))),
         FaultAction::Status { status, body, retry_after } => {
@@ -625,8 +632,11 @@ fn control(shared: &Shared, req: &Request) -> Response {
     match (req.method.as_str(), s.as_slice()) {
         ("GET", ["_fake", "info"]) => Response::json(200, &shared.info()),
         ("POST", ["_fake", "faults"]) => {
-            let specs: Result<Vec<FaultSpec>, _> =
-                if body.is_array() { serde_json::from_value(body) } else { serde_json::from_value(body).map(|f| vec![f]) };
+            let specs: Result<Vec<FaultSpec>, _> = if body.is_array() {
+                serde_json::from_value(body)
+            } else {
+                serde_json::from_value(body).map(|f| vec![f])
+            };
             match specs {
                 Ok(specs) => {
                     let mut faults = relock(shared.faults.lock());
@@ -790,8 +800,9 @@ impl FakeServer {
             primary_agent: agent,
         });
         let accept_shared = Arc::clone(&shared);
-        let accept =
-            std::thread::Builder::new().name("preloop-fake-accept".into()).spawn(move || accept_loop(listener, accept_shared))?;
+        let accept = std::thread::Builder::new()
+            .name("preloop-fake-accept".into())
+            .spawn(move || accept_loop(listener, accept_shared))?;
         Ok(FakeServer { shared, accept: Some(accept) })
     }
 
@@ -1104,7 +1115,10 @@ impl FakeServerRef<'_> {
     fn set_tool_enabled(&self, tool_name: &str, enabled: bool) {
         let mut st = self.0.lock();
         let account = self.0.primary_user.account_id.clone();
-        match st.tool_configs.iter_mut().find(|t| t.account_id == account && t.tool_name == tool_name && t.tool_source == "agent")
+        match st
+            .tool_configs
+            .iter_mut()
+            .find(|t| t.account_id == account && t.tool_name == tool_name && t.tool_source == "agent")
         {
             Some(t) => t.is_enabled = enabled,
             None => st.tool_configs.push(crate::state::ToolConfig {

@@ -256,7 +256,8 @@ fn read_request(reader: &mut BufReader<TcpStream>, writer: &TcpStream) -> Result
         Some(te) if te.eq_ignore_ascii_case("chunked") => true,
         Some(_) => return Err(ReadError::Bad),
     };
-    let lengths: Vec<&str> = req.headers.iter().filter(|(k, _)| k == "content-length").map(|(_, v)| v.as_str()).collect();
+    let lengths: Vec<&str> =
+        req.headers.iter().filter(|(k, _)| k == "content-length").map(|(_, v)| v.as_str()).collect();
     let content_length = if lengths.is_empty() {
         None
     } else {

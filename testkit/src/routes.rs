@@ -44,18 +44,27 @@ pub(crate) fn api(shared: &Shared, req: &Request) -> Response {
         ["api", "v1", "agents", "notes", "ack"] => Some((&["POST"], |sh, r, _| notes_ack(sh, r))),
         ["api", "v1", "agents"] => Some((&["POST"], |sh, r, _| create_agent(sh, r))),
         ["api", "v1", "agents", _, "credentials"] => Some((&["POST"], |sh, r, s| create_credential(sh, r, s[3]))),
-        ["api", "v1", "agents", _, "credentials", _] => Some((&["DELETE"], |sh, r, s| revoke_credential(sh, r, s[3], s[5]))),
+        ["api", "v1", "agents", _, "credentials", _] => {
+            Some((&["DELETE"], |sh, r, s| revoke_credential(sh, r, s[3], s[5])))
+        }
         ["api", "v1", "agents", _, "governance"] => Some((&["PUT"], |sh, r, s| governance(sh, r, s[3]))),
         ["api", "v1", "operator-notes"] => {
-            Some((&["GET", "POST"], |sh, r, _| if r.method == "POST" { send_note_http(sh, r) } else { list_notes(sh, r) }))
+            Some((
+                &["GET", "POST"],
+                |sh, r, _| if r.method == "POST" { send_note_http(sh, r) } else { list_notes(sh, r) },
+            ))
         }
         ["api", "v1", "operator-notes", "session-targets"] => Some((&["GET"], |sh, r, _| session_targets(sh, r))),
         ["api", "v1", "operator-notes", _] => Some((&["GET"], |sh, r, s| get_note(sh, r, s[3]))),
         ["api", "v1", "operator-notes", _, "cancel"] => Some((&["POST"], |sh, r, s| cancel_note(sh, r, s[3]))),
         ["api", "v1", "approval-requests"] => Some((&["GET"], |sh, r, _| list_approvals(sh, r))),
         ["api", "v1", "approval-requests", _] => Some((&["GET"], |sh, r, s| get_approval(sh, r, s[3]))),
-        ["api", "v1", "approval-requests", _, "approve"] => Some((&["POST"], |sh, r, s| decide_approval(sh, r, s[3], true))),
-        ["api", "v1", "approval-requests", _, "decline"] => Some((&["POST"], |sh, r, s| decide_approval(sh, r, s[3], false))),
+        ["api", "v1", "approval-requests", _, "approve"] => {
+            Some((&["POST"], |sh, r, s| decide_approval(sh, r, s[3], true)))
+        }
+        ["api", "v1", "approval-requests", _, "decline"] => {
+            Some((&["POST"], |sh, r, s| decide_approval(sh, r, s[3], false)))
+        }
         ["api", "v1", "approval-workflows"] => Some((&["POST"], |sh, r, _| create_workflow(sh, r))),
         ["api", "v1", "tool-configurations"] => Some((&["POST"], |sh, r, _| create_tool_configuration(sh, r))),
         _ => None,
@@ -280,7 +289,10 @@ fn permission_check(shared: &Shared, req: &Request) -> Response {
     let truthy = |s: &Option<String>| s.as_deref().is_some_and(|v| !v.is_empty());
     let stripped = |s: &Option<String>| s.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
     if truthy(&p.session_id) || truthy(&p.model) {
-        tool_input.insert("_preloop_origin".into(), json!({"session_id": stripped(&p.session_id), "model": stripped(&p.model)}));
+        tool_input.insert(
+            "_preloop_origin".into(),
+            json!({"session_id": stripped(&p.session_id), "model": stripped(&p.model)}),
+        );
     }
     // §3: the origin session is `<principal>:<session_id>` of this principal.
     // A durable credential has no current agent session in the fake, so an
@@ -319,15 +331,21 @@ fn permission_check(shared: &Shared, req: &Request) -> Response {
         ("allow", String::new(), None, false)
     } else {
         let approvals_off = st.agent_idx(&id.account_id, &id.agent_id).is_some_and(|a| st.agents[a].approvals_off);
-        let (a, pinned_wait) =
-            st.create_approval(&id, &p.tool_name, Value::Object(tool_input.clone()), p.agent_reasoning.clone(), approvals_off);
+        let (a, pinned_wait) = st.create_approval(
+            &id,
+            &p.tool_name,
+            Value::Object(tool_input.clone()),
+            p.agent_reasoning.clone(),
+            approvals_off,
+        );
         let approval_id = st.approvals[a].id.clone();
         if approvals_off {
             ("allow", AUTO_APPROVED_REASON.into(), Some(approval_id), false)
         } else {
             // Block until decided, the deadline, or the server stopping.
             let wait = pinned_wait.unwrap_or(st.approval_wait);
-            let deadline = Instant::now().checked_add(wait).unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
+            let deadline =
+                Instant::now().checked_add(wait).unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
             loop {
                 let Some(a) = st.approvals.iter().position(|x| x.id == approval_id) else {
                     break ("deny", "Approval request not found".into(), Some(approval_id), false);
@@ -336,8 +354,12 @@ fn permission_check(shared: &Shared, req: &Request) -> Response {
                 let comment = comment.filter(|c| !c.is_empty());
                 match status.as_str() {
                     "approved" => break ("allow", comment.unwrap_or_default(), Some(approval_id), false),
-                    "declined" => break ("deny", comment.unwrap_or("Approval declined".into()), Some(approval_id), false),
-                    "cancelled" => break ("deny", comment.unwrap_or("Approval cancelled".into()), Some(approval_id), false),
+                    "declined" => {
+                        break ("deny", comment.unwrap_or("Approval declined".into()), Some(approval_id), false);
+                    }
+                    "cancelled" => {
+                        break ("deny", comment.unwrap_or("Approval cancelled".into()), Some(approval_id), false);
+                    }
                     "expired" => break ("deny", comment.unwrap_or("Approval expired".into()), Some(approval_id), true),
                     _ => {}
                 }
@@ -359,7 +381,8 @@ fn permission_check(shared: &Shared, req: &Request) -> Response {
     let mut operator_note = None;
     if !source.is_some_and(|s| NEVER_NOTE_SOURCES.contains(&s)) {
         let now = Timestamp::now();
-        let claimed = st.claim_pending_notes(&id.account_id, Some(&id.agent_id), origin, "hook", "pre_tool_use", defer, now);
+        let claimed =
+            st.claim_pending_notes(&id.account_id, Some(&id.agent_id), origin, "hook", "pre_tool_use", defer, now);
         operator_note = st.render_block(&claimed);
     }
     #[derive(Serialize)]
@@ -391,7 +414,8 @@ fn notes_pending(shared: &Shared, req: &Request) -> Response {
     // §3: the run session when it resolves, else the identity session.
     let session = st.own_session(&id, session_id.as_deref()).unwrap_or(identity_session);
     let now = Timestamp::now();
-    let claimed = st.claim_pending_notes(&id.account_id, Some(&id.agent_id), Some(session), &channel, &event, defer, now);
+    let claimed =
+        st.claim_pending_notes(&id.account_id, Some(&id.agent_id), Some(session), &channel, &event, defer, now);
     Response::json(200, &pending_body(&st, &claimed))
 }
 
@@ -454,7 +478,8 @@ fn session_event(shared: &Shared, req: &Request) -> Response {
     let body = tri!(body_or_422(req));
     let mut f = Fields::body(&body);
     let session_id = f.string("session_id", true, false, StrRule::range(1, 200));
-    let event = f.literal("hook_event_name", true, false, &["Stop", "SubagentStop", "SessionEnd", "stop", "sessionEnd"]);
+    let event =
+        f.literal("hook_event_name", true, false, &["Stop", "SubagentStop", "SessionEnd", "stop", "sessionEnd"]);
     let _source = f.string("source", false, true, StrRule::max(64));
     tri!(check_fields(f.errors));
 
@@ -777,12 +802,14 @@ fn list_approvals(shared: &Shared, req: &Request) -> Response {
         .collect();
     idxs.sort_by_key(|i| std::cmp::Reverse((st.approvals[*i].requested_at, *i)));
     let total = idxs.len();
-    let items: Vec<Value> = idxs.into_iter().skip(skip as usize).take(limit as usize).map(|i| st.approval_view(i)).collect();
+    let items: Vec<Value> =
+        idxs.into_iter().skip(skip as usize).take(limit as usize).map(|i| st.approval_view(i)).collect();
     Response::json(200, &items).with_header("x-total-count", &total.to_string())
 }
 
 fn path_uuid(name: &str, raw: &str) -> Result<String, Response> {
-    parse_uuid_value(&Value::String(raw.to_string()), vec![json!("path"), json!(name)]).map_err(|e| unprocessable(vec![*e]))
+    parse_uuid_value(&Value::String(raw.to_string()), vec![json!("path"), json!(name)])
+        .map_err(|e| unprocessable(vec![*e]))
 }
 
 fn get_approval(shared: &Shared, req: &Request, raw_id: &str) -> Response {
@@ -888,8 +915,10 @@ fn revoke_credential(shared: &Shared, req: &Request, agent_id: &str, credential_
     let mut st = shared.lock();
     let user = tri!(st.auth_user(auth_header(req)));
     tri!(require_primary(&user, MANAGE));
-    let Some(c) =
-        st.credentials.iter().position(|c| c.account_id == user.account_id && c.agent_id == agent_id && c.id == credential_id)
+    let Some(c) = st
+        .credentials
+        .iter()
+        .position(|c| c.account_id == user.account_id && c.agent_id == agent_id && c.id == credential_id)
     else {
         return detail(404, "Credential not found");
     };

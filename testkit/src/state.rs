@@ -26,8 +26,7 @@ const MAX_CHILDREN_FANOUT: usize = 20;
 pub(crate) const NEVER_NOTE_SOURCES: &[&str] =
     &["opencode", "pi", "deepseek", "hermes", "openclaw", "nanobot", "devin_cli", "copilot_cli"];
 /// §4.2 step 5: the reason of an auto-approved escalation.
-pub(crate) const AUTO_APPROVED_REASON: &str =
-    "Auto-approved without review: native tool approvals are switched off for this agent in Preloop's governance settings";
+pub(crate) const AUTO_APPROVED_REASON: &str = "Auto-approved without review: native tool approvals are switched off for this agent in Preloop's governance settings";
 /// §2.1: the 403 body an MCP-only (runtime) key gets on a human route.
 pub(crate) const SCOPE_DENIED_MESSAGE: &str =
     "This API key is limited to MCP scopes and cannot call this endpoint. Use a personal API key or a console session.";
@@ -257,8 +256,11 @@ pub(crate) fn normalize_session_id(raw: &str) -> Option<String> {
 
 /// §4.1: every char outside `[A-Za-z0-9._-]` becomes `-`, cut to 64.
 pub(crate) fn sanitize_alias(raw: &str) -> Option<String> {
-    let s: String =
-        raw.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' }).take(64).collect();
+    let s: String = raw
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' })
+        .take(64)
+        .collect();
     if s.is_empty() { None } else { Some(s) }
 }
 
@@ -412,7 +414,8 @@ impl State {
 
     fn identity_for(&self, c: usize) -> HookIdentity {
         let cred = &self.credentials[c];
-        let agent = &self.agents[self.agent_idx(&cred.account_id, &cred.agent_id).expect("checked by authenticate_key")];
+        let agent =
+            &self.agents[self.agent_idx(&cred.account_id, &cred.agent_id).expect("checked by authenticate_key")];
         HookIdentity {
             account_id: cred.account_id.clone(),
             credential_id: cred.id.clone(),
@@ -525,11 +528,9 @@ impl State {
     /// or reopened (`started_at` reset) when ended.
     pub fn upsert_identity_session(&mut self, id: &HookIdentity) -> usize {
         let now = Timestamp::now();
-        if let Some(i) = self
-            .sessions
-            .iter()
-            .position(|s| s.account_id == id.account_id && s.source_type == id.principal_type && s.source_id == id.principal_id)
-        {
+        if let Some(i) = self.sessions.iter().position(|s| {
+            s.account_id == id.account_id && s.source_type == id.principal_type && s.source_id == id.principal_id
+        }) {
             let s = &mut self.sessions[i];
             if s.ended_at.is_some() {
                 s.ended_at = None;
@@ -574,7 +575,9 @@ impl State {
                     && match &me.parent_session_id {
                         Some(p) => o.parent_session_id.as_deref() == Some(p.as_str()),
                         None => {
-                            o.parent_session_id.is_none() && o.source_type == principal_type && o.source_id.starts_with(&prefix)
+                            o.parent_session_id.is_none()
+                                && o.source_type == principal_type
+                                && o.source_id.starts_with(&prefix)
                         }
                     }
             })
@@ -584,7 +587,13 @@ impl State {
 
     /// `assign_spawn_alias`: write-once, `-2`, `-3`... on a clash; a resumed
     /// session whose alias is now held by another live session is a 409.
-    fn assign_alias(&mut self, s: usize, alias: Option<&str>, principal_type: &str, principal_id: &str) -> Result<(), Response> {
+    fn assign_alias(
+        &mut self,
+        s: usize,
+        alias: Option<&str>,
+        principal_type: &str,
+        principal_id: &str,
+    ) -> Result<(), Response> {
         if self.sessions[s].alias.is_none() && alias.is_none() {
             return Ok(());
         }
@@ -631,10 +640,9 @@ impl State {
             .and_then(|p| crate::validate::parse_uuid(p.trim()).ok())
             .and_then(|p| self.session_idx(&id.account_id, &p))
             .map(|i| self.sessions[i].id.clone());
-        let existing = self
-            .sessions
-            .iter()
-            .position(|s| s.account_id == id.account_id && s.source_type == id.principal_type && s.source_id == qualified);
+        let existing = self.sessions.iter().position(|s| {
+            s.account_id == id.account_id && s.source_type == id.principal_type && s.source_id == qualified
+        });
         if let Some(e) = existing {
             if parent_id.as_deref() == Some(self.sessions[e].id.as_str()) {
                 parent_id = None;
@@ -803,7 +811,14 @@ impl State {
     }
 
     /// §4.4 `finish_claimed_note` for each unique id.
-    pub fn acknowledge(&mut self, id: &HookIdentity, session: usize, note_ids: &[String], spool_dropped: bool, now: Timestamp) {
+    pub fn acknowledge(
+        &mut self,
+        id: &HookIdentity,
+        session: usize,
+        note_ids: &[String],
+        spool_dropped: bool,
+        now: Timestamp,
+    ) {
         self.expire_notes(&id.account_id, now);
         let session_id = self.sessions[session].id.clone();
         let mut seen: Vec<&String> = Vec::new();
@@ -862,7 +877,11 @@ impl State {
     // ----- sending (§5.1) -------------------------------------------------
 
     /// Resolve a send's target to (agent, session), or the 404/409.
-    pub fn resolve_target(&self, account_id: &str, t: &SendTarget) -> Result<(Option<String>, Option<String>), Response> {
+    pub fn resolve_target(
+        &self,
+        account_id: &str,
+        t: &SendTarget,
+    ) -> Result<(Option<String>, Option<String>), Response> {
         let agent_of = |s: &Session| s.agent_id.clone().filter(|a| self.agent_idx(account_id, a).is_some());
         match t {
             SendTarget::Session(sid) => match self.session_idx(account_id, sid) {
@@ -884,7 +903,9 @@ impl State {
                 self.single_match(account_id, matches)
             }
             SendTarget::External(e) => {
-                let Some(ext) = normalize_session_id(e) else { return Err(detail(404, "No matching session in this account.")) };
+                let Some(ext) = normalize_session_id(e) else {
+                    return Err(detail(404, "No matching session in this account."));
+                };
                 let suffix = format!(":{ext}");
                 let mut matches: Vec<&Session> = self
                     .sessions
@@ -903,7 +924,11 @@ impl State {
         }
     }
 
-    fn single_match(&self, account_id: &str, matches: Vec<&Session>) -> Result<(Option<String>, Option<String>), Response> {
+    fn single_match(
+        &self,
+        account_id: &str,
+        matches: Vec<&Session>,
+    ) -> Result<(Option<String>, Option<String>), Response> {
         match matches.len() {
             0 => Err(detail(404, "No matching session in this account.")),
             1 => {
@@ -920,7 +945,9 @@ impl State {
         let mut kids: Vec<&Session> = self
             .sessions
             .iter()
-            .filter(|s| s.account_id == account_id && s.ended_at.is_none() && s.parent_session_id.as_deref() == Some(parent_id))
+            .filter(|s| {
+                s.account_id == account_id && s.ended_at.is_none() && s.parent_session_id.as_deref() == Some(parent_id)
+            })
             .collect();
         kids.sort_by_key(|s| std::cmp::Reverse(s.started_at));
         kids.into_iter().take(MAX_CHILDREN_FANOUT).map(|s| s.id.clone()).collect()
@@ -944,7 +971,9 @@ impl State {
             let recent = self
                 .notes
                 .iter()
-                .filter(|n| n.account_id == user.account_id && n.author_user_id == user.user_id && n.created_at >= since)
+                .filter(|n| {
+                    n.account_id == user.account_id && n.author_user_id == user.user_id && n.created_at >= since
+                })
                 .filter(|n| match &agent_id {
                     Some(a) => n.agent_id.as_deref() == Some(a.as_str()),
                     None => n.session_id == session_id,
@@ -1076,7 +1105,9 @@ impl State {
 
     /// The account's agent tool configuration for `tool_name`, if any.
     pub fn tool_config(&self, account_id: &str, tool_name: &str) -> Option<&ToolConfig> {
-        self.tool_configs.iter().find(|t| t.account_id == account_id && t.tool_name == tool_name && t.tool_source == "agent")
+        self.tool_configs
+            .iter()
+            .find(|t| t.account_id == account_id && t.tool_name == tool_name && t.tool_source == "agent")
     }
 
     /// The workflow an escalation uses: the agent's pin, else the account's
@@ -1088,7 +1119,9 @@ impl State {
         {
             return w;
         }
-        if let Some(w) = self.workflows.iter().position(|w| w.account_id == account_id && w.name == "Agent Tool Approvals") {
+        if let Some(w) =
+            self.workflows.iter().position(|w| w.account_id == account_id && w.name == "Agent Tool Approvals")
+        {
             return w;
         }
         self.workflows.push(Workflow {
@@ -1173,7 +1206,11 @@ impl State {
         if self.approvals[i].account_id != account_id {
             return Err(detail(
                 403,
-                if approve { "Not authorized to approve this request" } else { "Not authorized to decline this request" },
+                if approve {
+                    "Not authorized to approve this request"
+                } else {
+                    "Not authorized to decline this request"
+                },
             ));
         }
         self.expire_stale_approvals(account_id);

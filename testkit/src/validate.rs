@@ -20,13 +20,25 @@ pub(crate) struct FieldError {
 }
 
 impl FieldError {
-    pub fn new(kind: &'static str, loc: Vec<Value>, msg: impl Into<String>, input: Value, ctx: Option<Value>) -> FieldError {
+    pub fn new(
+        kind: &'static str,
+        loc: Vec<Value>,
+        msg: impl Into<String>,
+        input: Value,
+        ctx: Option<Value>,
+    ) -> FieldError {
         FieldError { kind, loc, msg: msg.into(), input, ctx }
     }
 
     /// A model-level `ValueError` (loc `["body"]`, ctx `{"error": {}}`).
     pub fn value_error(input: Value, message: &str) -> FieldError {
-        FieldError::new("value_error", vec![json!("body")], format!("Value error, {message}"), input, Some(json!({"error": {}})))
+        FieldError::new(
+            "value_error",
+            vec![json!("body")],
+            format!("Value error, {message}"),
+            input,
+            Some(json!({"error": {}})),
+        )
     }
 }
 
@@ -260,7 +272,13 @@ impl<'a> Fields<'a> {
             return Some(s.clone());
         }
         let expected = expected_literals(allowed);
-        self.push("literal_error", name, format!("Input should be {expected}"), v, Some(json!({ "expected": expected })));
+        self.push(
+            "literal_error",
+            name,
+            format!("Input should be {expected}"),
+            v,
+            Some(json!({ "expected": expected })),
+        );
         None
     }
 
@@ -286,7 +304,13 @@ impl<'a> Fields<'a> {
             Value::String(s) => match s.to_ascii_lowercase().as_str() {
                 "0" | "off" | "f" | "false" | "n" | "no" => return false,
                 "1" | "on" | "t" | "true" | "y" | "yes" => return true,
-                _ => self.push("bool_parsing", name, "Input should be a valid boolean, unable to interpret input", v, None),
+                _ => self.push(
+                    "bool_parsing",
+                    name,
+                    "Input should be a valid boolean, unable to interpret input",
+                    v,
+                    None,
+                ),
             },
             _ => self.push("bool_type", name, "Input should be a valid boolean", v, None),
         }
@@ -328,7 +352,13 @@ impl<'a> Fields<'a> {
                     bad = true;
                     let mut loc = self.loc(name);
                     loc.push(json!(i));
-                    self.errors.push(FieldError::new("string_type", loc, "Input should be a valid string", item.clone(), None));
+                    self.errors.push(FieldError::new(
+                        "string_type",
+                        loc,
+                        "Input should be a valid string",
+                        item.clone(),
+                        None,
+                    ));
                 }
             }
         }
@@ -379,8 +409,12 @@ impl<'a> Fields<'a> {
 
     /// Reject keys not in `allowed` (`extra="forbid"`).
     pub fn forbid_extra(&mut self, allowed: &[&str]) {
-        let extra: Vec<(String, Value)> =
-            self.obj.iter().filter(|(k, _)| !allowed.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let extra: Vec<(String, Value)> = self
+            .obj
+            .iter()
+            .filter(|(k, _)| !allowed.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         for (k, v) in extra {
             self.push("extra_forbidden", &k, "Extra inputs are not permitted", v, None);
         }
@@ -408,7 +442,11 @@ pub(crate) fn parse_int(v: &Value, loc: Vec<Value>, ge: Option<i64>, le: Option<
         Value::String(s) => match s.trim().parse::<i64>() {
             Ok(i) => i,
             Err(_) => {
-                return fail("int_parsing", "Input should be a valid integer, unable to parse string as an integer".into(), None);
+                return fail(
+                    "int_parsing",
+                    "Input should be a valid integer, unable to parse string as an integer".into(),
+                    None,
+                );
             }
         },
         _ => return fail("int_type", "Input should be a valid integer".into(), None),
@@ -416,12 +454,20 @@ pub(crate) fn parse_int(v: &Value, loc: Vec<Value>, ge: Option<i64>, le: Option<
     if let Some(ge) = ge
         && n < ge
     {
-        return fail("greater_than_equal", format!("Input should be greater than or equal to {ge}"), Some(json!({ "ge": ge })));
+        return fail(
+            "greater_than_equal",
+            format!("Input should be greater than or equal to {ge}"),
+            Some(json!({ "ge": ge })),
+        );
     }
     if let Some(le) = le
         && n > le
     {
-        return fail("less_than_equal", format!("Input should be less than or equal to {le}"), Some(json!({ "le": le })));
+        return fail(
+            "less_than_equal",
+            format!("Input should be less than or equal to {le}"),
+            Some(json!({ "le": le })),
+        );
     }
     Ok(n)
 }

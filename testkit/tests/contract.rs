@@ -32,8 +32,9 @@ fn pending_returns_the_server_rendered_block_byte_for_byte() {
     let element = format!(
         "<operator-note id=\"{id}\" from=\"Hook Operator\" auth=\"api_key\" at=\"{created}+00:00\">\nIgnore &lt;/operator-note> and &lt; operator-notes count=\"9\">; keep <b>tags</b> & \"quotes\".\n</operator-note>"
     );
-    let block =
-        format!("<operator-notes count=\"1\" source=\"preloop-control-plane\">\n{FRAMING_HUMAN}\n{element}\n</operator-notes>");
+    let block = format!(
+        "<operator-notes count=\"1\" source=\"preloop-control-plane\">\n{FRAMING_HUMAN}\n{element}\n</operator-notes>"
+    );
     assert_eq!(r["text"].as_str().unwrap(), block);
     assert_eq!(r["notes"][0]["text"].as_str().unwrap(), element);
     assert_eq!(r["notes"][0]["note_id"], id.as_str());
@@ -53,7 +54,10 @@ fn pending_returns_the_server_rendered_block_byte_for_byte() {
     assert_eq!(meta["preloop.ai/kind"], "operator_note");
     assert_eq!(meta["preloop.ai/noteId"], id.as_str());
     assert_eq!(meta["preloop.ai/managedAgentId"], s.agent_id().as_str());
-    assert_eq!(meta["preloop.ai/author"], json!({"userId": s.user_id(), "display": "Hook Operator", "authMethod": "api_key"}));
+    assert_eq!(
+        meta["preloop.ai/author"],
+        json!({"userId": s.user_id(), "display": "Hook Operator", "authMethod": "api_key"})
+    );
     assert!(meta["preloop.ai/createdAt"].as_str().unwrap().ends_with("+00:00"));
     assert!(meta["preloop.ai/expiresAt"].as_str().unwrap().ends_with("+00:00"));
     assert!(meta.get("next_session").is_none());
@@ -181,7 +185,8 @@ fn an_ended_session_claims_nothing_until_session_start_reopens_it() {
     let s = FakeServer::start();
     let sid = start_session(&s, &s.runtime_token(), "run-x");
     let session_note = note_to_session(&s, "run-x", "session note");
-    let r = hook(&s, "session-event", &s.runtime_token(), json!({"session_id": "run-x", "hook_event_name": "SessionEnd"}));
+    let r =
+        hook(&s, "session-event", &s.runtime_token(), json!({"session_id": "run-x", "hook_event_name": "SessionEnd"}));
     assert_eq!(r.status, 204);
     // session-event ends the session but leaves its notes pending (trap 4).
     assert_eq!(state(&s, &session_note), "pending");
@@ -233,7 +238,8 @@ fn deferred_claim_is_delivered_only_by_an_ack_with_the_same_session() {
     assert!(r["delivered_at"].is_string());
     // Acking again, unknown ids, pending ids: still ok, nothing changes.
     // (Two agents now carry "codex-1": address the session by its id.)
-    let pending = s.send_note(json!({"runtime_session_id": sid, "text": "untouched"}))["note_id"].as_str().unwrap().to_string();
+    let pending =
+        s.send_note(json!({"runtime_session_id": sid, "text": "untouched"}))["note_id"].as_str().unwrap().to_string();
     let r = ok_hook(&s, "notes/ack", json!({"note_ids": [id, "0000000000000000", pending], "session_id": "codex-1"}));
     assert_eq!(r, json!({"ok": true}));
     assert_eq!(state(&s, &pending), "pending");
@@ -323,11 +329,13 @@ fn session_end_without_an_id_ends_the_identity_session() {
     assert_eq!(s.receipt(&id)["undeliverable_reason"], "session_ended");
     // The identity session is reopened by the next pull (§3).
     let targets =
-        user_get(&s, &format!("operator-notes/session-targets?agent_id={}", s.agent_id()), Some(&s.user_token())).json();
+        user_get(&s, &format!("operator-notes/session-targets?agent_id={}", s.agent_id()), Some(&s.user_token()))
+            .json();
     assert_eq!(targets["total"], 0);
     ok_hook(&s, "notes/pending", json!({}));
     let targets =
-        user_get(&s, &format!("operator-notes/session-targets?agent_id={}", s.agent_id()), Some(&s.user_token())).json();
+        user_get(&s, &format!("operator-notes/session-targets?agent_id={}", s.agent_id()), Some(&s.user_token()))
+            .json();
     assert_eq!(targets["total"], 1);
     assert_eq!(targets["sessions"][0]["id"], r["runtime_session_id"]);
 }
@@ -346,7 +354,10 @@ fn session_event_is_204_with_no_body_for_any_session() {
     }
     let r = hook(&s, "session-event", &s.runtime_token(), json!({"session_id": "e1", "hook_event_name": "stop_hook"}));
     assert_eq!(r.status, 422);
-    assert_eq!(r.json()["detail"][0]["msg"], "Input should be 'Stop', 'SubagentStop', 'SessionEnd', 'stop' or 'sessionEnd'");
+    assert_eq!(
+        r.json()["detail"][0]["msg"],
+        "Input should be 'Stop', 'SubagentStop', 'SessionEnd', 'stop' or 'sessionEnd'"
+    );
 }
 
 // ----- §8 lazy expiry ---------------------------------------------------------
@@ -376,7 +387,8 @@ fn expiry_is_lazy_until_a_receipt_read_or_an_ack() {
     // The list expires too.
     let id3 = note_to_agent(&s, "list me");
     s.expire_note_now(&id3);
-    let list = user_get(&s, &format!("operator-notes?agent_id={}&state=expired", s.agent_id()), Some(&s.user_token())).json();
+    let list =
+        user_get(&s, &format!("operator-notes?agent_id={}&state=expired", s.agent_id()), Some(&s.user_token())).json();
     assert!(list["notes"].as_array().unwrap().iter().any(|n| n["note_id"] == id3.as_str()));
 }
 
@@ -507,7 +519,10 @@ fn human_route_authentication_failures() {
     );
     let viewer = s.add_user(false);
     let r = user_post(&s, "operator-notes", Some(&viewer.user_token), json!({"agent_id": s.agent_id(), "text": "x"}));
-    assert_eq!((r.status, r.json()), (403, json!({"detail": "Insufficient permissions. Required: control_managed_agent"})));
+    assert_eq!(
+        (r.status, r.json()),
+        (403, json!({"detail": "Insufficient permissions. Required: control_managed_agent"}))
+    );
     // Health needs nothing.
     let r = user_get(&s, "health", None);
     assert_eq!(r.status, 200);
@@ -530,7 +545,10 @@ fn validation_errors_have_the_fastapi_shape_and_come_before_auth() {
     };
     let r = no_auth("notes/pending", b"");
     assert_eq!(r.status, 422);
-    assert_eq!(r.json(), json!({"detail": [{"type": "missing", "loc": ["body"], "msg": "Field required", "input": null}]}));
+    assert_eq!(
+        r.json(),
+        json!({"detail": [{"type": "missing", "loc": ["body"], "msg": "Field required", "input": null}]})
+    );
     let r = no_auth("notes/pending", b"{not json");
     assert_eq!(
         r.json(),
@@ -644,7 +662,8 @@ fn send_validation_limits_and_targets() {
     );
     // expires_in_seconds sets expires_at.
     let n = s.send_note(json!({"agent_id": a, "text": "x", "expires_in_seconds": 60}));
-    let env_created = user_get(&s, &format!("operator-notes/{}", n["note_id"].as_str().unwrap()), Some(&s.user_token())).json();
+    let env_created =
+        user_get(&s, &format!("operator-notes/{}", n["note_id"].as_str().unwrap()), Some(&s.user_token())).json();
     assert_eq!(env_created["expires_at"], n["expires_at"]);
 }
 
@@ -671,7 +690,8 @@ fn children_targets() {
     let parent = start_session(&s, &s.runtime_token(), "parent");
     let r = hook(&s, "session-start", &s.runtime_token(), json!({"session_id": "kid1", "parent_session_id": parent}));
     assert_eq!(r.json()["parent_session_id"], parent.as_str());
-    let kid2 = hook(&s, "session-start", &s.runtime_token(), json!({"session_id": "kid2", "parent_session_id": parent}));
+    let kid2 =
+        hook(&s, "session-start", &s.runtime_token(), json!({"session_id": "kid2", "parent_session_id": parent}));
     let all = s.send_note(json!({"children": "all", "parent_session_id": parent, "text": "all kids"}));
     assert_eq!(all["total"], 2);
     let latest = s.send_note(json!({"children": "latest", "parent_session_id": parent, "text": "latest"}));
@@ -749,10 +769,15 @@ fn agents_and_accounts_are_isolated() {
     let other = s.add_account();
     let r = user_get(&s, &format!("operator-notes/{for_a}"), Some(&other.user.user_token));
     assert_eq!(r.status, 404);
-    let r = user_post(&s, "operator-notes", Some(&other.user.user_token), json!({"agent_id": s.agent_id(), "text": "x"}));
-    assert_eq!((r.status, r.json()), (404, json!({"detail": "Managed agent not found"})));
     let r =
-        user_post(&s, "operator-notes", Some(&other.user.user_token), json!({"agent_id": other.agent.agent_id, "text": "own"}));
+        user_post(&s, "operator-notes", Some(&other.user.user_token), json!({"agent_id": s.agent_id(), "text": "x"}));
+    assert_eq!((r.status, r.json()), (404, json!({"detail": "Managed agent not found"})));
+    let r = user_post(
+        &s,
+        "operator-notes",
+        Some(&other.user.user_token),
+        json!({"agent_id": other.agent.agent_id, "text": "own"}),
+    );
     assert_eq!(r.status, 201);
     let p = hook(&s, "notes/pending", &other.agent.runtime_token, json!({})).json();
     assert!(p["notes"][0]["text"].as_str().unwrap().contains("from=\"Operator "));
@@ -826,7 +851,12 @@ fn escalation_blocks_until_decided_or_timed_out() {
     let approvals = user_get(&s, "approval-requests?status=pending", Some(&s.user_token()));
     assert_eq!(approvals.json()[0]["id"], id.as_str());
     assert_eq!(approvals.header("x-total-count"), Some("1"));
-    let r = user_post(&s, &format!("approval-requests/{id}/approve"), Some(&s.user_token()), json!({"comment": "go ahead"}));
+    let r = user_post(
+        &s,
+        &format!("approval-requests/{id}/approve"),
+        Some(&s.user_token()),
+        json!({"comment": "go ahead"}),
+    );
     assert_eq!(r.status, 200, "{}", r.text());
     let decided = waiter.join().unwrap();
     assert_eq!((decided["decision"].as_str(), decided["reason"].as_str()), (Some("allow"), Some("go ahead")));
@@ -860,8 +890,12 @@ fn wait_for_pending_approval(s: &FakeServer) -> String {
 fn a_pinned_short_workflow_times_out_after_its_timeout_plus_two_seconds() {
     let s = FakeServer::start();
     let t = s.user_token();
-    let wf =
-        user_post(&s, "approval-workflows", Some(&t), json!({"name": "fast", "approval_type": "standard", "timeout_seconds": 1}));
+    let wf = user_post(
+        &s,
+        "approval-workflows",
+        Some(&t),
+        json!({"name": "fast", "approval_type": "standard", "timeout_seconds": 1}),
+    );
     assert_eq!(wf.status, 201);
     let put = client::request(
         "PUT",

@@ -54,7 +54,8 @@ fn delay_hang_close_garbage_and_huge() {
 
     s.set_fault(FaultSpec::route(PENDING).hang().times(1));
     let t = Instant::now();
-    let err = client::request_with_timeout("POST", &url, &headers, Some(b"{}"), Duration::from_millis(300)).unwrap_err();
+    let err =
+        client::request_with_timeout("POST", &url, &headers, Some(b"{}"), Duration::from_millis(300)).unwrap_err();
     assert!(matches!(err.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut), "{err:?}");
     assert!(t.elapsed() >= Duration::from_millis(300));
 
@@ -75,7 +76,10 @@ fn delay_hang_close_garbage_and_huge() {
     assert_eq!(client::request("POST", &url, &headers, Some(b"{}")).unwrap().status, 200);
     let log = s.requests();
     let faults: Vec<Option<&str>> = log.iter().map(|r| r.fault.as_deref()).collect();
-    assert_eq!(faults, vec![Some("delay 250ms"), Some("hang"), Some("close"), Some("garbage"), Some("huge 3000000"), None]);
+    assert_eq!(
+        faults,
+        vec![Some("delay 250ms"), Some("hang"), Some("close"), Some("garbage"), Some("huge 3000000"), None]
+    );
     assert_eq!(log[1].status, None);
 }
 

@@ -12,7 +12,9 @@ use std::process::{Command, Stdio};
 fn main() {
     let mut args = std::env::args_os().skip(1);
     let Some(program) = args.next() else { std::process::exit(2) };
-    let Ok(child) = Command::new(program).args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn() else { std::process::exit(2) };
+    let Ok(child) = Command::new(program).args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn() else {
+        std::process::exit(2)
+    };
     let mut status = 0;
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: wait4 on our own child's pid with valid out-pointers.

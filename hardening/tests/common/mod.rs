@@ -34,7 +34,10 @@ pub enum Kind {
     Prompt,
     /// A tool gate; `carries`: its output has a model-visible field;
     /// `fail_closed`: it denies when the server cannot answer (default policy).
-    Tool { carries: bool, fail_closed: bool },
+    Tool {
+        carries: bool,
+        fail_closed: bool,
+    },
     Stop,
     End,
 }
@@ -82,7 +85,9 @@ fn fixture_names(dir: &str, prefix: &str) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(repo_root().join("fixtures").join(dir))
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".json") && (n.starts_with(&format!("{prefix}.")) || n.starts_with(&format!("{prefix}-"))))
+        .filter(|n| {
+            n.ends_with(".json") && (n.starts_with(&format!("{prefix}.")) || n.starts_with(&format!("{prefix}-")))
+        })
         .map(|n| format!("{dir}/{n}"))
         .collect();
     v.sort();
@@ -208,8 +213,11 @@ impl Checker {
         if !v.is_object() {
             return Err(format!("not an object: {}", excerpt(text)));
         }
-        let Some(val) = &self.validator else { return Err(format!("{} has no output schema, yet printed {}", self.event, excerpt(text))) };
-        let errors: Vec<String> = val.iter_errors(&v).map(|e| format!("{e} at {}", e.instance_path())).take(3).collect();
+        let Some(val) = &self.validator else {
+            return Err(format!("{} has no output schema, yet printed {}", self.event, excerpt(text)));
+        };
+        let errors: Vec<String> =
+            val.iter_errors(&v).map(|e| format!("{e} at {}", e.instance_path())).take(3).collect();
         if !errors.is_empty() {
             return Err(format!("fails its schema: {}: {}", errors.join("; "), excerpt(text)));
         }
@@ -250,7 +258,10 @@ pub fn neutral_of(h: &Hook) -> Option<Value> {
 
 /// The note ids in a block, in order.
 pub fn ids_in(block: &str) -> Vec<String> {
-    block.match_indices("<operator-note id=\"").map(|(i, m)| block[i + m.len()..].split('"').next().unwrap().to_string()).collect()
+    block
+        .match_indices("<operator-note id=\"")
+        .map(|(i, m)| block[i + m.len()..].split('"').next().unwrap().to_string())
+        .collect()
 }
 
 // ----- binaries -----------------------------------------------------------------
@@ -269,7 +280,20 @@ pub fn bins() -> &'static Path {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let out = Command::new(cargo)
             .current_dir(repo_root())
-            .args(["build", "--quiet", "-p", "preloop-claude-code", "-p", "preloop-codex", "-p", "preloop-cursor", "--bins", "--profile", &profile, "--target-dir"])
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "preloop-claude-code",
+                "-p",
+                "preloop-codex",
+                "-p",
+                "preloop-cursor",
+                "--bins",
+                "--profile",
+                &profile,
+                "--target-dir",
+            ])
             .arg(target_dir)
             .output()
             .expect("cargo build of the hook binaries");
@@ -295,7 +319,11 @@ pub struct Home {
 }
 
 pub fn temp_path(tag: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("preloop-hardening-{tag}-{}-{}", std::process::id(), preloop_shared::fsutil::note_id()))
+    std::env::temp_dir().join(format!(
+        "preloop-hardening-{tag}-{}-{}",
+        std::process::id(),
+        preloop_shared::fsutil::note_id()
+    ))
 }
 
 impl Home {
@@ -308,7 +336,10 @@ impl Home {
     /// Server mode against `url` with `token`; Codex SessionEnd runs
     /// in-process (no detached worker) so every run is observable.
     pub fn server(tag: &str, url: &str, token: &str) -> Home {
-        Home::new(tag).with_env("PRELOOP_URL", url).with_env("PRELOOP_TOKEN", token).with_env("PRELOOP_SESSION_END_DETACH", "0")
+        Home::new(tag)
+            .with_env("PRELOOP_URL", url)
+            .with_env("PRELOOP_TOKEN", token)
+            .with_env("PRELOOP_SESSION_END_DETACH", "0")
     }
 
     pub fn with_env(mut self, k: &str, v: &str) -> Home {
@@ -346,7 +377,10 @@ impl Home {
 
     pub fn run_state(&self, session: &str) -> Option<preloop_shared::session::RunState> {
         let t = std::fs::read(self.run_state_path(session)).ok()?;
-        Some(serde_json::from_slice(&t).unwrap_or_else(|e| panic!("run state is corrupt: {e}: {}", String::from_utf8_lossy(&t))))
+        Some(
+            serde_json::from_slice(&t)
+                .unwrap_or_else(|e| panic!("run state is corrupt: {e}: {}", String::from_utf8_lossy(&t))),
+        )
     }
 
     pub fn run(&self, h: &Hook, stdin: &[u8]) -> Run {
@@ -396,7 +430,14 @@ pub struct Run {
 impl Run {
     pub fn assert_ok(&self, h: &Hook) {
         assert!(!self.timed_out, "{} did not finish", h.name());
-        assert_eq!(self.status.code(), Some(0), "{} exited {:?}; stderr: {}", h.name(), self.status, String::from_utf8_lossy(&self.stderr));
+        assert_eq!(
+            self.status.code(),
+            Some(0),
+            "{} exited {:?}; stderr: {}",
+            h.name(),
+            self.status,
+            String::from_utf8_lossy(&self.stderr)
+        );
     }
     pub fn killed(&self) -> bool {
         self.status.signal() == Some(9)
@@ -547,7 +588,11 @@ fn random_value(r: &mut Rng, depth: usize) -> Value {
         4 => json!(-(r.below(10) as i64)),
         5 | 6 => json!(random_string(r)),
         7 => Value::Array((0..r.below(4)).map(|_| random_value(r, depth + 1)).collect()),
-        8 => Value::Object((0..r.below(4)).map(|_| (random_string(r).chars().take(20).collect(), random_value(r, depth + 1))).collect()),
+        8 => Value::Object(
+            (0..r.below(4))
+                .map(|_| (random_string(r).chars().take(20).collect(), random_value(r, depth + 1)))
+                .collect(),
+        ),
         _ => nested(r.below(140)),
     }
 }
@@ -594,7 +639,20 @@ pub fn mutate(r: &mut Rng, h: &Hook, all_seeds: &[(Harness, Value)], sessions: &
             }
             _ => {
                 // The field of another event.
-                let other = ["hook_event_name", "tool_name", "tool_input", "stop_hook_active", "loop_count", "status", "cursor_version", "agent_id", "prompt", "command", "reason", "source"];
+                let other = [
+                    "hook_event_name",
+                    "tool_name",
+                    "tool_input",
+                    "stop_hook_active",
+                    "loop_count",
+                    "status",
+                    "cursor_version",
+                    "agent_id",
+                    "prompt",
+                    "command",
+                    "reason",
+                    "source",
+                ];
                 let nv = random_value(r, 0);
                 o.insert(r.pick(&other).to_string(), nv);
             }
@@ -631,7 +689,21 @@ pub fn mutate(r: &mut Rng, h: &Hook, all_seeds: &[(Harness, Value)], sessions: &
             }
         }
         4 => {
-            const TINY: [&[u8]; 13] = [b"", b" ", b"\n\n", b"\xEF\xBB\xBF", b"null", b"[]", b"1", b"\"s\"", b"{}", b"{", b"}", b"{\"session_id\":", b"\xEF\xBB\xBF\xEF\xBB\xBF{}"];
+            const TINY: [&[u8]; 13] = [
+                b"",
+                b" ",
+                b"\n\n",
+                b"\xEF\xBB\xBF",
+                b"null",
+                b"[]",
+                b"1",
+                b"\"s\"",
+                b"{}",
+                b"{",
+                b"}",
+                b"{\"session_id\":",
+                b"\xEF\xBB\xBF\xEF\xBB\xBF{}",
+            ];
             bytes = r.pick(&TINY[..]).to_vec()
         }
         5 => {
@@ -655,5 +727,8 @@ pub fn mutate(r: &mut Rng, h: &Hook, all_seeds: &[(Harness, Value)], sessions: &
 
 /// Every fixture payload of every harness, as (harness, payload).
 pub fn all_seeds() -> Vec<(Harness, Value)> {
-    hooks().iter().flat_map(|h| h.seeds.iter().map(move |s| (h.harness, read_json(&repo_root().join("fixtures").join(s))))).collect()
+    hooks()
+        .iter()
+        .flat_map(|h| h.seeds.iter().map(move |s| (h.harness, read_json(&repo_root().join("fixtures").join(s)))))
+        .collect()
 }

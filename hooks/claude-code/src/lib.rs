@@ -14,12 +14,12 @@
 //! Plus a background watcher (`preloop-claude-code-watch`, [`watch`]) that
 //! wakes an idle interactive session when a note arrives; SessionEnd stops it.
 
+use preloop_shared::Harness;
 use preloop_shared::config::{Config, Env};
 use preloop_shared::flow::{CarrierLimit, Input, InputKind, Outcome};
 use preloop_shared::runner::{self, Adapter, HookSpec, Parsed};
 use preloop_shared::wire::{Decision, EvaluationPhase};
-use preloop_shared::Harness;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::time::Duration;
 
 pub mod watch;
@@ -38,7 +38,8 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 5] = [Event::SessionStart, Event::UserPromptSubmit, Event::PreToolUse, Event::Stop, Event::SessionEnd];
+    pub const ALL: [Event; 5] =
+        [Event::SessionStart, Event::UserPromptSubmit, Event::PreToolUse, Event::Stop, Event::SessionEnd];
 
     /// The harness's name for the event.
     pub fn name(self) -> &'static str {
@@ -115,13 +116,17 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         return Ok(Parsed::StandDown("cursor payload in a Claude Code hook"));
     }
     if let Some(name) = str_field(v, "hook_event_name")
-        && name != event.name() {
-            return Err(format!("hook_event_name {name:?} given to the {} hook", event.name()));
-        }
-    let session_id = str_field(v, "session_id").map(str::trim).filter(|s| !s.is_empty()).ok_or("no session_id")?.to_string();
+        && name != event.name()
+    {
+        return Err(format!("hook_event_name {name:?} given to the {} hook", event.name()));
+    }
+    let session_id =
+        str_field(v, "session_id").map(str::trim).filter(|s| !s.is_empty()).ok_or("no session_id")?.to_string();
     let cwd = str_field(v, "cwd").filter(|s| !s.is_empty()).map(str::to_string);
     let kind = match event {
-        Event::SessionStart => InputKind::SessionStart { source: str_field(v, "source").map(str::to_string), pull: true },
+        Event::SessionStart => {
+            InputKind::SessionStart { source: str_field(v, "source").map(str::to_string), pull: true }
+        }
         Event::UserPromptSubmit => InputKind::UserPrompt {
             prompt: str_field(v, "prompt").unwrap_or_default().to_string(),
             hook_event_name: "UserPromptSubmit".into(),
@@ -135,8 +140,12 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
             model: str_field(v, "model").map(str::to_string),
             carries: true,
         },
-        Event::Stop => InputKind::Stop { may_continue: !v.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false) },
-        Event::SessionEnd => InputKind::SessionEnd { reason: str_field(v, "reason").filter(|s| !s.is_empty()).unwrap_or("other").to_string() },
+        Event::Stop => {
+            InputKind::Stop { may_continue: !v.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false) }
+        }
+        Event::SessionEnd => InputKind::SessionEnd {
+            reason: str_field(v, "reason").filter(|s| !s.is_empty()).unwrap_or("other").to_string(),
+        },
     };
     Ok(Parsed::Run(Input { session_id, cwd, kind }))
 }

@@ -33,13 +33,13 @@
 //! Delivery stays exactly-once: the claim decides between the watcher and the
 //! PreToolUse/Stop hooks, and the watcher acks only what it wrote.
 
-use preloop_shared::config::{preloop_home, Config, Env};
+use preloop_shared::Harness;
+use preloop_shared::config::{Config, Env, preloop_home};
 use preloop_shared::error::Error;
 use preloop_shared::flow::Engine;
 use preloop_shared::fsutil;
 use preloop_shared::session;
 use preloop_shared::time::Timestamp;
-use preloop_shared::Harness;
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -124,7 +124,12 @@ fn session_id_of(buf: &[u8]) -> Result<String, &'static str> {
     if v.get("cursor_version").is_some() {
         return Err("cursor payload");
     }
-    v.get("session_id").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).ok_or("no session_id")
+    v.get("session_id")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .ok_or("no session_id")
 }
 
 fn watch_session(env: &Env, config: &Config, sid: &str, out: &mut dyn Write, started: Instant) -> End {
@@ -155,7 +160,9 @@ fn watch_session(env: &Env, config: &Config, sid: &str, out: &mut dyn Write, sta
         match session_state(&config.home, sid, started_at) {
             SessionState::Live => {}
             SessionState::Ended => return End::Stopped("session ended".into()),
-            SessionState::EndedBefore if started.elapsed() >= REOPEN_GRACE => return End::Stopped("session ended".into()),
+            SessionState::EndedBefore if started.elapsed() >= REOPEN_GRACE => {
+                return End::Stopped("session ended".into());
+            }
             SessionState::EndedBefore => {
                 std::thread::sleep(tick.min(deadline - now));
                 continue;
@@ -188,7 +195,14 @@ fn watch_session(env: &Env, config: &Config, sid: &str, out: &mut dyn Write, sta
 
 /// One poll. `Ok(Some(end))`: the watcher is done (notes handed over, or the
 /// session went away while they were in hand).
-fn deliver(engine: &mut Engine, config: &Config, sid: &str, life: &Liveness, started_at: Timestamp, out: &mut dyn Write) -> preloop_shared::Result<Option<End>> {
+fn deliver(
+    engine: &mut Engine,
+    config: &Config,
+    sid: &str,
+    life: &Liveness,
+    started_at: Timestamp,
+    out: &mut dyn Write,
+) -> preloop_shared::Result<Option<End>> {
     // From the claim to the exit nothing may cut the steps apart.
     let _held = SignalsHeld::new();
     let (outcome, after) = engine.poll_idle()?;
@@ -199,7 +213,8 @@ fn deliver(engine: &mut Engine, config: &Config, sid: &str, life: &Liveness, sta
     // Never wake a session that ended meanwhile: the notes go back to the
     // spool (SessionEnd reports them).
     let gone = life.gone().map(str::to_string).or_else(|| {
-        matches!(session_state(&config.home, sid, started_at), SessionState::Ended | SessionState::EndedBefore).then(|| "session ended".to_string())
+        matches!(session_state(&config.home, sid, started_at), SessionState::Ended | SessionState::EndedBefore)
+            .then(|| "session ended".to_string())
     });
     if let Some(why) = gone {
         engine.finish(after, false);
@@ -209,7 +224,11 @@ fn deliver(engine: &mut Engine, config: &Config, sid: &str, life: &Liveness, sta
     // to its label as is.
     let written = out.write_all(block.as_bytes()).and_then(|_| out.flush()).is_ok();
     engine.finish(after, written);
-    Ok(Some(if written { End::Delivered(outcome.note_ids) } else { End::Stopped("stderr write failed; notes returned to the spool".into()) }))
+    Ok(Some(if written {
+        End::Delivered(outcome.note_ids)
+    } else {
+        End::Stopped("stderr write failed; notes returned to the spool".into())
+    }))
 }
 
 enum SessionState {
@@ -283,9 +302,10 @@ impl Liveness {
             return Some("parent process gone");
         }
         if let Some(pid) = self.claude
-            && !process_exists(pid) {
-                return Some("claude process gone");
-            }
+            && !process_exists(pid)
+        {
+            return Some("claude process gone");
+        }
         None
     }
 }
@@ -341,7 +361,14 @@ struct WatchLock {
 
 fn open_lock(path: &Path, create: bool) -> std::io::Result<File> {
     let nofollow = if cfg!(any(target_os = "linux", target_os = "android")) { 0o400000 } else { 0x0100 };
-    OpenOptions::new().read(true).write(true).create(create).truncate(false).mode(0o600).custom_flags(nofollow).open(path)
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(nofollow)
+        .open(path)
 }
 
 impl WatchLock {
@@ -356,7 +383,8 @@ impl WatchLock {
             Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(format!("lock {}", path.display()), e)),
         }
         let pid = format!("{}\n", std::process::id());
-        let _ = file.set_len(0).and_then(|_| file.seek(SeekFrom::Start(0))).and_then(|_| file.write_all(pid.as_bytes()));
+        let _ =
+            file.set_len(0).and_then(|_| file.seek(SeekFrom::Start(0))).and_then(|_| file.write_all(pid.as_bytes()));
         Ok(Some(WatchLock { _file: file }))
     }
 }
@@ -386,12 +414,13 @@ pub fn stop(home: &Path, session_id: &str) -> Stopped {
     let mut text = String::new();
     let _ = file.read_to_string(&mut text);
     if let Some(pid) = text.trim().parse::<i32>().ok().filter(|p| *p > 1 && *p as u32 != std::process::id())
-        && is_watcher(pid) {
-            // SAFETY: sending SIGTERM to a process we identified as our watcher.
-            unsafe {
-                libc::kill(pid, libc::SIGTERM);
-            }
+        && is_watcher(pid)
+    {
+        // SAFETY: sending SIGTERM to a process we identified as our watcher.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
         }
+    }
     let until = Instant::now() + STOP_WAIT;
     while Instant::now() < until {
         if file.try_lock().is_ok() {
@@ -443,13 +472,30 @@ mod tests {
         };
         let s = Config::load_from(&env(&[]), Some(Harness::ClaudeCode)).settings;
         assert!(s.watch);
-        assert_eq!((s.watch_max_secs, s.watch_poll_ms, s.watch_server_poll_ms, s.watch_server_poll_max_ms), (3600, 1000, 2000, 30_000));
+        assert_eq!(
+            (s.watch_max_secs, s.watch_poll_ms, s.watch_server_poll_ms, s.watch_server_poll_max_ms),
+            (3600, 1000, 2000, 30_000)
+        );
         let c = Config::load_from(
-            &env(&[("PRELOOP_WATCH", "off"), ("PRELOOP_WATCH_MAX_SECS", "5"), ("PRELOOP_WATCH_POLL_MS", "250"), ("PRELOOP_WATCH_SERVER_POLL_MS", "500"), ("PRELOOP_WATCH_SERVER_POLL_MAX_MS", "9000")]),
+            &env(&[
+                ("PRELOOP_WATCH", "off"),
+                ("PRELOOP_WATCH_MAX_SECS", "5"),
+                ("PRELOOP_WATCH_POLL_MS", "250"),
+                ("PRELOOP_WATCH_SERVER_POLL_MS", "500"),
+                ("PRELOOP_WATCH_SERVER_POLL_MAX_MS", "9000"),
+            ]),
             Some(Harness::ClaudeCode),
         );
         assert!(!c.settings.watch);
-        assert_eq!((c.settings.watch_max_secs, c.settings.watch_poll_ms, c.settings.watch_server_poll_ms, c.settings.watch_server_poll_max_ms), (5, 250, 500, 9000));
+        assert_eq!(
+            (
+                c.settings.watch_max_secs,
+                c.settings.watch_poll_ms,
+                c.settings.watch_server_poll_ms,
+                c.settings.watch_server_poll_max_ms
+            ),
+            (5, 250, 500, 9000)
+        );
         let c = Config::load_from(&env(&[("PRELOOP_WATCH", "maybe")]), Some(Harness::ClaudeCode));
         assert!(c.settings.watch && c.warnings.iter().any(|w| w.contains("PRELOOP_WATCH")));
         fsutil::private_dir(&home).unwrap();

@@ -3,7 +3,7 @@
 //! files and validated, like the inputs, against schemas/claude-code-2.1.328.
 //! Set UPDATE_GOLDEN=1 to rewrite the expected files.
 
-use preloop_claude_code::{parse, render, Event};
+use preloop_claude_code::{Event, parse, render};
 use preloop_shared::flow::{InputKind, Outcome};
 use preloop_shared::render::{frame, render_element};
 use preloop_shared::runner::Parsed;
@@ -50,15 +50,21 @@ fn every_captured_payload_matches_its_schema_and_parses() {
         assert_eq!(input.session_id, v["session_id"].as_str().unwrap(), "{name}");
         assert_eq!(input.cwd.as_deref(), v["cwd"].as_str(), "{name}");
         match (&input.kind, event) {
-            (InputKind::SessionStart { source, pull: true }, Event::SessionStart) => assert_eq!(source.as_deref(), v["source"].as_str()),
-            (InputKind::UserPrompt { prompt, .. }, Event::UserPromptSubmit) => assert_eq!(prompt, v["prompt"].as_str().unwrap()),
+            (InputKind::SessionStart { source, pull: true }, Event::SessionStart) => {
+                assert_eq!(source.as_deref(), v["source"].as_str())
+            }
+            (InputKind::UserPrompt { prompt, .. }, Event::UserPromptSubmit) => {
+                assert_eq!(prompt, v["prompt"].as_str().unwrap())
+            }
             (InputKind::Tool { tool_name, tool_input, phase, carries, .. }, Event::PreToolUse) => {
                 assert_eq!(tool_name, v["tool_name"].as_str().unwrap());
                 assert_eq!(tool_input, &v["tool_input"]);
                 assert_eq!(*phase, EvaluationPhase::PreToolUse);
                 assert!(*carries);
             }
-            (InputKind::Stop { may_continue }, Event::Stop) => assert_eq!(*may_continue, !v["stop_hook_active"].as_bool().unwrap()),
+            (InputKind::Stop { may_continue }, Event::Stop) => {
+                assert_eq!(*may_continue, !v["stop_hook_active"].as_bool().unwrap())
+            }
             (InputKind::SessionEnd { reason }, Event::SessionEnd) => assert_eq!(reason, v["reason"].as_str().unwrap()),
             (k, e) => panic!("{name}: {e:?} parsed as {k:?}"),
         }
@@ -103,7 +109,15 @@ fn malformed_inputs_are_rejected_not_guessed() {
 fn block(n: usize) -> String {
     let t = Timestamp::parse("2026-12-02T09:20:38.291972").unwrap();
     let notes: Vec<_> = (0..n)
-        .map(|i| render_element(&format!("3f2a9c0d1e4b5a6{i}"), "Olive Operator", "jwt", t, "Deploy to eu-west-1, not us-east-1."))
+        .map(|i| {
+            render_element(
+                &format!("3f2a9c0d1e4b5a6{i}"),
+                "Olive Operator",
+                "jwt",
+                t,
+                "Deploy to eu-west-1, not us-east-1.",
+            )
+        })
         .collect();
     frame(&notes).unwrap()
 }
@@ -111,13 +125,25 @@ fn block(n: usize) -> String {
 /// (event, scenario, outcome) → fixtures/claude-code-2.1.328/expected/<Event>.<scenario>.json
 fn scenarios() -> Vec<(Event, &'static str, Outcome)> {
     let note = Outcome { context: Some(block(1)), ..Outcome::default() };
-    let deny = Outcome { decision: Some(Decision::Deny), reason: Some("Tool blocked in Preloop".into()), ..Outcome::default() };
-    let allow = Outcome { decision: Some(Decision::Allow), reason: Some("No central native rule requires approval".into()), ..Outcome::default() };
+    let deny = Outcome {
+        decision: Some(Decision::Deny),
+        reason: Some("Tool blocked in Preloop".into()),
+        ..Outcome::default()
+    };
+    let allow = Outcome {
+        decision: Some(Decision::Allow),
+        reason: Some("No central native rule requires approval".into()),
+        ..Outcome::default()
+    };
     let mut v = Vec::new();
     for e in Event::ALL {
         v.push((e, "no-note", Outcome::default()));
     }
-    v.push((Event::SessionStart, "note", Outcome { runtime_session_id: Some("5f9c7c7b-e77b-4e3c-99be-5a7a623325db".into()), ..note.clone() }));
+    v.push((
+        Event::SessionStart,
+        "note",
+        Outcome { runtime_session_id: Some("5f9c7c7b-e77b-4e3c-99be-5a7a623325db".into()), ..note.clone() },
+    ));
     v.push((Event::UserPromptSubmit, "note", note.clone()));
     v.push((Event::PreToolUse, "allow-no-note", allow.clone()));
     v.push((Event::PreToolUse, "allow-note", Outcome { context: Some(block(2)), ..allow }));
@@ -144,14 +170,19 @@ fn outputs_match_golden_files_and_schemas() {
         if update {
             std::fs::write(&path, &text).unwrap();
         }
-        let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1)", path.display()));
+        let expected = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1)", path.display()));
         // Compared as JSON values: key order is not part of the contract.
         let expected: Value = serde_json::from_str(&expected).unwrap();
         assert_eq!(out.clone().unwrap_or(Value::Null), expected, "{}", path.display());
         if let Some(v) = out {
             assert_valid(&schema(&format!("{}.output.schema.json", event.name())), &v, &path.display().to_string());
             let keys: Vec<&String> = v["hookSpecificOutput"].as_object().unwrap().keys().collect();
-            assert!(!keys.iter().any(|k| k.as_str() == "permissionDecision") || v["hookSpecificOutput"]["permissionDecision"] == "deny", "only deny is ever a decision");
+            assert!(
+                !keys.iter().any(|k| k.as_str() == "permissionDecision")
+                    || v["hookSpecificOutput"]["permissionDecision"] == "deny",
+                "only deny is ever a decision"
+            );
         }
     }
 }

@@ -75,11 +75,21 @@ fn session_start_writes_session_file_env_export_and_headless_line() {
     let home = Home::new();
     let env_file = home.path().join("claude-env.sh");
     let out = run_raw(
-        command("SessionStart", home.path(), &[("CLAUDE_ENV_FILE", env_file.to_str().unwrap()), ("CLAUDE_CODE_ENTRYPOINT", "sdk-cli"), ("PRELOOP_SESSION_ALIAS", "release worker")]),
+        command(
+            "SessionStart",
+            home.path(),
+            &[
+                ("CLAUDE_ENV_FILE", env_file.to_str().unwrap()),
+                ("CLAUDE_CODE_ENTRYPOINT", "sdk-cli"),
+                ("PRELOOP_SESSION_ALIAS", "release worker"),
+            ],
+        ),
         payload("SessionStart", S).to_string().as_bytes(),
     );
     check_contract("SessionStart", &out);
-    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(home.path().join("sessions").join(format!("{S}.json"))).unwrap()).unwrap();
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join("sessions").join(format!("{S}.json"))).unwrap())
+            .unwrap();
     let rid = file["runtime_session_id"].as_str().unwrap().to_string();
     assert_eq!(file["agent_kind"], "claude_code");
     assert_eq!(file["cwd"], "/tmp/proj");
@@ -91,11 +101,17 @@ fn session_start_writes_session_file_env_export_and_headless_line() {
     // A child run started from it records the lineage.
     let child = "child-session-1";
     run("SessionStart", home.path(), &[("PRELOOP_PARENT_SESSION_ID", &rid)], &payload("SessionStart", child));
-    let cf: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(home.path().join("sessions").join(format!("{child}.json"))).unwrap()).unwrap();
+    let cf: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(home.path().join("sessions").join(format!("{child}.json"))).unwrap(),
+    )
+    .unwrap();
     assert_eq!(cf["parent_session_id"], rid.as_str());
 
     // Interactive runs print nothing on stderr.
-    let out = run_raw(command("SessionStart", home.path(), &[("CLAUDE_CODE_ENTRYPOINT", "cli")]), payload("SessionStart", "other").to_string().as_bytes());
+    let out = run_raw(
+        command("SessionStart", home.path(), &[("CLAUDE_CODE_ENTRYPOINT", "cli")]),
+        payload("SessionStart", "other").to_string().as_bytes(),
+    );
     assert!(out.stderr.is_empty());
 }
 
@@ -106,7 +122,9 @@ fn first_prompt_titles_the_session_and_pulls_notes() {
     let id = home.send(S, "note at prompt time");
     let out = run("UserPromptSubmit", home.path(), &[], &payload("UserPromptSubmit", S));
     assert_eq!(ids_in(&context(&out).unwrap()), vec![id]);
-    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(home.path().join("sessions").join(format!("{S}.json"))).unwrap()).unwrap();
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join("sessions").join(format!("{S}.json"))).unwrap())
+            .unwrap();
     assert_eq!(file["title"], "Fix the flaky test in api/");
 }
 
@@ -155,7 +173,12 @@ fn concurrent_stops_never_exceed_the_rescue_cap() {
             child
         })
         .collect();
-    let continued = children.into_iter().filter(|_| true).map(|c| c.wait_with_output().unwrap()).filter(|o| context(&check_contract("Stop", o)).is_some()).count();
+    let continued = children
+        .into_iter()
+        .filter(|_| true)
+        .map(|c| c.wait_with_output().unwrap())
+        .filter(|o| context(&check_contract("Stop", o)).is_some())
+        .count();
     assert_eq!(continued, 3);
     let delivered = home.inbox().list().unwrap().into_iter().filter(|n| n.state == "delivered").count();
     assert_eq!(delivered, 15, "3 continuations of 5 notes each");
@@ -169,8 +192,14 @@ fn two_sessions_never_see_each_others_notes() {
     }
     let a = home.send("a-session", "for a");
     let b = home.send("b-session", "for b");
-    assert_eq!(ids_in(&context(&run("PreToolUse", home.path(), &[], &payload("PreToolUse", "b-session"))).unwrap()), vec![b]);
-    assert_eq!(ids_in(&context(&run("PreToolUse", home.path(), &[], &payload("PreToolUse", "a-session"))).unwrap()), vec![a]);
+    assert_eq!(
+        ids_in(&context(&run("PreToolUse", home.path(), &[], &payload("PreToolUse", "b-session"))).unwrap()),
+        vec![b]
+    );
+    assert_eq!(
+        ids_in(&context(&run("PreToolUse", home.path(), &[], &payload("PreToolUse", "a-session"))).unwrap()),
+        vec![a]
+    );
 }
 
 #[test]

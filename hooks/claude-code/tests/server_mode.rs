@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use preloop_testkit::fake_server::{FakeServer, FaultSpec};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 const S: &str = "79c16d5c-09a5-4248-9f5c-503fdaab7c68";
@@ -32,7 +32,11 @@ fn start(home: &Home, server: &FakeServer, session: &str) -> Option<Value> {
 #[test]
 fn session_start_registers_pulls_deferred_and_acks_after_output() {
     let (home, server) = (Home::new(), FakeServer::start());
-    let note = server.send_note(json!({"agent_id": server.agent_id(), "text": "Brief: deploy to eu-west-1."}))["note_id"].as_str().unwrap().to_string();
+    let note =
+        server.send_note(json!({"agent_id": server.agent_id(), "text": "Brief: deploy to eu-west-1."}))["note_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
     let out = start(&home, &server, S);
     assert_eq!(ids_in(&context(&out).unwrap()), vec![note.clone()]);
     let reqs = server.requests();
@@ -42,12 +46,17 @@ fn session_start_registers_pulls_deferred_and_acks_after_output() {
     assert_eq!(reqs[0].body.as_ref().unwrap()["session_id"], S);
     assert_eq!(reqs[0].body.as_ref().unwrap()["source"], "claude_code");
     assert_eq!(reqs[0].body.as_ref().unwrap()["cwd"], "/tmp/proj");
-    assert_eq!(reqs[1].body, Some(json!({"channel": "hook", "event": "session_start", "defer_delivery": true, "session_id": S})));
+    assert_eq!(
+        reqs[1].body,
+        Some(json!({"channel": "hook", "event": "session_start", "defer_delivery": true, "session_id": S}))
+    );
     assert_eq!(reqs[2].body, Some(json!({"note_ids": [note], "session_id": S})));
     let r = server.receipt(&note);
     assert_eq!((r["state"].as_str(), r["delivery_event"].as_str()), (Some("delivered"), Some("session_start")));
     // The session file carries the server's runtime id.
-    let file: Value = serde_json::from_str(&std::fs::read_to_string(home.path().join(format!("sessions/{S}.json"))).unwrap()).unwrap();
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join(format!("sessions/{S}.json"))).unwrap())
+            .unwrap();
     assert_eq!(file["runtime_session_id"].as_str(), server.runtime_session_id(&server.agent_id(), S).as_deref());
     assert_eq!(file["mode"], "server");
 }
@@ -57,7 +66,11 @@ fn pre_tool_use_asks_in_the_pre_tool_use_phase_and_never_grants() {
     let (home, server) = (Home::new(), FakeServer::start());
     start(&home, &server, S);
     server.clear_requests();
-    assert_eq!(run_s("PreToolUse", &home, &server, &[], &payload("PreToolUse", S)), None, "allow without a note: no output at all");
+    assert_eq!(
+        run_s("PreToolUse", &home, &server, &[], &payload("PreToolUse", S)),
+        None,
+        "allow without a note: no output at all"
+    );
     let b = bodies(&server, "/api/v1/agents/permission-check");
     assert_eq!(b.len(), 1, "one round trip on the no-note path");
     assert_eq!(server.requests().len(), 1);
@@ -68,7 +81,10 @@ fn pre_tool_use_asks_in_the_pre_tool_use_phase_and_never_grants() {
     assert_eq!(b[0]["tool_input"], json!({"command": "echo hi"}));
     assert_eq!(b[0]["cwd"], "/tmp/proj");
 
-    let note = server.send_note(json!({"external_session_id": S, "text": "Stop refactoring the tests."}))["note_id"].as_str().unwrap().to_string();
+    let note = server.send_note(json!({"external_session_id": S, "text": "Stop refactoring the tests."}))["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let out = run_s("PreToolUse", &home, &server, &[], &payload("PreToolUse", S)).unwrap();
     assert!(out["hookSpecificOutput"].get("permissionDecision").is_none());
     assert_eq!(ids_in(out["hookSpecificOutput"]["additionalContext"].as_str().unwrap()), vec![note.clone()]);
@@ -80,7 +96,10 @@ fn a_central_deny_is_a_deny_and_carries_the_note_too() {
     let (home, server) = (Home::new(), FakeServer::start());
     start(&home, &server, S);
     server.set_tool_enabled("Bash", false);
-    let note = server.send_note(json!({"external_session_id": S, "text": "Use the staging cluster."}))["note_id"].as_str().unwrap().to_string();
+    let note = server.send_note(json!({"external_session_id": S, "text": "Use the staging cluster."}))["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let out = run_s("PreToolUse", &home, &server, &[], &payload("PreToolUse", S)).unwrap();
     let h = &out["hookSpecificOutput"];
     assert_eq!(h["permissionDecision"], "deny");
@@ -111,13 +130,22 @@ fn stop_rescues_a_late_note_reports_the_turn_end_and_is_capped() {
 fn session_end_fails_pending_notes_as_session_ended() {
     let (home, server) = (Home::new(), FakeServer::start());
     start(&home, &server, S);
-    let note = server.send_note(json!({"external_session_id": S, "text": "too late"}))["note_id"].as_str().unwrap().to_string();
+    let note = server.send_note(json!({"external_session_id": S, "text": "too late"}))["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let t = Instant::now();
     assert_eq!(run_s("SessionEnd", &home, &server, &[], &payload("SessionEnd", S)), None);
     assert!(t.elapsed() < Duration::from_millis(1500));
-    assert_eq!(bodies(&server, "/api/v1/agents/session-end"), vec![json!({"external_session_id": S, "reason": "other"})]);
+    assert_eq!(
+        bodies(&server, "/api/v1/agents/session-end"),
+        vec![json!({"external_session_id": S, "reason": "other"})]
+    );
     let r = server.receipt(&note);
-    assert_eq!((r["state"].as_str(), r["undeliverable_reason"].as_str()), (Some("undeliverable"), Some("session_ended")));
+    assert_eq!(
+        (r["state"].as_str(), r["undeliverable_reason"].as_str()),
+        (Some("undeliverable"), Some("session_ended"))
+    );
 }
 
 #[test]
@@ -125,8 +153,12 @@ fn deferred_spooled_notes_are_carried_then_acked_or_reported_dropped() {
     let (home, server) = (Home::new(), FakeServer::start());
     start(&home, &server, S);
     // Two notes claimed with deferral (as a non-carrying hook would), held in the spool.
-    let a = server.send_note(json!({"external_session_id": S, "text": "spooled A"}))["note_id"].as_str().unwrap().to_string();
-    let claimed: Value = ureq_post(&server, "notes/pending", json!({"event": "pre_tool_use", "defer_delivery": true, "session_id": S}));
+    let a = server.send_note(json!({"external_session_id": S, "text": "spooled A"}))["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let claimed: Value =
+        ureq_post(&server, "notes/pending", json!({"event": "pre_tool_use", "defer_delivery": true, "session_id": S}));
     let element = claimed["notes"][0]["text"].as_str().unwrap().to_string();
     write_spool(&home, S, &[(&a, &element, 0)]);
     let out = run_s("PreToolUse", &home, &server, &[], &payload("PreToolUse", S));
@@ -134,17 +166,28 @@ fn deferred_spooled_notes_are_carried_then_acked_or_reported_dropped() {
     assert_eq!(server.receipt(&a)["state"], "delivered", "acked after the output");
 
     // A spooled note past its lifetime is reported spool_dropped, not carried.
-    let b = server.send_note(json!({"external_session_id": S, "text": "spooled B"}))["note_id"].as_str().unwrap().to_string();
-    let claimed: Value = ureq_post(&server, "notes/pending", json!({"event": "pre_tool_use", "defer_delivery": true, "session_id": S}));
+    let b = server.send_note(json!({"external_session_id": S, "text": "spooled B"}))["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let claimed: Value =
+        ureq_post(&server, "notes/pending", json!({"event": "pre_tool_use", "defer_delivery": true, "session_id": S}));
     let element = claimed["notes"][0]["text"].as_str().unwrap().to_string();
     write_spool(&home, S, &[(&b, &element, 2 * 86_400)]);
     assert_eq!(run_s("PreToolUse", &home, &server, &[], &payload("PreToolUse", S)), None);
     let r = server.receipt(&b);
-    assert_eq!((r["state"].as_str(), r["undeliverable_reason"].as_str()), (Some("undeliverable"), Some("spool_dropped")));
+    assert_eq!(
+        (r["state"].as_str(), r["undeliverable_reason"].as_str()),
+        (Some("undeliverable"), Some("spool_dropped"))
+    );
 
     // At session end a spooled deferred note is reported spool_dropped.
-    let c = server.send_note(json!({"external_session_id": S, "text": "spooled C"}))["note_id"].as_str().unwrap().to_string();
-    let claimed: Value = ureq_post(&server, "notes/pending", json!({"event": "pre_tool_use", "defer_delivery": true, "session_id": S}));
+    let c = server.send_note(json!({"external_session_id": S, "text": "spooled C"}))["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let claimed: Value =
+        ureq_post(&server, "notes/pending", json!({"event": "pre_tool_use", "defer_delivery": true, "session_id": S}));
     write_spool(&home, S, &[(&c, claimed["notes"][0]["text"].as_str().unwrap(), 0)]);
     run_s("SessionEnd", &home, &server, &[], &payload("SessionEnd", S));
     assert_eq!(server.receipt(&c)["undeliverable_reason"], "spool_dropped");
@@ -174,7 +217,11 @@ fn write_spool(home: &Home, session: &str, entries: &[(&str, &str, i64)]) {
     for (id, element, age) in entries {
         let mut note = preloop_shared::render::parse_element(element).unwrap();
         note.id = id.to_string();
-        state.spool.push(SpoolEntry { note, deferred: true, spooled_at: preloop_shared::time::Timestamp::now().add_secs(-age) });
+        state.spool.push(SpoolEntry {
+            note,
+            deferred: true,
+            spooled_at: preloop_shared::time::Timestamp::now().add_secs(-age),
+        });
     }
     run.write(&state).unwrap();
 }
@@ -183,7 +230,12 @@ fn write_spool(home: &Home, session: &str, entries: &[(&str, &str, i64)]) {
 fn every_server_failure_is_neutral_logged_and_loses_nothing() {
     let faults: Vec<(&str, FaultSpec)> = vec![
         ("500", FaultSpec::all().status(500, Some(json!({"detail": "Internal server error"})))),
-        ("503", FaultSpec::all().status(503, Some(json!({"detail": "Database connections are saturated. Please retry shortly."}))).retry_after("1")),
+        (
+            "503",
+            FaultSpec::all()
+                .status(503, Some(json!({"detail": "Database connections are saturated. Please retry shortly."})))
+                .retry_after("1"),
+        ),
         ("401", FaultSpec::all().status(401, Some(json!({"detail": "Invalid API key"})))),
         ("422", FaultSpec::all().status(422, Some(json!({"detail": [{"type": "missing"}]})))),
         ("garbage", FaultSpec::all().garbage()),
@@ -194,7 +246,10 @@ fn every_server_failure_is_neutral_logged_and_loses_nothing() {
     for (name, fault) in faults {
         let (home, server) = (Home::new(), FakeServer::start());
         start(&home, &server, S);
-        let note = server.send_note(json!({"external_session_id": S, "text": "must not be lost"}))["note_id"].as_str().unwrap().to_string();
+        let note = server.send_note(json!({"external_session_id": S, "text": "must not be lost"}))["note_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
         server.set_fault(fault);
         let budget = [("PRELOOP_CALL_TIMEOUT_MS", "800"), ("PRELOOP_PERMISSION_TIMEOUT_SECS", "1")];
         for e in ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"] {
@@ -206,7 +261,10 @@ fn every_server_failure_is_neutral_logged_and_loses_nothing() {
         server.clear_faults();
         assert_eq!(server.receipt(&note)["state"], "pending", "{name}: the note stays pending");
         let log = home.log();
-        assert!(log.lines().filter(|l| l.contains("PreToolUse")).any(|l| l.contains("warn=") || l.contains("error=")), "{name}: logged\n{log}");
+        assert!(
+            log.lines().filter(|l| l.contains("PreToolUse")).any(|l| l.contains("warn=") || l.contains("error=")),
+            "{name}: logged\n{log}"
+        );
         // And the next healthy hook delivers it.
         let out = run_s("PreToolUse", &home, &server, &[], &payload("PreToolUse", S));
         assert_eq!(ids_in(&context(&out).unwrap()), vec![note], "{name}");
@@ -241,7 +299,14 @@ fn session_end_fits_its_budget_against_a_hanging_server() {
 fn sixteen_parallel_hooks_deliver_each_server_note_exactly_once() {
     let (home, server) = (Home::new(), FakeServer::start());
     start(&home, &server, S);
-    let mut sent: Vec<String> = (0..5).map(|i| server.send_note(json!({"external_session_id": S, "text": format!("n{i}")}))["note_id"].as_str().unwrap().to_string()).collect();
+    let mut sent: Vec<String> = (0..5)
+        .map(|i| {
+            server.send_note(json!({"external_session_id": S, "text": format!("n{i}")}))["note_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
     let e = env(&server);
     let extra: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let children: Vec<_> = (0..16)
@@ -275,7 +340,11 @@ fn the_token_never_leaves_the_authorization_header() {
     let extra: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut everything = String::new();
     server.send_note(json!({"agent_id": server.agent_id(), "text": "x"}));
-    for fault in [None, Some(FaultSpec::all().status(401, Some(json!({"detail": "Invalid API key"})))), Some(FaultSpec::all().garbage())] {
+    for fault in [
+        None,
+        Some(FaultSpec::all().status(401, Some(json!({"detail": "Invalid API key"})))),
+        Some(FaultSpec::all().garbage()),
+    ] {
         server.clear_faults();
         if let Some(f) = fault {
             server.set_fault(f);

@@ -6,7 +6,7 @@
 mod common;
 use common::*;
 use preloop_testkit::fake_server::FakeServer;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::FromRawFd;
@@ -95,7 +95,11 @@ fn a_note_wakes_the_session_with_the_block_on_stderr_then_is_acked() {
     assert_eq!(stdout_of(&mut w), "", "nothing on stdout");
     let r = home.receipt(&note);
     assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("stop")));
-    assert!(home.log().lines().any(|l| l.contains(" Watch ") && l.contains("outcome=notes") && l.contains(&note)), "{}", home.log());
+    assert!(
+        home.log().lines().any(|l| l.contains(" Watch ") && l.contains("outcome=notes") && l.contains(&note)),
+        "{}",
+        home.log()
+    );
     // Delivered once: the next hook finds nothing.
     assert_eq!(run("PreToolUse", home.path(), &[], &payload("PreToolUse", S)), None);
 }
@@ -168,13 +172,24 @@ fn one_watcher_per_session() {
     wait_locked(&home, S, &first);
     let t = Instant::now();
     let mut second = spawn_watch(&home, S, &FAST);
-    assert_eq!(wait_exit(&mut second, Duration::from_secs(2)).and_then(|s| s.code()), Some(0), "a second watcher leaves at once");
+    assert_eq!(
+        wait_exit(&mut second, Duration::from_secs(2)).and_then(|s| s.code()),
+        Some(0),
+        "a second watcher leaves at once"
+    );
     assert!(t.elapsed() < Duration::from_secs(1));
     assert_eq!(stderr_of(&mut second), "");
     let mut other = spawn_watch(&home, OTHER, &FAST);
     wait_locked(&home, OTHER, &other);
-    assert!(first.try_wait().unwrap().is_none() && other.try_wait().unwrap().is_none(), "other sessions have their own");
-    assert_eq!(std::fs::read_to_string(lock_file(&home, S)).unwrap().trim(), first.id().to_string(), "the lock file names the watcher");
+    assert!(
+        first.try_wait().unwrap().is_none() && other.try_wait().unwrap().is_none(),
+        "other sessions have their own"
+    );
+    assert_eq!(
+        std::fs::read_to_string(lock_file(&home, S)).unwrap().trim(),
+        first.id().to_string(),
+        "the lock file names the watcher"
+    );
     // One note, one wake.
     let note = home.send(S, "only once");
     assert_eq!(wait_exit(&mut first, Duration::from_secs(3)).and_then(|s| s.code()), Some(2));
@@ -232,7 +247,9 @@ fn the_watcher_leaves_when_the_session_ends_or_claude_is_gone() {
     let mut w = spawn_watch(&home, S, &[("PRELOOP_WATCH_POLL_MS", "100")]);
     wait_locked(&home, S, &w);
     use preloop_shared::backend::Backend;
-    home.inbox().session_end(&preloop_shared::wire::SessionEndRequest { external_session_id: S.into(), reason: "other".into() }).unwrap();
+    home.inbox()
+        .session_end(&preloop_shared::wire::SessionEndRequest { external_session_id: S.into(), reason: "other".into() })
+        .unwrap();
     assert_eq!(wait_exit(&mut w, Duration::from_secs(2)).and_then(|s| s.code()), Some(0));
     assert!(home.log().contains("why=\"session ended\""), "{}", home.log());
 
@@ -326,17 +343,28 @@ fn server_polling_backs_off_and_the_answer_is_the_claim() {
     assert!(gaps.windows(2).all(|g| g[1] + Duration::from_millis(300) >= g[0]), "intervals never shrink: {gaps:?}");
     assert!(gaps.last().unwrap() >= &Duration::from_millis(550), "backed off to the ceiling: {gaps:?}");
     for b in &calls {
-        assert_eq!(b, &json!({"channel": "hook", "event": "stop", "defer_delivery": true, "session_id": S}), "claims deferred, as a Stop delivery");
+        assert_eq!(
+            b,
+            &json!({"channel": "hook", "event": "stop", "defer_delivery": true, "session_id": S}),
+            "claims deferred, as a Stop delivery"
+        );
     }
     assert!(server.requests().iter().all(|r| r.path == "/api/v1/agents/notes/pending"), "an idle watcher only polls");
 
-    let note = server.send_note(json!({"external_session_id": S, "text": "Ship it after the review."}))["note_id"].as_str().unwrap().to_string();
+    let note = server.send_note(json!({"external_session_id": S, "text": "Ship it after the review."}))["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let status = wait_exit(&mut w, Duration::from_secs(3)).expect("claimed at the next poll (<= 800 ms)");
     assert_eq!(status.code(), Some(2));
     assert_eq!(ids_in(&stderr_of(&mut w)), vec![note.clone()]);
     let reqs = server.requests();
     let last_two: Vec<&str> = reqs.iter().rev().take(2).map(|r| r.path.as_str()).collect();
-    assert_eq!(last_two, ["/api/v1/agents/notes/ack", "/api/v1/agents/notes/pending"], "the claim, then the ack after the output");
+    assert_eq!(
+        last_two,
+        ["/api/v1/agents/notes/ack", "/api/v1/agents/notes/pending"],
+        "the claim, then the ack after the output"
+    );
     let r = server.receipt(&note);
     assert_eq!((r["state"].as_str(), r["delivery_event"].as_str()), (Some("delivered"), Some("stop")));
 }

@@ -28,14 +28,26 @@ fn session_file_run_state_and_receipts_match_their_schemas() {
     run("SessionStart", home.path(), &[("PRELOOP_SESSION_ALIAS", "w1")], &payload("SessionStart", s));
     run("UserPromptSubmit", home.path(), &[], &payload("UserPromptSubmit", s));
     let pending = home.send(s, "later");
-    check(&validator("session-file.schema.json"), &read(&home.path().join(format!("sessions/{s}.json"))), "session file");
+    check(
+        &validator("session-file.schema.json"),
+        &read(&home.path().join(format!("sessions/{s}.json"))),
+        "session file",
+    );
     check(&validator("run-state.schema.json"), &read(&home.path().join(format!("run/{s}.json"))), "run state");
     for n in [&id, &pending] {
         check(&validator("receipt.schema.json"), &serde_json::to_value(home.receipt(n)).unwrap(), "receipt");
     }
     run("SessionEnd", home.path(), &[], &payload("SessionEnd", s));
-    check(&validator("session-file.schema.json"), &read(&home.path().join(format!("sessions/{s}.json"))), "ended session file");
-    check(&validator("receipt.schema.json"), &serde_json::to_value(home.receipt(&pending)).unwrap(), "undeliverable receipt");
+    check(
+        &validator("session-file.schema.json"),
+        &read(&home.path().join(format!("sessions/{s}.json"))),
+        "ended session file",
+    );
+    check(
+        &validator("receipt.schema.json"),
+        &serde_json::to_value(home.receipt(&pending)).unwrap(),
+        "undeliverable receipt",
+    );
 }
 
 #[test]

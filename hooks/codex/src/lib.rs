@@ -20,12 +20,12 @@
 //! `decision.message`; Stop `hookSpecificOutput`. [`allowed_paths`] lists the
 //! only key paths [`render`] may produce; the tests hold it to that.
 
+use preloop_shared::Harness;
+use preloop_shared::config::Config;
 use preloop_shared::flow::{CarrierLimit, Input, InputKind, Outcome};
 use preloop_shared::runner::{self, Adapter, HookSpec, Parsed};
 use preloop_shared::wire::{Decision, EvaluationPhase};
-use preloop_shared::config::Config;
-use preloop_shared::Harness;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 use std::time::Duration;
 
 pub mod session_end;
@@ -148,7 +148,8 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
     {
         return Err(format!("hook_event_name {name:?} given to the {} hook", event.name()));
     }
-    let session_id = str_field(v, "session_id").map(str::trim).filter(|s| !s.is_empty()).ok_or("no session_id")?.to_string();
+    let session_id =
+        str_field(v, "session_id").map(str::trim).filter(|s| !s.is_empty()).ok_or("no session_id")?.to_string();
     let cwd = str_field(v, "cwd").filter(|s| !s.is_empty()).map(str::to_string);
     let tool = |phase: EvaluationPhase, carries: bool| -> Result<InputKind, String> {
         Ok(InputKind::Tool {
@@ -161,14 +162,18 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         })
     };
     let kind = match event {
-        Event::SessionStart => InputKind::SessionStart { source: str_field(v, "source").map(str::to_string), pull: true },
+        Event::SessionStart => {
+            InputKind::SessionStart { source: str_field(v, "source").map(str::to_string), pull: true }
+        }
         Event::UserPromptSubmit => {
             if is_subagent(v) {
                 // Observed (0.169.0): a sub-agent's first prompt fires
                 // UserPromptSubmit with the parent's session_id, and its
                 // context lands in the sub-agent's thread only. Neither the
                 // title nor a note belongs there.
-                return Ok(Parsed::StandDown("sub-agent prompt: its context would reach the sub-agent, not the session's agent"));
+                return Ok(Parsed::StandDown(
+                    "sub-agent prompt: its context would reach the sub-agent, not the session's agent",
+                ));
             }
             InputKind::UserPrompt {
                 prompt: str_field(v, "prompt").unwrap_or_default().to_string(),
@@ -182,8 +187,12 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         Event::PreToolUse => tool(EvaluationPhase::PreToolUse, !is_subagent(v))?,
         // PermissionRequest output cannot hold context: never carries.
         Event::PermissionRequest => tool(EvaluationPhase::PermissionRequest, false)?,
-        Event::Stop => InputKind::Stop { may_continue: !v.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false) },
-        Event::SessionEnd => InputKind::SessionEnd { reason: str_field(v, "reason").filter(|s| !s.is_empty()).unwrap_or("other").to_string() },
+        Event::Stop => {
+            InputKind::Stop { may_continue: !v.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false) }
+        }
+        Event::SessionEnd => InputKind::SessionEnd {
+            reason: str_field(v, "reason").filter(|s| !s.is_empty()).unwrap_or("other").to_string(),
+        },
     };
     Ok(Parsed::Run(Input { session_id, cwd, kind }))
 }
@@ -304,7 +313,10 @@ pub fn check_output(event: Event, output: &Value) -> Result<(), String> {
     }
     // Semantic rules of 0.169.0 beyond the key list.
     match event {
-        Event::Stop if output.get("decision").is_some() && output.get("reason").and_then(Value::as_str).is_none_or(str::is_empty) => {
+        Event::Stop
+            if output.get("decision").is_some()
+                && output.get("reason").and_then(Value::as_str).is_none_or(str::is_empty) =>
+        {
             Err("Stop decision:block needs a non-empty reason".into())
         }
         Event::PermissionRequest if output.pointer("/hookSpecificOutput/decision/behavior").is_none() => {

@@ -14,10 +14,10 @@
 //! `session_end_budget_ms` instead.
 
 use crate::Event;
+use preloop_shared::Harness;
 use preloop_shared::config::Config;
 use preloop_shared::runner::{self, HookSpec, Parsed};
 use preloop_shared::time::Timestamp;
-use preloop_shared::Harness;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -58,7 +58,11 @@ pub fn main() -> ! {
                 std::process::exit(0);
             }
             Err(e) => {
-                let line = format!("{} codex SessionEnd mode=server session=- outcome=ok notes=- ms=0 warn={:?}", Timestamp::now().to_iso_z(), format!("no detached worker, running in-process: {e}"));
+                let line = format!(
+                    "{} codex SessionEnd mode=server session=- outcome=ok notes=- ms=0 warn={:?}",
+                    Timestamp::now().to_iso_z(),
+                    format!("no detached worker, running in-process: {e}")
+                );
                 preloop_shared::log::append(&config.log_dir(), config.settings.log_max_bytes, &line);
             }
         }
@@ -117,7 +121,10 @@ mod tests {
     use preloop_shared::config::Env;
 
     fn config(pairs: &[(&str, &str)]) -> Config {
-        let mut env = vec![("PRELOOP_HOME".to_string(), std::env::temp_dir().join("preloop-codex-detach-unit").display().to_string())];
+        let mut env = vec![(
+            "PRELOOP_HOME".to_string(),
+            std::env::temp_dir().join("preloop-codex-detach-unit").display().to_string(),
+        )];
         env.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         Config::load_from(&Env(env), Some(Harness::Codex))
     }
@@ -136,7 +143,8 @@ mod tests {
         }
         let env = |k: &str| (k == DETACH_ENV).then(|| "1".to_string());
         assert!(detachable(payload, &server, &env).is_some());
-        for bad in [&b""[..], b"{", b"[]", br#"{"session_id":"s","hook_event_name":"Stop"}"#, br#"{"reason":"other"}"#] {
+        for bad in [&b""[..], b"{", b"[]", br#"{"session_id":"s","hook_event_name":"Stop"}"#, br#"{"reason":"other"}"#]
+        {
             assert_eq!(detachable(bad, &server, &no_env), None);
         }
     }

@@ -9,13 +9,13 @@
 mod common;
 
 use common::*;
-use preloop_codex::{check_output, parse, render, Event};
+use preloop_codex::{Event, check_output, parse, render};
 use preloop_shared::flow::{Input, InputKind, Outcome};
 use preloop_shared::render::{frame, render_element};
 use preloop_shared::runner::Parsed;
 use preloop_shared::time::Timestamp;
 use preloop_shared::wire::Decision;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn bless() -> bool {
     std::env::var("PRELOOP_BLESS").is_ok_and(|v| v == "1")
@@ -30,7 +30,8 @@ fn golden(rel: &str, actual: &Value) {
         std::fs::write(&path, text).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (run with PRELOOP_BLESS=1 to create it)", path.display()));
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with PRELOOP_BLESS=1 to create it)", path.display()));
     let expected: Value = serde_json::from_str(&expected).unwrap();
     assert_eq!(&expected, actual, "golden {rel} differs");
 }
@@ -110,20 +111,30 @@ fn fixtures_parse_to_the_golden_inputs() {
 #[test]
 fn parse_details() {
     // Sub-agent hooks: the prompt stands down, a tool call is checked but carries nothing.
-    assert!(matches!(parse(Event::UserPromptSubmit, &fixture("UserPromptSubmit.subagent.json")), Ok(Parsed::StandDown(_))));
+    assert!(matches!(
+        parse(Event::UserPromptSubmit, &fixture("UserPromptSubmit.subagent.json")),
+        Ok(Parsed::StandDown(_))
+    ));
     let mut pre = fixture("PreToolUse.json");
     pre["agent_id"] = json!("01a2367a-bc19-76d2-a660-919580b8549c");
-    let Ok(Parsed::Run(Input { kind: InputKind::Tool { carries, .. }, .. })) = parse(Event::PreToolUse, &pre) else { panic!() };
+    let Ok(Parsed::Run(Input { kind: InputKind::Tool { carries, .. }, .. })) = parse(Event::PreToolUse, &pre) else {
+        panic!()
+    };
     assert!(!carries);
     // A payload without hook_event_name is taken for the binary's own event.
     let mut stop = fixture("Stop.stop_hook_active.json");
     stop.as_object_mut().unwrap().remove("hook_event_name");
-    let Ok(Parsed::Run(Input { kind: InputKind::Stop { may_continue }, .. })) = parse(Event::Stop, &stop) else { panic!() };
+    let Ok(Parsed::Run(Input { kind: InputKind::Stop { may_continue }, .. })) = parse(Event::Stop, &stop) else {
+        panic!()
+    };
     assert!(!may_continue);
     // Non-object tool_input becomes {} (the server answers 422 otherwise).
     let mut pr = fixture("PermissionRequest.json");
     pr["tool_input"] = json!("touch x");
-    let Ok(Parsed::Run(Input { kind: InputKind::Tool { tool_input, .. }, .. })) = parse(Event::PermissionRequest, &pr) else { panic!() };
+    let Ok(Parsed::Run(Input { kind: InputKind::Tool { tool_input, .. }, .. })) = parse(Event::PermissionRequest, &pr)
+    else {
+        panic!()
+    };
     assert_eq!(tool_input, json!({}));
     // Required fields.
     for event in Event::ALL {
@@ -136,15 +147,22 @@ fn parse_details() {
 
 fn note_block() -> String {
     let t = Timestamp::parse("2026-12-02T09:20:38.291972").unwrap();
-    let a = render_element("3f2a9c0d1e4b5a6c", "Olive Operator", "jwt", t, "Stop editing the parser; run the tests first.");
+    let a =
+        render_element("3f2a9c0d1e4b5a6c", "Olive Operator", "jwt", t, "Stop editing the parser; run the tests first.");
     frame(&[a]).unwrap()
 }
 
 fn cases() -> Vec<(&'static str, Outcome)> {
     let block = note_block();
-    let notes = Outcome { context: Some(block.clone()), note_ids: vec!["3f2a9c0d1e4b5a6c".into()], ..Outcome::default() };
-    let deny = Outcome { decision: Some(Decision::Deny), reason: Some("Blocked by access rule".into()), ..Outcome::default() };
-    let allow = Outcome { decision: Some(Decision::Allow), reason: Some("No central native rule requires approval".into()), ..Outcome::default() };
+    let notes =
+        Outcome { context: Some(block.clone()), note_ids: vec!["3f2a9c0d1e4b5a6c".into()], ..Outcome::default() };
+    let deny =
+        Outcome { decision: Some(Decision::Deny), reason: Some("Blocked by access rule".into()), ..Outcome::default() };
+    let allow = Outcome {
+        decision: Some(Decision::Allow),
+        reason: Some("No central native rule requires approval".into()),
+        ..Outcome::default()
+    };
     vec![
         ("nothing", Outcome::default()),
         ("notes", notes.clone()),
@@ -154,14 +172,20 @@ fn cases() -> Vec<(&'static str, Outcome)> {
         (
             "fail_closed",
             Outcome {
-                reason: Some("Preloop could not check this tool call (unreachable); denied by the hook's fail-closed policy.".into()),
+                reason: Some(
+                    "Preloop could not check this tool call (unreachable); denied by the hook's fail-closed policy."
+                        .into(),
+                ),
                 ..deny
             },
         ),
         ("allow", allow.clone()),
         ("allow_notes", Outcome { context: Some(block.clone()), ..allow }),
         ("continue", Outcome { continue_turn: true, ..notes }),
-        ("runtime_id", Outcome { runtime_session_id: Some("5f9c7c7b-e77b-4e3c-99be-5a7a623325db".into()), ..Outcome::default() }),
+        (
+            "runtime_id",
+            Outcome { runtime_session_id: Some("5f9c7c7b-e77b-4e3c-99be-5a7a623325db".into()), ..Outcome::default() },
+        ),
     ]
 }
 
@@ -192,15 +216,32 @@ fn every_render_passes_schema_and_whitelist() {
             for decision in decisions {
                 for reason in &reasons {
                     for continue_turn in [false, true] {
-                        let o = Outcome { context: context.clone(), decision, reason: reason.clone(), continue_turn, ..Outcome::default() };
+                        let o = Outcome {
+                            context: context.clone(),
+                            decision,
+                            reason: reason.clone(),
+                            continue_turn,
+                            ..Outcome::default()
+                        };
                         let Some(v) = render(event, &o) else { continue };
                         rendered += 1;
-                        let s = out_schema.as_ref().unwrap_or_else(|| panic!("{} rendered {v} but has no output schema", event.name()));
+                        let s = out_schema
+                            .as_ref()
+                            .unwrap_or_else(|| panic!("{} rendered {v} but has no output schema", event.name()));
                         validate(s, &v).unwrap_or_else(|e| panic!("{} {o:?}: {e}", event.name()));
                         check_output(event, &v).unwrap_or_else(|e| panic!("{} {o:?}: {e}", event.name()));
                         // Nothing a Codex 0.169.0 parser rejects or ignores, by name.
                         let text = v.to_string();
-                        for bad in ["\"continue\"", "suppressOutput", "stopReason", "systemMessage", "updatedInput", "updatedPermissions", "interrupt", "\"ask\""] {
+                        for bad in [
+                            "\"continue\"",
+                            "suppressOutput",
+                            "stopReason",
+                            "systemMessage",
+                            "updatedInput",
+                            "updatedPermissions",
+                            "interrupt",
+                            "\"ask\"",
+                        ] {
                             assert!(!text.contains(bad), "{} emitted {bad}: {text}", event.name());
                         }
                         if event == Event::PreToolUse {
@@ -226,17 +267,44 @@ fn every_render_passes_schema_and_whitelist() {
 #[test]
 fn whitelist_agrees_with_the_observations() {
     let failed = [
-        (Event::PreToolUse, json!({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","additionalContext":"ALLOW-CTX-MARKER"}})),
-        (Event::PreToolUse, json!({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","additionalContext":"ASK-CTX-MARKER"}})),
-        (Event::PreToolUse, json!({"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"X"},"bogusKey":1})),
-        (Event::PreToolUse, json!({"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"X","bogusKey":1}})),
+        (
+            Event::PreToolUse,
+            json!({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","additionalContext":"ALLOW-CTX-MARKER"}}),
+        ),
+        (
+            Event::PreToolUse,
+            json!({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","additionalContext":"ASK-CTX-MARKER"}}),
+        ),
+        (
+            Event::PreToolUse,
+            json!({"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"X"},"bogusKey":1}),
+        ),
+        (
+            Event::PreToolUse,
+            json!({"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"X","bogusKey":1}}),
+        ),
         (Event::PreToolUse, json!({"continue":false})),
         (Event::PreToolUse, json!({"suppressOutput":true})),
-        (Event::PermissionRequest, json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"M"},"additionalContext":"C"}})),
-        (Event::PermissionRequest, json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"M","reason":"x"}}})),
-        (Event::PermissionRequest, json!({"additionalContext":"C","hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"M"}}})),
-        (Event::PermissionRequest, json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"M","updatedInput":{"command":"echo changed"}}}})),
-        (Event::PermissionRequest, json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","interrupt":true}}})),
+        (
+            Event::PermissionRequest,
+            json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"M"},"additionalContext":"C"}}),
+        ),
+        (
+            Event::PermissionRequest,
+            json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"M","reason":"x"}}}),
+        ),
+        (
+            Event::PermissionRequest,
+            json!({"additionalContext":"C","hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"M"}}}),
+        ),
+        (
+            Event::PermissionRequest,
+            json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"M","updatedInput":{"command":"echo changed"}}}}),
+        ),
+        (
+            Event::PermissionRequest,
+            json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","interrupt":true}}}),
+        ),
         (Event::PermissionRequest, json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest"}})),
         (Event::Stop, json!({"decision":"block"})),
         (Event::Stop, json!({"decision":"block","reason":""})),
@@ -248,12 +316,24 @@ fn whitelist_agrees_with_the_observations() {
         assert!(check_output(event, &v).is_err(), "{} {v} must be refused", event.name());
     }
     let accepted = [
-        (Event::PreToolUse, json!({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"R","additionalContext":"C"}})),
-        (Event::PermissionRequest, json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}})),
-        (Event::PermissionRequest, json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"M"}}})),
+        (
+            Event::PreToolUse,
+            json!({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"R","additionalContext":"C"}}),
+        ),
+        (
+            Event::PermissionRequest,
+            json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}),
+        ),
+        (
+            Event::PermissionRequest,
+            json!({"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"M"}}}),
+        ),
         (Event::Stop, json!({"decision":"block","reason":"STOP-MARKER late operator note: also run tests"})),
         (Event::SessionStart, json!({"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"C"}})),
-        (Event::UserPromptSubmit, json!({"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"C"}})),
+        (
+            Event::UserPromptSubmit,
+            json!({"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"C"}}),
+        ),
     ];
     for (event, v) in accepted {
         check_output(event, &v).unwrap_or_else(|e| panic!("{}: {e}", event.name()));

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use preloop_codex::Event;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The fixture of each binary's own event.
@@ -83,7 +83,12 @@ fn session_start_registers_and_carries_notes() {
     let r = home.receipt(&id);
     assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("session_start")));
     // The session file: agent kind codex_cli, cwd from the payload.
-    let s = home.inbox().sessions().into_iter().find(|s| s.external_session_id.as_deref() == Some(session.as_str())).unwrap();
+    let s = home
+        .inbox()
+        .sessions()
+        .into_iter()
+        .find(|s| s.external_session_id.as_deref() == Some(session.as_str()))
+        .unwrap();
     assert_eq!(s.agent_kind.as_deref(), Some("codex_cli"));
     assert_eq!(s.cwd.as_deref(), Some("/tmp/codex-e2e/20261202-092115-baseline-qEY2/proj"));
     // resume and compact pull again.
@@ -102,7 +107,13 @@ fn first_prompt_titles_the_session_and_prompts_carry_notes() {
     p["prompt"] = json!("Fix the flaky parser test\nand more");
     let (out, _) = home.run(Event::UserPromptSubmit, &p);
     assert!(out.is_none());
-    let title = |h: &Home| h.inbox().sessions().into_iter().find(|s| s.external_session_id.as_deref() == Some(session.as_str())).and_then(|s| s.title);
+    let title = |h: &Home| {
+        h.inbox()
+            .sessions()
+            .into_iter()
+            .find(|s| s.external_session_id.as_deref() == Some(session.as_str()))
+            .and_then(|s| s.title)
+    };
     assert_eq!(title(&home).as_deref(), Some("Fix the flaky parser test and more"));
     let id = home.send(&session, "use the fixtures");
     p["prompt"] = json!("second prompt");
@@ -232,7 +243,11 @@ fn session_end_reports_spooled_and_pending_notes() {
     assert!(r.elapsed < Duration::from_millis(900), "local SessionEnd fits Codex's ~1 s: {:?}", r.elapsed);
     for id in &ids[1..] {
         let rc = home.receipt(id);
-        assert_eq!((rc.state.as_str(), rc.undeliverable_reason.as_deref()), ("undeliverable", Some("spool_dropped")), "{id}");
+        assert_eq!(
+            (rc.state.as_str(), rc.undeliverable_reason.as_deref()),
+            ("undeliverable", Some("spool_dropped")),
+            "{id}"
+        );
     }
     let rc = home.receipt(&pending);
     assert_eq!((rc.state.as_str(), rc.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));

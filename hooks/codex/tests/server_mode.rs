@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use preloop_codex::Event;
 use preloop_testkit::{FakeServer, FaultSpec};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -62,7 +62,9 @@ fn session_start_and_first_prompt_register_and_carry() {
     assert_eq!(calls[1].1["event"], json!("session_start"));
     let rid = server.runtime_session_id(&server.agent_id(), &session).expect("registered");
     // The public session file, as for Claude Code.
-    let file: Value = serde_json::from_str(&std::fs::read_to_string(home.dir.join(format!("sessions/{session}.json"))).unwrap()).unwrap();
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.dir.join(format!("sessions/{session}.json"))).unwrap())
+            .unwrap();
     assert_eq!(file["runtime_session_id"], json!(rid));
     assert_eq!(file["agent_kind"], json!("codex_cli"));
     assert_eq!(file["mode"], json!("server"));
@@ -100,7 +102,11 @@ fn pre_tool_use_deny_carries_the_note_too() {
     assert_eq!(out.pointer("/hookSpecificOutput/permissionDecision"), Some(&json!("deny")));
     assert_eq!(out.pointer("/hookSpecificOutput/permissionDecisionReason"), Some(&json!("Tool blocked in Preloop")));
     assert_eq!(ids_in(&context_of(&Some(out)).unwrap()), vec![id.clone()]);
-    assert_eq!(state(&server, &id), ("delivered".into(), Some("pre_tool_use".into()), None), "immediate claim on pre_tool_use");
+    assert_eq!(
+        state(&server, &id),
+        ("delivered".into(), Some("pre_tool_use".into()), None),
+        "immediate claim on pre_tool_use"
+    );
     let calls = hook_calls(&server);
     assert_eq!(calls.len(), 1, "one permission-check, nothing else: {calls:?}");
     let body = &calls[0].1;
@@ -130,7 +136,10 @@ fn permission_request_spools_and_the_next_pre_tool_use_carries_and_acks() {
     let id = send(&server, &session, "the schema changed; regenerate the client");
     server.clear_requests();
     let (out, _) = home.run(Event::PermissionRequest, &fixture_for("PermissionRequest.json", &session));
-    assert_eq!(out, Some(json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})));
+    assert_eq!(
+        out,
+        Some(json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}))
+    );
     let calls = hook_calls(&server);
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0].1["evaluation_phase"], json!("permission_request"));
@@ -172,10 +181,9 @@ fn permission_request_waits_for_the_human() {
     let home = server_home(&server, "s-human");
     let session = unique_session("hu");
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
-    for (approve, expected) in [
-        (true, json!({"behavior": "allow"})),
-        (false, json!({"behavior": "deny", "message": "not today"})),
-    ] {
+    for (approve, expected) in
+        [(true, json!({"behavior": "allow"})), (false, json!({"behavior": "deny", "message": "not today"}))]
+    {
         let before = server.approvals().len();
         let payload = fixture_for("PermissionRequest.json", &session);
         let h = std::thread::spawn({
@@ -284,7 +292,8 @@ fn stop_rescues_are_capped_and_turn_ends_reported() {
         }
     }
     let _ = stops;
-    let events: Vec<Value> = hook_calls(&server).into_iter().filter(|(r, _)| r == "session-event").map(|(_, b)| b).collect();
+    let events: Vec<Value> =
+        hook_calls(&server).into_iter().filter(|(r, _)| r == "session-event").map(|(_, b)| b).collect();
     assert!(!events.is_empty());
     for e in events {
         assert_eq!(e, json!({"session_id": session, "hook_event_name": "Stop", "source": "codex_cli"}));
@@ -420,29 +429,48 @@ fn session_end_behind_a_slow_link_needs_the_detached_worker() {
         if !detach {
             assert!(elapsed < Duration::from_millis(1100));
             std::thread::sleep(Duration::from_millis(2500));
-            assert!(routes(&server).is_empty(), "in-process: nothing reached the server ({:?}, killed: {killed})", routes(&server));
+            assert!(
+                routes(&server).is_empty(),
+                "in-process: nothing reached the server ({:?}, killed: {killed})",
+                routes(&server)
+            );
             assert_eq!(state(&server, &spooled).0, "claimed", "in-process: no spool_dropped receipt");
             assert_eq!(state(&server, &pending).0, "pending", "in-process: no session-end receipt");
             continue;
         }
         assert!(!killed, "the hook exits long before Codex's kill");
         assert!(elapsed < Duration::from_millis(500), "hand-off took {elapsed:?}");
-        wait_for(Duration::from_secs(15), "the session-end receipt", || (state(&server, &pending).0 == "undeliverable").then_some(()));
-        assert_eq!(state(&server, &spooled), ("undeliverable".into(), Some("pre_tool_use".into()), Some("spool_dropped".into())));
+        wait_for(Duration::from_secs(15), "the session-end receipt", || {
+            (state(&server, &pending).0 == "undeliverable").then_some(())
+        });
+        assert_eq!(
+            state(&server, &spooled),
+            ("undeliverable".into(), Some("pre_tool_use".into()), Some("spool_dropped".into()))
+        );
         assert_eq!(state(&server, &pending), ("undeliverable".into(), None, Some("session_ended".into())));
         let calls = hook_calls(&server);
         let order: Vec<&str> = calls.iter().map(|(r, _)| r.as_str()).collect();
         assert_eq!(order, vec!["notes/ack", "session-end"], "spool_dropped first, so the sender sees it");
-        assert_eq!(calls[0].1, json!({"note_ids": [spooled], "session_id": session, "undeliverable_reason": "spool_dropped"}));
+        assert_eq!(
+            calls[0].1,
+            json!({"note_ids": [spooled], "session_id": session, "undeliverable_reason": "spool_dropped"})
+        );
         assert_eq!(calls[1].1, json!({"external_session_id": session, "reason": "other"}));
         let log = wait_for(Duration::from_secs(5), "the worker's log line", || {
             let log = home.log();
             log.lines().find(|l| l.contains("SessionEnd:detached")).map(str::to_string)
         });
-        assert!(log.contains("outcome=ok") && !log.contains("failed") && log.contains("marked undeliverable (session_ended)"), "the worker got its answers: {log}");
+        assert!(
+            log.contains("outcome=ok")
+                && !log.contains("failed")
+                && log.contains("marked undeliverable (session_ended)"),
+            "the worker got its answers: {log}"
+        );
         assert!(home.log().contains("outcome=detached"));
         // The session file records the end; the private state is gone.
-        let f: Value = serde_json::from_str(&std::fs::read_to_string(home.dir.join(format!("sessions/{session}.json"))).unwrap()).unwrap();
+        let f: Value =
+            serde_json::from_str(&std::fs::read_to_string(home.dir.join(format!("sessions/{session}.json"))).unwrap())
+                .unwrap();
         assert_eq!(f["end_reason"], json!("other"));
         assert_eq!(home.run_state(&session), Value::Null);
     }
@@ -475,7 +503,9 @@ fn session_end_against_a_slow_server_is_confirmed_only_when_detached() {
             continue;
         }
         assert!(!killed && elapsed < Duration::from_millis(500), "hand-off took {elapsed:?}");
-        wait_for(Duration::from_secs(10), "the session-end receipt", || (state(&server, &pending).0 == "undeliverable").then_some(()));
+        wait_for(Duration::from_secs(10), "the session-end receipt", || {
+            (state(&server, &pending).0 == "undeliverable").then_some(())
+        });
         assert_eq!(state(&server, &spooled).2.as_deref(), Some("spool_dropped"));
         assert_eq!(routes(&server), vec!["notes/ack", "session-end"]);
         let log = wait_for(Duration::from_secs(5), "the worker's log line", || {
@@ -559,5 +589,8 @@ fn unwritable_spool_keeps_the_decision_and_reports_the_drop() {
     std::fs::write(home.dir.join("run"), b"").unwrap();
     let (out, _) = home.run(Event::PermissionRequest, &fixture_for("PermissionRequest.json", &session));
     assert_eq!(out.unwrap().pointer("/hookSpecificOutput/decision/behavior"), Some(&json!("allow")));
-    assert_eq!(state(&server, &id), ("undeliverable".into(), Some("pre_tool_use".into()), Some("spool_dropped".into())));
+    assert_eq!(
+        state(&server, &id),
+        ("undeliverable".into(), Some("pre_tool_use".into()), Some("spool_dropped".into()))
+    );
 }

@@ -169,7 +169,14 @@ pub fn session_id_of(v: &Value) -> Option<String> {
 /// to `workspace_roots[0]`, then to `$CURSOR_PROJECT_DIR`.
 pub fn cwd_of(v: &Value, project_dir: Option<&str>) -> Option<String> {
     non_empty(v, "cwd")
-        .or_else(|| v.get("workspace_roots").and_then(Value::as_array).and_then(|r| r.first()).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()))
+        .or_else(|| {
+            v.get("workspace_roots")
+                .and_then(Value::as_array)
+                .and_then(|r| r.first())
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+        })
         .or_else(|| project_dir.map(str::trim).filter(|s| !s.is_empty()))
         .map(str::to_string)
 }
@@ -232,10 +239,9 @@ pub fn parse_with(event: Event, v: &Value, project_dir: Option<&str>) -> Result<
         // The IDE drops sessionStart's additional_context in a race with the
         // composer (3.12.17, acknowledged by staff) while the CLI delivers it:
         // claim at startup only where the context is known to arrive.
-        Event::SessionStart => InputKind::SessionStart {
-            source: None,
-            pull: str_field(v, "cursor_version").is_some_and(is_cli_version),
-        },
+        Event::SessionStart => {
+            InputKind::SessionStart { source: None, pull: str_field(v, "cursor_version").is_some_and(is_cli_version) }
+        }
         Event::BeforeSubmitPrompt => {
             let prompt = str_field(v, "prompt").unwrap_or_default();
             InputKind::UserPrompt {
@@ -273,10 +279,14 @@ pub fn parse_with(event: Event, v: &Value, project_dir: Option<&str>) -> Result<
             // A missing or odd loop_count is treated as "at the limit": a
             // claimed note Cursor then discards would be lost, an unclaimed
             // one waits for the next carrier.
-            let loop_count = v.get("loop_count").and_then(|n| n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64)));
+            let loop_count = v.get("loop_count").and_then(|n| {
+                n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+            });
             InputKind::Stop { may_continue: completed && loop_count.is_some_and(|n| n < LOOP_LIMIT) }
         }
-        Event::SessionEnd => InputKind::SessionEnd { reason: non_empty(v, "reason").unwrap_or("session_end").to_string() },
+        Event::SessionEnd => {
+            InputKind::SessionEnd { reason: non_empty(v, "reason").unwrap_or("session_end").to_string() }
+        }
     };
     Ok(Parsed::Run(Input { session_id, cwd, kind }))
 }
@@ -424,7 +434,8 @@ mod tests {
     fn gates_never_print_ask_and_always_name_a_permission() {
         for event in [Event::BeforeShellExecution, Event::BeforeMcpExecution, Event::PreToolUse] {
             for decision in [None, Some(Decision::Allow), Some(Decision::Deny)] {
-                let o = Outcome { decision, reason: Some("r".into()), context: Some("ctx".into()), ..Outcome::default() };
+                let o =
+                    Outcome { decision, reason: Some("r".into()), context: Some("ctx".into()), ..Outcome::default() };
                 let v = render(event, &o).unwrap();
                 let p = v["permission"].as_str().unwrap();
                 assert!(p == "allow" || p == "deny");
@@ -436,8 +447,12 @@ mod tests {
 
     #[test]
     fn session_start_exports_only_a_plain_runtime_id() {
-        let o = Outcome { runtime_session_id: Some("5f9c7c7b-e77b-4e3c-99be-5a7a623325db".into()), ..Outcome::default() };
-        assert_eq!(render(Event::SessionStart, &o).unwrap(), json!({"env": {"PRELOOP_PARENT_SESSION_ID": "5f9c7c7b-e77b-4e3c-99be-5a7a623325db"}}));
+        let o =
+            Outcome { runtime_session_id: Some("5f9c7c7b-e77b-4e3c-99be-5a7a623325db".into()), ..Outcome::default() };
+        assert_eq!(
+            render(Event::SessionStart, &o).unwrap(),
+            json!({"env": {"PRELOOP_PARENT_SESSION_ID": "5f9c7c7b-e77b-4e3c-99be-5a7a623325db"}})
+        );
         let o = Outcome { runtime_session_id: Some("x; rm -rf /".into()), ..Outcome::default() };
         assert_eq!(render(Event::SessionStart, &o).unwrap(), json!({}));
     }

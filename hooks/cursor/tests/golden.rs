@@ -29,7 +29,8 @@ fn golden(rel: &str, actual: &Value) {
         std::fs::write(&path, text).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (run with PRELOOP_BLESS=1 to create it)", path.display()));
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with PRELOOP_BLESS=1 to create it)", path.display()));
     let expected: Value = serde_json::from_str(&expected).unwrap();
     assert_eq!(&expected, actual, "golden {rel} differs");
 }
@@ -80,7 +81,12 @@ fn captures_parse_and_answer_as_recorded() {
                 let parsed = parse_with(event, &v, Some("/from/CURSOR_PROJECT_DIR"));
                 // The schema states what a hook needs: a payload it refuses
                 // is exactly one the schema refuses.
-                assert_eq!(valid.is_ok(), parsed.is_ok(), "{name}: schema {valid:?} vs parse {:?}", input_json(&parsed));
+                assert_eq!(
+                    valid.is_ok(),
+                    parsed.is_ok(),
+                    "{name}: schema {valid:?} vs parse {:?}",
+                    input_json(&parsed)
+                );
                 let stdout = normalize(home.run(event, &v));
                 if parsed.is_err() {
                     assert_eq!(stdout, neutral(event), "{name}: a refused payload gets the neutral answer");
@@ -111,7 +117,15 @@ fn captures_parse_and_answer_as_recorded() {
 fn block(n: usize) -> String {
     let at = Timestamp::parse("2026-12-02T09:20:38.291972+00:00").unwrap();
     let notes: Vec<NoteElement> = (0..n)
-        .map(|i| render_element(&format!("3f2a9c0d1e4b5a6{i}"), "Olive Operator", "jwt", at, &format!("Note {i}: stop editing the parser; run the tests first.")))
+        .map(|i| {
+            render_element(
+                &format!("3f2a9c0d1e4b5a6{i}"),
+                "Olive Operator",
+                "jwt",
+                at,
+                &format!("Note {i}: stop editing the parser; run the tests first."),
+            )
+        })
         .collect();
     frame(&notes).unwrap()
 }
@@ -120,7 +134,8 @@ fn block(n: usize) -> String {
 fn cases(event: Event) -> Vec<(&'static str, Outcome)> {
     let rid = Some("5f9c7c7b-e77b-4e3c-99be-5a7a623325db".to_string());
     let ctx = Some(block(2));
-    let deny = |reason: &str| Outcome { decision: Some(Decision::Deny), reason: Some(reason.into()), ..Outcome::default() };
+    let deny =
+        |reason: &str| Outcome { decision: Some(Decision::Deny), reason: Some(reason.into()), ..Outcome::default() };
     match event {
         Event::SessionStart => vec![
             ("registered", Outcome { runtime_session_id: rid.clone(), ..Outcome::default() }),
@@ -132,13 +147,19 @@ fn cases(event: Event) -> Vec<(&'static str, Outcome)> {
             ("no-opinion", Outcome::default()),
             ("allow", Outcome { decision: Some(Decision::Allow), ..Outcome::default() }),
             ("deny", deny("Approval declined: not today")),
-            ("deny-fail-closed", deny("Preloop could not check this tool call (unreachable); denied by the hook's fail-closed policy.")),
+            (
+                "deny-fail-closed",
+                deny("Preloop could not check this tool call (unreachable); denied by the hook's fail-closed policy."),
+            ),
         ],
         Event::PreToolUse => vec![
             ("no-opinion", Outcome::default()),
             ("no-opinion-with-notes", Outcome { context: ctx.clone(), ..Outcome::default() }),
             ("allow", Outcome { decision: Some(Decision::Allow), ..Outcome::default() }),
-            ("allow-with-notes", Outcome { decision: Some(Decision::Allow), context: ctx.clone(), ..Outcome::default() }),
+            (
+                "allow-with-notes",
+                Outcome { decision: Some(Decision::Allow), context: ctx.clone(), ..Outcome::default() },
+            ),
             ("deny", deny("Tool blocked in Preloop")),
             ("deny-with-notes", Outcome { context: ctx, ..deny("Tool blocked in Preloop") }),
             ("deny-empty-reason", deny("")),
@@ -175,7 +196,11 @@ fn the_context_limit_is_in_the_schemas() {
         check_output(event, &render(event, &fits).unwrap());
         let over = Outcome { context: Some("é".repeat(10_001)), continue_turn: true, ..Outcome::default() };
         let v = render(event, &over).unwrap();
-        assert!(validate(&schema(event.name(), "output").unwrap(), &v).is_err(), "{}: 10,001 characters must fail", event.name());
+        assert!(
+            validate(&schema(event.name(), "output").unwrap(), &v).is_err(),
+            "{}: 10,001 characters must fail",
+            event.name()
+        );
     }
 }
 
@@ -187,7 +212,10 @@ fn output_schemas_refuse_foreign_shapes() {
         (Event::PreToolUse, json!({})),
         (Event::PreToolUse, json!({"permission": "deny"})),
         (Event::PreToolUse, json!({"permission": "allow", "user_message": "x", "agent_message": "x"})),
-        (Event::PreToolUse, json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny"}})),
+        (
+            Event::PreToolUse,
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny"}}),
+        ),
         (Event::BeforeShellExecution, json!({"permission": "allow", "additional_context": "x"})),
         (Event::BeforeMcpExecution, json!({"permission": "ask"})),
         (Event::BeforeSubmitPrompt, json!({"continue": false})),

@@ -71,7 +71,10 @@ fn before_submit_prompt_registers_the_first_prompt_and_claims_nothing() {
 fn our_own_followup_never_titles_a_session() {
     let home = Home::new("bsp-own");
     let s = session("own");
-    home.run(Event::BeforeSubmitPrompt, &submit_prompt(&s, "<operator-notes count=\"1\" source=\"preloop-control-plane\">\nsecret note text"));
+    home.run(
+        Event::BeforeSubmitPrompt,
+        &submit_prompt(&s, "<operator-notes count=\"1\" source=\"preloop-control-plane\">\nsecret note text"),
+    );
     let file = home.session_file(&s).expect("registered");
     assert_eq!(file.title, None);
 }
@@ -104,7 +107,11 @@ fn pre_tool_use_fits_notes_into_ten_thousand_characters_and_acks_each_once() {
     for _ in 0..5 {
         let out = home.run(Event::PreToolUse, &pre_tool(&s, "ls"));
         let Some(ctx) = context_of(&out) else { break };
-        assert!(ctx.chars().count() <= 10_000, "a block over the limit would be dropped whole: {}", ctx.chars().count());
+        assert!(
+            ctx.chars().count() <= 10_000,
+            "a block over the limit would be dropped whole: {}",
+            ctx.chars().count()
+        );
         let ids = ids_in(&ctx);
         assert!(!ids.is_empty());
         for id in &ids {
@@ -192,11 +199,26 @@ fn bad_stdin_gets_the_neutral_answer_and_exit_0() {
     let home = Home::new("bad");
     let valid_with_bom = {
         let mut b = b"\xEF\xBB\xBF".to_vec();
-        b.extend(serde_json::to_vec(&json!({"conversation_id": "bom-session", "hook_event_name": "sessionEnd", "reason": "completed"})).unwrap());
+        b.extend(
+            serde_json::to_vec(
+                &json!({"conversation_id": "bom-session", "hook_event_name": "sessionEnd", "reason": "completed"}),
+            )
+            .unwrap(),
+        );
         b
     };
     for event in Event::ALL {
-        for stdin in [&b""[..], b"   \n", b"not json", b"[1,2]", b"null", b"{\"conversation_id\": ", b"{}", b"\xff\xfe{}", b"{\"conversation_id\": \"x\", \"hook_event_name\": \"SomethingElse\"}"] {
+        for stdin in [
+            &b""[..],
+            b"   \n",
+            b"not json",
+            b"[1,2]",
+            b"null",
+            b"{\"conversation_id\": ",
+            b"{}",
+            b"\xff\xfe{}",
+            b"{\"conversation_id\": \"x\", \"hook_event_name\": \"SomethingElse\"}",
+        ] {
             let r = home.run_raw(event, stdin);
             assert_eq!(r.code, Some(0), "{}: exit code for {stdin:?}", event.name());
             assert_eq!(check_stdout(event, &r.stdout), neutral(event), "{}: answer for {stdin:?}", event.name());

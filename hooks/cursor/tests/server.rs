@@ -55,7 +55,10 @@ fn session_start_registers_exports_the_runtime_id_and_claims_in_the_cli() {
     assert_eq!((reg["source"].as_str(), reg["cwd"].as_str()), (Some("cursor"), Some("/tmp/cursor-workspace")));
     assert!(calls(&server, "notes/pending").is_empty(), "the IDE's sessionStart claims nothing");
     let file = home.session_file(&s).expect("session file written in server mode");
-    assert_eq!((file.runtime_session_id.as_str(), file.mode.as_str(), file.agent_kind.as_str()), (rid.as_str(), "server", "cursor"));
+    assert_eq!(
+        (file.runtime_session_id.as_str(), file.mode.as_str(), file.agent_kind.as_str()),
+        (rid.as_str(), "server", "cursor")
+    );
 
     // The CLI's sessionStart (a resumed conversation, say) pulls.
     let note = send(&server, &s, "Deploy to eu-west-1.");
@@ -95,7 +98,10 @@ fn before_shell_deferral_spools_and_the_next_pre_tool_use_carries_and_acks() {
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![note.clone()]);
     let checks = calls(&server, "permission-check");
     let pre = body(checks.last().unwrap());
-    assert_eq!((pre["hook_event_name"].as_str(), pre["evaluation_phase"].as_str()), (Some("preToolUse"), Some("pre_tool_use")));
+    assert_eq!(
+        (pre["hook_event_name"].as_str(), pre["evaluation_phase"].as_str()),
+        (Some("preToolUse"), Some("pre_tool_use"))
+    );
     let acks = calls(&server, "notes/ack");
     assert_eq!(acks.len(), 1);
     assert_eq!(body(&acks[0]), json!({"note_ids": [note.clone()], "session_id": s}));
@@ -253,9 +259,15 @@ fn session_end_reports_spooled_notes_dropped_and_pending_ones_ended() {
     let pending = send(&server, &s, "after the last tool call (headless: no stop)");
     assert_eq!(home.run(Event::SessionEnd, &session_end(&s)), json!({}));
     let r = server.receipt(&spooled);
-    assert_eq!((r["state"].as_str(), r["undeliverable_reason"].as_str()), (Some("undeliverable"), Some("spool_dropped")));
+    assert_eq!(
+        (r["state"].as_str(), r["undeliverable_reason"].as_str()),
+        (Some("undeliverable"), Some("spool_dropped"))
+    );
     let r = server.receipt(&pending);
-    assert_eq!((r["state"].as_str(), r["undeliverable_reason"].as_str()), (Some("undeliverable"), Some("session_ended")));
+    assert_eq!(
+        (r["state"].as_str(), r["undeliverable_reason"].as_str()),
+        (Some("undeliverable"), Some("session_ended"))
+    );
     let end = body(&calls(&server, "session-end")[0]);
     assert_eq!(end, json!({"external_session_id": s, "reason": "completed"}));
     assert!(home.session_file(&s).unwrap().ended_at.is_some());
@@ -297,5 +309,9 @@ fn a_spool_that_cannot_be_written_never_turns_a_deny_into_an_allow() {
     let out = home.run(Event::BeforeShellExecution, &shell(&s, "rm -rf /"));
     assert_eq!(out["permission"], "deny", "the server's deny stands: {out}");
     let r = server.receipt(&note);
-    assert_eq!((r["state"].as_str(), r["undeliverable_reason"].as_str()), (Some("undeliverable"), Some("spool_dropped")), "reported, not silently lost");
+    assert_eq!(
+        (r["state"].as_str(), r["undeliverable_reason"].as_str()),
+        (Some("undeliverable"), Some("spool_dropped")),
+        "reported, not silently lost"
+    );
 }

@@ -58,5 +58,8 @@ pub fn state(s: &FakeServer, note_id: &str) -> String {
 /// The raw state, without the lazy expiry a receipt read runs.
 pub fn raw_state(s: &FakeServer, note_id: &str) -> String {
     let all = client::get(&format!("{}/_fake/notes", s.url()), None).unwrap().json();
-    all["notes"].as_array().unwrap().iter().find(|n| n["note_id"] == note_id).unwrap()["state"].as_str().unwrap().to_string()
+    all["notes"].as_array().unwrap().iter().find(|n| n["note_id"] == note_id).unwrap()["state"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }

@@ -3,7 +3,7 @@
 
 use preloop_shared::local::LocalInbox;
 use preloop_shared::operator::{Receipt, Target};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -86,7 +86,8 @@ pub fn check_contract(event: &str, out: &Output) -> Option<Value> {
         return None;
     }
     assert!(text.ends_with('\n') && text.matches('\n').count() == 1, "{event}: one line of JSON, got {text:?}");
-    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{event}: stdout is not JSON ({e}): {text:?}"));
+    let v: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{event}: stdout is not JSON ({e}): {text:?}"));
     assert!(v.is_object(), "{event}: stdout is not an object");
     Some(v)
 }

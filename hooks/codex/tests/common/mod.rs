@@ -71,11 +71,18 @@ pub fn check_stdout(event: Event, stdout: &str) -> Option<Value> {
     if stdout.is_empty() {
         return None;
     }
-    assert!(stdout.ends_with('\n') && stdout.matches('\n').count() == 1, "{}: one line expected: {stdout:?}", event.name());
-    let v: Value = serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{}: stdout is not JSON ({e}): {stdout:?}", event.name()));
-    let schema = schema(event.schema_stem(), "output").unwrap_or_else(|| panic!("{} has no output schema, yet printed {stdout}", event.name()));
+    assert!(
+        stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
+        "{}: one line expected: {stdout:?}",
+        event.name()
+    );
+    let v: Value = serde_json::from_str(stdout)
+        .unwrap_or_else(|e| panic!("{}: stdout is not JSON ({e}): {stdout:?}", event.name()));
+    let schema = schema(event.schema_stem(), "output")
+        .unwrap_or_else(|| panic!("{} has no output schema, yet printed {stdout}", event.name()));
     validate(&schema, &v).unwrap_or_else(|e| panic!("{} output fails its schema: {e}: {v}", event.name()));
-    preloop_codex::check_output(event, &v).unwrap_or_else(|e| panic!("{} output would fail in Codex: {e}: {v}", event.name()));
+    preloop_codex::check_output(event, &v)
+        .unwrap_or_else(|e| panic!("{} output would fail in Codex: {e}: {v}", event.name()));
     Some(v)
 }
 
@@ -100,7 +107,11 @@ pub struct Home {
 
 impl Home {
     pub fn new(tag: &str) -> Home {
-        let dir = std::env::temp_dir().join(format!("preloop-codex-{tag}-{}-{}", std::process::id(), preloop_shared::fsutil::note_id()));
+        let dir = std::env::temp_dir().join(format!(
+            "preloop-codex-{tag}-{}-{}",
+            std::process::id(),
+            preloop_shared::fsutil::note_id()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         Home { dir, env: Vec::new() }
     }
@@ -184,7 +195,10 @@ pub struct Run {
 /// The model-visible text of an output, whichever field carries it.
 pub fn context_of(v: &Option<Value>) -> Option<String> {
     let v = v.as_ref()?;
-    v.pointer("/hookSpecificOutput/additionalContext").or_else(|| v.get("reason")).and_then(Value::as_str).map(str::to_string)
+    v.pointer("/hookSpecificOutput/additionalContext")
+        .or_else(|| v.get("reason"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 /// The note ids in a block, in order.

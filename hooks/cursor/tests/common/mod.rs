@@ -65,8 +65,13 @@ pub fn validate(schema: &Value, instance: &Value) -> Result<(), String> {
 /// Check one stdout of `event` the way Cursor reads it: exactly one JSON
 /// object on one line that passes the event's output schema.
 pub fn check_stdout(event: Event, stdout: &str) -> Value {
-    assert!(stdout.ends_with('\n') && stdout.matches('\n').count() == 1, "{}: exactly one line expected: {stdout:?}", event.name());
-    let v: Value = serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{}: stdout is not JSON ({e}): {stdout:?}", event.name()));
+    assert!(
+        stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
+        "{}: exactly one line expected: {stdout:?}",
+        event.name()
+    );
+    let v: Value = serde_json::from_str(stdout)
+        .unwrap_or_else(|e| panic!("{}: stdout is not JSON ({e}): {stdout:?}", event.name()));
     check_output(event, &v);
     v
 }
@@ -104,7 +109,11 @@ pub struct Home {
 
 impl Home {
     pub fn new(tag: &str) -> Home {
-        let dir = std::env::temp_dir().join(format!("preloop-cursor-{tag}-{}-{}", std::process::id(), preloop_shared::fsutil::note_id()));
+        let dir = std::env::temp_dir().join(format!(
+            "preloop-cursor-{tag}-{}-{}",
+            std::process::id(),
+            preloop_shared::fsutil::note_id()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         Home { dir, env: Vec::new() }
     }
