@@ -1,16 +1,32 @@
-"""Helpers for the preloop-hooks end-to-end suite (Python 3.11 stdlib only).
+"""Helpers for the preloop-hooks end-to-end suites (Python 3.11 stdlib only).
 
-The suite runs the real Claude Code CLI headless (`claude -p`) against
-mock_anthropic.py, with the project's hook binaries wired into
-$HOME/.claude/settings.json, and inspects what the model received.
+The suites run the real harness CLIs headless against the project's mock model APIs, with
+hooks wired into a temporary HOME, and inspect what the model received:
+
+  harness                    install            mock                 run              where hook text landed
+  Claude Code 2.1.328        ensure_claude()    mock_anthropic.py    run_claude()     find_marker()
+  Codex CLI 0.169.0          ensure_codex()     mock_openai.py       run_codex()      codex_find_marker()
+  Gemini CLI 0.61.0          ensure_gemini()    mock_gemini.py       run_gemini()     gemini_find_marker()
+  Copilot CLI 1.0.102        ensure_copilot()   mock_copilot.py      run_copilot()    copilot_find_marker()
+
+A test makes a Sandbox (temp HOME, project dir, PRELOOP_HOME), starts the mock with a
+script of turns (sb.start_mock(script, api)), wires the hooks (write_settings /
+install_hooks / write_gemini_hooks / write_copilot_hooks), runs the harness (a RunResult:
+rc, stdout, stderr, every mock record, the main agent's request bodies) and looks the
+markers up. Scenario suites mix in Scenario (failure dumps, receipts, note helpers) with a
+mode (LocalMode / ServerMode) and a harness (ClaudeScenarios / CodexScenarios, which hold
+the scenarios a-d every mode shares). A missing prerequisite (harness, binaries, server)
+makes every test that needs it FAIL with the reason (Prereq), never skip.
 
 Environment knobs (all optional):
-  PRELOOP_E2E_HARNESS_DIR   where Claude Code is installed / cached
-                            (default: e2e/.harness; npm-installed there when missing)
+  PRELOOP_E2E_HARNESS_DIR   where the harness CLIs are installed / cached
+                            (default: e2e/.harness; npm-installed there when missing;
+                            Copilot's ~235 MB unpack cache is <dir>/copilot-cache)
   PRELOOP_BIN_DIR           directory holding the already-built hook binaries and
                             preloop-hooks; when unset the kit runs `cargo build --workspace`
                             in the repository root and uses target/debug
-  PRELOOP_E2E_CLAUDE_TIMEOUT  seconds one claude run may take (default 60)
+  PRELOOP_E2E_CLAUDE_TIMEOUT, PRELOOP_E2E_CODEX_TIMEOUT, PRELOOP_E2E_GEMINI_TIMEOUT,
+  PRELOOP_E2E_COPILOT_TIMEOUT  seconds one harness run may take (60, 90, 120, 120)
   PRELOOP_E2E_KEEP=1        keep every run's temp dir (default: only failed runs are kept)
   PRELOOP_E2E_TMPDIR        parent for the temp dirs (default: the system temp dir)
   PRELOOP_E2E_SERVER_HOME, PRELOOP_E2E_SERVER_PORT, PRELOOP_E2E_PG_PORT, PRELOOP_E2E_VENV
@@ -18,6 +34,7 @@ Environment knobs (all optional):
                             (e2e/preloop_server/up.sh; see e2e/README.md)
 """
 
+import html
 import json
 import os
 import re
@@ -28,22 +45,35 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-CLAUDE_CODE_VERSION = "2.1.328"
-CLAUDE_CODE_PACKAGE = "@anthropic-ai/claude-code@" + CLAUDE_CODE_VERSION
 E2E_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(E2E_DIR)
-MOCK_SCRIPT = os.path.join(E2E_DIR, "mock_anthropic.py")
-MOCK_OPENAI_SCRIPT = os.path.join(E2E_DIR, "mock_openai.py")   # Responses API, for Codex
 MOCK_API_KEY = "sk-ant-mock-key"
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
-# The models that select each wire shape (contract §3).
+CLAUDE_CODE_VERSION = "2.1.328"
+CLAUDE_CODE_PACKAGE = "@anthropic-ai/claude-code@" + CLAUDE_CODE_VERSION
+CODEX_VERSION = "0.169.0"
+CODEX_PACKAGE = "@openai/codex@" + CODEX_VERSION
+GEMINI_VERSION = "0.61.0"
+GEMINI_PACKAGE = "@google/gemini-cli@" + GEMINI_VERSION
+COPILOT_VERSION = "1.0.102"
+COPILOT_PACKAGE = "@github/copilot@" + COPILOT_VERSION
+
+# The mock model API of each harness (Sandbox.start_mock(script, api)).
+MOCKS = {"anthropic": "mock_anthropic.py", "openai": "mock_openai.py",
+         "gemini": "mock_gemini.py", "copilot": "mock_copilot.py"}
+MOCK_SCRIPT = os.path.join(E2E_DIR, MOCKS["anthropic"])
+
+# The models that select each Claude Code wire shape (contract §3).
 MODEL_DEFAULT = None                                # claude-opus-5-5: role:"system" messages
 MODEL_SONNET_45 = "claude-sonnet-4-5-20250929"      # <system-reminder> blocks in user messages
+GEMINI_MODEL = "gemini-2.5-flash"
+COPILOT_MODEL = "gpt-4.1"
 
 CLI_BINARY = "preloop-hooks"
 HOOK_BINARIES = {
@@ -53,7 +83,20 @@ HOOK_BINARIES = {
     "Stop": "preloop-claude-code-stop",
     "SessionEnd": "preloop-claude-code-session-end",
 }
+CODEX_HOOK_BINARIES = ("preloop-codex-session-start", "preloop-codex-user-prompt-submit",
+                       "preloop-codex-pre-tool-use", "preloop-codex-permission-request",
+                       "preloop-codex-stop", "preloop-codex-session-end")
 HOOK_TIMEOUT_S = 10
+
+# Copilot CLI's two hook-file dialects (contract §2): event names per style.
+COPILOT_CAMEL_EVENTS = ("sessionStart", "sessionEnd", "userPromptSubmitted", "userPromptTransformed",
+                        "preToolUse", "postToolUse", "postToolUseFailure", "errorOccurred",
+                        "agentStop", "subagentStart", "subagentStop", "preCompact",
+                        "permissionRequest", "notification", "preMcpToolCall")
+COPILOT_PASCAL_EVENTS = ("SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse",
+                         "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStart",
+                         "SubagentStop", "PreCompact", "PermissionRequest", "Notification",
+                         "ErrorOccurred")
 
 LABEL_SESSION_START = "SessionStart hook additional context: "
 LABEL_USER_PROMPT_SUBMIT = "UserPromptSubmit hook additional context: "
@@ -61,6 +104,7 @@ LABEL_PRE_TOOL_USE_BASH = "PreToolUse:Bash hook additional context: "
 LABEL_STOP_CONTEXT = "Stop hook additional context: "
 LABEL_STOP_FEEDBACK = "Stop hook feedback:"
 LABEL_STOP_BLOCKING_PREFIX = "Stop hook blocking error from command: "
+STOP_LABELS = {LABEL_STOP_CONTEXT, LABEL_STOP_FEEDBACK}
 
 NOTES_BLOCK_RE = re.compile(
     r'<operator-notes count="(?P<count>\d+)" source="preloop-control-plane">\n'
@@ -80,6 +124,7 @@ DEBUG_HOOK_LINE_RE = re.compile(
 DEBUG_NOISE_RE = re.compile(
     r"hooks module|Checking first line for async|not async, continuing|Successfully parsed")
 SYSTEM_REMINDER_RE = re.compile(r"<system-reminder>\n?(.*?)\n?</system-reminder>", re.S)
+TERMINAL_STATES = {"delivered", "expired", "cancelled", "undeliverable"}
 
 
 class KitError(RuntimeError):
@@ -98,10 +143,17 @@ def harness_dir():
                            or os.path.join(E2E_DIR, ".harness"))
 
 
-def _claude_version(path):
+def copilot_cache_dir():
+    """XDG_CACHE_HOME of every Copilot run: the native CLI unpacks ~235 MB into
+    copilot/pkg/linux-x64/<version>/ there on first use, so it is shared across runs."""
+    return os.path.join(harness_dir(), "copilot-cache")
+
+
+def _tool_version(path, env=None):
+    """`path --version` (stripped stdout), or None when it does not run."""
     try:
-        p = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60,
-                           stdin=subprocess.DEVNULL)
+        p = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=120,
+                           stdin=subprocess.DEVNULL, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return p.stdout.strip() if p.returncode == 0 else None
@@ -126,99 +178,65 @@ def _npm_install(d, package, name, found):
                        % (package, p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
 
 
-def ensure_claude():
-    """Return the path of a working Claude Code CLI of the pinned version, installing it
-    with npm into harness_dir() when it is missing (CI starts from a fresh machine)."""
+def _ensure_npm(bin_name, package, name, version_ok, env=None, repair=None):
+    """The path of node_modules/.bin/BIN_NAME in harness_dir() once `--version` satisfies
+    version_ok, npm-installing PACKAGE first when it does not (CI starts from a fresh
+    machine); repair(harness_dir) may fix an install npm left half done."""
     d = harness_dir()
-    claude = os.path.join(d, "node_modules", ".bin", "claude")
-    v = _claude_version(claude)
-    if v and v.startswith(CLAUDE_CODE_VERSION + " "):
-        return claude
-    _npm_install(d, CLAUDE_CODE_PACKAGE, "Claude Code", v)
-    v = _claude_version(claude)
-    if not v:
-        # The package's postinstall puts the native binary in place; run it if npm skipped it.
-        pkg_dir = os.path.join(d, "node_modules", "@anthropic-ai", "claude-code")
-        q = subprocess.run(["node", "install.cjs"], cwd=pkg_dir, capture_output=True, text=True,
-                           stdin=subprocess.DEVNULL)
-        v = _claude_version(claude)
-        if not v:
-            raise KitError("claude --version still fails after `node install.cjs` (rc %d):\n%s\n%s"
-                           % (q.returncode, q.stdout[-3000:], q.stderr[-3000:]))
-    if not v.startswith(CLAUDE_CODE_VERSION + " "):
-        raise KitError("installed claude reports %r, want %s" % (v, CLAUDE_CODE_VERSION))
-    return claude
+    path = os.path.join(d, "node_modules", ".bin", bin_name)
+    v = _tool_version(path, env)
+    if v and version_ok(v):
+        return path
+    _npm_install(d, package, name, v)
+    v = _tool_version(path, env)
+    if not v and repair:
+        repair(d)
+        v = _tool_version(path, env)
+    if not (v and version_ok(v)):
+        raise KitError("installed %s (%s) reports %r, want %s" % (name, path, v, package))
+    return path
 
 
-CODEX_VERSION = "0.169.0"
-CODEX_PACKAGE = "@openai/codex@" + CODEX_VERSION
+def _repair_claude(d):
+    # The package's postinstall puts the native binary in place; run it if npm skipped it.
+    q = subprocess.run(["node", "install.cjs"], cwd=os.path.join(d, "node_modules", "@anthropic-ai",
+                                                                 "claude-code"),
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if q.returncode != 0:
+        _log("`node install.cjs` exited %d:\n%s\n%s" % (q.returncode, q.stdout[-3000:], q.stderr[-3000:]))
+
+
+def ensure_claude():
+    """Path of a working Claude Code CLI of the pinned version (npm-installed when missing)."""
+    return _ensure_npm("claude", CLAUDE_CODE_PACKAGE, "Claude Code",
+                       lambda v: v.startswith(CLAUDE_CODE_VERSION + " "), repair=_repair_claude)
 
 
 def ensure_codex():
-    """Return the path of a working Codex CLI of the pinned version, npm-installing it into
-    harness_dir() when missing (like ensure_claude)."""
-    d = harness_dir()
-    codex = os.path.join(d, "node_modules", ".bin", "codex")
-    v = _claude_version(codex)
-    if v and v.strip().endswith(" " + CODEX_VERSION):
-        return codex
-    _npm_install(d, CODEX_PACKAGE, "Codex", v)
-    v = _claude_version(codex)
-    if not (v and v.strip().endswith(" " + CODEX_VERSION)):
-        raise KitError("installed codex reports %r, want %s" % (v, CODEX_VERSION))
-    return codex
+    """Path of a working Codex CLI of the pinned version (npm-installed when missing)."""
+    return _ensure_npm("codex", CODEX_PACKAGE, "Codex", lambda v: v.endswith(" " + CODEX_VERSION))
 
 
-def codex_segments(body):
-    """(item_index, role or type, text) for every input item of a /v1/responses body that
-    can carry text: messages (any role) and function_call_output."""
-    for i, it in enumerate(body.get("input") or []):
-        if not isinstance(it, dict):
-            continue
-        t = it.get("type")
-        if t == "message" or (t is None and it.get("role")):
-            c = it.get("content")
-            if isinstance(c, str):
-                txt = c
-            else:
-                txt = "".join(x.get("text", "") for x in c or [] if isinstance(x, dict))
-            yield i, it.get("role"), txt
-        elif t == "function_call_output":
-            o = it.get("output")
-            yield i, "function_call_output", o if isinstance(o, str) else json.dumps(o)
+def ensure_gemini():
+    """Path of a working Gemini CLI of the pinned version (npm-installed when missing)."""
+    return _ensure_npm("gemini", GEMINI_PACKAGE, "Gemini CLI", lambda v: v == GEMINI_VERSION)
 
 
-def codex_find_marker(requests, marker):
-    """[(request_index, item_index, role, text)] for every input item holding marker."""
-    return [(n, i, role, txt) for n, body in enumerate(requests)
-            for i, role, txt in codex_segments(body) if marker in txt]
+def ensure_copilot():
+    """Path of a working Copilot CLI of the pinned version (npm-installed when missing).
+    Its first `--version` unpacks the native CLI into copilot_cache_dir()."""
+    os.makedirs(copilot_cache_dir(), exist_ok=True)
+    env = {"PATH": BASE_PATH, "HOME": os.path.join(copilot_cache_dir(), "home"),
+           "XDG_CACHE_HOME": copilot_cache_dir(), "COPILOT_OFFLINE": "true",
+           "COPILOT_AUTO_UPDATE": "false", "LANG": "C.UTF-8"}
+    return _ensure_npm("copilot", COPILOT_PACKAGE, "Copilot CLI",
+                       lambda v: v.startswith("GitHub Copilot CLI %s." % COPILOT_VERSION), env=env)
 
 
-def summarize_codex_requests(requests, markers=(), width=240, wide=1500):
-    """Each request's input items after the previous request's (shortened)."""
-    out, prev = [], 0
-    for n, body in enumerate(requests):
-        items = body.get("input") or []
-        out.append("--- request #%d items=%d%s" % (n, len(items),
-                   " (items[0:%d] as in request #%d)" % (prev, n - 1) if prev else ""))
-        for i, it in enumerate(items):
-            if i < prev or not isinstance(it, dict):
-                continue
-            t = it.get("type") or "message"
-            if t == "function_call":
-                s = "%s %s" % (it.get("name"), it.get("arguments"))
-            else:
-                seg = [x for x in codex_segments({"input": [it]})]
-                s = seg[0][2] if seg else json.dumps(it)
-            out.append("  [%d] %-20s %-10s %r" % (i, t, it.get("role") or "",
-                                                 _excerpt(s, markers, width, wide)))
-        prev = len(items)
-    return "\n".join(out)
-
-
-def build_binaries():
+def build_binaries(required=()):
     """Return the directory holding preloop-hooks and the hook binaries: PRELOOP_BIN_DIR
-    when set, else target/debug after `cargo build --workspace` in the repository root."""
+    when set, else target/debug after `cargo build --workspace` in the repository root.
+    Raises KitError when preloop-hooks, a Claude Code hook or one of `required` is missing."""
     bin_dir = os.environ.get("PRELOOP_BIN_DIR")
     if bin_dir:
         bin_dir = os.path.abspath(bin_dir)
@@ -231,21 +249,64 @@ def build_binaries():
                            % (p.returncode, p.stderr[-6000:]))
         target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO_ROOT, "target")
         bin_dir = os.path.join(os.path.abspath(target), "debug")
-    missing = [n for n in [CLI_BINARY] + list(HOOK_BINARIES.values())
+    missing = [n for n in [CLI_BINARY] + list(HOOK_BINARIES.values()) + list(required)
                if not os.access(os.path.join(bin_dir, n), os.X_OK)]
     if missing:
         raise KitError("missing binaries in %s: %s" % (bin_dir, ", ".join(missing)))
     return bin_dir
 
 
+def fail_setup(msg):
+    """Raise KitError(msg): for Prereq.get(name, lambda: cond or fail_setup("why"))."""
+    raise KitError(msg)
+
+
+class Prereq:
+    """What a test module needs (a harness CLI, the built binaries, a server), set up once
+    in setUpModule with get(); a test that needs something that could not be had FAILS
+    with the reason (require()), never skips. The first failure carries the whole error,
+    later ones a pointer to it."""
+
+    def __init__(self):
+        self.values, self.errors, self.shown = {}, {}, set()
+
+    def get(self, name, fn):
+        try:
+            self.values[name] = fn()
+        except Exception as e:   # noqa: BLE001 -- reported by every test that needs it
+            self.values[name] = None
+            self.errors[name] = "%s: %s" % (type(e).__name__, e)
+            _log("PREREQUISITE %s FAILED: every test that needs it fails: %s"
+                 % (name, shorten(self.errors[name], 300)))
+        return self.values[name]
+
+    def __getitem__(self, name):
+        return self.values.get(name)
+
+    def set(self, name, value):
+        self.values[name] = value
+
+    def require(self, test, *names):
+        for name in names or list(self.errors):
+            if name in self.errors:
+                if name in self.shown:
+                    test.fail("SETUP: prerequisite %r is missing (its error is in the first "
+                              "failure of this module)" % name)
+                self.shown.add(name)
+                test.fail("SETUP: prerequisite %r is missing: %s" % (name, self.errors[name]))
+            if name not in self.values:
+                test.fail("SETUP: prerequisite %r was never set up (setUpModule did not run?)" % name)
+
+
 # --------------------------------------------------------------------------- mock
 
 class Mock:
-    """mock_anthropic.py as a child process on a free 127.0.0.1 port."""
+    """One of the mock model APIs (MOCKS) as a child process on a free 127.0.0.1 port."""
 
-    def __init__(self, workdir, script, env, program=None):
+    def __init__(self, workdir, script, env, api="anthropic"):
         self.workdir = workdir
-        program = program or MOCK_SCRIPT
+        self.api = api
+        program = os.path.join(E2E_DIR, MOCKS[api])
         self.script_path = os.path.join(workdir, "mock-script.json")
         self.log_path = os.path.join(workdir, "requests.jsonl")
         self.stderr_path = os.path.join(workdir, "mock.stderr")
@@ -295,7 +356,29 @@ class Mock:
         return out
 
 
-# --------------------------------------------------------------------------- marker search
+def main_requests(harness, records):
+    """Bodies of the main agent's model requests among a mock's log records."""
+    def main(r):
+        route, reply = r.get("route"), r.get("reply") or {}
+        if harness == "claude":
+            return route == "messages" and reply.get("kind") == "main"
+        if harness == "codex":
+            return route == "responses" and reply.get("kind") == "agent"
+        if harness == "gemini":
+            return route in ("stream", "generate") and reply.get("kind") == "main"
+        if harness == "copilot":
+            return route == "agent" and reply.get("agent") == "main"
+        raise KitError("unknown harness %r" % harness)
+    return [r.get("body") or {} for r in records if main(r)]
+
+
+def agent_requests(records, agent):
+    """Bodies of one scripted agent's requests (mock_openai / mock_copilot "agents")."""
+    return [r.get("body") or {} for r in records
+            if (r.get("reply") or {}).get("agent") == agent and r.get("body")]
+
+
+# --------------------------------------------------------------------------- Claude Code: marker search
 
 @dataclass
 class Hit:
@@ -382,6 +465,10 @@ def first_hit(hits):
     return min(hits, key=lambda h: (h.request_index, h.message_index)) if hits else None
 
 
+def is_stop_label(label):
+    return label in STOP_LABELS or (label or "").startswith(LABEL_STOP_BLOCKING_PREFIX)
+
+
 def note_blocks(text):
     """Parse the <operator-notes> blocks in text: [(block_text, count, [element dicts])]."""
     out = []
@@ -389,6 +476,169 @@ def note_blocks(text):
         els = [dict(e.groupdict()) for e in NOTE_ELEMENT_RE.finditer(mm.group("inner"))]
         out.append((mm.group(0), int(mm.group("count")), els))
     return out
+
+
+# --------------------------------------------------------------------------- Codex: marker search
+
+def codex_segments(body):
+    """(item_index, role or type, text) for every input item of a /v1/responses body that
+    can carry text: messages (any role) and function_call_output."""
+    for i, it in enumerate(body.get("input") or []):
+        if not isinstance(it, dict):
+            continue
+        t = it.get("type")
+        if t == "message" or (t is None and it.get("role")):
+            c = it.get("content")
+            if isinstance(c, str):
+                txt = c
+            else:
+                txt = "".join(x.get("text", "") for x in c or [] if isinstance(x, dict))
+            yield i, it.get("role"), txt
+        elif t == "function_call_output":
+            o = it.get("output")
+            yield i, "function_call_output", o if isinstance(o, str) else json.dumps(o)
+
+
+def codex_find_marker(requests, marker):
+    """[(request_index, item_index, role, text)] for every input item holding marker."""
+    return [(n, i, role, txt) for n, body in enumerate(requests)
+            for i, role, txt in codex_segments(body) if marker in txt]
+
+
+def summarize_codex_requests(requests, markers=(), width=240, wide=1500):
+    """Each request's input items after the previous request's (shortened)."""
+    out, prev = [], 0
+    for n, body in enumerate(requests):
+        items = body.get("input") or []
+        out.append("--- request #%d items=%d%s" % (n, len(items),
+                   " (items[0:%d] as in request #%d)" % (prev, n - 1) if prev else ""))
+        for i, it in enumerate(items):
+            if i < prev or not isinstance(it, dict):
+                continue
+            t = it.get("type") or "message"
+            if t == "function_call":
+                s = "%s %s" % (it.get("name"), it.get("arguments"))
+            else:
+                seg = [x for x in codex_segments({"input": [it]})]
+                s = seg[0][2] if seg else json.dumps(it)
+            out.append("  [%d] %-20s %-10s %r" % (i, t, it.get("role") or "",
+                                                 _excerpt(s, markers, width, wide)))
+        prev = len(items)
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- Gemini / Copilot: marker search
+
+@dataclass
+class Landing:
+    """Where a string landed in one Gemini or Copilot request body."""
+    request_index: int      # index among the requests searched (e.g. RunResult.requests)
+    index: int              # contents[index] (Gemini) / messages[index] (Copilot); -1: systemInstruction
+    role: str               # user | model | system (Gemini); system | user | assistant | tool (Copilot)
+    kind: str               # Gemini: text | function_response_output | function_response_error |
+                            #         function_call | system_instruction; Copilot: content
+    path: str               # JSON path in the body, e.g. contents[2].parts[0].functionResponse.response.output
+    text: str               # the whole string at that path
+
+    def short(self, n=300):
+        return "req#%d %s (%s/%s) text=%r" % (self.request_index, self.path, self.role, self.kind,
+                                             shorten(self.text, n))
+
+
+def gemini_segments(body):
+    """(content_index, role, kind, path, text) for every string of a generateContent body
+    that can carry hook text: text parts of every content and of systemInstruction, and
+    functionResponse.response.output / .error (where AfterTool context and BeforeTool
+    denials land); functionCall args as JSON."""
+    si = body.get("systemInstruction") or {}
+    for j, p in enumerate(si.get("parts") or [] if isinstance(si, dict) else []):
+        if isinstance(p, dict) and isinstance(p.get("text"), str):
+            yield -1, "system", "system_instruction", "systemInstruction.parts[%d].text" % j, p["text"]
+    for i, c in enumerate(body.get("contents") or []):
+        if not isinstance(c, dict):
+            continue
+        role = c.get("role") or ""
+        for j, p in enumerate(c.get("parts") or []):
+            if not isinstance(p, dict):
+                continue
+            base = "contents[%d].parts[%d]" % (i, j)
+            if isinstance(p.get("text"), str):
+                yield i, role, "text", base + ".text", p["text"]
+            fr = p.get("functionResponse")
+            if isinstance(fr, dict):
+                resp = fr.get("response") or {}
+                for k in ("output", "error"):
+                    if k in resp:
+                        v = resp[k]
+                        yield (i, role, "function_response_" + k, base + ".functionResponse.response." + k,
+                               v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
+            fc = p.get("functionCall")
+            if isinstance(fc, dict):
+                yield (i, role, "function_call", base + ".functionCall",
+                       "%s %s" % (fc.get("name"), json.dumps(fc.get("args"), ensure_ascii=False)))
+
+
+def copilot_segments(body):
+    """(message_index, role, "content", path, text) for every Chat Completions message of
+    a request body (string content, or the text parts of a content list)."""
+    for i, m in enumerate(body.get("messages") or []):
+        if not isinstance(m, dict):
+            continue
+        c = m.get("content")
+        if isinstance(c, list):
+            for j, p in enumerate(c):
+                if isinstance(p, dict) and isinstance(p.get("text"), str):
+                    yield i, m.get("role"), "content", "messages[%d].content[%d].text" % (i, j), p["text"]
+        elif isinstance(c, str):
+            yield i, m.get("role"), "content", "messages[%d].content" % i, c
+        for k, tc in enumerate(m.get("tool_calls") or []):
+            fn = (tc or {}).get("function") or {}
+            yield (i, m.get("role"), "tool_call", "messages[%d].tool_calls[%d]" % (i, k),
+                   "%s %s" % (fn.get("name"), fn.get("arguments")))
+
+
+def _find_landings(segments, requests, marker):
+    return [Landing(n, i, role, kind, path, txt) for n, body in enumerate(requests)
+            for i, role, kind, path, txt in segments(body) if marker in txt]
+
+
+def gemini_find_marker(requests, marker):
+    """[Landing] for every string of the Gemini request bodies that holds marker."""
+    return _find_landings(gemini_segments, requests, marker)
+
+
+def copilot_find_marker(requests, marker):
+    """[Landing] for every Copilot message (messages[i].content) that holds marker."""
+    return _find_landings(copilot_segments, requests, marker)
+
+
+def first_landing(landings):
+    """The earliest landing, or None; later requests repeat the history, so
+    {(l.index, l.path) for l in landings} tells how many distinct places there are."""
+    return min(landings, key=lambda h: (h.request_index, h.index)) if landings else None
+
+
+def _summarize_landings(requests, segments, key, markers, width, wide):
+    out, prev = [], 0
+    for n, body in enumerate(requests):
+        items = body.get(key) or []
+        out.append("--- request #%d %s=%d%s" % (n, key, len(items),
+                   " (%s[0:%d] as in request #%d)" % (key, prev, n - 1) if prev else ""))
+        for i, role, kind, path, txt in segments(body):
+            if i >= prev or (n == 0 and i < 0):
+                out.append("  %-48s %-9s %r" % (path, role, _excerpt(txt, markers, width, wide)))
+        prev = len(items)
+    return "\n".join(out)
+
+
+def summarize_gemini_requests(requests, markers=(), width=240, wide=1500):
+    """Each request's new contents (systemInstruction once), shortened around markers."""
+    return _summarize_landings(requests, gemini_segments, "contents", markers, width, wide)
+
+
+def summarize_copilot_requests(requests, markers=(), width=240, wide=1500):
+    """Each request's new messages, shortened around markers."""
+    return _summarize_landings(requests, copilot_segments, "messages", markers, width, wide)
 
 
 # --------------------------------------------------------------------------- dumps
@@ -457,6 +707,22 @@ def summarize_requests(requests, markers=()):
     return "\n".join(out)
 
 
+SUMMARIZERS = {"claude": summarize_requests, "codex": summarize_codex_requests,
+               "gemini": summarize_gemini_requests, "copilot": summarize_copilot_requests}
+
+
+def before_reply_lines(run, width=400):
+    """One line per before_reply_cmd the mock ran (or skipped) during a run."""
+    out = []
+    for br in run.before_reply():
+        out.append("mock before_reply_cmd: argv=%s rc=%s stdout=%s stderr=%s%s" % (
+            shorten(" ".join(str(a) for a in br.get("argv", [])), 300), br.get("rc"),
+            shorten(br.get("stdout", ""), width), shorten(br.get("stderr", ""), 300),
+            (" error=" + br["error"]) if br.get("error") else
+            (" skipped=" + br["skipped"]) if br.get("skipped") else ""))
+    return out
+
+
 # --------------------------------------------------------------------------- runs
 
 @dataclass
@@ -465,22 +731,33 @@ class RunResult:
     duration_s: float
     stdout: str
     stderr: str
-    output: dict | None            # parsed --output-format json result, if any
+    output: dict | None            # parsed JSON output (claude/gemini -o json), if any
     records: list                  # every mock log record
-    requests: list                 # bodies of the main conversation's /v1/messages requests
+    requests: list                 # bodies of the main agent's model requests
     model: str | None
-    session_id: str
+    session_id: str | None
     cmdline: str
     timed_out: bool = False
+    harness: str = "claude"
+    during: dict = field(default_factory=dict)   # run_*(during=fn): {"value"} or {"error"}
 
     def before_reply(self):
         return [r["before_reply"] for r in self.records if r.get("before_reply")]
 
+    def agent_requests(self, agent):
+        """Bodies of a scripted sub-agent's requests (Codex / Copilot scripts' "agents")."""
+        return agent_requests(self.records, agent)
+
+    def headline(self):
+        return ("%s rc=%s timed_out=%s duration=%ss session=%s model requests=%d (mock records: %d)"
+                % (self.harness, self.rc, self.timed_out, self.duration_s, self.session_id,
+                   len(self.requests), len(self.records)))
+
 
 class Sandbox:
-    """One scenario's world: temp HOME, project dir, PRELOOP_HOME, mock, settings, runs."""
+    """One scenario's world: temp HOME, project dir, PRELOOP_HOME, mock, hook config, runs."""
 
-    def __init__(self, name, bin_dir, claude_bin):
+    def __init__(self, name, bin_dir, claude_bin=None):
         self.name = name
         self.bin_dir = bin_dir
         self.claude_bin = claude_bin
@@ -495,7 +772,7 @@ class Sandbox:
         self.keep = os.environ.get("PRELOOP_E2E_KEEP") == "1"
         self.mock = None
         self.settings_path = None
-        self.hook_env = {}     # added to claude's env (so its hooks get it): server mode
+        self.hook_env = {}     # added to the harness's env (so its hooks get it): server mode
         self.mock_env = {}     # added to the mock's env (its before_reply_cmd get it)
         self.install_output = None
 
@@ -509,7 +786,21 @@ class Sandbox:
         return {"PATH": BASE_PATH, "HOME": self.home, "LANG": "C.UTF-8", "TERM": "dumb",
                 "PRELOOP_HOME": self.preloop_home}
 
-    # -- settings ------------------------------------------------------------
+    def codex_home(self):
+        return self._dir("codex-home")
+
+    def gemini_dir(self):
+        return self._dir("home", ".gemini")
+
+    def copilot_home(self):
+        return self._dir("home", ".copilot")
+
+    def _dir(self, *parts):
+        d = os.path.join(self.root, *parts)
+        os.makedirs(d, exist_ok=True)
+        return d
+
+    # -- hook wiring ---------------------------------------------------------
     def write_settings(self, commands=None, extra_hooks=None):
         """Write $HOME/.claude/settings.json wiring one command per event. `commands`
         maps event -> command line; default: the project's hook binaries. `extra_hooks`
@@ -529,19 +820,76 @@ class Sandbox:
             json.dump({"hooks": hooks}, f, indent=1)
         return self.settings_path
 
+    def write_gemini_settings(self, hooks=None, extra=None):
+        """$HOME/.gemini/settings.json: API-key auth (required with a base URL, contract §1),
+        no telemetry, no update checks, plus `hooks` (Gemini's {"<Event>": [groups]}) and
+        `extra` (top-level keys, merged one level deep). `preloop-hooks install --harness
+        gemini` is to add its hooks to this file."""
+        settings = {"security": {"auth": {"selectedType": "gemini-api-key"}},
+                    "privacy": {"usageStatisticsEnabled": False},
+                    "telemetry": {"enabled": False},
+                    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}}
+        for k, v in (extra or {}).items():
+            settings[k] = dict(settings.get(k) or {}, **v) if isinstance(v, dict) else v
+        if hooks:
+            settings["hooks"] = hooks
+        self.settings_path = os.path.join(self.gemini_dir(), "settings.json")
+        with open(self.settings_path, "w") as f:
+            json.dump(settings, f, indent=1)
+        return self.settings_path
+
+    def write_gemini_hooks(self, commands, timeout_ms=HOOK_TIMEOUT_S * 1000, extra=None, hook_env=None):
+        """Wire one command per Gemini event ({event: command}; "timeout" is in
+        milliseconds) into $HOME/.gemini/settings.json, with the base settings; hook_env:
+        each hook's "env" (merged over the environment Gemini passes, after its filter)."""
+        hooks = {}
+        for ev, cmd in commands.items():
+            h = {"type": "command", "name": "e2e-%s" % ev, "command": cmd, "timeout": timeout_ms}
+            if hook_env:
+                h["env"] = dict(hook_env)
+            hooks[ev] = [{"hooks": [h]}]
+        return self.write_gemini_settings(hooks, extra)
+
+    def write_copilot_hooks(self, commands, style="camel", timeout_s=HOOK_TIMEOUT_S, name="preloop"):
+        """Wire one command per Copilot event ({event: command}) into
+        $COPILOT_HOME/hooks/<name>.json, user hooks (no trust needed). style "camel":
+        {"version": 1, "hooks": {"sessionStart": [{"type": "command", "bash": CMD,
+        "timeoutSec": N}]}} (Copilot's own event names, camelCase stdin); "pascal": the
+        Claude-style {"hooks": {"SessionStart": [{"hooks": [{"type": "command",
+        "command": CMD, "timeout": N}]}]}} (matcher "*" on tool events; snake_case stdin)."""
+        known = COPILOT_CAMEL_EVENTS if style == "camel" else COPILOT_PASCAL_EVENTS
+        unknown = [ev for ev in commands if ev not in known]
+        if unknown:
+            raise KitError("not %s Copilot events: %s" % (style, unknown))
+        if style == "camel":
+            doc = {"version": 1, "hooks": {ev: [{"type": "command", "bash": cmd, "timeoutSec": timeout_s}]
+                                           for ev, cmd in commands.items()}}
+        else:
+            doc = {"hooks": {}}
+            for ev, cmd in commands.items():
+                group = {"hooks": [{"type": "command", "command": cmd, "timeout": timeout_s}]}
+                if ev in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"):
+                    group = {"matcher": "*", **group}
+                doc["hooks"][ev] = [group]
+        self.settings_path = os.path.join(self._dir("home", ".copilot", "hooks"), name + ".json")
+        with open(self.settings_path, "w") as f:
+            json.dump(doc, f, indent=1)
+        return self.settings_path
+
     def install_hooks(self, harness="claude-code"):
         """Wire the hooks into this sandbox's HOME the way a user does:
         `preloop-hooks install --harness HARNESS --scope user`, when this build of
-        preloop-hooks has the command. Returns "install" or, when it has not (yet),
-        "kit" after writing the settings file with write_settings()."""
+        preloop-hooks has the command. Returns "install" or, when it has not (yet) and
+        HARNESS is claude-code, "kit" after writing the settings file with
+        write_settings(). Codex: write_codex_config() first; Gemini: write_gemini_settings()
+        first (install adds to those files)."""
         if not has_install_command(self.bin(CLI_BINARY)):
             if harness != "claude-code":
                 raise KitError("preloop-hooks has no `install` command; cannot wire %s" % harness)
             self.write_settings()
             return "kit"
         env = self.base_env()
-        if harness == "codex":
-            env["CODEX_HOME"] = self.codex_home()
+        env.update(CODEX_HOME=self.codex_home(), COPILOT_HOME=self.copilot_home())
         p = subprocess.run(self.cli_argv("install", "--harness", harness, "--scope", "user"),
                            env=env, cwd=self.proj, capture_output=True, text=True,
                            timeout=60, stdin=subprocess.DEVNULL)
@@ -550,8 +898,9 @@ class Sandbox:
             raise KitError("`preloop-hooks install --harness %s --scope user` (HOME=%s) exited %d\n"
                            "stdout: %s\nstderr: %s" % (harness, self.home, p.returncode,
                                                        p.stdout[-3000:], p.stderr[-3000:]))
-        if harness == "claude-code":
-            self.settings_path = os.path.join(self.home, ".claude", "settings.json")
+        self.settings_path = {"claude-code": os.path.join(self.home, ".claude", "settings.json"),
+                              "codex": os.path.join(self.codex_home(), "hooks.json"),
+                              "gemini": os.path.join(self.gemini_dir(), "settings.json")}.get(harness)
         return "install"
 
     # -- operator CLI ----------------------------------------------------------
@@ -588,115 +937,13 @@ class Sandbox:
 
     def wait_note_state(self, note_id, states, timeout=8.0):
         """Poll the receipt until its state is in `states` (SessionEnd hooks may still be
-        finishing after claude exits); returns the last receipt seen."""
+        finishing after the harness exits); returns the last receipt seen."""
         deadline = time.time() + timeout
         while True:
             r = self.note_status(note_id)
             if r.get("state") in states or time.time() >= deadline:
                 return r
             time.sleep(0.2)
-
-    # -- mock + claude ---------------------------------------------------------
-    def start_mock(self, script):
-        if self.mock:
-            self.mock.stop()
-        self.mock = Mock(self.root, script, dict(self.base_env(), **self.mock_env))
-        return self.mock
-
-    def claude_env(self):
-        env = self.base_env()
-        env.update({
-            "ANTHROPIC_BASE_URL": self.mock.url,
-            "ANTHROPIC_API_KEY": MOCK_API_KEY,
-            "IS_SANDBOX": "1",   # --dangerously-skip-permissions refuses root otherwise
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        })
-        env.update(self.hook_env)
-        return env
-
-    def run_claude(self, prompt, session_id, model=None, timeout=None, extra_args=()):
-        assert self.mock, "start_mock() first"
-        timeout = timeout or float(os.environ.get("PRELOOP_E2E_CLAUDE_TIMEOUT", "60"))
-        argv = [self.claude_bin, "-p", prompt, "--output-format", "json",
-                "--dangerously-skip-permissions", "--session-id", session_id,
-                "--debug-file", os.path.join(self.root, "claude.debug.log")]
-        if model:
-            argv += ["--model", model]
-        argv += list(extra_args)
-        env = self.claude_env()
-        cmdline = "cd %s && env -i %s %s" % (
-            shlex.quote(self.proj), " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in env.items()),
-            " ".join(shlex.quote(a) for a in argv))
-        with open(os.path.join(self.root, "cmdline.txt"), "w") as f:
-            f.write(cmdline + "\n")
-        t0 = time.time()
-        timed_out = False
-        p = subprocess.Popen(argv, cwd=self.proj, env=env, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
-        try:
-            out, err = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            try:
-                os.killpg(p.pid, 9)
-            except OSError:
-                p.kill()
-            out, err = p.communicate()
-        dur = round(time.time() - t0, 2)
-        for name, data in (("claude.stdout", out), ("claude.stderr", err)):
-            with open(os.path.join(self.root, name), "w") as f:
-                f.write(data or "")
-        try:
-            output = json.loads(out) if out.strip() else None
-        except ValueError:
-            output = None
-        records = self.mock.records()
-        reqs = [r.get("body") or {} for r in records
-                if r.get("route") == "messages" and r.get("reply", {}).get("kind") == "main"]
-        return RunResult(rc=p.returncode, duration_s=dur, stdout=out, stderr=err, output=output,
-                         records=records, requests=reqs, model=model, session_id=session_id,
-                         cmdline=cmdline, timed_out=timed_out)
-
-    # -- Codex ----------------------------------------------------------------
-    def codex_home(self):
-        d = os.path.join(self.root, "codex-home")
-        os.makedirs(d, exist_ok=True)
-        return d
-
-    def start_codex_mock(self, script):
-        """mock_openai.py (Responses API) instead of the Anthropic mock."""
-        if self.mock:
-            self.mock.stop()
-        self.mock = Mock(self.root, script, dict(self.base_env(), **self.mock_env),
-                         program=MOCK_OPENAI_SCRIPT)
-        return self.mock
-
-    def write_codex_config(self, approve_for_me=False):
-        """$CODEX_HOME/config.toml: the mock as the model provider (no retries). Written
-        before `preloop-hooks install --harness codex`, which adds the hooks' trust
-        entries to this same file."""
-        assert self.mock, "start_codex_mock() first"
-        lines = ['model = "mock-model"', 'model_provider = "mock"',
-                 'approval_policy = "%s"' % ("on-request" if approve_for_me else "never"),
-                 'sandbox_mode = "%s"' % ("workspace-write" if approve_for_me else "danger-full-access"),
-                 "check_for_update_on_startup = false", "",
-                 "[model_providers.mock]", 'name = "mock"',
-                 'base_url = "%s/v1"' % self.mock.url, 'wire_api = "responses"',
-                 'env_key = "MOCK_API_KEY"', "request_max_retries = 0", "stream_max_retries = 0", ""]
-        path = os.path.join(self.codex_home(), "config.toml")
-        with open(path, "w") as f:
-            f.write("\n".join(lines))
-        return path
-
-    def codex_env(self):
-        env = self.base_env()
-        env.update({"CODEX_HOME": self.codex_home(), "MOCK_API_KEY": "mock-key"})
-        env.update(self.hook_env)
-        return env
 
     def session_ids(self):
         """External session ids the hooks registered (PRELOOP_HOME/sessions/*.json)."""
@@ -710,18 +957,24 @@ class Sandbox:
                 pass
         return out
 
-    def run_codex(self, codex_bin, prompt, approve_for_me=False, during=None, timeout=None):
-        """`codex exec` headless against the mock; `during(proc)` (optional) runs in a thread
-        while Codex runs (e.g. a human approving a request). RunResult.requests are the
-        main agent's /v1/responses bodies; session_id is read from the hooks' session file."""
-        import threading
-        assert self.mock, "start_codex_mock() first"
-        timeout = timeout or float(os.environ.get("PRELOOP_E2E_CODEX_TIMEOUT", "90"))
-        argv = [codex_bin, "exec", "--skip-git-repo-check", "-C", self.proj, "--color", "never"]
-        if approve_for_me:
-            argv.append("--approve-for-me")
-        argv.append(prompt)
-        env = self.codex_env()
+    # -- mock + harness runs -----------------------------------------------------
+    def start_mock(self, script, api="anthropic"):
+        """Start the mock model API `api` (MOCKS) with this script; it gets base_env()
+        plus mock_env (its before_reply_cmd run with that)."""
+        if self.mock:
+            self.mock.stop()
+        self.mock = Mock(self.root, script, dict(self.base_env(), **self.mock_env), api=api)
+        return self.mock
+
+    def start_codex_mock(self, script):
+        return self.start_mock(script, "openai")
+
+    def _run(self, harness, argv, env, timeout, during=None):
+        """Run one harness CLI headless in the project dir (own process group, killed on
+        timeout); `during(proc)` runs in a thread meanwhile. Writes cmdline.txt and
+        <harness>.stdout/.stderr into the sandbox; returns a RunResult without the
+        harness-specific fields (output, session_id, model)."""
+        assert self.mock, "start_mock() first"
         cmdline = "cd %s && env -i %s %s </dev/null" % (
             shlex.quote(self.proj), " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in env.items()),
             " ".join(shlex.quote(a) for a in argv))
@@ -732,8 +985,7 @@ class Sandbox:
         p = subprocess.Popen(argv, cwd=self.proj, env=env, stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
-        during_result = {}
-        th = None
+        during_result, th = {}, None
         if during:
             def _during():
                 try:
@@ -754,21 +1006,132 @@ class Sandbox:
         if th:
             th.join(30)
         dur = round(time.time() - t0, 2)
-        for name, data in (("codex.stdout", out), ("codex.stderr", err)):
+        for name, data in (("%s.stdout" % harness, out), ("%s.stderr" % harness, err)):
             with open(os.path.join(self.root, name), "w") as f:
                 f.write(data or "")
-        time.sleep(0.3)   # SessionEnd may outlive codex by a moment
+        time.sleep(0.3)   # a SessionEnd hook may outlive the harness by a moment
         records = self.mock.records()
-        reqs = [r.get("body") or {} for r in records
-                if r.get("route") == "responses" and r.get("reply", {}).get("kind") == "agent"]
-        sids = self.session_ids()
-        res = RunResult(rc=p.returncode, duration_s=dur, stdout=out, stderr=err, output=None,
-                        records=records, requests=reqs, model="mock-model",
-                        session_id=sids[-1] if sids else None, cmdline=cmdline,
-                        timed_out=timed_out)
-        res.during = during_result
-        return res
+        return RunResult(rc=p.returncode, duration_s=dur, stdout=out or "", stderr=err or "",
+                         output=None, records=records, requests=main_requests(harness, records),
+                         model=None, session_id=None, cmdline=cmdline, timed_out=timed_out,
+                         harness=harness, during=during_result)
 
+    def _env(self, extra, env=None):
+        e = self.base_env()
+        e.update(extra)
+        e.update(self.hook_env)
+        e.update(env or {})
+        return e
+
+    @staticmethod
+    def _json_output(out):
+        try:
+            v = json.loads(out) if out.strip() else None
+        except ValueError:
+            return None
+        return v if isinstance(v, dict) else None
+
+    def claude_env(self):
+        return self._env({
+            "ANTHROPIC_BASE_URL": self.mock.url,
+            "ANTHROPIC_API_KEY": MOCK_API_KEY,
+            "IS_SANDBOX": "1",   # --dangerously-skip-permissions refuses root otherwise
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        })
+
+    def run_claude(self, prompt, session_id, model=None, timeout=None, extra_args=()):
+        """`claude -p` headless (--output-format json) against mock_anthropic.py."""
+        timeout = timeout or float(os.environ.get("PRELOOP_E2E_CLAUDE_TIMEOUT", "60"))
+        argv = [self.claude_bin, "-p", prompt, "--output-format", "json",
+                "--dangerously-skip-permissions", "--session-id", session_id,
+                "--debug-file", os.path.join(self.root, "claude.debug.log")]
+        if model:
+            argv += ["--model", model]
+        argv += list(extra_args)
+        run = self._run("claude", argv, self.claude_env(), timeout)
+        run.output, run.model, run.session_id = self._json_output(run.stdout), model, session_id
+        return run
+
+    def write_codex_config(self, approve_for_me=False):
+        """$CODEX_HOME/config.toml: the mock as the model provider (no retries). Written
+        before `preloop-hooks install --harness codex`, which adds the hooks' trust
+        entries to this same file."""
+        assert self.mock, "start_mock(script, 'openai') first"
+        lines = ['model = "mock-model"', 'model_provider = "mock"',
+                 'approval_policy = "%s"' % ("on-request" if approve_for_me else "never"),
+                 'sandbox_mode = "%s"' % ("workspace-write" if approve_for_me else "danger-full-access"),
+                 "check_for_update_on_startup = false", "",
+                 "[model_providers.mock]", 'name = "mock"',
+                 'base_url = "%s/v1"' % self.mock.url, 'wire_api = "responses"',
+                 'env_key = "MOCK_API_KEY"', "request_max_retries = 0", "stream_max_retries = 0", ""]
+        path = os.path.join(self.codex_home(), "config.toml")
+        with open(path, "w") as f:
+            f.write("\n".join(lines))
+        return path
+
+    def codex_env(self):
+        return self._env({"CODEX_HOME": self.codex_home(), "MOCK_API_KEY": "mock-key"})
+
+    def run_codex(self, codex_bin, prompt, approve_for_me=False, during=None, timeout=None):
+        """`codex exec` headless against mock_openai.py; `during(proc)` (optional) runs in a
+        thread while Codex runs (e.g. a human approving a request). RunResult.requests are
+        the agents' /v1/responses bodies; session_id is read from the hooks' session file."""
+        timeout = timeout or float(os.environ.get("PRELOOP_E2E_CODEX_TIMEOUT", "90"))
+        argv = [codex_bin, "exec", "--skip-git-repo-check", "-C", self.proj, "--color", "never"]
+        if approve_for_me:
+            argv.append("--approve-for-me")
+        argv.append(prompt)
+        run = self._run("codex", argv, self.codex_env(), timeout, during)
+        sids = self.session_ids()
+        run.model, run.session_id = "mock-model", sids[-1] if sids else None
+        return run
+
+    def gemini_env(self, env=None):
+        return self._env({"GEMINI_API_KEY": "mock-key", "GOOGLE_GEMINI_BASE_URL": self.mock.url,
+                          "GEMINI_CLI_TRUST_WORKSPACE": "true", "NO_BROWSER": "1"}, env)
+
+    def run_gemini(self, gemini_bin, prompt, session_id=None, model=GEMINI_MODEL, env=None,
+                   extra_args=(), during=None, timeout=None):
+        """`gemini -p PROMPT -m MODEL --approval-mode yolo -o json` headless against
+        mock_gemini.py (write_gemini_settings / write_gemini_hooks first: API-key auth is
+        set there). `env` is added to Gemini's environment (e.g. {"GITHUB_SHA": ...});
+        session_id (a UUID) is passed as --session-id, else read from the JSON output."""
+        timeout = timeout or float(os.environ.get("PRELOOP_E2E_GEMINI_TIMEOUT", "120"))
+        argv = [gemini_bin, "-p", prompt, "-m", model, "--approval-mode", "yolo", "-o", "json"]
+        if session_id:
+            argv += ["--session-id", session_id]
+        argv += list(extra_args)
+        run = self._run("gemini", argv, self.gemini_env(env), timeout, during)
+        run.output, run.model = self._json_output(run.stdout), model
+        run.session_id = session_id or (run.output or {}).get("session_id")
+        return run
+
+    def copilot_env(self, model=COPILOT_MODEL, env=None):
+        return self._env({"COPILOT_HOME": self.copilot_home(), "XDG_CACHE_HOME": copilot_cache_dir(),
+                          "NO_COLOR": "1", "COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false",
+                          "COPILOT_PROVIDER_BASE_URL": self.mock.url + "/v1",
+                          "COPILOT_PROVIDER_API_KEY": "mock-key", "COPILOT_MODEL": model}, env)
+
+    def run_copilot(self, copilot_bin, prompt, session_id=None, model=COPILOT_MODEL, env=None,
+                    extra_args=(), during=None, timeout=None):
+        """`copilot -p PROMPT --allow-all --no-auto-update --no-ask-user` headless in BYOK +
+        offline mode against mock_copilot.py (Chat Completions). session_id (a UUID) is
+        passed as --session-id, else read from the `--resume=<id>` hint on stderr."""
+        timeout = timeout or float(os.environ.get("PRELOOP_E2E_COPILOT_TIMEOUT", "120"))
+        argv = [copilot_bin, "-p", prompt, "--allow-all", "--no-auto-update", "--no-ask-user",
+                "--no-color", "--log-dir", os.path.join(self.root, "copilot-logs")]
+        if session_id:
+            argv += ["--session-id", session_id]
+        argv += list(extra_args)
+        run = self._run("copilot", argv, self.copilot_env(model, env), timeout, during)
+        m = re.search(r"--resume[= ]([0-9a-fA-F-]{36})", run.stderr + run.stdout)
+        run.model, run.session_id = model, session_id or (m.group(1) if m else None)
+        return run
+
+    # -- failure dumps -----------------------------------------------------------
     def debug_log_hook_lines(self, limit=60):
         """Lines of claude's debug log that mention hooks (for failure dumps)."""
         path = os.path.join(self.root, "claude.debug.log")
@@ -794,6 +1157,626 @@ class Sandbox:
             self.mock = None
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- scenario base
+# A scenario TestCase is   class T(<Harness>Scenarios, <Mode>, unittest.TestCase)
+# (the mode mixins derive from Scenario, so both override its defaults)
+#   Harness: ClaudeScenarios | CodexScenarios  -- how the harness is wired and run, where
+#            a note lands, and the scenarios a-d every mode shares
+#   Mode:    LocalMode (local inbox, `preloop-hooks notes ...`) | ServerMode (the real
+#            Preloop server: PREREQ "creds" and "server")  -- how a note is sent and
+#            its receipt read, what binds it to the run
+# Scenario (below) holds the rest: state, check(), the failure dump, receipts, blocks.
+
+
+class ScenarioFailure(AssertionError):
+    pass
+
+
+class Scenario:
+    """Mixed into a unittest.TestCase (see the comment above). Subclasses set:
+    HARNESS ("claude" | "codex"), PREREQ (a Prereq) and PREREQS (names it needs)."""
+
+    HARNESS = None
+    MODE = None                 # "local" | "real server" (set by the mode mixin)
+    EXPECT_AUTH = None          # the auth attribute a delivered note's block must carry
+    TOKEN_PREFIX = "E2E"
+    PREREQ = None
+    PREREQS = ()
+    ARTIFACTS = "requests.jsonl, cmdline.txt, home/, preloop-home/"
+
+    # ------------------------------------------------------------------ state
+    def setUp(self):
+        if self.PREREQ is not None:
+            self.PREREQ.require(self, *self.PREREQS)
+        self.sb = None
+        self.scenario = None
+        self.run_result = None
+        self.receipts = {}
+        self.sent = {}          # note id -> what sending it answered
+        self.note_ids = []
+        self.markers = []
+        self.extra = []         # further lines for the failure dump
+        self.wiring = None
+        self.sid = None         # the run's session id when the test picks it (Claude Code)
+
+    def bin_dir(self):
+        return self.PREREQ["bin_dir"]
+
+    def label(self):
+        return self.MODE
+
+    def new_sandbox(self, scenario, claude_bin=None):
+        self.scenario = "%s %s [%s]" % (self.HARNESS, scenario, self.label())
+        slug = "%s-%s-%s" % ("srv" if self.MODE != "local" else "loc", self.HARNESS,
+                             scenario.split(":")[0])
+        self.sb = Sandbox(slug, self.bin_dir(), claude_bin)
+        self.addCleanup(self.sb.close)
+        try:
+            self.prepare_mode(self.sb)
+        except KitError as e:
+            raise ScenarioFailure(self.report("setup failed: %s" % e))
+        return self.sb
+
+    def prepare_mode(self, sb):
+        """Mode hook: server mode mints an agent and sets hook_env / mock_env."""
+
+    # ------------------------------------------------------------------ checks + dump
+    def check(self, cond, msg):
+        if not cond:
+            raise ScenarioFailure(self.report(msg))
+
+    def token(self, tag):
+        """A unique marker to put in a note body (listed in failure dumps)."""
+        t = "%s-%s-%s" % (self.TOKEN_PREFIX, tag, uuid.uuid4().hex[:10])
+        self.markers.append(t)
+        return t
+
+    def report(self, msg):
+        sb, run = self.sb, self.run_result
+        out = ["", "SCENARIO %s: %s" % (self.scenario, msg)]
+        if sb:
+            sb.keep = True
+            out.append("artifacts kept in %s (%s)" % (sb.root, self.ARTIFACTS))
+            if self.wiring:
+                out.append("hooks wired by: %s" % self.wiring)
+            if sb.install_output:
+                out.append("install: " + shorten(sb.install_output, 800))
+        out.extend(self.mode_lines())
+        out.extend(self.extra)
+        if run:
+            out.append(run.headline())
+            out.extend(self.run_lines(run))
+            if run.during:
+                out.append("during the run: " + shorten(json.dumps(run.during, ensure_ascii=False), 1500))
+            out.extend(before_reply_lines(run))
+        for nid in self.note_ids:
+            try:
+                r = self.receipt_now(nid)   # fresh: the state now, not when last checked
+            except Exception as e:   # noqa: BLE001 -- a dump must not hide the failure
+                r = self.receipts.get(nid) or "unreadable: %s" % e
+            out.append("receipt %s: %s" % (self.receipt_where(nid), json.dumps(r, ensure_ascii=False)))
+        if run:
+            out.append("model requests (new messages/items only; markers: %s):" % ", ".join(self.markers))
+            out.append(SUMMARIZERS[run.harness](run.requests, self.markers))
+        if sb:
+            out.extend(self.harness_log_lines())
+            lines = sb.preloop_log_lines()
+            if lines:
+                out.append("PRELOOP_HOME/log:")
+                out.extend("  " + l for l in lines)
+        out.extend(self.mode_tail())
+        return "\n".join(out)
+
+    def run_lines(self, run):
+        """Harness hook: what of the harness's own output goes into a failure dump."""
+        return ["stdout: " + shorten(run.stdout, 600), "stderr: " + shorten(run.stderr, 600)]
+
+    def harness_log_lines(self):
+        return []
+
+    def mode_lines(self):
+        return []
+
+    def mode_tail(self):
+        return []
+
+    # ------------------------------------------------------------------ notes + receipts
+    def add_sent(self, sent, what):
+        self.check(isinstance(sent, dict) and sent.get("note_id"),
+                   "%s answered no note_id: %r" % (what, sent))
+        if sent["note_id"] not in self.note_ids:
+            self.note_ids.append(sent["note_id"])
+        self.sent[sent["note_id"]] = sent
+        return sent
+
+    def send_before_start(self, body, **target):
+        """Send a note before the harness starts (mode: to this run's session, the
+        harness's next session, or the agent)."""
+        try:
+            sent = self.note_before_start(body, **target)
+        except KitError as e:
+            raise ScenarioFailure(self.report("sending the note failed: %s" % e))
+        return self.add_sent(sent, "sending the note before the run")
+
+    def sent_in_turn(self, run, turn, agent=None):
+        """What the before_reply_cmd the mock ran before answering `turn` (of `agent`, if
+        given) printed: the JSON of the note it sent."""
+        recs = [r for r in run.records if r.get("before_reply")
+                and r.get("reply", {}).get("turn") == turn and not r["before_reply"].get("skipped")
+                and (agent is None or r.get("reply", {}).get("agent") == agent)]
+        self.check(recs, "the mock never ran the before_reply_cmd of turn %d (the conversation "
+                         "did not reach that turn)" % turn)
+        br = recs[0]["before_reply"]
+        try:
+            sent = json.loads(br.get("stdout", ""))
+        except ValueError:
+            sent = None
+        if isinstance(sent, dict) and sent.get("note_id"):
+            self.add_sent(sent, "")
+        self.check(br.get("rc") == 0, "`%s` (run by the mock before answering turn %d) exited %s: "
+                   "stdout=%r stderr=%r" % (" ".join(map(str, br.get("argv", []))), turn, br.get("rc"),
+                                            br.get("stdout"), br.get("stderr")))
+        self.add_sent(sent, "`%s`" % " ".join(map(str, br.get("argv", []))))
+        self.check_sent_to_run(sent)
+        return sent
+
+    def check_receipt(self, note_id, state, event=None, reason=None):
+        """Wait for a terminal state; check state, delivery event/channel/time or the
+        undeliverable reason, and (mode) what the note is bound to."""
+        try:
+            r = self.wait_receipt(note_id, TERMINAL_STATES)
+        except KitError as e:
+            raise ScenarioFailure(self.report("reading the receipt failed: %s" % e))
+        self.receipts[note_id] = r
+        where = "receipt %s = %s" % (self.receipt_where(note_id), json.dumps(r, ensure_ascii=False))
+        self.check(r.get("note_id") == note_id, "note_id mismatch in %s" % where)
+        self.check(r.get("state") == state, "state is %r, want %r; %s" % (r.get("state"), state, where))
+        if event is not None:
+            self.check(r.get("delivery_event") == event and r.get("delivery_channel") == "hook",
+                       "delivery_event/channel are %r/%r, want %r/'hook'; %s"
+                       % (r.get("delivery_event"), r.get("delivery_channel"), event, where))
+            self.check(r.get("delivered_at"), "no delivered_at; %s" % where)
+        if reason is not None:
+            self.check(r.get("undeliverable_reason") == reason,
+                       "undeliverable_reason is %r, want %r; %s" % (r.get("undeliverable_reason"), reason, where))
+            self.check(r.get("delivered_at") is None, "an undeliverable note has delivered_at; %s" % where)
+        self.check_binding(r, where)
+        return r
+
+    def check_block(self, text, note_id, body):
+        """The text holds a full <operator-notes count="1" source="preloop-control-plane">
+        block with exactly this note (id attribute = the note id, body verbatim, the
+        mode's auth); returns (block, element)."""
+        blocks = [b for b in note_blocks(text) if any(e["id"] == note_id for e in b[2])]
+        self.check(blocks, "no complete <operator-notes count=.. source=\"preloop-control-plane\">"
+                           "...</operator-notes> block holding note %s found in: %r"
+                   % (note_id, shorten(text, 1500)))
+        block, count, elements = blocks[0]
+        self.check(count == 1 and len(elements) == 1,
+                   "block has count=%d and %d <operator-note> elements, want 1 and 1: %r"
+                   % (count, len(elements), shorten(block, 1500)))
+        self.check(elements[0]["body"] == body, "note body in the block is %r, want %r"
+                   % (elements[0]["body"], body))
+        if self.EXPECT_AUTH:
+            self.check(elements[0]["auth"] == self.EXPECT_AUTH, "auth=%r in the block, want %r: %r"
+                       % (elements[0]["auth"], self.EXPECT_AUTH, shorten(block, 800)))
+        return block, elements[0]
+
+
+class LocalMode(Scenario):
+    """Local mode: no PRELOOP_URL / PRELOOP_TOKEN, the local inbox under the sandbox's
+    PRELOOP_HOME; notes with `preloop-hooks notes send`, receipts with `notes status`."""
+
+    MODE = "local"
+    EXPECT_AUTH = "local"
+
+    def note_before_start(self, body, **target):
+        if target:
+            raise KitError("local notes go to this run's session or the next one, not %r" % target)
+        if self.sid:
+            return self.sb.send_note(self.sid, body)
+        return self.sb.cli_json("notes", "send", "--next", self.HARNESS, "--json", body)
+
+    def note_to_run_argv(self, body):
+        """before_reply_cmd sending a note to this run: `notes send --session <id>`; when
+        the harness picks its own id, through with_session.py ("@@SESSION@@" = the id the
+        SessionStart hook registered)."""
+        if self.sid:
+            return self.sb.send_note_argv(self.sid, body)
+        return [sys.executable, os.path.join(E2E_DIR, "with_session.py")] + self.sb.send_note_argv(
+            "@@SESSION@@", body)
+
+    def check_sent_to_run(self, sent):
+        session = (sent.get("target") or {}).get("session")
+        self.check(session == self.run_result.session_id,
+                   "the note was addressed to session %r, want this run's %r: %r"
+                   % (session, self.run_result.session_id, sent))
+
+    def receipt_now(self, note_id):
+        return self.sb.note_status(note_id)
+
+    def wait_receipt(self, note_id, states):
+        return self.sb.wait_note_state(note_id, states, timeout=8.0)
+
+    def receipt_where(self, note_id):
+        return "`notes status %s --json`" % note_id
+
+    def check_binding(self, r, where):
+        self.check(r.get("external_session_id") == self.run_result.session_id,
+                   "bound to session %r, want this run's %r; %s"
+                   % (r.get("external_session_id"), self.run_result.session_id, where))
+
+
+class ServerMode(Scenario):
+    """Server mode against the real Preloop server: a fresh managed agent per scenario
+    (its agt_ token as PRELOOP_TOKEN in the harness's, so the hooks', environment), notes
+    sent as the human operator (PREREQ["server"], a ServerClient), receipts read from the
+    server; PREREQ["creds"] is kit.ensure_server()'s creds.json."""
+
+    MODE = "real server"
+    EXPECT_AUTH = "api_key"
+
+    def server(self):
+        return getattr(self, "server_override", None) or self.PREREQ["server"]
+
+    def prepare_mode(self, sb):
+        self.agent = None
+        self.agent = self.server().new_agent(kind={"claude": "claude_code"}.get(self.HARNESS, self.HARNESS))
+        sb.hook_env = {"PRELOOP_URL": self.PREREQ["creds"]["base_url"], "PRELOOP_TOKEN": self.agent["agent_token"]}
+        sb.mock_env = self.server().server_note_env()
+
+    def note_before_start(self, body, **target):
+        sent = self.server().send_note(body, **(target or {"agent_id": self.agent["agent_id"]}))
+        self.check(isinstance(sent, dict) and sent.get("state") == "pending",
+                   "POST /api/v1/operator-notes answered %r, want a pending note" % (sent,))
+        return sent
+
+    def note_to_run_argv(self, body):
+        """before_reply_cmd sending a note to this run (external_session_id; "@@SESSION@@"
+        when the harness picks its id: server_note.py reads it from the session file)."""
+        return self.server().send_note_argv(body, external_session_id=self.sid or "@@SESSION@@")
+
+    def check_sent_to_run(self, sent):
+        self.check(sent.get("runtime_session_id"), "the note sent by external_session_id is bound to "
+                   "no session (was the session registered by SessionStart?): %r" % sent)
+
+    def receipt_now(self, note_id):
+        return self.server().receipt(note_id)
+
+    def wait_receipt(self, note_id, states):
+        return self.server().wait_receipt(note_id, states, timeout=10.0)
+
+    def receipt_where(self, note_id):
+        return "GET /api/v1/operator-notes/%s" % note_id
+
+    def check_binding(self, r, where):
+        self.check(r.get("runtime_session_id"), "the note is bound to no runtime session; %s" % where)
+        self.check(r.get("managed_agent_id") == self.agent["agent_id"],
+                   "managed_agent_id is %r, want this scenario's agent %s; %s"
+                   % (r.get("managed_agent_id"), self.agent["agent_id"], where))
+        sent = self.sent.get(r.get("note_id")) or {}
+        if sent.get("runtime_session_id"):
+            self.check(r.get("runtime_session_id") == sent["runtime_session_id"],
+                       "bound to session %r, sending answered %r; %s"
+                       % (r.get("runtime_session_id"), sent["runtime_session_id"], where))
+
+    def mode_lines(self):
+        agent = getattr(self, "agent", None)
+        return ["server %s, agent %s" % (self.PREREQ["creds"]["base_url"], agent["agent_id"])] if agent else []
+
+    def mode_tail(self):
+        lines = server_log_tail(15)
+        return (["tail of the server log (%s/server.log):" % server_home()]
+                + ["  " + l for l in lines]) if lines else []
+
+
+# --------------------------------------------------------------------------- Claude Code scenarios
+
+CLAUDE_PROMPT = "Run echo hi"
+BASH_TURN = {"content": [{"type": "text", "text": "Running it."},
+                         {"type": "tool_use", "name": "Bash",
+                          "input": {"command": "echo hi", "description": "say hi"}}]}
+
+
+def text_turn(text, **extra):
+    """A text-only mock_anthropic turn."""
+    return dict({"content": [{"type": "text", "text": text}]}, **extra)
+
+
+class ClaudeScenarios(Scenario):
+    """Claude Code 2.1.328 `claude -p` against mock_anthropic.py, one TestCase per model
+    (wire shape: MODEL, MODEL_NAME, CONTEXT_SHAPE), with the scenarios a-d:
+      a  note before start -> request #0 under the SessionStart label, once
+      b  note sent while the mock answers request #0 (a Bash call) -> request #1 under
+         the PreToolUse:Bash label
+      c  note sent while the mock answers the final text turn -> one Stop rescue request
+      d  as c, plus a note during the rescue turn -> never delivered, session_ended
+    WIRING: "settings" (kit.Sandbox.write_settings) or "install" (`preloop-hooks install`)."""
+
+    HARNESS = "claude"
+    MODEL = None
+    MODEL_NAME = "default"
+    CONTEXT_SHAPE = None
+    WIRING = "settings"
+    PREREQS = ("claude", "bin_dir")
+    ARTIFACTS = "requests.jsonl, claude.debug.log, cmdline.txt, home/, preloop-home/"
+
+    def label(self):
+        return "%s, model=%s" % (self.MODE, self.MODEL_NAME)
+
+    def start(self, scenario, server=None):
+        self.server_override = server
+        sb = self.new_sandbox(scenario, self.PREREQ["claude"])
+        self.sid = new_session_id()
+        try:
+            if self.WIRING == "install":
+                how = sb.install_hooks("claude-code")
+                self.wiring = {"install": "preloop-hooks install --harness claude-code --scope user",
+                               "kit": "kit.Sandbox.write_settings (no `install` in this build)"}[how]
+            else:
+                sb.write_settings()
+                self.wiring = "kit.Sandbox.write_settings"
+        except KitError as e:
+            raise ScenarioFailure(self.report("setup failed: %s" % e))
+        return sb
+
+    def run_claude(self, script):
+        self.sb.start_mock(script)
+        try:
+            self.run_result = self.sb.run_claude(CLAUDE_PROMPT, self.sid, model=self.MODEL)
+        finally:
+            self.sb.mock.stop()
+        run = self.run_result
+        self.check(not run.timed_out and run.rc == 0,
+                   "claude -p did not finish cleanly (rc=%s, timed out=%s)" % (run.rc, run.timed_out))
+        self.check(isinstance(run.output, dict) and not run.output.get("is_error"),
+                   "claude -p --output-format json did not report success")
+        return run
+
+    def harness_log_lines(self):
+        lines = self.sb.debug_log_hook_lines()
+        return ["hook lines from claude.debug.log:"] + ["  " + l for l in lines] if lines else []
+
+    def hits_for(self, run, marker):
+        return find_marker(run.requests, marker)
+
+    def describe_hits(self, hits):
+        return "; ".join(h.short(160) for h in hits) or "nowhere"
+
+    def expect_delivered_once(self, run, tok, note_id, body, request_index, label):
+        """The note is first seen in request #request_index under `label`, in this
+        model's wire shape, nowhere under another label, as a full block; 2 requests."""
+        hits = self.hits_for(run, tok)
+        first = first_hit(hits)
+        self.check(first is not None, "the note never reached the model")
+        self.check(first.request_index == request_index, "first seen in request #%d, want #%d: %s"
+                   % (first.request_index, request_index, first.short()))
+        self.check(first.label == label, "label is %r, want %r" % (first.label, label))
+        self.check(first.shape == self.CONTEXT_SHAPE,
+                   "wire shape is %r, want %r for this model" % (first.shape, self.CONTEXT_SHAPE))
+        others = [h for h in hits if h.label != label]
+        self.check(not others, "delivered more than once / under another label: %s"
+                   % self.describe_hits(others))
+        self.check(len(run.requests) == 2, "%d model requests, want 2 (no Stop rescue when "
+                                           "nothing is pending)" % len(run.requests))
+        self.check_block(first.text, note_id, body)
+        return first
+
+    # ------------------------------------------------------------------ scenarios a-d
+    def test_a_note_before_start_reaches_first_request(self):
+        self.start("a: note sent before the run starts")
+        tok = self.token("A")
+        body = "%s Before you start, print the working directory too." % tok
+        note_id = self.send_before_start(body)["note_id"]
+        run = self.run_claude({"turns": [BASH_TURN, text_turn("All done.")]})
+        self.expect_delivered_once(run, tok, note_id, body, 0, LABEL_SESSION_START)
+        self.check_receipt(note_id, "delivered", event="session_start")
+
+    def test_b_note_mid_run_reaches_request_after_tool_call(self):
+        self.start("b: note to the run sent mid-run")
+        tok = self.token("B")
+        body = "%s Mid-run: after this command, stop and summarise." % tok
+        run = self.run_claude({"turns": [dict(BASH_TURN, before_reply_cmd=self.note_to_run_argv(body)),
+                                         text_turn("All done.")]})
+        note_id = self.sent_in_turn(run, 0)["note_id"]
+        self.expect_delivered_once(run, tok, note_id, body, 1, LABEL_PRE_TOOL_USE_BASH)
+        self.check_receipt(note_id, "delivered", event="pre_tool_use")
+
+    def test_c_note_after_last_tool_call_rescued_by_stop(self):
+        self.start("c: note to the run sent after the last tool call")
+        tok = self.token("C")
+        body = "%s Late note: also mention the exit code." % tok
+        run = self.run_claude({"turns": [
+            BASH_TURN,
+            text_turn("All done.", before_reply_cmd=self.note_to_run_argv(body)),
+            text_turn("Noted the operator note.")]})
+        note_id = self.sent_in_turn(run, 1)["note_id"]
+        hits = self.hits_for(run, tok)
+        first = first_hit(hits)
+        self.check(first is not None, "the note never reached the model (no Stop rescue)")
+        self.check(len(run.requests) == 3, "%d model requests, want 3 (exactly one extra "
+                                           "request from the Stop rescue)" % len(run.requests))
+        self.check(first.request_index == 2,
+                   "first seen in request #%d, want #2: %s" % (first.request_index, first.short()))
+        stop_hits = [h for h in hits if is_stop_label(h.label)]
+        self.check(stop_hits, "not under a Stop label (%s): %s"
+                   % (sorted(STOP_LABELS), self.describe_hits(hits)))
+        others = [h for h in hits if not is_stop_label(h.label)]
+        self.check(not others, "also delivered under another label: %s" % self.describe_hits(others))
+        self.check_block(stop_hits[0].text, note_id, body)
+        self.check_receipt(note_id, "delivered", event="stop")
+
+    def test_d_note_pending_at_end_is_undeliverable_session_ended(self):
+        self.start("d: note to the run still pending when the run ends")
+        tok_a, tok_b = self.token("D1"), self.token("D2")
+        body_a = "%s Late note that Stop rescues." % tok_a
+        body_b = "%s Note sent during the rescue turn, too late." % tok_b
+        run = self.run_claude({"turns": [
+            BASH_TURN,
+            text_turn("All done.", before_reply_cmd=self.note_to_run_argv(body_a)),
+            text_turn("Noted.", before_reply_cmd=self.note_to_run_argv(body_b)),
+        ], "overflow": text_turn("Nothing more to do.")})
+        note_a = self.sent_in_turn(run, 1)["note_id"]
+        note_b = self.sent_in_turn(run, 2)["note_id"]   # fails if there was no rescue turn
+        self.check(len(run.requests) == 3, "%d model requests, want 3 (one Stop rescue, then "
+                                           "stop_hook_active=true ends the run)" % len(run.requests))
+        hits_b = self.hits_for(run, tok_b)
+        self.check(not hits_b, "the note sent during the rescue turn reached the model: %s"
+                   % self.describe_hits(hits_b))
+        self.check(self.hits_for(run, tok_a), "the rescued note (prerequisite) is not in any request")
+        self.check_receipt(note_a, "delivered", event="stop")
+        self.check_receipt(note_b, "undeliverable", reason="session_ended")
+
+
+# --------------------------------------------------------------------------- Codex scenarios
+
+CODEX_PROMPT = "say hi"
+CODEX_SHELL_TURN = {"calls": [{"cmd": "echo hi"}]}
+
+
+class CodexScenarios(Scenario):
+    """Codex 0.169.0 `codex exec` against mock_openai.py, hooks wired by `preloop-hooks
+    install --harness codex --scope user` (hooks.json + trust entries in config.toml).
+    Codex picks its own session id: notes to the run go through "@@SESSION@@" (the id the
+    SessionStart hook registered). Scenarios a-d as for Claude Code:
+      a  note before start -> request #0, a developer message before the user prompt
+      b  note mid-run -> request #1, a developer message between the function_call and
+         its output
+      c  note after the last tool call -> request #2 ends with a user <hook_prompt
+         hook_run_id="stop:..."> message (Codex HTML-escapes it)
+      d  a note during the rescue turn -> in no request; undeliverable / session_ended"""
+
+    HARNESS = "codex"
+    PREREQS = ("codex", "bin_dir")
+    ARTIFACTS = "requests.jsonl, codex.stdout, codex.stderr, cmdline.txt, codex-home/, preloop-home/"
+
+    def start(self, scenario):
+        self.new_sandbox(scenario)
+        return self.sb
+
+    def run_codex(self, script, prompt=CODEX_PROMPT, approve_for_me=False, **kw):
+        try:
+            self.sb.start_mock(script, "openai")
+            self.sb.write_codex_config(approve_for_me=approve_for_me)
+            self.sb.install_hooks("codex")
+            self.wiring = "preloop-hooks install --harness codex --scope user"
+        except KitError as e:
+            raise ScenarioFailure(self.report("setup failed: %s" % e))
+        try:
+            self.run_result = self.sb.run_codex(self.PREREQ["codex"], prompt,
+                                                approve_for_me=approve_for_me, **kw)
+        finally:
+            self.sb.mock.stop()
+        run = self.run_result
+        self.check(not run.timed_out and run.rc == 0,
+                   "codex exec did not finish cleanly (rc=%s, timed out=%s)" % (run.rc, run.timed_out))
+        self.check(run.session_id, "no session file in PRELOOP_HOME/sessions: SessionStart registered nothing")
+        return run
+
+    def run_lines(self, run):
+        hook_lines = [l for l in run.stderr.splitlines()
+                      if l.startswith("hook: ") or "warning" in l.lower() or "error" in l.lower()]
+        return ["codex stderr (hook status lines): " + " | ".join(hook_lines[-30:]),
+                "codex stdout: " + shorten(run.stdout, 400)]
+
+    def check_block(self, text, note_id, body):
+        return Scenario.check_block(self, html.unescape(text), note_id, body)   # Codex escapes a Stop reason
+
+    def first_hit(self, run, tok):
+        hits = codex_find_marker(run.requests, tok)
+        self.check(hits, "the note (%s) never reached the model" % tok)
+        return hits[0], hits
+
+    def check_once(self, hits):
+        """Present in one input item only (later requests repeat the history)."""
+        self.check(len({i for _, i, _, _ in hits}) == 1,
+                   "delivered more than once: at (request, item, role) %s"
+                   % [(n, i, role) for n, i, role, _ in hits])
+
+    # ------------------------------------------------------------------ scenarios a-d
+    def test_a_note_before_start_reaches_first_request(self):
+        tok = self.token("A")
+        body = "%s Before you start, print the working directory too." % tok
+        self.start("a: note sent before the run starts")
+        note_id = self.send_before_start(body)["note_id"]
+        run = self.run_codex({"agents": [{"name": "main", "turns": [CODEX_SHELL_TURN, {"text": "All done."}]}]})
+        (n, i, role, txt), hits = self.first_hit(run, tok)
+        self.check(n == 0 and role == "developer",
+                   "first seen in request #%d item %d role %s, want request #0 in a developer message"
+                   % (n, i, role))
+        prompt_at = [j for j, r, t in codex_segments(run.requests[0])
+                     if r == "user" and t.strip() == CODEX_PROMPT]
+        self.check(prompt_at and i < prompt_at[0], "the SessionStart context (item %d) is not before "
+                   "the user prompt (items %s)" % (i, prompt_at))
+        self.check_once(hits)
+        self.check(len(run.requests) == 2, "%d model requests, want 2 (no Stop rescue when nothing "
+                                           "is pending)" % len(run.requests))
+        self.check_block(txt, note_id, body)
+        self.check_receipt(note_id, "delivered", event="session_start")
+
+    def test_b_note_mid_run_reaches_request_after_tool_call(self):
+        tok = self.token("B")
+        body = "%s Mid-run: after this command, stop and summarise." % tok
+        self.start("b: note to the run sent mid-run (while the mock answers with a shell call)")
+        run = self.run_codex({"agents": [{"name": "main", "turns": [
+            dict(CODEX_SHELL_TURN, before_reply_cmd=self.note_to_run_argv(body)),
+            {"text": "All done."}]}]})
+        sent = self.sent_in_turn(run, 0)
+        (n, i, role, txt), hits = self.first_hit(run, tok)
+        items = run.requests[n].get("input") or []
+        self.check(n == 1 and role == "developer",
+                   "first seen in request #%d role %s, want request #1 (after the tool ran), developer"
+                   % (n, role))
+        self.check(items[i - 1].get("type") == "function_call"
+                   and any(it.get("type") == "function_call_output" for it in items[i + 1:]),
+                   "the PreToolUse context (item %d) is not between the function_call and its output" % i)
+        self.check_once(hits)
+        self.check(len(run.requests) == 2, "%d model requests, want 2 (no Stop rescue)" % len(run.requests))
+        self.check_block(txt, sent["note_id"], body)
+        self.check_receipt(sent["note_id"], "delivered", event="pre_tool_use")
+
+    def test_c_note_after_last_tool_call_rescued_by_stop(self):
+        tok = self.token("C")
+        body = "%s Late note: also mention the exit code." % tok
+        self.start("c: note to the run sent after the last tool call")
+        run = self.run_codex({"agents": [{"name": "main", "turns": [
+            CODEX_SHELL_TURN,
+            {"text": "All done.", "before_reply_cmd": self.note_to_run_argv(body)},
+            {"text": "Noted the operator note."}]}]})
+        sent = self.sent_in_turn(run, 1)
+        (n, i, role, txt), hits = self.first_hit(run, tok)
+        self.check(len(run.requests) == 3, "%d model requests, want 3 (exactly one extra request "
+                                           "from the Stop rescue)" % len(run.requests))
+        self.check(n == 2 and role == "user" and txt.startswith("<hook_prompt hook_run_id=\"stop:"),
+                   "first seen in request #%d role %s as %r, want request #2, a user <hook_prompt "
+                   "hook_run_id=\"stop:...\"> message" % (n, role, shorten(txt, 200)))
+        self.check(i == len(run.requests[2].get("input") or []) - 1,
+                   "the Stop reason (item %d) is not the last item of request #2" % i)
+        self.check_once(hits)
+        self.check_block(txt, sent["note_id"], body)
+        self.check_receipt(sent["note_id"], "delivered", event="stop")
+
+    def test_d_note_pending_at_end_is_undeliverable_session_ended(self):
+        tok_a, tok_b = self.token("D1"), self.token("D2")
+        body_a = "%s Late note that Stop rescues." % tok_a
+        body_b = "%s Note sent during the rescue turn, too late." % tok_b
+        self.start("d: note to the run still pending when the run ends")
+        run = self.run_codex({"agents": [{"name": "main", "turns": [
+            CODEX_SHELL_TURN,
+            {"text": "All done.", "before_reply_cmd": self.note_to_run_argv(body_a)},
+            {"text": "Noted.", "before_reply_cmd": self.note_to_run_argv(body_b)}],
+            "overflow": {"text": "Nothing more to do."}}]})
+        note_a = self.sent_in_turn(run, 1)["note_id"]
+        note_b = self.sent_in_turn(run, 2)["note_id"]   # fails if there was no rescue turn
+        self.check(len(run.requests) == 3, "%d model requests, want 3 (one Stop rescue, then "
+                                           "stop_hook_active=true ends the run)" % len(run.requests))
+        self.check(not codex_find_marker(run.requests, tok_b),
+                   "the note sent during the rescue turn reached the model")
+        self.check(codex_find_marker(run.requests, tok_a), "the rescued note (prerequisite) is in no request")
+        self.check_receipt(note_a, "delivered", event="stop")
+        self.check_receipt(note_b, "undeliverable", reason="session_ended")
 
 
 # --------------------------------------------------------------------------- interactive
@@ -940,8 +1923,7 @@ class PtyClaude:
 
     def requests(self):
         """Bodies of the main conversation's /v1/messages requests so far."""
-        return [r.get("body") or {} for r in self.sb.mock.records()
-                if r.get("route") == "messages" and r.get("reply", {}).get("kind") == "main"]
+        return main_requests("claude", self.sb.mock.records())
 
 
 def processes_with(needle, env_has=None):
@@ -975,6 +1957,26 @@ def quote_path(path):
 
 def new_session_id():
     return str(uuid.uuid4())
+
+
+FAKE_HOOK = os.path.join(E2E_DIR, "fake_hook.py")
+
+
+def fake_hook_command(log_path, event, harness="claude", *flags):
+    """The shell command line of e2e/fake_hook.py for one event (the rig's self-tests):
+    FAKE_HOOK_LOG is set inside the command, so it survives a harness that filters the
+    environment of its hooks."""
+    return " ".join(["FAKE_HOOK_LOG=%s" % quote_path(log_path), quote_path(sys.executable),
+                     quote_path(FAKE_HOOK), quote_path(event), "--harness", harness]
+                    + [quote_path(f) for f in flags])
+
+
+def read_jsonl(path):
+    """The JSON objects of a JSONL file ([] when it does not exist)."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(l) for l in f if l.strip()]
 
 
 _INSTALL_CMD = {}

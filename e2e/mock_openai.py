@@ -59,7 +59,8 @@ A turn:
             (stdout, stderr, rc, duration logged under the record's "before_reply"); at most
             once per (agent, turn index), so a retried request does not run it twice. It runs
             with the mock's own environment. "before_reply_timeout_s": its limit (default 30).
-            (Added for the preloop-hooks e2e suite, as in mock_anthropic.py.)
+            (As in every e2e mock: mock_common.py, which also holds the command line and
+            the log.)
 
 Turn index: with "turn_index": "history" (default), the turn of a request is the number of
 model responses already in body.input (maximal runs of assistant message / function_call /
@@ -80,37 +81,18 @@ Request kinds (reply.kind in the log):
   side      no tools offered: answered with side_text
 """
 
-import argparse
 import json
-import os
-import subprocess
-import sys
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOCK = threading.Lock()
-STATE = {"seq": 0, "counters": {}, "guardian": None, "ran_before_reply": set()}
-ARGS = None
-SCRIPT = {"agents": [{"name": "main", "turns": [{"text": "Hello from the mock."}]}]}
+import mock_common as mc
+from mock_common import STATE
+
+DEFAULT_SCRIPT = {"agents": [{"name": "main", "turns": [{"text": "Hello from the mock."}]}]}
 GUARDIAN_DEFAULT = {"outcome": "allow", "risk_level": "low", "user_authorization": "high",
                     "rationale": "MOCK-GUARDIAN reviewed the action"}
 MODEL_ITEM_TYPES = ("function_call", "custom_tool_call", "local_shell_call", "reasoning",
                     "web_search_call", "tool_search_call")
-
-
-def next_seq():
-    with LOCK:
-        STATE["seq"] += 1
-        return STATE["seq"]
-
-
-def log_record(rec):
-    line = json.dumps(rec, ensure_ascii=False)
-    with LOCK:
-        with open(ARGS.log, "a") as f:
-            f.write(line + "\n")
 
 
 def item_text(item):
@@ -132,13 +114,7 @@ def is_model_item(item):
 
 
 def count_model_responses(items):
-    n, prev = 0, False
-    for it in items:
-        cur = isinstance(it, dict) and is_model_item(it)
-        if cur and not prev:
-            n += 1
-        prev = cur
-    return n
+    return mc.count_runs(items, is_model_item)
 
 
 WRAPPER_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md",
@@ -178,7 +154,7 @@ def classify(body, headers):
     if ("compact" in str(turn_meta.get("request_kind", "")) or sub == "compact"
             or "CONTEXT CHECKPOINT COMPACTION" in last_user_text(items)):
         return "compact", None
-    agents = SCRIPT.get("agents") or []
+    agents = STATE.script.get("agents") or []
     prompt = first_prompt(items)
     for a in agents:
         m = a.get("match")
@@ -194,19 +170,16 @@ def classify(body, headers):
 
 def turn_index(agent, body):
     if agent.get("turn_index") == "sequential":
-        with LOCK:
-            n = STATE["counters"].get(agent.get("name"), 0)
-            STATE["counters"][agent.get("name")] = n + 1
+        with STATE.lock:
+            n = STATE.counters.get(agent.get("name"), 0)
+            STATE.counters[agent.get("name")] = n + 1
         return n
     return count_model_responses([i for i in (body.get("input") or []) if isinstance(i, dict)])
 
 
 def pick_turn(agent, idx):
-    turns = agent.get("turns") or []
-    if idx < len(turns):
-        return turns[idx], False
-    ov = agent.get("overflow") or {"text": "Mock: nothing more scripted (turn %d)." % idx}
-    return ov, True
+    return mc.pick(agent.get("turns"), idx, agent.get("overflow"),
+                   {"text": "Mock: nothing more scripted (turn %d)." % idx})
 
 
 def last_agent_id(body):
@@ -267,23 +240,6 @@ def build_output(turn, seq, body=None):
     return out
 
 
-def run_before_reply(argv, timeout):
-    t0 = time.time()
-    res = {"argv": argv, "started": t0}
-    try:
-        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                           timeout=timeout)
-        res.update(rc=p.returncode, stdout=p.stdout, stderr=p.stderr)
-    except subprocess.TimeoutExpired as e:
-        res.update(rc=None, error="timeout after %ss" % timeout,
-                   stdout=e.stdout.decode("utf-8", "replace") if isinstance(e.stdout, bytes) else (e.stdout or ""),
-                   stderr=e.stderr.decode("utf-8", "replace") if isinstance(e.stderr, bytes) else (e.stderr or ""))
-    except OSError as e:
-        res.update(rc=None, error="%s: %s" % (type(e).__name__, e), stdout="", stderr="")
-    res["duration_s"] = round(time.time() - t0, 3)
-    return res
-
-
 def usage_for(body, override):
     n = max(1, len(json.dumps(body.get("input", []))) // 4)
     u = {"input_tokens": n, "input_tokens_details": {"cached_tokens": 0},
@@ -299,107 +255,46 @@ def text_turn(text):
     return {"text": text}
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(mc.Handler):
     server_version = "mock-openai/1.0"
 
-    def log_message(self, fmt, *a):  # quiet
-        if ARGS.verbose:
-            sys.stderr.write("mock: " + fmt % a + "\n")
-
-    # ---- helpers -------------------------------------------------------
-    def read_body(self):
-        te = self.headers.get("Transfer-Encoding", "")
-        if "chunked" in te.lower():
-            data = b""
-            while True:
-                line = self.rfile.readline().strip()
-                size = int(line.split(b";")[0], 16)
-                if size == 0:
-                    self.rfile.readline()
-                    break
-                data += self.rfile.read(size)
-                self.rfile.readline()
-        else:
-            n = int(self.headers.get("Content-Length") or 0)
-            data = self.rfile.read(n) if n else b""
-        enc = (self.headers.get("Content-Encoding") or "").lower()
-        if enc in ("gzip", "deflate"):
-            import zlib
-            data = zlib.decompress(data, 16 + zlib.MAX_WBITS if enc == "gzip" else zlib.MAX_WBITS)
-        elif enc == "zstd":
-            raise ValueError("zstd request bodies are not supported by this mock")
-        return data
-
-    def send_json(self, code, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("x-request-id", "req_mock_%s" % uuid.uuid4().hex[:16])
-        self.end_headers()
-        self.wfile.write(data)
-
-    def base_record(self, raw):
-        rec = {"seq": next_seq(), "ts": time.time(), "method": self.command,
-               "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}}
-        for k in ("authorization",):
-            if k in rec["headers"]:
-                rec["headers"][k] = rec["headers"][k][:12] + "..."
-        if raw:
-            try:
-                rec["body"] = json.loads(raw)
-            except Exception:
-                rec["body_raw"] = raw.decode("utf-8", "replace")
-        return rec
-
-    # ---- verbs ---------------------------------------------------------
     def do_GET(self):
-        rec = self.base_record(b"")
-        path = self.path.split("?")[0].rstrip("/")
-        if path.endswith("/models"):
-            rec["route"] = "models"
-            log_record(rec)
-            self.send_json(200, {"object": "list", "data": [
-                {"id": "mock-model", "object": "model", "created": 0, "owned_by": "mock"}],
-                "models": []})
-            return
-        rec["route"] = "other"
-        log_record(rec)
-        self.send_json(200, {})
+        rec = self.record(b"")
+        if self.url_path().endswith("/models"):
+            self.answer(rec, "models", {"object": "list", "models": [], "data": [
+                {"id": "mock-model", "object": "model", "created": 0, "owned_by": "mock"}]})
+        else:
+            self.answer_other(rec)
 
     def do_POST(self):
         try:
             raw = self.read_body()
         except Exception as e:  # noqa: BLE001
-            rec = self.base_record(b"")
+            rec = self.record(b"")
             rec["route"] = "bad_body"
             rec["error"] = str(e)
-            log_record(rec)
+            STATE.log(rec)
             self.send_json(400, {"error": {"message": str(e)}})
             return
-        rec = self.base_record(raw)
-        path = self.path.split("?")[0].rstrip("/")
-        body = rec.get("body") if isinstance(rec.get("body"), dict) else {}
-        if not path.endswith("/responses"):
-            rec["route"] = "other"
-            log_record(rec)
-            self.send_json(200, {})
+        rec = self.record(raw)
+        body = self.body_of(rec)
+        if not self.url_path().endswith("/responses"):
+            self.answer_other(rec)
             return
         rec["route"] = "responses"
         kind, agent = classify(body, rec["headers"])
         seq = rec["seq"]
         if kind == "guardian":
             g = dict(GUARDIAN_DEFAULT)
-            g.update(SCRIPT.get("guardian") or {})
-            g.update(STATE.get("guardian") or {})
+            g.update(STATE.script.get("guardian") or {})
+            g.update(STATE.extra.get("guardian") or {})
             turn = text_turn(json.dumps(g))
             rec["reply"] = {"kind": "guardian", "guardian": g}
         elif kind == "compact":
-            turn = text_turn(SCRIPT.get("compact_text", "MOCK-COMPACTION-SUMMARY of the session so far."))
+            turn = text_turn(STATE.script.get("compact_text", "MOCK-COMPACTION-SUMMARY of the session so far."))
             rec["reply"] = {"kind": "compact"}
         elif kind == "side":
-            turn = text_turn(SCRIPT.get("side_text", "OK"))
+            turn = text_turn(STATE.script.get("side_text", "OK"))
             rec["reply"] = {"kind": "side"}
         else:
             idx = turn_index(agent, body)
@@ -407,40 +302,34 @@ class Handler(BaseHTTPRequestHandler):
             rec["reply"] = {"kind": "agent", "agent": agent.get("name"), "turn": idx,
                             "overflow": overflow}
             if turn.get("guardian") is not None:
-                with LOCK:
-                    STATE["guardian"] = turn["guardian"]
-            if turn.get("before_reply_cmd") and not overflow:
-                key = (agent.get("name"), idx)
-                with LOCK:
-                    first = key not in STATE["ran_before_reply"]
-                    STATE["ran_before_reply"].add(key)
-                if first:
-                    rec["before_reply"] = run_before_reply(
-                        turn["before_reply_cmd"], float(turn.get("before_reply_timeout_s", 30)))
-                else:
-                    rec["before_reply"] = {"skipped": "already ran for this turn"}
+                with STATE.lock:
+                    STATE.extra["guardian"] = turn["guardian"]
+            if not overflow:
+                br = STATE.before_reply((agent.get("name"), idx), turn)
+                if br:
+                    rec["before_reply"] = br
         if turn.get("http_status"):
             rec["reply"]["http_status"] = turn["http_status"]
-            log_record(rec)
+            STATE.log(rec)
             self.send_json(int(turn["http_status"]), turn.get("error_body") or {
                 "error": {"message": "mock error", "type": "invalid_request_error"}})
             return
         output = build_output(turn, seq, body)
         rec["reply"]["output"] = output
-        log_record(rec)
+        STATE.log(rec)
         delay = float(turn.get("delay_s", 0) or 0)
         if delay:
             time.sleep(delay)
         resp_id = "resp_mock_%d_%s" % (seq, uuid.uuid4().hex[:8])
         u = usage_for(body, turn.get("usage"))
         if body.get("stream", True):
-            self.send_sse(resp_id, body.get("model", "mock-model"), output, u)
+            self.send_responses_sse(resp_id, body.get("model", "mock-model"), output, u)
         else:
             self.send_json(200, {"id": resp_id, "object": "response", "status": "completed",
                                  "model": body.get("model", "mock-model"), "output": output,
                                  "usage": u})
 
-    def send_sse(self, resp_id, model, output, u):
+    def send_responses_sse(self, resp_id, model, output, u):
         chunks = []
         n = [0]
 
@@ -481,45 +370,9 @@ class Handler(BaseHTTPRequestHandler):
             add({"type": "response.output_item.done", "output_index": i, "item": item})
         add({"type": "response.completed",
              "response": dict(base, status="completed", output=output, usage=u)})
-        data = "".join(chunks).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("x-request-id", "req_mock_%s" % uuid.uuid4().hex[:16])
-        self.end_headers()
-        self.wfile.write(data)
+        mc.Handler.send_sse(self, chunks)
 
-
-def main():
-    global ARGS, SCRIPT
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--port", type=int, default=0, help="0 = pick a free port")
-    p.add_argument("--port-file", help="write the bound port here once listening")
-    p.add_argument("--script", help="scripted conversation JSON")
-    p.add_argument("--log", required=True, help="JSONL request log (appended)")
-    p.add_argument("--verbose", action="store_true")
-    ARGS = p.parse_args()
-    if ARGS.script:
-        with open(ARGS.script) as f:
-            SCRIPT = json.load(f)
-    if os.path.exists(ARGS.log):  # continue numbering when a log is reused (REUSE=1 runs)
-        with open(ARGS.log) as f:
-            STATE["seq"] = sum(1 for line in f if line.strip())
-    srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
-    srv.daemon_threads = True
-    port = srv.server_address[1]
-    if ARGS.port_file:
-        tmp = ARGS.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(str(port))
-        os.replace(tmp, ARGS.port_file)
-    sys.stderr.write("mock_openai listening on 127.0.0.1:%d\n" % port)
-    try:
-        srv.serve_forever()
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":
-    main()
+    mc.main("mock_openai", Handler, __doc__, DEFAULT_SCRIPT)

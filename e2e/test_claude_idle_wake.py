@@ -27,8 +27,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kit  # noqa: E402
 
-CLAUDE = None
-BIN_DIR = None
+PREREQ = kit.Prereq()
 WATCH_BINARY = "preloop-claude-code-watch"
 REWAKE_MESSAGE = "Preloop operator notes arrived while the session was idle:"  # what install writes
 REWAKE_SUMMARY = "Preloop operator note"
@@ -36,17 +35,15 @@ WAKE_WITHIN_S = 5.0            # send -> model request
 
 
 def setUpModule():
-    global CLAUDE, BIN_DIR
-    CLAUDE = kit.ensure_claude()
-    BIN_DIR = kit.build_binaries()
-    if not os.access(os.path.join(BIN_DIR, WATCH_BINARY), os.X_OK):
-        raise kit.KitError("missing %s in %s" % (WATCH_BINARY, BIN_DIR))
+    PREREQ.get("claude", kit.ensure_claude)
+    PREREQ.get("bin_dir", lambda: kit.build_binaries([WATCH_BINARY]))
 
 
 class TestClaudeIdleWake(unittest.TestCase):
 
     def setUp(self):
-        self.sb = kit.Sandbox("idle-wake", BIN_DIR, CLAUDE)
+        PREREQ.require(self, "claude", "bin_dir")
+        self.sb = kit.Sandbox("idle-wake", PREREQ["bin_dir"], PREREQ["claude"])
         self.addCleanup(self.sb.close)
         # Wired the way a user wires it: `preloop-hooks install` adds the watcher
         # (async + asyncRewake) to SessionStart and Stop next to our other hooks.

@@ -2,7 +2,8 @@
 CLI with e2e/fake_hook.py as every hook, proving the mock, the settings file, the
 --session-id plumbing, before_reply_cmd and the marker search in both wire shapes.
 If this fails, test_claude_code.py results mean nothing (the rig is broken, or
-Claude Code changed where hook text lands).
+Claude Code changed where hook text lands). Gemini CLI and Copilot CLI:
+test_kit_plumbing_gemini_copilot.py.
 """
 
 import json
@@ -13,24 +14,25 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kit  # noqa: E402
 
-CLAUDE = None
+PREREQ = kit.Prereq()
 EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"]
 
 
 def setUpModule():
-    global CLAUDE
-    CLAUDE = kit.ensure_claude()
+    PREREQ.get("claude", kit.ensure_claude)
 
 
 class TestKitPlumbing(unittest.TestCase):
 
+    def setUp(self):
+        PREREQ.require(self, "claude")
+
     def run_fake(self, model, stop_mode):
-        sb = kit.Sandbox("plumbing-%s" % stop_mode, "/nonexistent", CLAUDE)
+        sb = kit.Sandbox("plumbing-%s" % stop_mode, "/nonexistent", PREREQ["claude"])
         self.addCleanup(sb.close)
         hook_log = os.path.join(sb.root, "fake-hook.jsonl")
-        cmd = "FAKE_HOOK_LOG=%s %s %s" % (kit.quote_path(hook_log), kit.quote_path(sys.executable),
-                                          kit.quote_path(os.path.join(kit.E2E_DIR, "fake_hook.py")))
-        sb.write_settings({ev: "%s %s --stop-mode %s" % (cmd, ev, stop_mode) for ev in EVENTS})
+        sb.write_settings({ev: kit.fake_hook_command(hook_log, ev, "claude", "--stop-mode", stop_mode)
+                           for ev in EVENTS})
         side_file = os.path.join(sb.root, "side-effect.txt")
         sb.start_mock({"turns": [
             {"content": [{"type": "tool_use", "name": "Bash",
