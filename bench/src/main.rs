@@ -371,6 +371,7 @@ fn seed_inbox(home: &Path, sessions: usize, notes: usize) {
                         alias: None,
                         first_prompt: None,
                         hook_event_name: Some("SessionStart".into()),
+                        transcript_path: None,
                     };
                     inbox.session_start(&req).expect("register a session");
                 }

@@ -93,14 +93,14 @@ fn one_session_32_hooks(m: &Mode) {
     let mut notes = Vec::new();
     let mut carried = Vec::new();
     // A spool: the server claims for a gate that cannot carry; locally a
-    // carrier too small for three 4 KB notes keeps one back.
+    // 20 KB carrier too small for five 4 KB notes keeps one back.
     if m.server.is_some() {
         notes.push(m.send(&session, "spooled 1"));
         notes.push(m.send(&session, "spooled 2"));
         m.home.hook(&h("PermissionRequest"), &session);
     } else {
-        for i in 0..3 {
-            notes.push(m.send(&session, &format!("{i}{}", "y".repeat(3900))));
+        for i in 0..5 {
+            notes.push(m.send(&session, &format!("{i}{}", "y".repeat(4000))));
         }
         let (out, _) = m.home.hook(&h("UserPromptSubmit"), &session);
         carried.extend(ids_in(&context_of(&out).unwrap()));

@@ -93,9 +93,9 @@ fn scenario(server: Option<&FakeServer>, victim: Victim, point: &str) -> bool {
             notes.push(b.send(&session, "spooled by the gate"));
             b.home.hook(&h("PermissionRequest"), &session);
         } else {
-            // Three notes of ~4 KB: the first prompt carries two, spools one.
-            for i in 0..3 {
-                notes.push(b.send(&session, &format!("{i}{}", "x".repeat(3900))));
+            // Five notes of 4 KB: the first prompt carries four (20 KB), spools one.
+            for i in 0..5 {
+                notes.push(b.send(&session, &format!("{i}{}", "x".repeat(4000))));
             }
             let (out, _) = b.home.hook(&h("UserPromptSubmit"), &session);
             carry(&out, &mut carried);

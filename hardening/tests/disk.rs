@@ -48,6 +48,17 @@ fn assert_neutral(outs: &[(String, Option<Value>)]) {
     }
 }
 
+fn assert_fail_policy(outs: &[(String, Option<Value>)]) {
+    let hooks = hooks();
+    for (name, out) in outs {
+        let h = hooks.iter().find(|h| &h.name() == name).unwrap();
+        match h.kind {
+            Kind::Tool { fail_closed: true, .. } => assert!(is_deny(out), "{name} must deny (fail-closed): {out:?}"),
+            _ => assert_eq!(out, &neutral_of(h), "{name} must answer neutrally"),
+        }
+    }
+}
+
 /// Whether `unshare -m` + a read-only bind mount works here.
 fn can_bind_ro() -> bool {
     let d = temp_path("probe");
@@ -163,7 +174,10 @@ fn home_is_a_regular_file() {
     std::fs::write(&file, b"precious").unwrap();
     let home = Home { dir: file.clone(), env: Vec::new() };
     let outs = every_hook(&home, &unique_session("file"), &plain);
-    assert_neutral(&outs);
+    // An unusable PRELOOP_HOME is not "local mode": nothing is known about
+    // the server, so a gate answers by its fail policy (deny where it is
+    // fail-closed) and every other hook neutrally.
+    assert_fail_policy(&outs);
     assert_eq!(std::fs::read(&file).unwrap(), b"precious");
     std::mem::forget(home); // base removes it
 }

@@ -87,7 +87,7 @@ fn phase(
                     let input = mutate(&mut rng, h, seeds, &sessions);
                     let mut out = Vec::new();
                     let started = Instant::now();
-                    let code = preloop_shared::runner::run(&h.spec, &mut &input[..], &mut out);
+                    let code = run_in_process(h.def, &preloop_shared::config::Env::process(), &input, &mut out);
                     let took = started.elapsed();
                     let fail = |why: String| -> ! {
                         let path = std::env::temp_dir().join(format!("preloop-fuzz-failure-{}-{case}.bin", h.binary));

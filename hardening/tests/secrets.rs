@@ -232,6 +232,7 @@ fn a_note_cannot_forge_the_frame() {
                 parent_session_id: None,
                 title: None,
                 last_prompt_at: None,
+                transcript_path: None,
                 ended_at: None,
                 end_reason: None,
             };

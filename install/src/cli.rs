@@ -164,7 +164,7 @@ fn run_install(a: InstallArgs, action: Action) -> Result<()> {
         HarnessArg::ClaudeCode => vec![Harness::ClaudeCode],
         HarnessArg::Codex => vec![Harness::Codex],
         HarnessArg::Cursor => vec![Harness::Cursor],
-        HarnessArg::All => Harness::ALL.to_vec(),
+        HarnessArg::All => Harness::all().collect(),
     };
     let c = ctx(a.bin_dir);
     install::run(

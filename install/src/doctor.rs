@@ -272,9 +272,9 @@ fn check_harness(ctx: &Ctx, h: Harness, c: &mut Collector, deep_codex: bool) -> 
         let expected_timeout = table::timeout_secs(d, &ctx.settings);
         let mine = entry_values
             .iter()
-            .find(|(ev, cmd, _)| ev == d.event && edit::program_of(cmd).rsplit('/').next() == Some(d.binary));
+            .find(|(ev, cmd, _)| ev == d.on && edit::program_of(cmd).rsplit('/').next() == Some(d.binary));
         let mut e = EntryReport {
-            event: d.event.into(),
+            event: d.on.into(),
             binary: d.binary.into(),
             present: mine.is_some(),
             command: mine.map(|m| m.1.clone()),
@@ -306,7 +306,7 @@ fn check_harness(ctx: &Ctx, h: Harness, c: &mut Collector, deep_codex: bool) -> 
                     c.problems.push(format!(
                         "{} {}: {} is {}",
                         h.slug(),
-                        d.event,
+                        d.on,
                         prog.display(),
                         state.replace('_', " ")
                     ));
@@ -316,7 +316,7 @@ fn check_harness(ctx: &Ctx, h: Harness, c: &mut Collector, deep_codex: bool) -> 
                     c.problems.push(format!(
                         "{} {}: runs {}, which differs from {} (re-run install to point at this build)",
                         h.slug(),
-                        d.event,
+                        d.on,
                         prog.display(),
                         here.display()
                     ));
@@ -328,20 +328,20 @@ fn check_harness(ctx: &Ctx, h: Harness, c: &mut Collector, deep_codex: bool) -> 
                 c.problems.push(format!(
                     "{} {}: timeout {} s, expected {expected_timeout} s (re-run install)",
                     h.slug(),
-                    d.event,
+                    d.on,
                     timeout.map(|t| t.to_string()).unwrap_or_else(|| "unset".into())
                 ));
                 c.install_problem = true;
             }
             if h == Harness::Codex {
-                let snake = codex_trust::snake(d.event);
+                let snake = codex_trust::snake(d.on);
                 let t = trust
                     .iter()
                     .find(|(c2, ev, _)| c2 == cmd && *ev == snake)
                     .map(|t| t.2.clone())
                     .unwrap_or_else(|| "untrusted".into());
                 if t != "trusted" {
-                    c.problems.push(format!("codex {}: hook is {t}: Codex skips it silently (re-run `preloop-hooks install --harness codex`)", d.event));
+                    c.problems.push(format!("codex {}: hook is {t}: Codex skips it silently (re-run `preloop-hooks install --harness codex`)", d.on));
                     c.install_problem = true;
                 }
                 e.trust = Some(t);
@@ -462,8 +462,7 @@ pub fn run(ctx: &Ctx, config: &Config, json: bool, deep_codex: bool) -> i32 {
         install_problem: false,
         server_problem: false,
     };
-    let harnesses: Vec<HarnessReport> =
-        Harness::ALL.iter().map(|&h| check_harness(ctx, h, &mut c, deep_codex)).collect();
+    let harnesses: Vec<HarnessReport> = Harness::all().map(|h| check_harness(ctx, h, &mut c, deep_codex)).collect();
     let any_installed = harnesses.iter().any(|r| r.hooks_present > 0);
     let server = config.server.as_ref().map(|s| {
         let mut r = ServerReport {

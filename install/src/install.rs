@@ -24,6 +24,7 @@ use crate::edit::{self, Desired};
 use crate::table::{self, HookDef};
 use crate::util;
 use preloop_shared::config::{Env, Settings};
+use preloop_shared::registry::{self, Carrier};
 use preloop_shared::{Error, Harness, Result};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -129,23 +130,31 @@ impl Ctx {
 pub fn entry_for(ctx: &Ctx, d: &HookDef) -> Value {
     let command = edit::shell_quote(&ctx.binary(d).to_string_lossy());
     let timeout = table::timeout_secs(d, &ctx.settings);
-    match d.harness {
+    match d.harness() {
         // The idle-wake watcher (Claude Code 2.1.328 honours both labels, see hooks/claude-code/README.md).
         Harness::ClaudeCode if d.role == table::Role::Watch => json!({
             "type": "command", "command": command, "async": true, "asyncRewake": true, "timeout": timeout,
             "rewakeMessage": "Preloop operator notes arrived while the session was idle:",
             "rewakeSummary": "Preloop operator note"
         }),
-        Harness::ClaudeCode | Harness::Codex => json!({"type": "command", "command": command, "timeout": timeout}),
-        Harness::Cursor if d.event == "stop" => {
-            json!({"command": command, "timeout": timeout, "loop_limit": ctx.settings.stop_rescue_cap})
+        Harness::ClaudeCode => json!({"type": "command", "command": command, "timeout": timeout}),
+        // Codex keeps 4 bytes per token of a context handler's output intact:
+        // at 5,000 tokens every whole note fits (the registry's Codex limit).
+        Harness::Codex if matches!(d.carrier, Carrier::Context(_)) => json!({
+            "type": "command", "command": command, "timeout": timeout,
+            "additionalContextLimit": registry::CODEX_CONTEXT_LIMIT_TOKENS
+        }),
+        Harness::Codex => json!({"type": "command", "command": command, "timeout": timeout}),
+        // The one loop_limit the adapter checks `loop_count` against.
+        Harness::Cursor if d.is_stop() => {
+            json!({"command": command, "timeout": timeout, "loop_limit": registry::CURSOR_LOOP_LIMIT})
         }
         Harness::Cursor => json!({"command": command, "timeout": timeout}),
     }
 }
 
 pub fn desired(ctx: &Ctx, h: Harness) -> Desired {
-    table::hooks_for(h).map(|d| (d.event.to_string(), entry_for(ctx, d))).collect()
+    table::hooks_for(h).map(|d| (d.on.to_string(), entry_for(ctx, d))).collect()
 }
 
 /// The binaries of a harness missing from the bin dir.

@@ -51,15 +51,14 @@ impl ServerOperator {
     /// The operator for this config: `None` in local mode (no server URL);
     /// an error when a server is configured but no user token is.
     pub fn from_config(config: &Config) -> Result<Option<ServerOperator>> {
-        let Some(server) = &config.server else { return Ok(None) };
-        let Some(token) = config.user_token.clone() else {
+        let Some((url, _)) = &config.url else { return Ok(None) };
+        let Some((token, _)) = config.user_token.clone() else {
             return Err(Error::Config(format!(
-                "server mode ({}) needs a user token (personal API key or JWT) for operator commands: run `preloop-hooks login --user`, or set PRELOOP_USER_TOKEN",
-                server.url
+                "server mode ({url}) needs a user token (personal API key or JWT) for operator commands: run `preloop-hooks login --user`, or set PRELOOP_USER_TOKEN"
             )));
         };
         Ok(Some(ServerOperator::new(
-            &server.url,
+            url,
             token,
             Duration::from_millis(config.settings.connect_timeout_ms.max(1000)),
             Duration::from_secs(30),

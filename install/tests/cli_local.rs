@@ -71,6 +71,7 @@ impl Env {
                 alias: Some("worker".into()),
                 first_prompt: None,
                 hook_event_name: Some("SessionStart".into()),
+                transcript_path: None,
             })
             .unwrap();
     }

@@ -333,7 +333,8 @@ fn cursor_round_trip_and_empty_file_is_kept() {
         assert!(table::CURSOR_KNOWN_EVENTS.contains(&e.as_str()), "{e} is not a Cursor event");
     }
     assert_eq!(v["hooks"]["stop"].as_array().unwrap().len(), 2);
-    assert_eq!(v["hooks"]["stop"][1]["loop_limit"], 3);
+    // The one loop_limit the adapter checks loop_count against.
+    assert_eq!(v["hooks"]["stop"][1]["loop_limit"], preloop_shared::registry::CURSOR_LOOP_LIMIT);
     assert!(read(&path).contains("\n\t\t\"sessionStart\": ["), "tabs kept for new entries:\n{}", read(&path));
     // A file we created: uninstall leaves {"version":1,"hooks":{}}, never deletes it.
     std::fs::remove_file(&path).unwrap();
@@ -352,7 +353,7 @@ fn cursor_round_trip_and_empty_file_is_kept() {
 fn project_scope_writes_project_files() {
     let t = TempDir::new("project");
     let ctx = ctx(t.path());
-    for h in Harness::ALL {
+    for h in Harness::all() {
         run(&ctx, h, Action::Install);
     }
     let _ = install::plan(&ctx, Harness::Codex, Scope::Project, Action::Install).unwrap();

@@ -4,6 +4,7 @@
 //! answer with the same harness-neutral types.
 
 use crate::error::Result;
+use crate::registry::ServerClaim;
 use crate::render::NoteElement;
 use crate::wire::*;
 
@@ -33,10 +34,17 @@ pub trait Backend {
     /// Register (idempotently) or reopen the harness session.
     fn session_start(&self, req: &SessionStartRequest) -> Result<SessionStartResponse>;
 
-    /// Ask for a decision. `can_carry` says whether the calling hook can put
-    /// a note into model-visible output; the local inbox claims nothing when
-    /// it cannot (the server decides by source and phase on its own).
-    fn permission_check(&self, req: &PermissionCheckRequest, can_carry: bool) -> Result<PermissionAnswer>;
+    /// Ask for a decision. `claim` is what the server does with pending
+    /// notes on this check for this hook (the registry's
+    /// [`crate::registry::Gate::server_claim`]); `can_carry` says whether
+    /// the calling hook can put a note into model-visible output. The local
+    /// inbox claims (deferred) only when it can; the server decides on its own.
+    fn permission_check(
+        &self,
+        req: &PermissionCheckRequest,
+        claim: ServerClaim,
+        can_carry: bool,
+    ) -> Result<PermissionAnswer>;
 
     /// Claim up to 5 pending notes for the session.
     fn pull(&self, req: &PendingRequest) -> Result<Option<Claimed>>;

@@ -4,21 +4,30 @@
 //! output is flushed ([`AfterFlush`]); the runner writes the output, then
 //! calls [`Engine::finish`].
 //!
-//! Delivery guarantees (see docs/guarantees.md):
-//! * A note is claimed only by a hook that can carry it; a non-carrying hook
-//!   whose claim the server makes anyway spools the note for the next
-//!   carrying hook of the session.
+//! What the engine may do with a note is fixed by the hook's registry row
+//! ([`HookDef`]): whether its output carries notes, what the server does on
+//! its permission check, its carrier limit. The delivery rules
+//! (docs/guarantees.md):
+//!
+//! * A note is claimed only by a hook that can carry it. A note the server
+//!   claims on a gate that cannot show it (deferred) is spooled for the next
+//!   carrying hook; one it claims immediately (already `delivered` on the
+//!   server) always goes out in this output, or is spooled ahead of
+//!   everything else when the carrier is full.
 //! * Pulled notes are claimed with deferral and acked only after the output
 //!   that carries them was written and flushed; if the write fails they go
-//!   back to the spool.
+//!   back to the front of the spool.
 //! * The spool is changed only under the session lock, so parallel hooks of
-//!   one session never carry the same spooled note twice.
+//!   one session never carry the same spooled note twice. When it must give
+//!   something up, it gives up deferred notes (acked `spool_dropped`), never
+//!   a note the server already recorded `delivered`.
+//! * A block holds 1 to 5 notes, oldest first, and a note body is never cut.
 
-use crate::Harness;
 use crate::backend::{Backend, Claimed, PermissionAnswer};
 use crate::config::{Config, FailPolicy};
 use crate::error::Result;
 use crate::local::LocalInbox;
+use crate::registry::{Carrier, Does, HookDef, ServerClaim};
 use crate::render::{self, NoteElement};
 use crate::server::ServerBackend;
 use crate::session::{self, OwedAck, RunFiles, RunState, SessionFile, SpoolEntry};
@@ -27,9 +36,14 @@ use crate::wire::*;
 use serde_json::Value;
 use std::time::Duration;
 
-/// Most notes a spool holds; past it, deferred notes are reported
-/// `spool_dropped` rather than kept silently.
+pub use crate::registry::CarrierLimit;
+
+/// Most notes a spool keeps of those it may give up (deferred ones); past
+/// it they are reported `spool_dropped` rather than kept silently. Notes the
+/// server already recorded `delivered` are never given up.
 pub const SPOOL_CAP: usize = 5;
+/// Most notes in one block (the server's contract: 1 to 5).
+pub const BLOCK_CAP: usize = 5;
 const RUN_LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// Crash injection for the hardening suite (`hardening/tests/crash.rs`):
@@ -37,78 +51,86 @@ const RUN_LOCK_WAIT: Duration = Duration::from_secs(5);
 /// SIGKILL when it reaches that point: `after_claim` (a backend handed it
 /// notes), `after_spool_write` (the session state was written),
 /// `after_stdout` (the output was written and flushed), `before_ack` (just
-/// before acking carried notes). Tests only; nothing sets it in production,
-/// and an unset or unknown value does nothing.
+/// before acking carried notes). Only in builds with the `fault-injection`
+/// feature, which nothing that ships enables.
+#[cfg(feature = "fault-injection")]
 pub fn kill_point(point: &str) {
     if std::env::var_os("PRELOOP_TEST_KILL_AT").is_some_and(|v| v == point) {
-        unsafe extern "C" {
-            fn kill(pid: i32, sig: i32) -> i32;
-            fn getpid() -> i32;
-        }
-        // SAFETY: plain libc calls with valid arguments; 9 is SIGKILL.
+        // SAFETY: plain libc calls with valid arguments.
         unsafe {
-            kill(getpid(), 9);
+            libc::kill(libc::getpid(), libc::SIGKILL);
         }
         std::process::abort();
     }
 }
 
-/// How much text a carrier takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CarrierLimit {
-    /// Characters (Claude Code, Cursor: 10,000).
-    Chars(usize),
-    /// UTF-8 bytes (Codex: ~2,500 tokens, counted as bytes / 4).
-    Bytes(usize),
-}
-
-impl CarrierLimit {
-    fn measure(self, s: &str) -> usize {
-        match self {
-            CarrierLimit::Chars(_) => s.chars().count(),
-            CarrierLimit::Bytes(_) => s.len(),
-        }
-    }
-    fn max(self) -> usize {
-        match self {
-            CarrierLimit::Chars(n) | CarrierLimit::Bytes(n) => n,
-        }
-    }
-}
+/// Crash injection is compiled out of what ships (see the `fault-injection` feature).
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn kill_point(_point: &str) {}
 
 /// A hook's input, harness-neutral.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Input {
     pub session_id: String,
     pub cwd: Option<String>,
+    /// The harness's transcript of the session, if the payload names it
+    /// (recorded in the session file for `sessions attach`).
+    pub transcript_path: Option<String>,
     pub kind: InputKind,
+}
+
+/// What a tool hook may do with notes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carry {
+    /// Its output shows notes: what the server hands it, pulled ones and
+    /// the session's spool.
+    All,
+    /// Only a note the server claims on the check itself can go out (by
+    /// holding the tool call); nothing else is claimed or carried here.
+    ClaimedOnly,
+    /// Nothing: what the server hands it is spooled.
+    None,
+}
+
+impl Carry {
+    /// The registry default for a hook's carrier.
+    pub fn of(carrier: Carrier) -> Carry {
+        match carrier {
+            Carrier::Context(_) | Carrier::Continue(_) | Carrier::Wake => Carry::All,
+            Carrier::DenyReason(_) => Carry::ClaimedOnly,
+            Carrier::None => Carry::None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum InputKind {
-    /// Register the session and pull notes (`source`: startup, resume, ...).
+    /// Register the session and pull notes.
     SessionStart {
-        source: Option<String>,
         pull: bool,
     },
     /// A prompt was submitted; the first one titles the session.
-    UserPrompt {
+    Prompt {
         prompt: String,
-        hook_event_name: String,
         pull: bool,
     },
     /// A tool is about to run: ask the server.
     Tool {
         tool_name: String,
         tool_input: Value,
-        phase: EvaluationPhase,
-        hook_event_name: Option<String>,
         model: Option<String>,
-        /// Whether this hook's output has a field the model reads.
-        carries: bool,
+        /// What the hook may carry (the registry default, or less: a
+        /// sub-agent's hook carries nothing for the session's agent).
+        carry: Carry,
+    },
+    /// A tool has run: pull notes into its result (`carry: false` in a
+    /// sub-agent: nothing is pulled).
+    AfterTool {
+        carry: bool,
     },
     /// The turn is ending; `may_continue` is the harness's own permission to
-    /// continue it (Claude/Codex: `!stop_hook_active`).
+    /// continue it (`!stop_hook_active`, Cursor's `loop_count`).
     Stop {
         may_continue: bool,
     },
@@ -133,6 +155,13 @@ pub struct Outcome {
     pub note_ids: Vec<String>,
 }
 
+impl Outcome {
+    /// A deny with a reason (fail-closed answers).
+    pub fn deny(reason: impl Into<String>) -> Outcome {
+        Outcome { decision: Some(Decision::Deny), reason: Some(reason.into()), ..Outcome::default() }
+    }
+}
+
 /// Work that waits until the output is flushed.
 #[derive(Debug, Default)]
 pub struct AfterFlush {
@@ -145,8 +174,19 @@ pub struct AfterFlush {
     session_event: Option<SessionEventRequest>,
 }
 
+impl AfterFlush {
+    /// Ids of the notes the output carries.
+    pub fn carried_ids(&self) -> Vec<String> {
+        self.carried.iter().flat_map(|e| ids_of(&e.note)).collect()
+    }
+    /// Ids reported `spool_dropped` after the output.
+    pub fn dropped_ids(&self) -> &[String] {
+        &self.dropped
+    }
+}
+
 pub struct Engine {
-    pub harness: Harness,
+    pub def: &'static HookDef,
     pub config: Config,
     backend: Box<dyn Backend>,
     run: RunFiles,
@@ -155,27 +195,30 @@ pub struct Engine {
     pub limit: CarrierLimit,
     /// Problems that did not change the answer, for the log.
     pub warnings: Vec<String>,
+    /// The input's transcript path, recorded at registration.
+    transcript_path: Option<String>,
 }
 
 impl Engine {
-    pub fn new(harness: Harness, config: Config, session_id: &str) -> Engine {
+    pub fn new(def: &'static HookDef, config: Config, session_id: &str) -> Engine {
         let backend: Box<dyn Backend> = match &config.server {
             Some(server) => Box::new(ServerBackend::new(server, &config.settings)),
             None => Box::new(LocalInbox::new(&config.home, config.settings.note_ttl_secs)),
         };
-        Engine::with_backend(harness, config, session_id, backend)
+        Engine::with_backend(def, config, session_id, backend)
     }
 
-    pub fn with_backend(harness: Harness, config: Config, session_id: &str, backend: Box<dyn Backend>) -> Engine {
+    pub fn with_backend(def: &'static HookDef, config: Config, session_id: &str, backend: Box<dyn Backend>) -> Engine {
         let run = RunFiles::new(&config.home, session_id);
         Engine {
-            harness,
+            def,
             config,
             backend,
             run,
             session_id: session_id.to_string(),
-            limit: CarrierLimit::Chars(10_000),
+            limit: def.limit,
             warnings: Vec::new(),
+            transcript_path: None,
         }
     }
 
@@ -183,14 +226,22 @@ impl Engine {
         self.backend.mode()
     }
 
+    fn largest(&self) -> CarrierLimit {
+        crate::registry::largest_limit(self.def.harness())
+    }
+
+    fn source(&self) -> String {
+        self.def.harness().source().to_string()
+    }
+
     /// Run the flow for one input.
     pub fn handle(&mut self, input: &Input) -> Result<(Outcome, AfterFlush)> {
+        self.transcript_path = input.transcript_path.clone();
         match &input.kind {
-            InputKind::SessionStart { source, pull } => self.on_session_start(input, source.as_deref(), *pull),
-            InputKind::UserPrompt { prompt, hook_event_name, pull } => {
-                self.on_user_prompt(input, prompt, hook_event_name, *pull)
-            }
+            InputKind::SessionStart { pull } => self.on_session_start(input, *pull),
+            InputKind::Prompt { prompt, pull } => self.on_prompt(input, prompt, *pull),
             InputKind::Tool { .. } => self.on_tool(input),
+            InputKind::AfterTool { carry } => self.on_after_tool(input, *carry),
             InputKind::Stop { may_continue } => self.on_stop(*may_continue),
             InputKind::SessionEnd { reason } => self.on_session_end(reason),
         }
@@ -198,12 +249,7 @@ impl Engine {
 
     // ----- registration ----------------------------------------------------
 
-    fn register(
-        &mut self,
-        cwd: Option<&str>,
-        first_prompt: Option<&str>,
-        hook_event_name: Option<&str>,
-    ) -> Result<SessionStartResponse> {
+    fn register(&mut self, cwd: Option<&str>, first_prompt: Option<&str>) -> Result<SessionStartResponse> {
         let env = crate::config::Env::process();
         // A session is never its own parent: Cursor merges sessionStart's
         // `env` (our PRELOOP_PARENT_SESSION_ID export) into the same
@@ -211,18 +257,40 @@ impl Engine {
         let own_runtime_id = self.run.read().0.runtime_session_id.or_else(|| {
             session::read_session_file(&self.config.home, &self.session_id).ok().flatten().map(|f| f.runtime_session_id)
         });
+        let parent = env.get("PRELOOP_PARENT_SESSION_ID").filter(|p| !p.is_empty());
+        let parent = match parent {
+            Some(p) if own_runtime_id.as_deref() == Some(p.as_str()) => None,
+            Some(p) if !is_uuid(&p) => {
+                // The server takes a runtime session UUID here and refuses
+                // anything longer than 64 characters with a 422, which would
+                // leave the session unregistered: drop the hint, keep the run.
+                self.warnings.push(format!(
+                    "PRELOOP_PARENT_SESSION_ID ignored: not a runtime session id ({} chars)",
+                    p.chars().count()
+                ));
+                None
+            }
+            p => p,
+        };
+        let alias =
+            env.get("PRELOOP_SESSION_ALIAS").map(|a| crate::local::sanitize_alias(&a)).filter(|a| !a.is_empty());
         let req = SessionStartRequest {
             session_id: self.session_id.clone(),
-            source: Some(self.harness.source().to_string()),
-            cwd: cwd.map(str::to_string),
-            parent_session_id: env
-                .get("PRELOOP_PARENT_SESSION_ID")
-                .filter(|p| !p.is_empty() && own_runtime_id.as_deref() != Some(p.as_str())),
-            alias: env.get("PRELOOP_SESSION_ALIAS").filter(|a| !a.is_empty()),
-            first_prompt: first_prompt.map(|p| p.chars().take(20_000).collect()),
-            hook_event_name: hook_event_name.map(str::to_string),
+            source: Some(self.source()),
+            cwd: cwd.map(|c| cut_chars(c, MAX_CWD_CHARS)),
+            parent_session_id: parent,
+            alias,
+            first_prompt: first_prompt.map(|p| cut_chars(p, MAX_FIRST_PROMPT_CHARS)),
+            hook_event_name: first_prompt.and(self.def.server_event).map(str::to_string),
+            transcript_path: self.transcript_path.clone(),
         };
         let resp = self.backend.session_start(&req)?;
+        if !is_uuid(&resp.runtime_session_id) {
+            return Err(crate::Error::Protocol {
+                route: "session-start",
+                detail: "runtime_session_id is not a UUID".into(),
+            });
+        }
         self.write_session_file(&resp, cwd)?;
         let _g = self.run.lock(RUN_LOCK_WAIT)?;
         let (mut state, _) = self.run.read();
@@ -244,14 +312,12 @@ impl Engine {
         }
         let existing = session::read_session_file(&self.config.home, &self.session_id).ok().flatten();
         let started_at = resp.started_at.as_deref().and_then(Timestamp::parse).unwrap_or_else(Timestamp::now);
+        let same_run =
+            existing.as_ref().filter(|e| e.runtime_session_id == resp.runtime_session_id && e.ended_at.is_none());
         let file = SessionFile {
             runtime_session_id: resp.runtime_session_id.clone(),
-            started_at: existing
-                .as_ref()
-                .filter(|e| e.runtime_session_id == resp.runtime_session_id && e.ended_at.is_none())
-                .map(|e| e.started_at)
-                .unwrap_or(started_at),
-            agent_kind: self.harness.source().to_string(),
+            started_at: same_run.map(|e| e.started_at).unwrap_or(started_at),
+            agent_kind: self.source(),
             cwd: existing.as_ref().and_then(|e| e.cwd.clone()).or(cwd.map(str::to_string)),
             external_session_id: self.session_id.clone(),
             mode: "server".into(),
@@ -259,6 +325,10 @@ impl Engine {
             parent_session_id: resp.parent_session_id.clone(),
             title: existing.as_ref().and_then(|e| e.title.clone()),
             last_prompt_at: existing.as_ref().and_then(|e| e.last_prompt_at),
+            transcript_path: self
+                .transcript_path
+                .clone()
+                .or_else(|| existing.as_ref().and_then(|e| e.transcript_path.clone())),
             ended_at: None,
             end_reason: None,
         };
@@ -276,83 +346,80 @@ impl Engine {
             self.warnings.push(format!("run state unreadable, starting afresh: {e}"));
         }
         if state.runtime_session_id.is_none() {
-            self.register(cwd, None, None)?;
+            self.register(cwd, None)?;
         }
         Ok(())
     }
 
     // ----- events ------------------------------------------------------------
 
-    fn on_session_start(&mut self, input: &Input, _source: Option<&str>, pull: bool) -> Result<(Outcome, AfterFlush)> {
-        let resp = self.register(input.cwd.as_deref(), None, None)?;
+    fn delivery(&self) -> DeliveryEvent {
+        self.def.delivery.unwrap_or(DeliveryEvent::SessionStart)
+    }
+
+    fn on_session_start(&mut self, input: &Input, pull: bool) -> Result<(Outcome, AfterFlush)> {
+        let resp = self.register(input.cwd.as_deref(), None)?;
         let mut out = Outcome { runtime_session_id: Some(resp.runtime_session_id), ..Outcome::default() };
         let mut after = AfterFlush::default();
         if pull {
-            let claimed = self.pull(DeliveryEvent::SessionStart)?;
-            self.carry_into(claimed, &mut out, &mut after)?;
+            let claimed = self.pull(self.delivery())?;
+            self.carry_into(claimed, &mut out, &mut after);
         }
         Ok((out, after))
     }
 
-    fn on_user_prompt(
-        &mut self,
-        input: &Input,
-        prompt: &str,
-        hook_event_name: &str,
-        pull: bool,
-    ) -> Result<(Outcome, AfterFlush)> {
+    fn on_prompt(&mut self, input: &Input, prompt: &str, pull: bool) -> Result<(Outcome, AfterFlush)> {
         let (state, _) = self.run.read();
         if !state.first_prompt_registered || state.runtime_session_id.is_none() {
-            self.register(input.cwd.as_deref(), Some(prompt), Some(hook_event_name))?;
+            let first = Some(prompt).filter(|p| !p.trim().is_empty());
+            self.register(input.cwd.as_deref(), first)?;
         }
         let mut out = Outcome::default();
         let mut after = AfterFlush::default();
         if pull {
-            let claimed = self.pull(DeliveryEvent::SessionStart)?;
-            self.carry_into(claimed, &mut out, &mut after)?;
+            let claimed = self.pull(self.delivery())?;
+            self.carry_into(claimed, &mut out, &mut after);
         }
         Ok((out, after))
     }
 
     fn on_tool(&mut self, input: &Input) -> Result<(Outcome, AfterFlush)> {
-        let InputKind::Tool { tool_name, tool_input, phase, hook_event_name, model, carries } = &input.kind else {
+        let InputKind::Tool { tool_name, tool_input, model, carry } = &input.kind else {
             unreachable!("on_tool takes a tool input")
         };
+        let gate = self.def.gate.expect("a tool input comes from a gate");
         if let Err(e) = self.ensure_registered(input.cwd.as_deref()) {
             // Not fatal: the check still runs (it falls back to the agent's session).
             self.warnings.push(format!("registration failed: {e}"));
         }
         let req = PermissionCheckRequest {
-            tool_name: tool_name.clone(),
+            tool_name: cut_chars(tool_name, MAX_TOOL_NAME_CHARS),
             tool_input: if tool_input.is_object() { tool_input.clone() } else { Value::Object(Default::default()) },
-            source: self.harness.source().to_string(),
-            hook_event_name: hook_event_name.clone(),
+            source: self.source(),
+            hook_event_name: self.def.server_event.map(str::to_string),
             session_id: self.session_id.clone(),
-            model: model.clone(),
+            model: model.as_deref().map(|m| cut_chars(m, 255)),
             cwd: input.cwd.clone(),
-            evaluation_phase: *phase,
+            evaluation_phase: gate.phase,
         };
         let mut out = Outcome::default();
         let mut after = AfterFlush::default();
-        let answer = match self.backend.permission_check(&req, *carries) {
+        // The local inbox claims only what this hook can carry, and never
+        // where the server would not hand a note out either.
+        let can_carry = *carry == Carry::All && gate.server_claim != ServerClaim::Never;
+        let answer = match self.backend.permission_check(&req, gate.server_claim, can_carry) {
             Ok(a) => a,
             Err(e) => {
-                let policy = match phase {
-                    EvaluationPhase::PreToolUse => self.config.settings.pre_tool_use_on_error,
-                    EvaluationPhase::PermissionRequest => self.config.settings.permission_request_on_error,
-                };
+                let policy = self.config.settings.fail_policy(gate.fail);
                 self.warnings.push(format!("permission-check failed ({}): {e}", e.kind()));
                 if policy == FailPolicy::Deny {
                     out.decision = Some(Decision::Deny);
-                    out.reason = Some(format!(
-                        "Preloop could not check this tool call ({}); denied by the hook's fail-closed policy.",
-                        e.kind()
-                    ));
+                    out.reason = Some(fail_closed_reason(e.kind()));
                 }
                 // The spool can still ride this output; a spool failure never
                 // changes the fail policy's decision.
-                if *carries && let Err(e) = self.carry_into(None, &mut out, &mut after) {
-                    self.warnings.push(format!("spool not carried: {e}"));
+                if *carry == Carry::All {
+                    self.carry_into(None, &mut out, &mut after);
                 }
                 return Ok((out, after));
             }
@@ -363,24 +430,37 @@ impl Engine {
         }
         out.decision = decision;
         if decision == Some(Decision::Deny) {
-            out.reason = Some(if reason.is_empty() { "Denied by Preloop".to_string() } else { reason });
+            out.reason = Some(if reason.trim().is_empty() { "Denied by Preloop".to_string() } else { reason });
             if timed_out {
                 self.warnings.push("approval timed out".into());
             }
         }
-        // Note handling never changes the decision (contract §4.2): a spool
-        // that cannot be written is logged (and acked spool_dropped by
-        // `finish`), and the server's answer still goes out.
-        let noted = if *carries {
-            self.carry_into(note, &mut out, &mut after)
-        } else if let Some(note) = note {
-            self.spool_only(note, &mut after)
-        } else {
-            Ok(())
-        };
-        if let Err(e) = noted {
-            self.warnings.push(format!("note handling failed, decision kept: {e}"));
+        // Note handling never changes the decision (docs/contracts/preloop-server.md §4.2).
+        match carry {
+            Carry::All => self.carry_into(note, &mut out, &mut after),
+            Carry::ClaimedOnly => {
+                if let Some(note) = note {
+                    self.carry_claimed_only(note, &mut out, &mut after);
+                }
+            }
+            Carry::None => {
+                if let Some(note) = note {
+                    self.spool_only(note, &mut after);
+                }
+            }
         }
+        Ok((out, after))
+    }
+
+    fn on_after_tool(&mut self, input: &Input, carry: bool) -> Result<(Outcome, AfterFlush)> {
+        let mut out = Outcome::default();
+        let mut after = AfterFlush::default();
+        if !carry {
+            return Ok((out, after));
+        }
+        self.ensure_registered(input.cwd.as_deref())?;
+        let claimed = self.pull(self.delivery())?;
+        self.carry_into(claimed, &mut out, &mut after);
         Ok((out, after))
     }
 
@@ -389,8 +469,8 @@ impl Engine {
         let mut after = AfterFlush {
             session_event: Some(SessionEventRequest {
                 session_id: self.session_id.clone(),
-                hook_event_name: "Stop".into(),
-                source: self.harness.source().to_string(),
+                hook_event_name: self.def.server_event.unwrap_or("Stop").to_string(),
+                source: self.source(),
             }),
             ..AfterFlush::default()
         };
@@ -413,15 +493,7 @@ impl Engine {
         if state.stop_rescues >= cap {
             return Ok((out, after));
         }
-        let claimed = self.backend.pull(&PendingRequest {
-            channel: "hook",
-            event: DeliveryEvent::Stop,
-            defer_delivery: true,
-            session_id: self.session_id.clone(),
-        })?;
-        if claimed.is_some() {
-            kill_point("after_claim");
-        }
+        let claimed = self.pull(self.delivery())?;
         let unchanged = state.clone();
         let taken = self.take_for_output(&mut state, claimed, &mut after);
         if !taken.is_empty() {
@@ -432,9 +504,14 @@ impl Engine {
         }
         // The no-note Stop changes nothing: no fsync'd rewrite of the state.
         if state != unchanged {
-            self.run.write(&state)?;
+            if let Err(e) = self.run.write(&state) {
+                // The notes are in hand and go out; what could not be kept
+                // is reported instead of being left claimed.
+                self.lost_state(&state, &mut after, &e);
+            } else {
+                kill_point("after_spool_write");
+            }
         }
-        kill_point("after_spool_write");
         Ok((out, after))
     }
 
@@ -444,7 +521,10 @@ impl Engine {
         // the sender sees spool_dropped rather than session_ended.
         let dropped: Vec<String> = state.spool.iter().filter(|e| e.deferred).flat_map(|e| ids_of(&e.note)).collect();
         for e in state.spool.iter().filter(|e| !e.deferred) {
-            self.warnings.push(format!("spooled note {} (claimed as delivered) dropped at session end", e.note.id));
+            self.warnings.push(format!(
+                "spooled note {} (already recorded delivered by the server) was never carried: the session ended",
+                e.note.id
+            ));
         }
         self.retry_owed(&state.owed_acks);
         if !dropped.is_empty()
@@ -458,7 +538,7 @@ impl Engine {
         }
         let resp = self.backend.session_end(&SessionEndRequest {
             external_session_id: self.session_id.clone(),
-            reason: reason.to_string(),
+            reason: cut_chars(reason, 255),
         })?;
         if resp.marked > 0 {
             self.warnings.push(format!("{} note(s) marked undeliverable (session_ended)", resp.marked));
@@ -487,7 +567,7 @@ impl Engine {
             return Ok((out, after));
         }
         let claimed = self.pull(DeliveryEvent::Stop)?;
-        self.carry_into(claimed, &mut out, &mut after)?;
+        self.carry_into(claimed, &mut out, &mut after);
         Ok((out, after))
     }
 
@@ -506,60 +586,106 @@ impl Engine {
         Ok(claimed)
     }
 
-    /// Merge the spool with `claimed`, put what fits into `out`, keep the rest
-    /// spooled.
-    fn carry_into(&mut self, claimed: Option<Claimed>, out: &mut Outcome, after: &mut AfterFlush) -> Result<()> {
+    /// Merge the spool with `claimed`, put what fits into `out`, keep the
+    /// rest spooled. Never fails: what is in hand goes out whatever happens
+    /// to the session state, and what cannot be kept is reported.
+    fn carry_into(&mut self, claimed: Option<Claimed>, out: &mut Outcome, after: &mut AfterFlush) {
         let (peek, _) = self.run.read();
         if claimed.is_none() && peek.spool.is_empty() && peek.owed_acks.is_empty() {
-            return Ok(()); // the no-note path: no lock, no write
+            return; // the no-note path: no lock, no write
         }
-        let _g = match self.run.lock(RUN_LOCK_WAIT) {
+        let guard = match self.run.lock(RUN_LOCK_WAIT) {
             Ok(g) => g,
             Err(e) => {
-                // Cannot touch the spool: still deliver what was just claimed,
-                // within the carrier's limit; what does not fit cannot be kept,
-                // so a deferred claim is reported spool_dropped.
+                // Cannot touch the spool: still deliver what was just claimed.
                 self.warnings.push(format!("spool busy: {e}"));
                 if let Some(c) = claimed {
-                    let (take, rest) = split_to_fit(self.limit, to_entries(c));
-                    for e in rest {
-                        self.warnings.push(format!("note {} dropped: spool busy", e.note.id));
-                        if e.deferred {
-                            after.dropped.extend(ids_of(&e.note));
-                        }
-                    }
-                    self.fill(&take, out);
-                    after.carried = take;
+                    self.carry_without_state(to_entries(c), out, after, "spool busy");
                 }
-                return Ok(());
+                return;
             }
         };
         let (mut state, _) = self.run.read();
         let owed = std::mem::take(&mut state.owed_acks);
         let taken = self.take_for_output(&mut state, claimed, after);
-        self.run.write(&state)?;
-        kill_point("after_spool_write");
-        drop(_g);
+        match self.run.write(&state) {
+            Ok(()) => kill_point("after_spool_write"),
+            Err(e) => self.lost_state(&state, after, &e),
+        }
+        drop(guard);
         self.retry_owed(&owed);
         self.fill(&taken, out);
         after.carried = taken;
-        Ok(())
+    }
+
+    /// A gate whose only carrier is holding the tool call (Gemini
+    /// BeforeTool): the notes the server claimed on the check go out now,
+    /// the spool is left for the session's carrying hooks.
+    fn carry_claimed_only(&mut self, claimed: Claimed, out: &mut Outcome, after: &mut AfterFlush) {
+        self.carry_without_state(to_entries(claimed), out, after, "carrier full");
+    }
+
+    /// Carry what fits of `entries` without the spool; keep the rest in the
+    /// spool if it can be written, else report it.
+    fn carry_without_state(&mut self, entries: Vec<SpoolEntry>, out: &mut Outcome, after: &mut AfterFlush, why: &str) {
+        let Split { take, rest: leftovers, oversized } = split_to_fit(self.limit, self.largest(), entries);
+        self.give_up_oversized(oversized, after);
+        if !leftovers.is_empty() {
+            self.warnings.push(format!("{} note(s) spooled: {why}", leftovers.len()));
+            self.spool_entries(leftovers, after);
+        }
+        self.fill(&take, out);
+        after.carried = take;
     }
 
     /// Spool notes a non-carrying hook received.
-    fn spool_only(&mut self, claimed: Claimed, after: &mut AfterFlush) -> Result<()> {
-        let _g = self.run.lock(RUN_LOCK_WAIT);
+    fn spool_only(&mut self, claimed: Claimed, after: &mut AfterFlush) {
+        self.spool_entries(to_entries(claimed), after);
+    }
+
+    fn spool_entries(&mut self, entries: Vec<SpoolEntry>, after: &mut AfterFlush) {
+        let _g = match self.run.lock(RUN_LOCK_WAIT) {
+            Ok(g) => g,
+            Err(e) => {
+                self.report_unkept(&entries, after, &format!("spool busy: {e}"));
+                return;
+            }
+        };
         let (mut state, _) = self.run.read();
-        let now = Timestamp::now();
-        state.spool.extend(to_entries(claimed));
-        self.enforce_spool_limits(&mut state, now, after);
-        if let Err(e) = self.run.write(&state) {
-            // Could not keep them: report rather than lose silently.
-            after.dropped.extend(state.spool.iter().filter(|e| e.deferred).flat_map(|e| ids_of(&e.note)));
-            return Err(e);
+        // Notes the server already recorded delivered go first: the next
+        // carrier takes them before anything else.
+        let (immediate, deferred): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| !e.deferred);
+        let mut spool = immediate;
+        spool.append(&mut state.spool);
+        spool.extend(deferred);
+        state.spool = spool;
+        self.enforce_spool_limits(&mut state, Timestamp::now(), after);
+        match self.run.write(&state) {
+            Ok(()) => kill_point("after_spool_write"),
+            Err(e) => self.lost_state(&state, after, &e),
         }
-        kill_point("after_spool_write");
-        Ok(())
+    }
+
+    /// The session state could not be written: every spooled note that is
+    /// not in this output is lost to it. Deferred ones are reported
+    /// `spool_dropped`; the others were already recorded delivered.
+    fn lost_state(&mut self, state: &RunState, after: &mut AfterFlush, e: &crate::Error) {
+        self.warnings.push(format!("session state not written: {e}"));
+        let kept = state.spool.clone();
+        self.report_unkept(&kept, after, "session state not written");
+    }
+
+    fn report_unkept(&mut self, entries: &[SpoolEntry], after: &mut AfterFlush, why: &str) {
+        for e in entries {
+            if e.deferred {
+                after.dropped.extend(ids_of(&e.note));
+            } else {
+                self.warnings.push(format!(
+                    "note {} (already recorded delivered by the server) could not be kept: {why}",
+                    e.note.id
+                ));
+            }
+        }
     }
 
     /// With the session lock held: take the oldest notes that fit the carrier,
@@ -575,30 +701,71 @@ impl Engine {
         self.enforce_spool_limits(state, now, after);
         let mut merged = std::mem::take(&mut state.spool);
         if let Some(c) = claimed {
-            merged.extend(to_entries(c));
+            // Immediate claims first (already delivered on the server), then
+            // the spool in order, then new deferred claims.
+            let (immediate, deferred): (Vec<_>, Vec<_>) = to_entries(c).into_iter().partition(|e| !e.deferred);
+            let mut all = immediate;
+            all.append(&mut merged);
+            all.extend(deferred);
+            merged = all;
         }
-        let (take, rest) = split_to_fit(self.limit, merged);
+        let Split { take, rest, oversized } = split_to_fit(self.limit, self.largest(), merged);
+        self.give_up_oversized(oversized, after);
         state.spool = rest;
         self.enforce_spool_limits(state, now, after);
         take
     }
 
-    fn enforce_spool_limits(&mut self, state: &mut RunState, now: Timestamp, after: &mut AfterFlush) {
-        let ttl = self.config.settings.note_ttl_secs;
-        let (keep, expired): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut state.spool).into_iter().partition(|e| e.spooled_at.add_secs(ttl) > now);
-        state.spool = keep;
-        let overflow = if state.spool.len() > SPOOL_CAP { state.spool.split_off(SPOOL_CAP) } else { Vec::new() };
-        for e in expired.iter().chain(overflow.iter()) {
+    /// A note longer than any carrier of the harness is never shown cut:
+    /// a deferred one is reported `spool_dropped` (its receipt says the
+    /// model did not get it), an immediate one (already recorded delivered
+    /// by the server, which broke its own limit to send it) is named in the log.
+    fn give_up_oversized(&mut self, oversized: Vec<SpoolEntry>, after: &mut AfterFlush) {
+        for e in oversized {
+            let size = self.largest().measure(&e.note.element);
             self.warnings.push(format!(
-                "spooled note {} dropped ({})",
+                "note {} ({size} units) is longer than any {} carrier ({}); it is not shown cut",
                 e.note.id,
-                if overflow.contains(e) { "spool full" } else { "expired" }
+                self.def.harness().name(),
+                self.largest().max()
             ));
             if e.deferred {
                 after.dropped.extend(ids_of(&e.note));
             }
         }
+    }
+
+    /// Deferred notes past their lifetime, or past the cap, are given up
+    /// (acked `spool_dropped` after the output); notes the server already
+    /// recorded delivered are always kept.
+    fn enforce_spool_limits(&mut self, state: &mut RunState, now: Timestamp, after: &mut AfterFlush) {
+        let ttl = self.config.settings.note_ttl_secs;
+        let mut kept = Vec::with_capacity(state.spool.len());
+        let mut deferred_kept = 0;
+        for e in std::mem::take(&mut state.spool) {
+            if !e.deferred {
+                kept.push(e);
+                continue;
+            }
+            let why = if e.spooled_at.add_secs(ttl) <= now {
+                Some("expired")
+            } else if deferred_kept >= SPOOL_CAP {
+                Some("spool full")
+            } else {
+                None
+            };
+            match why {
+                Some(why) => {
+                    self.warnings.push(format!("spooled note {} dropped ({why})", e.note.id));
+                    after.dropped.extend(ids_of(&e.note));
+                }
+                None => {
+                    deferred_kept += 1;
+                    kept.push(e);
+                }
+            }
+        }
+        state.spool = kept;
     }
 
     fn fill(&self, taken: &[SpoolEntry], out: &mut Outcome) {
@@ -628,7 +795,9 @@ impl Engine {
         if let Ok(_g) = self.run.lock(RUN_LOCK_WAIT) {
             let (mut state, _) = self.run.read();
             state.owed_acks.extend(acks);
-            let _ = self.run.write(&state);
+            if let Err(e) = self.run.write(&state) {
+                self.warnings.push(format!("owed acks not kept: {e}"));
+            }
         }
     }
 
@@ -652,32 +821,27 @@ impl Engine {
             }
         } else if !after.carried.is_empty() {
             // The harness never got them: back to the front of the spool.
-            if let Ok(_g) = self.run.lock(RUN_LOCK_WAIT) {
-                let (mut state, _) = self.run.read();
-                let mut spool = after.carried.clone();
-                spool.append(&mut state.spool);
-                state.spool = spool;
-                let mut drop_now = AfterFlush::default();
-                self.enforce_spool_limits(&mut state, Timestamp::now(), &mut drop_now);
-                let _ = self.run.write(&state);
-                if !drop_now.dropped.is_empty() {
-                    let _ = self.backend.ack(&AckRequest {
-                        note_ids: drop_now.dropped,
-                        session_id: self.session_id.clone(),
-                        undeliverable_reason: Some(UndeliverableReason::SpoolDropped),
-                    });
+            let mut drop_now = AfterFlush::default();
+            match self.run.lock(RUN_LOCK_WAIT) {
+                Ok(_g) => {
+                    let (mut state, _) = self.run.read();
+                    let mut spool = after.carried.clone();
+                    spool.append(&mut state.spool);
+                    state.spool = spool;
+                    self.enforce_spool_limits(&mut state, Timestamp::now(), &mut drop_now);
+                    if let Err(e) = self.run.write(&state) {
+                        self.warnings.push(format!("unwritten notes not kept: {e}"));
+                        self.report_unkept(&after.carried, &mut drop_now, "output not written, state not written");
+                    }
                 }
+                Err(e) => self.report_unkept(&after.carried, &mut drop_now, &format!("output not written: {e}")),
+            }
+            if !drop_now.dropped.is_empty() {
+                self.ack_dropped(drop_now.dropped);
             }
         }
         if !after.dropped.is_empty() {
-            let req = AckRequest {
-                note_ids: after.dropped.clone(),
-                session_id: self.session_id.clone(),
-                undeliverable_reason: Some(UndeliverableReason::SpoolDropped),
-            };
-            if self.backend.ack(&req).is_err() {
-                self.owe(vec![OwedAck { note_ids: after.dropped, dropped: true }]);
-            }
+            self.ack_dropped(after.dropped);
         }
         if let Some(ev) = after.session_event
             && let Err(e) = self.backend.session_event(&ev)
@@ -685,6 +849,41 @@ impl Engine {
             self.warnings.push(format!("session-event failed: {e}"));
         }
     }
+
+    fn ack_dropped(&mut self, ids: Vec<String>) {
+        let req = AckRequest {
+            note_ids: ids.clone(),
+            session_id: self.session_id.clone(),
+            undeliverable_reason: Some(UndeliverableReason::SpoolDropped),
+        };
+        if self.backend.ack(&req).is_err() {
+            self.owe(vec![OwedAck { note_ids: ids, dropped: true }]);
+        }
+    }
+}
+
+/// The reason a fail-closed gate gives.
+pub fn fail_closed_reason(kind: &str) -> String {
+    format!("Preloop could not check this tool call ({kind}); denied by the hook's fail-closed policy.")
+}
+
+/// The server's field limits (docs/contracts/preloop-server.md §4.1, §4.2).
+const MAX_CWD_CHARS: usize = 4096;
+const MAX_FIRST_PROMPT_CHARS: usize = 20_000;
+const MAX_TOOL_NAME_CHARS: usize = 255;
+
+fn cut_chars(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+/// A runtime session id as the server issues them (a UUID).
+pub fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
 }
 
 fn to_entries(c: Claimed) -> Vec<SpoolEntry> {
@@ -692,49 +891,35 @@ fn to_entries(c: Claimed) -> Vec<SpoolEntry> {
     c.notes.into_iter().map(|note| SpoolEntry { note, deferred: c.deferred, spooled_at: now }).collect()
 }
 
-/// The oldest entries whose framed block fits `limit` (at least one, so a
-/// single oversized note still moves, cut to fit by [`cut_to_fit`], rather than
-/// it waiting forever), and the rest, in order.
-fn split_to_fit(limit: CarrierLimit, entries: Vec<SpoolEntry>) -> (Vec<SpoolEntry>, Vec<SpoolEntry>) {
-    let mut take: Vec<SpoolEntry> = Vec::new();
-    let mut rest = Vec::new();
-    for e in entries {
-        if !rest.is_empty() || (!take.is_empty() && !fits(limit, &take, &e)) {
-            rest.push(e);
-        } else {
-            take.push(e);
-        }
-    }
-    if let [only] = take.as_mut_slice() {
-        cut_to_fit(limit, only);
-    }
-    (take, rest)
+/// How a list of notes splits over one carrier.
+#[derive(Debug, Default, PartialEq)]
+pub struct Split {
+    /// The oldest notes whose framed block fits the carrier (at most
+    /// [`BLOCK_CAP`]).
+    pub take: Vec<SpoolEntry>,
+    /// What waits for a later carrier, in order.
+    pub rest: Vec<SpoolEntry>,
+    /// Notes no carrier of the harness can show whole (only a server that
+    /// breaks its own 4,096-character limit sends one). A body is never
+    /// cut, so these never go out.
+    pub oversized: Vec<SpoolEntry>,
 }
 
-/// A single note larger than the carrier (only a server that breaks its own
-/// 4,096-character limit sends one) is cut to fit and marked as cut: an
-/// over-long output breaks the event's schema, and Cursor drops an
-/// over-long context whole (the note would be acked delivered, yet lost).
-fn cut_to_fit(limit: CarrierLimit, e: &mut SpoolEntry) {
-    const MARK: &str = "\n[cut by preloop-hooks: longer than this harness shows]\n</operator-note>";
-    let measure = |n: &NoteElement| render::frame(std::slice::from_ref(n)).map_or(0, |b| limit.measure(&b));
-    if measure(&e.note) <= limit.max() {
-        return;
+/// Split `entries` (oldest first) over a carrier of `limit`; `largest` is
+/// the harness's largest carrier: a note that does not fit this carrier but
+/// fits that one waits for it.
+pub fn split_to_fit(limit: CarrierLimit, largest: CarrierLimit, entries: Vec<SpoolEntry>) -> Split {
+    let mut split = Split::default();
+    for e in entries {
+        if !fits(largest, &[], &e) {
+            split.oversized.push(e);
+        } else if !split.rest.is_empty() || split.take.len() >= BLOCK_CAP || !fits(limit, &split.take, &e) {
+            split.rest.push(e);
+        } else {
+            split.take.push(e);
+        }
     }
-    let el = &e.note.element;
-    let head = el.find('\n').map_or(0, |i| i + 1);
-    let mut shell = e.note.clone();
-    shell.element = format!("{}{}", &el[..head], MARK);
-    let Some(room) = limit.max().checked_sub(measure(&shell)) else { return };
-    let mut used = 0;
-    let body: String = el[head..]
-        .chars()
-        .take_while(|c| {
-            used += limit.measure(c.encode_utf8(&mut [0; 4]));
-            used <= room
-        })
-        .collect();
-    e.note.element = format!("{}{body}{MARK}", &el[..head]);
+    split
 }
 
 fn fits(limit: CarrierLimit, take: &[SpoolEntry], next: &SpoolEntry) -> bool {
@@ -747,4 +932,10 @@ fn fits(limit: CarrierLimit, take: &[SpoolEntry], next: &SpoolEntry) -> bool {
 /// for several, comma-joined).
 fn ids_of(n: &NoteElement) -> Vec<String> {
     n.id.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
+/// Whether a hook of this kind runs the engine at all with a closed stdout
+/// (only SessionEnd has nothing to print).
+pub fn needs_stdout(def: &HookDef) -> bool {
+    def.does != Does::SessionEnd
 }

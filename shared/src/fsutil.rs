@@ -79,7 +79,9 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T
 }
 
 fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
-    let f = OpenOptions::new().read(true).custom_flags(libc_o_nofollow()).open(path)?;
+    // O_NONBLOCK: opening a fifo planted in our place must not hang the hook
+    // (it is refused just below); regular files ignore the flag.
+    let f = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
     let meta = f.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "not a regular file"));
@@ -89,9 +91,102 @@ fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// `O_NOFOLLOW` on Linux and the BSDs/macOS.
-const fn libc_o_nofollow() -> i32 {
-    if cfg!(any(target_os = "linux", target_os = "android")) { 0o400000 } else { 0x0100 }
+/// Why a file or directory is not trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrustError {
+    /// Owned by another user (the uid).
+    Owner(u32),
+    /// Group- or world-writable (the mode).
+    Writable(u32),
+    NotADirectory,
+    NotARegularFile,
+    Io(String),
+}
+
+impl std::fmt::Display for TrustError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrustError::Owner(uid) => write!(f, "owned by another user (uid {uid}); refused"),
+            TrustError::Writable(mode) => write!(f, "writable by other users (mode {:o}); refused", mode & 0o7777),
+            TrustError::NotADirectory => f.write_str("not a directory"),
+            TrustError::NotARegularFile => f.write_str("not a regular file"),
+            TrustError::Io(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for TrustError {}
+
+/// The effective user id.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+fn trusted(meta: &fs::Metadata) -> std::result::Result<(), TrustError> {
+    use std::os::unix::fs::MetadataExt;
+    if meta.uid() != euid() {
+        return Err(TrustError::Owner(meta.uid()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(TrustError::Writable(meta.mode()));
+    }
+    Ok(())
+}
+
+/// `PRELOOP_HOME`, the way ssh treats `~/.ssh`: if it exists, it must be a
+/// directory owned by us that no one else can write to. One we own that
+/// others can read is tightened to 0700. A home that does not exist yet is
+/// fine (it is created 0700 on first use).
+pub fn check_owned_dir(dir: &Path) -> std::result::Result<(), TrustError> {
+    let meta = match fs::metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(TrustError::Io(e.to_string())),
+    };
+    if !meta.is_dir() {
+        return Err(TrustError::NotADirectory);
+    }
+    trusted(&meta)?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
+    }
+    Ok(())
+}
+
+/// Read a JSON file that configures us (`config.json`, an onboarding file):
+/// `Ok(None)` if it does not exist; an error if it cannot be read, is not
+/// JSON, or could have been written by another user (owned by someone else,
+/// or group/world-writable). A symlink is followed (dotfile managers make
+/// them) and its target must pass the same checks.
+pub fn read_owned_json_value(path: &Path) -> std::result::Result<Option<serde_json::Value>, TrustError> {
+    let f = match OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(TrustError::Io(io_text(&e))),
+    };
+    let meta = f.metadata().map_err(|e| TrustError::Io(io_text(&e)))?;
+    if !meta.is_file() {
+        return Err(TrustError::NotARegularFile);
+    }
+    trusted(&meta)?;
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    io::Read::read_to_end(&mut { f }, &mut buf).map_err(|e| TrustError::Io(io_text(&e)))?;
+    serde_json::from_slice(&buf).map(Some).map_err(|e| TrustError::Io(format!("not valid JSON: {e}")))
+}
+
+/// Whether a file we keep a secret in can be read by others.
+pub fn readable_by_others(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o044 != 0)
+}
+
+/// An OS error as one short sentence, without Rust's `(os error N)`.
+pub fn io_text(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
 }
 
 /// An exclusive advisory lock on a lock file, released on drop (and by the
@@ -108,7 +203,7 @@ pub fn lock(path: &Path, wait: Duration) -> Result<LockGuard> {
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(libc_o_nofollow())
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| Error::io(format!("open lock {}", path.display()), e))?;
     let deadline = Instant::now() + wait;
@@ -155,20 +250,17 @@ fn unique_suffix() -> u64 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-/// `count` random bytes from the OS.
+/// `N` random bytes from the OS.
 pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut buf = [0u8; N];
-    if let Ok(mut f) = File::open("/dev/urandom")
-        && io::Read::read_exact(&mut f, &mut buf).is_ok()
-    {
-        return buf;
-    }
-    // Fallback: time, pid and a counter through FNV (never expected on Unix).
-    let seed = format!("{:?}{}{}", std::time::SystemTime::now(), std::process::id(), unique_suffix());
-    let mut h = fnv1a(seed.as_bytes());
-    for b in buf.iter_mut() {
-        h = h.wrapping_mul(0x100000001b3) ^ 0x9e37;
-        *b = (h >> 32) as u8;
+    if getrandom::fill(&mut buf).is_err() {
+        // Never expected on Unix; ids then still differ per process and call.
+        let seed = format!("{:?}{}{}", std::time::SystemTime::now(), std::process::id(), unique_suffix());
+        let mut h = fnv1a(seed.as_bytes());
+        for b in buf.iter_mut() {
+            h = h.wrapping_mul(0x100000001b3) ^ 0x9e37;
+            *b = (h >> 32) as u8;
+        }
     }
     buf
 }
@@ -211,6 +303,92 @@ pub fn list_names(dir: &Path) -> Vec<String> {
 
 pub fn join(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
+}
+
+/// Standard output through write(2) on fd 1. Rust's `Stdout` reports a
+/// write to a closed descriptor (`EBADF`) as success, which would make a
+/// hook ack a note nothing carried; here it is an error.
+#[derive(Debug, Default)]
+pub struct StdoutFd;
+
+impl StdoutFd {
+    pub fn new() -> StdoutFd {
+        StdoutFd
+    }
+}
+
+impl Write for StdoutFd {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            // SAFETY: `buf` is a valid slice for the duration of the call.
+            let n = unsafe { libc::write(1, buf.as_ptr().cast(), buf.len()) };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Whether fd 1 is open for writing (a harness that closed it reads nothing).
+pub fn stdout_is_open() -> bool {
+    // SAFETY: fcntl with F_GETFL on any descriptor number is harmless.
+    let flags = unsafe { libc::fcntl(1, libc::F_GETFL) };
+    flags != -1 && (flags & libc::O_ACCMODE) != libc::O_RDONLY
+}
+
+/// Read `fd` to its end, at most `max` bytes, within `deadline`. A stream
+/// that is still open at the deadline is an error: a harness writes the
+/// payload at once and closes it.
+pub fn read_fd_with_deadline(fd: i32, max: usize, deadline: Duration) -> std::result::Result<Vec<u8>, String> {
+    let end = Instant::now() + deadline;
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let ms = left.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(io_text(&e));
+        }
+        if r == 0 {
+            return Err(format!(
+                "still open after {} ms (a payload is written at once and closed)",
+                deadline.as_millis()
+            ));
+        }
+        if pfd.revents & libc::POLLNVAL != 0 {
+            return Err("closed".into());
+        }
+        // SAFETY: `chunk` is a valid, writable buffer.
+        let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => continue,
+                _ => return Err(io_text(&e)),
+            }
+        }
+        if n == 0 {
+            return Ok(buf);
+        }
+        buf.extend_from_slice(&chunk[..n as usize]);
+        if buf.len() > max {
+            return Err(format!("larger than {max} bytes"));
+        }
+    }
 }
 
 #[cfg(test)]

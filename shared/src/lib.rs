@@ -9,12 +9,15 @@
 
 pub mod backend;
 pub mod config;
+pub mod detach;
 pub mod error;
 pub mod flow;
 pub mod fsutil;
+pub mod json;
 pub mod local;
 pub mod log;
 pub mod operator;
+pub mod registry;
 pub mod render;
 pub mod runner;
 pub mod server;
@@ -24,48 +27,4 @@ pub mod wire;
 
 pub use error::{Error, Result};
 
-/// The harnesses we ship hooks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Harness {
-    ClaudeCode,
-    Codex,
-    Cursor,
-}
-
-impl Harness {
-    pub const ALL: [Harness; 3] = [Harness::ClaudeCode, Harness::Codex, Harness::Cursor];
-
-    /// The `source` the server knows the harness by.
-    pub fn source(self) -> &'static str {
-        match self {
-            Harness::ClaudeCode => "claude_code",
-            Harness::Codex => "codex_cli",
-            Harness::Cursor => "cursor",
-        }
-    }
-
-    /// The name in our binaries and on the command line.
-    pub fn slug(self) -> &'static str {
-        match self {
-            Harness::ClaudeCode => "claude-code",
-            Harness::Codex => "codex",
-            Harness::Cursor => "cursor",
-        }
-    }
-
-    pub fn from_slug(s: &str) -> Option<Harness> {
-        Harness::ALL.into_iter().find(|h| h.slug() == s || h.source() == s)
-    }
-
-    pub fn from_source(s: &str) -> Option<Harness> {
-        Harness::from_slug(s).or(match s {
-            "codex" => Some(Harness::Codex),
-            _ => None,
-        })
-    }
-
-    /// Whether an onboarding file's `source` is meant for this harness.
-    pub fn accepts_source(self, src: &str) -> bool {
-        Harness::from_source(src) == Some(self)
-    }
-}
+pub use registry::{Harness, HarnessDef, HookDef};

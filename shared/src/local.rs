@@ -25,6 +25,7 @@ use crate::backend::{Backend, Claimed, PermissionAnswer};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, LockGuard};
 use crate::operator::{Author, Receipt, SendRequest, SessionSummary, Target};
+use crate::registry::{SERVER_PROMPT_EVENTS, ServerClaim};
 use crate::render::{self, NoteElement};
 use crate::session::{self, SessionFile};
 use crate::time::Timestamp;
@@ -257,8 +258,18 @@ impl LocalInbox {
                 (Addressee::Session { session_id: id.clone() }, Some(id.clone()), file.map(|f| f.runtime_session_id))
             }
             Target::Alias(alias) => {
-                let f = self.live_sessions().into_iter().find(|s| s.alias.as_deref() == Some(alias.as_str()));
-                let f = f.ok_or_else(|| Error::NotFound(format!("no live session has the alias {alias:?}")))?;
+                let mut found: Vec<SessionFile> =
+                    self.live_sessions().into_iter().filter(|s| s.alias.as_deref() == Some(alias.as_str())).collect();
+                if found.len() > 1 {
+                    let ids: Vec<&str> = found.iter().map(|s| s.external_session_id.as_str()).collect();
+                    return Err(Error::Usage(format!(
+                        "the alias {alias:?} names {} live sessions ({}): use --session",
+                        ids.len(),
+                        ids.join(", ")
+                    )));
+                }
+                let f =
+                    found.pop().ok_or_else(|| Error::NotFound(format!("no live session has the alias {alias:?}")))?;
                 (
                     Addressee::Session { session_id: f.external_session_id.clone() },
                     Some(f.external_session_id),
@@ -463,6 +474,7 @@ impl Backend for LocalInbox {
                 parent_session_id: None,
                 title: None,
                 last_prompt_at: None,
+                transcript_path: None,
                 ended_at: None,
                 end_reason: None,
             },
@@ -490,13 +502,20 @@ impl Backend for LocalInbox {
         {
             file.alias = Some(self.unique_alias(&a, &file));
         }
+        if let Some(t) = req.transcript_path.as_ref().filter(|t| !t.is_empty())
+            && file.transcript_path.as_ref() != Some(t)
+        {
+            file.transcript_path = Some(t.clone());
+        }
         if file.title.is_none() {
             file.title = req.first_prompt.as_deref().map(title_of).filter(|t| !t.is_empty());
         }
-        if matches!(req.hook_event_name.as_deref(), Some("UserPromptSubmit" | "beforeSubmitPrompt")) {
+        if req.hook_event_name.as_deref().is_some_and(|e| SERVER_PROMPT_EVENTS.contains(&e)) {
             file.last_prompt_at = Some(now);
         }
-        if file != before {
+        // A new session is written even when its first payload names
+        // nothing else (Cursor with no folder open sends no cwd).
+        if created || file != before {
             session::write_session_file(&self.home, &file)?;
         }
         Ok(SessionStartResponse {
@@ -508,7 +527,12 @@ impl Backend for LocalInbox {
         })
     }
 
-    fn permission_check(&self, req: &PermissionCheckRequest, can_carry: bool) -> Result<PermissionAnswer> {
+    fn permission_check(
+        &self,
+        req: &PermissionCheckRequest,
+        _claim: ServerClaim,
+        can_carry: bool,
+    ) -> Result<PermissionAnswer> {
         // No central policy on one machine: never decide, so the harness's
         // own permission flow stays in charge. Claim only what this hook can
         // carry, deferred, so it is acked once written.
@@ -599,7 +623,10 @@ impl LocalInbox {
         let taken: Vec<String> = self
             .live_sessions()
             .into_iter()
-            .filter(|s| s.external_session_id != me.external_session_id && s.parent_session_id == me.parent_session_id)
+            // Unique among every live session on this machine (the server
+            // scopes an alias to its parent; one machine has one namespace,
+            // so `notes send --alias` can never pick between two).
+            .filter(|s| s.external_session_id != me.external_session_id)
             .filter_map(|s| s.alias)
             .collect();
         if !taken.iter().any(|t| t == alias) {

@@ -30,7 +30,7 @@ pub fn append(dir: &Path, max_bytes: u64, line: &str) {
         .create(true)
         .append(true)
         .mode(0o600)
-        .custom_flags(0o400000 * cfg!(target_os = "linux") as i32)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&path)
     {
         // A single write of an O_APPEND file: lines from concurrent hooks do not interleave.

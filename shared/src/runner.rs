@@ -1,18 +1,27 @@
-//! What every hook binary's `main` calls. It guarantees the harness contract
-//! whatever happens: stdout is exactly one JSON document of the event's shape
-//! or nothing (the neutral answer), diagnostics go to the hook log, and the
-//! exit code is 0. A panic anywhere yields the neutral answer too.
+//! What every hook binary's `main` calls. It keeps the harness contract
+//! whatever happens: stdout is exactly one JSON document of the event's
+//! shape or nothing, diagnostics go to the hook log, and the exit code is 0.
+//!
+//! When the hook cannot get an answer (stdin it cannot use, a configuration
+//! it cannot read, a panic, an engine error), a gate answers by its fail
+//! policy (`pre_tool_use_on_error`, `permission_request_on_error`) wherever a
+//! server decides, never by a blanket allow; every other hook gives its
+//! neutral answer. On the local inbox (no server configured) nothing decides
+//! permissions, so the neutral answer is the answer.
 
-use crate::Harness;
-use crate::config::Config;
-use crate::flow::{CarrierLimit, Engine, Input, Outcome};
+use crate::config::{Config, Env, FailPolicy};
+use crate::flow::{Engine, Input, Outcome};
+use crate::registry::{Budget, Event, HookDef};
+use crate::wire::Decision;
+use serde::Serialize;
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-/// Largest stdin we read; a hook payload past this is not one we can use.
-const MAX_STDIN: u64 = 64 << 20;
+/// Largest stdin we read; a hook payload past this is not one we can use
+/// (a gate then follows its fail policy).
+pub const MAX_STDIN: usize = 64 << 20;
 
 /// What an adapter's parse step decided.
 pub enum Parsed {
@@ -23,73 +32,120 @@ pub enum Parsed {
     StandDown(&'static str),
 }
 
-/// A harness event's pure steps: stdin JSON → input, outcome → stdout JSON.
-/// Each harness crate implements it on its event enum.
-pub trait Adapter: Send + Sync {
-    /// stdin JSON → input. `Err` → neutral answer, logged.
-    fn parse(&self, stdin: &Value) -> Result<Parsed, String>;
-    /// outcome → stdout JSON; `None` prints nothing.
-    fn render(&self, outcome: &Outcome) -> Option<Value>;
-    /// The neutral answer (printed when anything fails); `None` prints nothing.
-    fn neutral(&self) -> Option<Value> {
+/// A harness's pure steps, implemented once per harness crate: stdin JSON →
+/// input, outcome → the event's typed output.
+pub trait Adapter: 'static {
+    /// The harness's events (its registry enum).
+    type Event: Copy + Into<Event> + std::fmt::Debug + 'static;
+    /// What its hooks print (one serde type per event shape).
+    type Output: Serialize;
+
+    /// stdin JSON → input. `Err`: the payload is not one the event can use.
+    fn parse(event: Self::Event, stdin: &Value, env: &Env) -> Result<Parsed, String>;
+    /// outcome → output; `None` prints nothing.
+    fn render(event: Self::Event, outcome: &Outcome) -> Option<Self::Output>;
+    /// The answer with no opinion (printed when anything fails and no fail
+    /// policy applies); `None` prints nothing.
+    fn neutral(_event: Self::Event) -> Option<Self::Output> {
         None
     }
+    /// After the engine, before the output (Claude Code's lineage export).
+    fn side_effects(_event: Self::Event, _input: &Input, _outcome: &Outcome, _env: &Env) {}
 }
 
-/// One hook binary: a harness event with its pure parse and render steps.
-pub struct HookSpec {
-    pub harness: Harness,
-    /// The harness's event name, for the log.
-    pub event: &'static str,
-    /// The event's parse, render and neutral answer.
-    pub adapter: Box<dyn Adapter>,
-    /// How much model-visible text this event's output takes.
-    pub limit: CarrierLimit,
-    /// A tighter whole-hook budget for every call (SessionEnd), if any.
-    pub budget: Option<fn(&Config) -> Duration>,
-    /// Side effects after the engine and before the output (Claude's env file).
-    pub side_effects: Option<fn(&Input, &Outcome)>,
-}
-
-/// Run the hook and exit 0.
-pub fn main(spec: HookSpec) -> ! {
-    install_panic_hook();
-    let code = run(&spec, &mut std::io::stdin().lock(), &mut std::io::stdout().lock());
+/// Run the hook for `event` and exit 0.
+pub fn main<A: Adapter>(event: A::Event) -> ! {
+    prepare_process();
+    let env = Env::process();
+    let def = event.into().def();
+    if crate::detach::is_worker() {
+        crate::detach::worker_main::<A>(event, &env);
+    }
+    let stdin = read_stdin(stdin_deadline(def));
+    let config = Config::load(Some(def.harness()));
+    if let Ok(buf) = &stdin
+        && crate::detach::wanted(def, &config, &env)
+        && crate::detach::hand_off::<A>(event, &config, &env, buf)
+    {
+        std::process::exit(0);
+    }
+    let mut out = crate::fsutil::StdoutFd::new();
+    let code = run_with::<A>(event, &env, &config, stdin, &mut out);
     std::process::exit(code)
 }
 
-/// The body of [`main`], with its streams passed in (tests call this).
-pub fn run(spec: &HookSpec, stdin: &mut dyn Read, stdout: &mut dyn Write) -> i32 {
-    let started = Instant::now();
-    let mut line = LogLine { harness: spec.harness.slug(), event: spec.event, ..LogLine::default() };
-    let config = Config::load(Some(spec.harness));
-    line.warnings.extend(config.warnings.iter().cloned());
+/// The whole hook for tests: `stdin` is what the harness sent.
+pub fn run<A: Adapter>(event: A::Event, env: &Env, stdin: &[u8], stdout: &mut dyn Write) -> i32 {
+    let config = Config::load_from(env, Some(event.into().def().harness()));
+    run_with::<A>(event, env, &config, Ok(stdin.to_vec()), stdout)
+}
 
-    let result = panic::catch_unwind(AssertUnwindSafe(|| decide(spec, &config, stdin, &mut line)));
+/// Signals a hook must not die of: `SIGXFSZ` (a write past `ulimit -f`
+/// then fails with `EFBIG` and is handled) and `SIGPIPE` (Rust ignores it
+/// already; a closed pipe is an `EPIPE` error).
+pub fn prepare_process() {
+    // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    // The default hook prints to stderr; the runner logs panics itself.
+    panic::set_hook(Box::new(|_| {}));
+}
+
+/// How long a hook waits for its stdin to close: harnesses write it at
+/// once and close it, so this only bounds a stdin that never ends.
+pub fn stdin_deadline(def: &HookDef) -> Duration {
+    match def.budget {
+        Budget::SessionEnd => Duration::from_millis(500),
+        _ => Duration::from_secs(5),
+    }
+}
+
+/// Read all of stdin within `deadline` (at most [`MAX_STDIN`] bytes).
+pub fn read_stdin(deadline: Duration) -> Result<Vec<u8>, String> {
+    crate::fsutil::read_fd_with_deadline(0, MAX_STDIN, deadline)
+}
+
+pub fn run_with<A: Adapter>(
+    event: A::Event,
+    env: &Env,
+    config: &Config,
+    stdin: Result<Vec<u8>, String>,
+    stdout: &mut dyn Write,
+) -> i32 {
+    let started = Instant::now();
+    let def = event.into().def();
+    let mut line = LogLine { harness: def.harness().slug(), event: def.on, ..LogLine::default() };
+    line.worker = crate::detach::in_worker();
+    line.warnings.extend(config.warnings.iter().cloned());
+    line.warnings.extend(config.problems.iter().map(|p| p.to_string()));
+
+    let result = panic::catch_unwind(AssertUnwindSafe(|| decide::<A>(event, def, env, config, stdin, &mut line)));
     let (output, engine_after) = match result {
         Ok(Ok(pair)) => pair,
         Ok(Err(msg)) => {
-            line.outcome = "neutral";
             line.error = Some(msg);
-            (spec.adapter.neutral(), None)
+            (fallback::<A>(event, def, config, &mut line), None)
         }
         Err(p) => {
-            line.outcome = "panic";
             line.error = Some(panic_message(&p));
-            (spec.adapter.neutral(), None)
+            let out = fallback::<A>(event, def, config, &mut line);
+            line.outcome = "panic";
+            (out, None)
         }
     };
 
     let written = write_output(stdout, output.as_ref());
-    if written && output.is_some() {
+    if written.is_ok() && output.is_some() {
         crate::flow::kill_point("after_stdout");
     }
-    if !written {
-        line.warnings.push("stdout write failed".into());
+    if let Err(e) = &written {
+        line.warnings.push(format!("stdout write failed: {e}"));
     }
     if let Some((mut engine, after)) = engine_after {
         let r = panic::catch_unwind(AssertUnwindSafe(|| {
-            engine.finish(after, written);
+            engine.finish(after, written.is_ok());
             engine.warnings
         }));
         match r {
@@ -102,43 +158,58 @@ pub fn run(spec: &HookSpec, stdin: &mut dyn Read, stdout: &mut dyn Write) -> i32
     0
 }
 
-type Decided = (Option<Value>, Option<(Engine, crate::flow::AfterFlush)>);
+type Decided<O> = (Option<O>, Option<(Engine, crate::flow::AfterFlush)>);
 
-fn decide(spec: &HookSpec, config: &Config, stdin: &mut dyn Read, line: &mut LogLine) -> Result<Decided, String> {
-    let mut buf = Vec::new();
-    stdin.take(MAX_STDIN).read_to_end(&mut buf).map_err(|e| format!("stdin: {e}"))?;
-    let json = parse_stdin(&buf)?;
-    let input = match spec.adapter.parse(&json).map_err(|e| format!("bad input: {e}"))? {
+fn decide<A: Adapter>(
+    event: A::Event,
+    def: &'static HookDef,
+    env: &Env,
+    config: &Config,
+    stdin: Result<Vec<u8>, String>,
+    line: &mut LogLine,
+) -> Result<Decided<A::Output>, String> {
+    let buf = stdin.map_err(|e| format!("stdin: {e}"))?;
+    let json = crate::json::parse_payload(&buf)?;
+    let input = match A::parse(event, &json, env).map_err(|e| format!("bad input: {e}"))? {
         Parsed::Run(i) => i,
         Parsed::StandDown(why) => {
             line.outcome = "stand_down";
             line.error = Some(why.to_string());
-            return Ok((spec.adapter.neutral(), None));
+            return Ok((A::neutral(event), None));
         }
     };
     line.session = Some(input.session_id.clone());
+    if config.mode_unknown {
+        line.mode = "unknown";
+        return Err("configuration unusable: no server is known and the local inbox is not assumed".into());
+    }
+    if crate::flow::needs_stdout(def) && !crate::fsutil::stdout_is_open() {
+        // Nothing we print would arrive: claim nothing.
+        line.outcome = "no_stdout";
+        return Ok((None, None));
+    }
     let mut config = config.clone();
-    if let Some(budget) = spec.budget {
-        let b = budget(&config);
-        let ms = b.as_millis() as u64;
+    if def.budget == Budget::SessionEnd
+        && def.harness().def().session_end_kill_ms.is_some()
+        && !crate::detach::in_worker()
+    {
+        // Everything must fit before the harness kills the hook.
+        let ms = config.settings.session_end_budget_ms.max(2);
         config.settings.call_timeout_ms = config.settings.call_timeout_ms.min(ms / 2).max(1);
         config.settings.connect_timeout_ms = config.settings.connect_timeout_ms.min(ms / 2).max(1);
     }
-    let mut engine = Engine::new(spec.harness, config, &input.session_id);
-    engine.limit = spec.limit;
+    let mut engine = Engine::new(def, config, &input.session_id);
     line.mode = engine.mode();
     match engine.handle(&input) {
         Ok((outcome, after)) => {
-            if let Some(f) = spec.side_effects {
-                f(&input, &outcome);
-            }
+            A::side_effects(event, &input, &outcome, env);
             line.notes = outcome.note_ids.clone();
             line.outcome = match (&outcome.decision, outcome.context.is_some()) {
-                (Some(crate::wire::Decision::Deny), _) => "deny",
+                (Some(Decision::Deny), _) => "deny",
                 (_, true) => "notes",
                 _ => "ok",
             };
-            let out = spec.adapter.render(&outcome);
+            let out = A::render(event, &outcome);
             line.warnings.append(&mut engine.warnings);
             Ok((out, Some((engine, after))))
         }
@@ -149,29 +220,35 @@ fn decide(spec: &HookSpec, config: &Config, stdin: &mut dyn Read, line: &mut Log
     }
 }
 
-/// stdin → JSON: a UTF-8 BOM and surrounding whitespace are tolerated.
-pub fn parse_stdin(buf: &[u8]) -> Result<Value, String> {
-    let buf = buf.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(buf);
-    if buf.iter().all(u8::is_ascii_whitespace) {
-        return Err("empty stdin".into());
+/// The answer when the hook could not get one: a gate's fail policy where a
+/// server decides (or may: an unusable configuration), else the neutral answer.
+fn fallback<A: Adapter>(event: A::Event, def: &HookDef, config: &Config, line: &mut LogLine) -> Option<A::Output> {
+    if let Some(gate) = def.gate
+        && (config.server.is_some() || config.mode_unknown)
+    {
+        if config.settings.fail_policy(gate.fail) == FailPolicy::Deny {
+            line.outcome = "fail_closed";
+            let why = if config.mode_unknown { "configuration unusable" } else { "input or engine failure" };
+            let outcome = Outcome::deny(crate::flow::fail_closed_reason(why));
+            let rendered = panic::catch_unwind(AssertUnwindSafe(|| A::render(event, &outcome)));
+            if let Ok(Some(out)) = rendered {
+                return Some(out);
+            }
+        } else {
+            line.outcome = "fail_open";
+            return A::neutral(event);
+        }
     }
-    let v: Value = serde_json::from_slice(buf).map_err(|e| format!("stdin is not JSON: {e}"))?;
-    if !v.is_object() {
-        return Err("stdin is not a JSON object".into());
-    }
-    Ok(v)
+    line.outcome = "neutral";
+    A::neutral(event)
 }
 
-fn write_output(stdout: &mut dyn Write, output: Option<&Value>) -> bool {
-    let Some(v) = output else { return true };
-    let Ok(mut text) = serde_json::to_string(v) else { return false };
-    text.push('\n');
-    stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()).is_ok()
-}
-
-fn install_panic_hook() {
-    // The default hook prints to stderr; the runner logs panics itself.
-    panic::set_hook(Box::new(|_| {}));
+fn write_output<O: Serialize>(stdout: &mut dyn Write, output: Option<&O>) -> std::io::Result<()> {
+    let Some(v) = output else { return Ok(()) };
+    let mut text = serde_json::to_vec(v).map_err(std::io::Error::other)?;
+    text.push(b'\n');
+    stdout.write_all(&text)?;
+    stdout.flush()
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
@@ -183,27 +260,31 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     msg.chars().take(200).collect()
 }
 
+/// One line of the hook log.
 #[derive(Default)]
-struct LogLine {
-    harness: &'static str,
-    event: &'static str,
-    mode: &'static str,
-    session: Option<String>,
-    outcome: &'static str,
-    notes: Vec<String>,
-    millis: u128,
-    error: Option<String>,
-    warnings: Vec<String>,
+pub struct LogLine {
+    pub harness: &'static str,
+    pub event: &'static str,
+    pub mode: &'static str,
+    pub session: Option<String>,
+    pub outcome: &'static str,
+    pub notes: Vec<String>,
+    pub millis: u128,
+    pub error: Option<String>,
+    pub warnings: Vec<String>,
+    /// Written by a detached SessionEnd worker (`<event>:detached`).
+    pub worker: bool,
 }
 
 impl LogLine {
     /// `<time> <harness> <event> mode=.. session=.. outcome=.. notes=.. ms=.. [error=..] [warn=..]`
-    fn render(&self) -> String {
+    pub fn render(&self) -> String {
         let mut s = format!(
-            "{} {} {} mode={} session={} outcome={} notes={} ms={}",
+            "{} {} {}{} mode={} session={} outcome={} notes={} ms={}",
             crate::time::Timestamp::now().to_iso_z(),
             self.harness,
             self.event,
+            if self.worker { ":detached" } else { "" },
             if self.mode.is_empty() { "-" } else { self.mode },
             self.session.as_deref().map(|s| s.chars().take(80).collect::<String>()).unwrap_or_else(|| "-".into()),
             if self.outcome.is_empty() { "ok" } else { self.outcome },
@@ -217,5 +298,10 @@ impl LogLine {
             s.push_str(&format!(" warn={w:?}"));
         }
         s
+    }
+
+    /// Append the line to the hook log of `config`.
+    pub fn append(&self, config: &Config) {
+        crate::log::append(&config.log_dir(), config.settings.log_max_bytes, &self.render());
     }
 }

@@ -9,6 +9,7 @@
 use crate::backend::{Backend, Claimed, PermissionAnswer};
 use crate::config::{Secret, ServerConfig, Settings};
 use crate::error::{Error, Result};
+use crate::registry::ServerClaim;
 use crate::render::{self, NoteElement};
 use crate::wire::*;
 use serde::Serialize;
@@ -145,15 +146,6 @@ impl ureq::unversioned::resolver::Resolver for LiteralResolver {
     }
 }
 
-/// The server's claim mode on permission-check (contract §4.2 table).
-pub fn permission_claim_is_deferred(req: &PermissionCheckRequest) -> bool {
-    match req.source.as_str() {
-        "codex_cli" => req.evaluation_phase != EvaluationPhase::PreToolUse,
-        "cursor" => req.hook_event_name.as_deref() != Some("preToolUse"),
-        _ => false,
-    }
-}
-
 /// Split a server block into its notes. A block we cannot parse (a server
 /// that changed its format) is carried whole, acked by the ids we can find.
 pub fn claimed_from_block(block: &str, deferred: bool) -> Claimed {
@@ -182,9 +174,14 @@ impl Backend for ServerBackend {
         self.post_required("session-start", req, self.call_timeout)
     }
 
-    fn permission_check(&self, req: &PermissionCheckRequest, _can_carry: bool) -> Result<PermissionAnswer> {
+    fn permission_check(
+        &self,
+        req: &PermissionCheckRequest,
+        claim: ServerClaim,
+        _can_carry: bool,
+    ) -> Result<PermissionAnswer> {
         let r: PermissionCheckResponse = self.post_required("permission-check", req, self.permission_timeout)?;
-        let deferred = permission_claim_is_deferred(req);
+        let deferred = claim == ServerClaim::Deferred;
         Ok(PermissionAnswer {
             decision: Some(r.decision),
             reason: r.reason.unwrap_or_default(),
@@ -262,30 +259,6 @@ fn excerpt(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn deferral_table() {
-        let mut r = PermissionCheckRequest {
-            tool_name: "Bash".into(),
-            tool_input: serde_json::json!({}),
-            source: "claude_code".into(),
-            hook_event_name: None,
-            session_id: "s".into(),
-            model: None,
-            cwd: None,
-            evaluation_phase: EvaluationPhase::PreToolUse,
-        };
-        assert!(!permission_claim_is_deferred(&r));
-        r.source = "codex_cli".into();
-        assert!(!permission_claim_is_deferred(&r));
-        r.evaluation_phase = EvaluationPhase::PermissionRequest;
-        assert!(permission_claim_is_deferred(&r));
-        r.source = "cursor".into();
-        r.hook_event_name = Some("beforeShellExecution".into());
-        assert!(permission_claim_is_deferred(&r));
-        r.hook_event_name = Some("preToolUse".into());
-        assert!(!permission_claim_is_deferred(&r));
-    }
 
     #[test]
     fn unparseable_block_keeps_ids() {

@@ -38,6 +38,9 @@ pub struct SessionFile {
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_prompt_at: Option<Timestamp>,
+    /// The harness's transcript file, when its payloads name one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

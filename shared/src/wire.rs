@@ -23,6 +23,10 @@ pub struct SessionStartRequest {
     pub first_prompt: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hook_event_name: Option<String>,
+    /// Not a server field: the harness transcript, which only the local
+    /// inbox's session file records.
+    #[serde(skip)]
+    pub transcript_path: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -13,7 +13,6 @@
 use preloop_shared::Harness;
 use preloop_shared::local::LocalInbox;
 use preloop_shared::operator::{Receipt, Target};
-use preloop_shared::runner::HookSpec;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
@@ -54,7 +53,7 @@ pub struct Hook {
     pub seeds: Vec<String>,
     /// The output schema (under `schemas/`), if the event prints anything.
     pub schema: Option<PathBuf>,
-    pub spec: HookSpec,
+    pub def: &'static preloop_shared::HookDef,
 }
 
 impl Hook {
@@ -99,79 +98,70 @@ fn opt_schema(rel: String) -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
-/// Every hook binary of the three harnesses.
+/// Every hook binary (not the watcher), derived from the registry.
 pub fn hooks() -> Vec<Hook> {
+    use preloop_shared::registry::{Carrier, Does, FailKey, HOOKS};
     let mut out = Vec::new();
-    for e in preloop_claude_code::Event::ALL {
-        use preloop_claude_code::Event as E;
-        let name = e.name();
-        out.push(Hook {
-            harness: Harness::ClaudeCode,
-            event: name,
-            binary: e.binary(),
-            kind: match e {
-                E::SessionStart => Kind::Start,
-                E::UserPromptSubmit => Kind::Prompt,
-                E::PreToolUse => Kind::Tool { carries: true, fail_closed: false },
-                E::Stop => Kind::Stop,
-                E::SessionEnd => Kind::End,
-            },
-            fixture: format!("claude-code-2.1.328/{name}.json"),
-            seeds: fixture_names("claude-code-2.1.328", name),
-            schema: opt_schema(format!("claude-code-2.1.328/{name}.output.schema.json")),
-            spec: e.spec(),
-        });
-    }
-    for e in preloop_codex::Event::ALL {
-        use preloop_codex::Event as E;
-        let name = e.name();
-        out.push(Hook {
-            harness: Harness::Codex,
-            event: name,
-            binary: e.binary(),
-            kind: match e {
-                E::SessionStart => Kind::Start,
-                E::UserPromptSubmit => Kind::Prompt,
-                E::PreToolUse => Kind::Tool { carries: true, fail_closed: false },
-                E::PermissionRequest => Kind::Tool { carries: false, fail_closed: true },
-                E::Stop => Kind::Stop,
-                E::SessionEnd => Kind::End,
-            },
-            fixture: format!("codex-0.169.0/{name}.json"),
-            seeds: fixture_names("codex-0.169.0", name),
-            schema: opt_schema(format!("codex-0.169.0/{}.command.output.schema.json", e.schema_stem())),
-            spec: e.spec(),
-        });
-    }
-    for e in preloop_cursor::Event::ALL {
-        use preloop_cursor::Event as E;
-        let name = e.name();
-        let canonical = match e {
-            E::SessionStart => "sessionStart-4.json", // the CLI: pulls
-            E::Stop => "stop-3.json",
-            _ => "",
+    for d in HOOKS.iter().filter(|d| d.does != Does::Watch) {
+        let h = d.harness();
+        let dir = h.def().fixtures;
+        let name = d.on;
+        let seeds = fixture_names(dir, name);
+        let canonical = match (h, name) {
+            (Harness::Cursor, "sessionStart") => Some("cursor/sessionStart-4.json".to_string()), // the CLI: pulls
+            (Harness::Cursor, "stop") => Some("cursor/stop-3.json".to_string()),
+            (Harness::Cursor, _) => seeds.first().cloned(),
+            _ => Some(format!("{dir}/{name}.json")),
         };
-        let seeds = fixture_names("cursor", name);
+        let schema = match h {
+            Harness::Codex => opt_schema(format!(
+                "{dir}/{}.command.output.schema.json",
+                preloop_codex::schema_stem(match d.event {
+                    preloop_shared::registry::Event::Codex(e) => e,
+                    _ => unreachable!(),
+                })
+            )),
+            _ => opt_schema(format!("{dir}/{name}.output.schema.json")),
+        };
         out.push(Hook {
-            harness: Harness::Cursor,
+            harness: h,
             event: name,
-            binary: e.binary(),
-            kind: match e {
-                E::SessionStart => Kind::Start,
-                E::BeforeSubmitPrompt => Kind::Prompt,
-                E::BeforeShellExecution | E::BeforeMcpExecution => Kind::Tool { carries: false, fail_closed: true },
-                E::PreToolUse => Kind::Tool { carries: true, fail_closed: false },
-                E::Stop => Kind::Stop,
-                E::SessionEnd => Kind::End,
+            binary: d.binary,
+            kind: match d.does {
+                Does::SessionStart { .. } => Kind::Start,
+                Does::Prompt { .. } => Kind::Prompt,
+                Does::Check => Kind::Tool {
+                    carries: d.carrier.carries(),
+                    fail_closed: d.gate.is_some_and(|g| g.fail == FailKey::PermissionRequest),
+                },
+                Does::Stop => Kind::Stop,
+                Does::SessionEnd => Kind::End,
+                Does::AfterTool | Does::Watch => unreachable!("no such hook yet"),
             },
-            fixture: if canonical.is_empty() { seeds[0].clone() } else { format!("cursor/{canonical}") },
+            fixture: canonical.expect("a fixture per hook"),
             seeds,
-            schema: opt_schema(format!("cursor/{name}.output.schema.json")),
-            spec: e.spec(),
+            schema,
+            def: d,
         });
+        let _ = Carrier::None;
     }
-    assert_eq!(out.len(), 18);
     out
+}
+
+/// Run a hook in-process, as its binary would.
+pub fn run_in_process(
+    def: &'static preloop_shared::HookDef,
+    env: &preloop_shared::config::Env,
+    stdin: &[u8],
+    out: &mut Vec<u8>,
+) -> i32 {
+    use preloop_shared::registry::Event;
+    use preloop_shared::runner::run;
+    match def.event {
+        Event::ClaudeCode(e) => run::<preloop_claude_code::ClaudeCode>(e, env, stdin, out),
+        Event::Codex(e) => run::<preloop_codex::Codex>(e, env, stdin, out),
+        Event::Cursor(e) => run::<preloop_cursor::Cursor>(e, env, stdin, out),
+    }
 }
 
 pub fn hook(h: Harness, event: &str) -> Hook {
@@ -221,10 +211,6 @@ impl Checker {
         if !errors.is_empty() {
             return Err(format!("fails its schema: {}: {}", errors.join("; "), excerpt(text)));
         }
-        if self.harness == Harness::Codex {
-            let ev = preloop_codex::Event::from_name(self.event).unwrap();
-            preloop_codex::check_output(ev, &v).map_err(|e| format!("Codex would reject it: {e}"))?;
-        }
         Ok(Some(v))
     }
 }
@@ -253,7 +239,13 @@ pub fn is_deny(v: &Option<Value>) -> bool {
 
 /// The neutral answer of a hook (what it prints when anything fails).
 pub fn neutral_of(h: &Hook) -> Option<Value> {
-    h.spec.adapter.neutral()
+    use preloop_shared::registry::Event;
+    use preloop_shared::runner::Adapter;
+    match h.def.event {
+        Event::ClaudeCode(e) => preloop_claude_code::ClaudeCode::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
+        Event::Codex(e) => preloop_codex::Codex::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
+        Event::Cursor(e) => preloop_cursor::Cursor::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
+    }
 }
 
 /// The note ids in a block, in order.
@@ -272,36 +264,30 @@ pub fn bins() -> &'static Path {
     DIR.get_or_init(|| {
         let exe = std::env::current_exe().unwrap();
         let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf(); // target/<profile>/deps/x → target/<profile>
-        let target_dir = profile_dir.parent().unwrap();
-        let profile = match profile_dir.file_name().unwrap().to_str().unwrap() {
+        let profile_name = profile_dir.file_name().unwrap().to_str().unwrap().to_string();
+        let profile = match profile_name.as_str() {
             "debug" => "dev".to_string(),
             other => other.to_string(),
         };
+        // The crash switch (`PRELOOP_TEST_KILL_AT`) exists only with the
+        // `fault-injection` feature, which nothing that ships enables: these
+        // binaries get their own target directory so the workspace's own
+        // builds never carry it.
+        let target_dir = profile_dir.parent().unwrap().join("fault-injection");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let out = Command::new(cargo)
-            .current_dir(repo_root())
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "preloop-claude-code",
-                "-p",
-                "preloop-codex",
-                "-p",
-                "preloop-cursor",
-                "--bins",
-                "--profile",
-                &profile,
-                "--target-dir",
-            ])
-            .arg(target_dir)
-            .output()
-            .expect("cargo build of the hook binaries");
-        assert!(out.status.success(), "building the hook binaries failed: {}", String::from_utf8_lossy(&out.stderr));
-        for h in hooks() {
-            assert!(profile_dir.join(h.binary).exists(), "{} was not built in {}", h.binary, profile_dir.display());
+        let mut cmd = Command::new(cargo);
+        cmd.current_dir(repo_root()).args(["build", "--quiet"]);
+        for h in Harness::all() {
+            cmd.args(["-p", &format!("preloop-{}", h.slug())]);
         }
-        profile_dir
+        cmd.args(["--bins", "--features", "preloop-shared/fault-injection", "--profile", &profile, "--target-dir"]);
+        let out = cmd.arg(&target_dir).output().expect("cargo build of the hook binaries");
+        assert!(out.status.success(), "building the hook binaries failed: {}", String::from_utf8_lossy(&out.stderr));
+        let dir = target_dir.join(&profile_name);
+        for h in hooks() {
+            assert!(dir.join(h.binary).exists(), "{} was not built in {}", h.binary, dir.display());
+        }
+        dir
     })
 }
 

@@ -81,9 +81,11 @@ impl End {
 
 /// Run the watcher and exit.
 pub fn main() -> ! {
-    std::panic::set_hook(Box::new(|_| {}));
+    preloop_shared::runner::prepare_process();
+    // A stdin that never closes must not keep the watcher from its bounds.
+    let buf = preloop_shared::runner::read_stdin(Duration::from_secs(5)).unwrap_or_default();
     let code = std::panic::catch_unwind(|| {
-        let end = run(&Env::process(), &mut std::io::stdin().lock(), &mut std::io::stderr().lock());
+        let end = run(&Env::process(), &mut &buf[..], &mut std::io::stderr().lock());
         end.exit_code()
     });
     std::process::exit(code.unwrap_or(0))
@@ -120,7 +122,7 @@ pub fn run(env: &Env, stdin: &mut dyn Read, out: &mut dyn Write) -> End {
 }
 
 fn session_id_of(buf: &[u8]) -> Result<String, &'static str> {
-    let v: Value = preloop_shared::runner::parse_stdin(buf).map_err(|_| "no usable stdin")?;
+    let v: Value = preloop_shared::json::parse_payload(buf).map_err(|_| "no usable stdin")?;
     if v.get("cursor_version").is_some() {
         return Err("cursor payload");
     }
@@ -147,8 +149,7 @@ fn watch_session(env: &Env, config: &Config, sid: &str, out: &mut dyn Write, sta
     let max_interval = Duration::from_millis(s.watch_server_poll_max_ms.max(s.watch_server_poll_ms).max(10));
     let mut interval = if server { Duration::from_millis(s.watch_server_poll_ms.max(10)) } else { tick };
     let mut next_poll = Instant::now() + jitter(interval, server);
-    let mut engine = Engine::new(Harness::ClaudeCode, config.clone(), sid);
-    engine.limit = crate::CONTEXT_LIMIT;
+    let mut engine = Engine::new(preloop_shared::registry::def_of(crate::Event::Watch), config.clone(), sid);
     loop {
         let now = Instant::now();
         if now >= deadline {
@@ -497,7 +498,7 @@ mod tests {
             (5, 250, 500, 9000)
         );
         let c = Config::load_from(&env(&[("PRELOOP_WATCH", "maybe")]), Some(Harness::ClaudeCode));
-        assert!(c.settings.watch && c.warnings.iter().any(|w| w.contains("PRELOOP_WATCH")));
+        assert!(c.settings.watch && c.problems.iter().any(|p| p.what.contains("PRELOOP_WATCH")));
         fsutil::private_dir(&home).unwrap();
         fsutil::write_atomic(&home.join("config.json"), br#"{"watch":false,"watch_max_secs":60}"#).unwrap();
         let s = Config::load_from(&env(&[]), Some(Harness::ClaudeCode)).settings;

@@ -1,14 +1,14 @@
 //! Golden tests: real Claude Code 2.1.328 payloads (fixtures/claude-code-2.1.328)
 //! through the pure adapter, outputs compared with the checked-in expected
 //! files and validated, like the inputs, against schemas/claude-code-2.1.328.
-//! Set UPDATE_GOLDEN=1 to rewrite the expected files.
+//! Set PRELOOP_BLESS=1 to rewrite the expected files.
 
 use preloop_claude_code::{Event, parse, render};
-use preloop_shared::flow::{InputKind, Outcome};
+use preloop_shared::flow::{Carry, InputKind, Outcome};
 use preloop_shared::render::{frame, render_element};
 use preloop_shared::runner::Parsed;
 use preloop_shared::time::Timestamp;
-use preloop_shared::wire::{Decision, EvaluationPhase};
+use preloop_shared::wire::Decision;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -50,17 +50,16 @@ fn every_captured_payload_matches_its_schema_and_parses() {
         assert_eq!(input.session_id, v["session_id"].as_str().unwrap(), "{name}");
         assert_eq!(input.cwd.as_deref(), v["cwd"].as_str(), "{name}");
         match (&input.kind, event) {
-            (InputKind::SessionStart { source, pull: true }, Event::SessionStart) => {
-                assert_eq!(source.as_deref(), v["source"].as_str())
-            }
-            (InputKind::UserPrompt { prompt, .. }, Event::UserPromptSubmit) => {
+            (InputKind::SessionStart { pull: true }, Event::SessionStart) => {}
+            (InputKind::Prompt { prompt, .. }, Event::UserPromptSubmit) => {
                 assert_eq!(prompt, v["prompt"].as_str().unwrap())
             }
-            (InputKind::Tool { tool_name, tool_input, phase, carries, .. }, Event::PreToolUse) => {
+            (InputKind::Tool { tool_name, tool_input, carry, .. }, Event::PreToolUse) => {
                 assert_eq!(tool_name, v["tool_name"].as_str().unwrap());
                 assert_eq!(tool_input, &v["tool_input"]);
-                assert_eq!(*phase, EvaluationPhase::PreToolUse);
-                assert!(*carries);
+                // In a sub-agent the note goes to the spool for the main agent.
+                let expected = if v.get("agent_id").is_some() { Carry::None } else { Carry::All };
+                assert_eq!(*carry, expected, "{name}");
             }
             (InputKind::Stop { may_continue }, Event::Stop) => {
                 assert_eq!(*may_continue, !v["stop_hook_active"].as_bool().unwrap())
@@ -136,7 +135,7 @@ fn scenarios() -> Vec<(Event, &'static str, Outcome)> {
         ..Outcome::default()
     };
     let mut v = Vec::new();
-    for e in Event::ALL {
+    for e in Event::ALL.into_iter().filter(|e| *e != Event::Watch) {
         v.push((e, "no-note", Outcome::default()));
     }
     v.push((
@@ -158,9 +157,9 @@ fn scenarios() -> Vec<(Event, &'static str, Outcome)> {
 #[test]
 fn outputs_match_golden_files_and_schemas() {
     let dir = root().join("fixtures/claude-code-2.1.328/expected");
-    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let update = preloop_testkit::golden::blessing();
     for (event, name, outcome) in scenarios() {
-        let out = render(event, &outcome);
+        let out = render(event, &outcome).map(|o| serde_json::to_value(o).unwrap());
         let path = dir.join(format!("{}.{name}.json", event.name()));
         // "null" stands for: the hook prints nothing.
         let text = match &out {
@@ -171,7 +170,7 @@ fn outputs_match_golden_files_and_schemas() {
             std::fs::write(&path, &text).unwrap();
         }
         let expected = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1)", path.display()));
+            .unwrap_or_else(|e| panic!("{}: {e} (run with PRELOOP_BLESS=1)", path.display()));
         // Compared as JSON values: key order is not part of the contract.
         let expected: Value = serde_json::from_str(&expected).unwrap();
         assert_eq!(out.clone().unwrap_or(Value::Null), expected, "{}", path.display());

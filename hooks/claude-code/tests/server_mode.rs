@@ -11,7 +11,12 @@ use std::time::{Duration, Instant};
 const S: &str = "79c16d5c-09a5-4248-9f5c-503fdaab7c68";
 
 fn env(server: &FakeServer) -> Vec<(String, String)> {
-    vec![("PRELOOP_URL".into(), server.url()), ("PRELOOP_TOKEN".into(), server.runtime_token())]
+    // SessionEnd runs in-process here (its detached worker has its own test).
+    vec![
+        ("PRELOOP_URL".into(), server.url()),
+        ("PRELOOP_TOKEN".into(), server.runtime_token()),
+        ("PRELOOP_SESSION_END_DETACH".into(), "0".into()),
+    ]
 }
 
 fn run_s(event: &str, home: &Home, server: &FakeServer, extra: &[(&str, &str)], stdin: &Value) -> Option<Value> {

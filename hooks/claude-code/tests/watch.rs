@@ -304,7 +304,12 @@ fn a_stop_rescue_and_the_watcher_never_deliver_the_same_note_twice() {
 // ----- server mode -------------------------------------------------------------
 
 fn server_env(server: &FakeServer) -> Vec<(String, String)> {
-    vec![("PRELOOP_URL".into(), server.url()), ("PRELOOP_TOKEN".into(), server.runtime_token())]
+    // SessionEnd runs in-process here (its detached worker has its own test).
+    vec![
+        ("PRELOOP_URL".into(), server.url()),
+        ("PRELOOP_TOKEN".into(), server.runtime_token()),
+        ("PRELOOP_SESSION_END_DETACH".into(), "0".into()),
+    ]
 }
 
 fn as_refs(v: &[(String, String)]) -> Vec<(&str, &str)> {

@@ -9,31 +9,21 @@
 mod common;
 
 use common::*;
-use preloop_codex::{Event, check_output, parse, render};
-use preloop_shared::flow::{Input, InputKind, Outcome};
+use preloop_codex::{Event, parse, render};
+use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::render::{frame, render_element};
 use preloop_shared::runner::Parsed;
 use preloop_shared::time::Timestamp;
 use preloop_shared::wire::Decision;
 use serde_json::{Value, json};
 
-fn bless() -> bool {
-    std::env::var("PRELOOP_BLESS").is_ok_and(|v| v == "1")
-}
-
 /// Compare `actual` with the checked-in file (or write it when blessing).
 fn golden(rel: &str, actual: &Value) {
-    let path = fixtures_dir().join("expected").join(rel);
-    let text = serde_json::to_string_pretty(actual).unwrap() + "\n";
-    if bless() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, text).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with PRELOOP_BLESS=1 to create it)", path.display()));
-    let expected: Value = serde_json::from_str(&expected).unwrap();
-    assert_eq!(&expected, actual, "golden {rel} differs");
+    preloop_testkit::golden::check_json(&fixtures_dir().join("expected").join(rel), actual);
+}
+
+fn render_json(event: Event, o: &Outcome) -> Option<Value> {
+    render(event, o).map(|out| serde_json::to_value(out).unwrap())
 }
 
 fn fixture_names() -> Vec<String> {
@@ -48,18 +38,16 @@ fn fixture_names() -> Vec<String> {
 }
 
 fn input_json(p: &Parsed) -> Value {
-    let Input { session_id, cwd, kind } = match p {
+    let Input { session_id, cwd, kind, transcript_path: _ } = match p {
         Parsed::StandDown(why) => return json!({"stand_down": why}),
         Parsed::Run(i) => i,
     };
     let kind = match kind {
-        InputKind::SessionStart { source, pull } => json!({"session_start": {"source": source, "pull": pull}}),
-        InputKind::UserPrompt { prompt, hook_event_name, pull } => {
-            json!({"user_prompt": {"prompt": prompt, "hook_event_name": hook_event_name, "pull": pull}})
-        }
-        InputKind::Tool { tool_name, tool_input, phase, hook_event_name, model, carries } => json!({"tool": {
-            "tool_name": tool_name, "tool_input": tool_input, "phase": phase,
-            "hook_event_name": hook_event_name, "model": model, "carries": carries}}),
+        InputKind::SessionStart { pull } => json!({"session_start": {"pull": pull}}),
+        InputKind::Prompt { prompt, pull } => json!({"user_prompt": {"prompt": prompt, "pull": pull}}),
+        InputKind::Tool { tool_name, tool_input, model, carry } => json!({"tool": {
+            "tool_name": tool_name, "tool_input": tool_input, "model": model, "carry": format!("{carry:?}")}}),
+        InputKind::AfterTool { carry } => json!({"after_tool": {"carry": carry}}),
         InputKind::Stop { may_continue } => json!({"stop": {"may_continue": may_continue}}),
         InputKind::SessionEnd { reason } => json!({"session_end": {"reason": reason}}),
     };
@@ -117,10 +105,10 @@ fn parse_details() {
     ));
     let mut pre = fixture("PreToolUse.json");
     pre["agent_id"] = json!("01a2367a-bc19-76d2-a660-919580b8549c");
-    let Ok(Parsed::Run(Input { kind: InputKind::Tool { carries, .. }, .. })) = parse(Event::PreToolUse, &pre) else {
+    let Ok(Parsed::Run(Input { kind: InputKind::Tool { carry, .. }, .. })) = parse(Event::PreToolUse, &pre) else {
         panic!()
     };
-    assert!(!carries);
+    assert_eq!(carry, Carry::None);
     // A payload without hook_event_name is taken for the binary's own event.
     let mut stop = fixture("Stop.stop_hook_active.json");
     stop.as_object_mut().unwrap().remove("hook_event_name");
@@ -195,7 +183,7 @@ fn cases() -> Vec<(&'static str, Outcome)> {
 fn renders_match_the_goldens() {
     for event in Event::ALL {
         for (case, o) in cases() {
-            let out = render(event, &o);
+            let out = render_json(event, &o);
             golden(&format!("render/{}.{case}.json", event.name()), &out.clone().unwrap_or(Value::Null));
         }
     }
@@ -211,7 +199,7 @@ fn every_render_passes_schema_and_whitelist() {
     let reasons = [None, Some(String::new()), Some("  ".to_string()), Some("Blocked by access rule".to_string())];
     let mut rendered = 0;
     for event in Event::ALL {
-        let out_schema = schema(event.schema_stem(), "output");
+        let out_schema = schema(&preloop_codex::schema_stem(event), "output");
         for context in &contexts {
             for decision in decisions {
                 for reason in &reasons {
@@ -223,7 +211,7 @@ fn every_render_passes_schema_and_whitelist() {
                             continue_turn,
                             ..Outcome::default()
                         };
-                        let Some(v) = render(event, &o) else { continue };
+                        let Some(v) = render_json(event, &o) else { continue };
                         rendered += 1;
                         let s = out_schema
                             .as_ref()
@@ -337,16 +325,20 @@ fn whitelist_agrees_with_the_observations() {
     ];
     for (event, v) in accepted {
         check_output(event, &v).unwrap_or_else(|e| panic!("{}: {e}", event.name()));
-        validate(&schema(event.schema_stem(), "output").unwrap(), &v).unwrap();
+        validate(&schema(&preloop_codex::schema_stem(event), "output").unwrap(), &v).unwrap();
     }
 }
 
 #[test]
-fn the_carrier_limit_is_codex_bytes() {
-    assert_eq!(preloop_codex::CONTEXT_LIMIT, preloop_shared::flow::CarrierLimit::Bytes(10_000));
+fn the_carrier_limits_are_codex_bytes() {
+    use preloop_shared::flow::CarrierLimit::Bytes;
     for event in Event::ALL {
-        assert_eq!(event.spec().limit, preloop_codex::CONTEXT_LIMIT);
-        assert_eq!(event.spec().harness, preloop_shared::Harness::Codex);
-        assert_eq!(preloop_shared::Harness::Codex.source(), "codex_cli");
+        let d = event.def();
+        assert_eq!(d.harness(), preloop_shared::Harness::Codex);
+        // The context handlers keep 4 × additionalContextLimit bytes (the
+        // installer writes 5,000); a Stop reason keeps 10,000 whatever it says.
+        let expected = if event == Event::Stop { Bytes(10_000) } else { Bytes(20_000) };
+        assert_eq!(d.limit, expected, "{event:?}");
     }
+    assert_eq!(preloop_shared::Harness::Codex.source(), "codex_cli");
 }

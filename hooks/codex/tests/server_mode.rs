@@ -419,7 +419,7 @@ fn session_end_behind_a_slow_link_needs_the_detached_worker() {
         let link = SlowLink::start(&server.url(), latency);
         let mut home = server_home(&server, if detach { "s-link-detached" } else { "s-link-inline" });
         if !detach {
-            home = home.with_env(preloop_codex::session_end::DETACH_ENV, "0");
+            home = home.with_env(preloop_shared::detach::DETACH_ENV, "0");
         }
         let (session, spooled, pending) = session_with_spool(&server, &home, if detach { "ld" } else { "li" });
         let home = home.with_env("PRELOOP_URL", &link.url);
@@ -486,7 +486,7 @@ fn session_end_against_a_slow_server_is_confirmed_only_when_detached() {
         let server = FakeServer::start();
         let mut home = server_home(&server, if detach { "s-slow-detached" } else { "s-slow-inline" });
         if !detach {
-            home = home.with_env(preloop_codex::session_end::DETACH_ENV, "0");
+            home = home.with_env(preloop_shared::detach::DETACH_ENV, "0");
         }
         let (session, spooled, pending) = session_with_spool(&server, &home, if detach { "sd" } else { "si" });
         server.clear_requests();
@@ -537,6 +537,9 @@ fn session_end_fast_server_and_bad_input() {
     assert!(routes(&server).is_empty(), "no call for a payload the hook cannot use");
 }
 
+/// A payload the hook cannot use never reaches the server; a gate then
+/// answers by its fail policy (PermissionRequest: deny), never by skipping
+/// the check silently.
 #[test]
 fn bad_stdin_never_reaches_the_server() {
     let server = FakeServer::start();
@@ -544,7 +547,13 @@ fn bad_stdin_never_reaches_the_server() {
     for event in Event::ALL {
         for bad in [&b""[..], b"{", b"[1]", br#"{"session_id":"x","hook_event_name":"Bogus"}"#] {
             let r = home.run_raw(event, bad);
-            assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""), "{}", event.name());
+            assert_eq!(r.code, Some(0), "{}", event.name());
+            if event == Event::PermissionRequest {
+                let v = check_stdout(event, &r.stdout).expect("a fail-closed deny");
+                assert_eq!(v.pointer("/hookSpecificOutput/decision/behavior"), Some(&json!("deny")));
+            } else {
+                assert_eq!(r.stdout, "", "{}: fail-open or no output", event.name());
+            }
         }
     }
     std::thread::sleep(Duration::from_millis(200));

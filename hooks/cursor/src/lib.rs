@@ -1,40 +1,34 @@
 //! The Cursor adapter: pure functions from a Cursor hook's stdin JSON to a
-//! harness-neutral [`Input`], and from an [`Outcome`] to the flat snake_case
-//! JSON that event accepts. Everything else is the shared engine.
+//! harness-neutral [`Input`], and from an [`Outcome`] to the typed,
+//! flat snake_case [`Output`] that event accepts. Everything else is the
+//! shared engine; events, binaries and carriers are the registry's.
 //!
 //! No Cursor binary was run for this adapter: it rests on
-//! `shared/contracts/cursor-hooks.md` (docs, third-party measurements) and
-//! the public captures in `fixtures/cursor/`. Every choice below is argued,
-//! with its source tag, in `hooks/cursor/README.md`.
+//! docs/contracts/cursor.md (docs, third-party measurements) and the public
+//! captures in `fixtures/cursor/`. Every choice below is argued, with its
+//! source tag, in `hooks/cursor/README.md`.
 //!
 //! | event | server calls | carrier | output | neutral |
 //! |---|---|---|---|---|
 //! | sessionStart | session-start; notes/pending `session_start` (CLI only) | `additional_context` | `env` + context | `{}` |
 //! | beforeSubmitPrompt | session-start with `first_prompt` | none (claims nothing) | `{"continue": true}` | same |
-//! | beforeShellExecution | permission-check (`permission_request`, tool `Shell`) | none: a claimed note is spooled | `permission` allow / deny + messages | `{"permission": "allow"}` |
-//! | beforeMCPExecution | permission-check (`permission_request`) | none: spooled | as above | `{"permission": "allow"}` |
-//! | preToolUse | permission-check (`pre_tool_use`) | `additional_context` (allow and deny) | `permission` allow / deny (+ messages) | `{"permission": "allow"}` |
-//! | stop | notes/pending `stop` (completed, `loop_count` < 5, rescues < 3) | `followup_message` | follow-up or `{}` | `{}` |
+//! | beforeShellExecution | permission-check (`permission_request`, tool `Shell`) | none: a claimed note is spooled | `permission` allow / deny + messages | `{"permission": "allow"}`; deny by the fail policy where a server decides |
+//! | beforeMCPExecution | permission-check (`permission_request`) | none: spooled | as above | as above |
+//! | preToolUse | permission-check (`pre_tool_use`) | `additional_context` (allow and deny) | `permission` allow / deny (+ messages) | `{"permission": "allow"}` (fail policy where a server decides) |
+//! | stop | notes/pending `stop` (completed, `loop_count` < `loop_limit`, rescues < 3) | `followup_message` | follow-up or `{}` | `{}` |
 //! | sessionEnd | notes/ack `spool_dropped`; session-end | none | `{}` | `{}` |
-//!
-//! Every event always prints one JSON object: Cursor's IDE blocks a gated
-//! tool when a permission hook prints nothing or non-JSON (contract §5.3).
 
-use preloop_shared::Harness;
-use preloop_shared::flow::{CarrierLimit, Input, InputKind, Outcome};
-use preloop_shared::runner::{self, Adapter, HookSpec, Parsed};
-use preloop_shared::wire::{Decision, EvaluationPhase};
-use serde_json::{Map, Value, json};
+use preloop_shared::config::Env;
+use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
+use preloop_shared::registry::{CURSOR_LOOP_LIMIT, def_of};
+use preloop_shared::runner::{self, Adapter, Parsed};
+use preloop_shared::wire::Decision;
+use serde_json::{Value, json};
 
-/// Cursor's `additional_context` is reported to take 10,000 characters and
-/// to drop a longer value whole, so the engine never writes more.
-pub const CONTEXT_LIMIT: CarrierLimit = CarrierLimit::Chars(10_000);
+pub mod output;
 
-/// Cursor's default `loop_limit` for a Cursor-format `stop` entry [D1]: the
-/// follow-ups one hooks.json entry may trigger per conversation. At or past
-/// it Cursor would discard a follow-up, so the stop hook does not claim.
-/// The installer writes this value (never `null`) on our `stop` entry.
-pub const LOOP_LIMIT: u64 = 5;
+pub use output::Output;
+pub use preloop_shared::registry::event::Cursor as Event;
 
 /// The environment variable `sessionStart` exports to the session's later
 /// hooks (and, where Cursor passes it on, to the processes the run starts).
@@ -43,111 +37,42 @@ pub const PARENT_SESSION_ENV: &str = "PRELOOP_PARENT_SESSION_ID";
 /// The documented limit of Cursor headless runs, for `doctor` and the docs.
 pub const HEADLESS_STOP_LIMIT: &str = "Cursor headless runs (cursor-agent -p / --print) never fire the stop hook, so a note that arrives after the run's last tool call cannot be rescued: it stays pending until sessionEnd, which marks it undeliverable (session_ended). It is never reported as delivered. Interactive cursor-agent and the IDE fire stop; notes addressed to the agent rather than the session wait for its next run.";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event {
-    SessionStart,
-    BeforeSubmitPrompt,
-    BeforeShellExecution,
-    BeforeMcpExecution,
-    PreToolUse,
-    Stop,
-    SessionEnd,
-}
+/// The Cursor adapter.
+pub struct Cursor;
 
-impl Event {
-    pub const ALL: [Event; 7] = [
-        Event::SessionStart,
-        Event::BeforeSubmitPrompt,
-        Event::BeforeShellExecution,
-        Event::BeforeMcpExecution,
-        Event::PreToolUse,
-        Event::Stop,
-        Event::SessionEnd,
-    ];
+impl Adapter for Cursor {
+    type Event = Event;
+    type Output = Output;
 
-    /// Cursor's name for the event (`hook_event_name`, the hooks.json key).
-    pub fn name(self) -> &'static str {
-        match self {
-            Event::SessionStart => "sessionStart",
-            Event::BeforeSubmitPrompt => "beforeSubmitPrompt",
-            Event::BeforeShellExecution => "beforeShellExecution",
-            Event::BeforeMcpExecution => "beforeMCPExecution",
-            Event::PreToolUse => "preToolUse",
-            Event::Stop => "stop",
-            Event::SessionEnd => "sessionEnd",
-        }
+    fn parse(event: Event, stdin: &Value, env: &Env) -> Result<Parsed, String> {
+        parse_with(event, stdin, env.get("CURSOR_PROJECT_DIR").as_deref())
     }
-
-    /// Our binary for the event.
-    pub fn binary(self) -> &'static str {
-        match self {
-            Event::SessionStart => "preloop-cursor-session-start",
-            Event::BeforeSubmitPrompt => "preloop-cursor-before-submit-prompt",
-            Event::BeforeShellExecution => "preloop-cursor-before-shell-execution",
-            Event::BeforeMcpExecution => "preloop-cursor-before-mcp-execution",
-            Event::PreToolUse => "preloop-cursor-pre-tool-use",
-            Event::Stop => "preloop-cursor-stop",
-            Event::SessionEnd => "preloop-cursor-session-end",
-        }
+    fn render(event: Event, outcome: &Outcome) -> Option<Output> {
+        Some(render(event, outcome))
     }
-
-    pub fn from_name(name: &str) -> Option<Event> {
-        Event::ALL.into_iter().find(|e| e.name() == name)
-    }
-
-    /// Whether the event is a permission gate (Cursor blocks the tool on
-    /// empty or invalid output there).
-    pub fn is_gate(self) -> bool {
-        matches!(self, Event::BeforeShellExecution | Event::BeforeMcpExecution | Event::PreToolUse)
-    }
-
-    pub fn spec(self) -> HookSpec {
-        HookSpec {
-            harness: Harness::Cursor,
-            event: self.name(),
-            adapter: Box::new(self),
-            limit: CONTEXT_LIMIT,
-            // Cursor does not document a kill deadline for sessionEnd (it runs
-            // it fire-and-forget); the ordinary per-call timeouts bound it.
-            budget: None,
-            // The lineage export is part of sessionStart's own output (`env`).
-            side_effects: None,
-        }
-    }
-}
-
-impl Adapter for Event {
-    fn parse(&self, stdin: &Value) -> Result<Parsed, String> {
-        parse(*self, stdin)
-    }
-    fn render(&self, outcome: &Outcome) -> Option<Value> {
-        render(*self, outcome)
-    }
-    fn neutral(&self) -> Option<Value> {
-        Some(neutral(*self))
+    fn neutral(event: Event) -> Option<Output> {
+        Some(neutral(event))
     }
 }
 
 /// Run one hook binary.
 pub fn main(event: Event) -> ! {
-    runner::main(event.spec())
+    runner::main::<Cursor>(event)
 }
 
-/// The answer when anything fails, and the answer with no opinion.
+/// The answer with no opinion (and where nothing decides: the local inbox).
 ///
 /// A gate says `allow`: it is the only answer that can neither block the
 /// tool (empty or non-JSON output blocks it in the IDE; a missing
 /// `permission` is reported to) nor prompt the user on every call (`ask`
 /// on beforeShellExecution prompts even in "Run Everything" mode and is
-/// unknown under `-p`). It grants nothing Cursor would not: the before* hooks run
-/// before Cursor's own permission decision and Cursor's allowlist still
-/// applies after an allow (README, "Neutral answers").
-pub fn neutral(event: Event) -> Value {
-    match event {
-        Event::BeforeSubmitPrompt => json!({"continue": true}),
-        Event::BeforeShellExecution | Event::BeforeMcpExecution | Event::PreToolUse => json!({"permission": "allow"}),
-        Event::SessionStart | Event::Stop | Event::SessionEnd => json!({}),
-    }
+/// unknown under `-p`). It grants nothing Cursor would not: the before* hooks
+/// run before Cursor's own permission decision and Cursor's allowlist still
+/// applies after an allow (README, "Neutral answers"). Where a server
+/// decides, a gate that cannot get an answer follows its fail policy
+/// instead (the runner renders the deny).
+pub fn neutral(event: Event) -> Output {
+    render(event, &Outcome::default())
 }
 
 fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -217,62 +142,45 @@ fn is_our_followup(prompt: &str) -> bool {
     prompt.trim_start().starts_with("<operator-notes ")
 }
 
-/// stdin → input, reading `$CURSOR_PROJECT_DIR` for the cwd fallback.
-pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
-    let project_dir = std::env::var("CURSOR_PROJECT_DIR").ok();
-    parse_with(event, v, project_dir.as_deref())
-}
-
 /// stdin → input (pure). Lenient: unknown fields are ignored and optional
 /// ones may be missing; a session id is required, and the fields each event
 /// acts on.
 pub fn parse_with(event: Event, v: &Value, project_dir: Option<&str>) -> Result<Parsed, String> {
+    let def = def_of(event);
     if let Some(name) = str_field(v, "hook_event_name")
-        && name != event.name()
+        && name != def.on
     {
-        return Err(format!("hook_event_name {name:?} given to the {} hook", event.name()));
+        return Err(format!("hook_event_name {name:?} given to the {} hook", def.on));
     }
     let session_id = session_id_of(v).ok_or("no conversation_id or session_id")?;
     let cwd = cwd_of(v, project_dir);
+    let transcript_path = non_empty(v, "transcript_path").map(str::to_string);
     let model = non_empty(v, "model").map(str::to_string);
     let kind = match event {
         // The IDE drops sessionStart's additional_context in a race with the
         // composer (3.12.17, acknowledged by staff) while the CLI delivers it:
         // claim at startup only where the context is known to arrive.
         Event::SessionStart => {
-            InputKind::SessionStart { source: None, pull: str_field(v, "cursor_version").is_some_and(is_cli_version) }
+            InputKind::SessionStart { pull: str_field(v, "cursor_version").is_some_and(is_cli_version) }
         }
         Event::BeforeSubmitPrompt => {
             let prompt = str_field(v, "prompt").unwrap_or_default();
-            InputKind::UserPrompt {
+            InputKind::Prompt {
                 prompt: if is_our_followup(prompt) { String::new() } else { prompt.to_string() },
-                hook_event_name: "beforeSubmitPrompt".into(),
                 pull: false,
             }
         }
         Event::BeforeShellExecution => InputKind::Tool {
             tool_name: "Shell".into(),
             tool_input: json!({"command": str_field(v, "command").filter(|c| !c.trim().is_empty()).ok_or("no command")?}),
-            phase: EvaluationPhase::PermissionRequest,
-            hook_event_name: Some(event.name().into()),
             model,
-            carries: false,
+            carry: Carry::of(def.carrier),
         },
-        Event::BeforeMcpExecution => InputKind::Tool {
+        Event::BeforeMcpExecution | Event::PreToolUse => InputKind::Tool {
             tool_name: non_empty(v, "tool_name").ok_or("no tool_name")?.to_string(),
             tool_input: decode_tool_input(v.get("tool_input")),
-            phase: EvaluationPhase::PermissionRequest,
-            hook_event_name: Some(event.name().into()),
             model,
-            carries: false,
-        },
-        Event::PreToolUse => InputKind::Tool {
-            tool_name: non_empty(v, "tool_name").ok_or("no tool_name")?.to_string(),
-            tool_input: decode_tool_input(v.get("tool_input")),
-            phase: EvaluationPhase::PreToolUse,
-            hook_event_name: Some(event.name().into()),
-            model,
-            carries: true,
+            carry: Carry::of(def.carrier),
         },
         Event::Stop => {
             let completed = str_field(v, "status") == Some("completed");
@@ -282,70 +190,57 @@ pub fn parse_with(event: Event, v: &Value, project_dir: Option<&str>) -> Result<
             let loop_count = v.get("loop_count").and_then(|n| {
                 n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
             });
-            InputKind::Stop { may_continue: completed && loop_count.is_some_and(|n| n < LOOP_LIMIT) }
+            InputKind::Stop { may_continue: completed && loop_count.is_some_and(|n| n < u64::from(CURSOR_LOOP_LIMIT)) }
         }
         Event::SessionEnd => {
             InputKind::SessionEnd { reason: non_empty(v, "reason").unwrap_or("session_end").to_string() }
         }
     };
-    Ok(Parsed::Run(Input { session_id, cwd, kind }))
+    Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
 }
 
-/// A runtime session id we are willing to export (a UUID in practice).
+/// A runtime session id we are willing to export (a UUID).
 fn exportable(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 255 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    preloop_shared::flow::is_uuid(id)
 }
 
-/// outcome → stdout JSON. Always an object: Cursor reads only flat
-/// snake_case keys, and a gate must never print nothing.
-pub fn render(event: Event, o: &Outcome) -> Option<Value> {
-    let ctx = o.context.as_deref().filter(|c| !c.is_empty());
-    let out = match event {
-        Event::SessionStart => {
-            let mut m = Map::new();
-            if let Some(id) = o.runtime_session_id.as_deref().filter(|id| exportable(id)) {
-                m.insert("env".into(), json!({ PARENT_SESSION_ENV: id }));
-            }
-            if let Some(c) = ctx {
-                m.insert("additional_context".into(), json!(c));
-            }
-            Value::Object(m)
-        }
-        Event::BeforeSubmitPrompt => json!({"continue": true}),
+/// outcome → stdout. Always an object: Cursor reads only flat snake_case
+/// keys, and a gate must never print nothing.
+pub fn render(event: Event, o: &Outcome) -> Output {
+    use output::*;
+    let ctx = o.context.clone().filter(|c| !c.is_empty());
+    // Never `ask`: it drops the context and prompts on every call.
+    let deny = (o.decision == Some(Decision::Deny))
+        .then(|| o.reason.clone().filter(|r| !r.trim().is_empty()).unwrap_or_else(|| "Denied by Preloop".into()));
+    match event {
+        Event::SessionStart => Output::SessionStart(SessionStartOutput {
+            env: o
+                .runtime_session_id
+                .as_deref()
+                .filter(|id| exportable(id))
+                .map(|id| LineageEnv { parent_session_id: id.to_string() }),
+            additional_context: ctx,
+        }),
+        Event::BeforeSubmitPrompt => Output::BeforeSubmitPrompt(ContinueOutput { proceed: true }),
         // Non-carrying: the engine spooled any note; never a context here.
-        Event::BeforeShellExecution | Event::BeforeMcpExecution => gate(o, None),
+        // user_message is what reaches the model (postToolUseFailure);
+        // agent_message is documented for it but was not seen arriving.
+        Event::BeforeShellExecution | Event::BeforeMcpExecution => Output::Gate(match deny {
+            Some(reason) => GateOutput::Deny { user_message: reason.clone(), agent_message: reason },
+            // Allow, or no opinion (local mode, fail-open): see [`neutral`].
+            None => GateOutput::Allow {},
+        }),
         // Cursor keeps preToolUse's additional_context on allow and deny; the
         // server never answers ask and we never say it (ask drops the context).
-        Event::PreToolUse => gate(o, ctx),
-        Event::Stop => match (o.continue_turn, ctx) {
-            (true, Some(c)) => json!({"followup_message": c}),
-            _ => json!({}),
-        },
-        Event::SessionEnd => json!({}),
-    };
-    Some(out)
-}
-
-fn gate(o: &Outcome, ctx: Option<&str>) -> Value {
-    let mut m = Map::new();
-    match o.decision {
-        Some(Decision::Deny) => {
-            let reason = o.reason.as_deref().filter(|r| !r.trim().is_empty()).unwrap_or("Denied by Preloop");
-            m.insert("permission".into(), json!("deny"));
-            // user_message is what reaches the model (postToolUseFailure);
-            // agent_message is documented for it but was not seen arriving.
-            m.insert("user_message".into(), json!(reason));
-            m.insert("agent_message".into(), json!(reason));
-        }
-        // Allow, or no opinion (local mode, fail-open): see [`neutral`].
-        Some(Decision::Allow) | None => {
-            m.insert("permission".into(), json!("allow"));
-        }
+        Event::PreToolUse => Output::PreToolUse(match deny {
+            Some(reason) => {
+                PreToolUseOutput::Deny { user_message: reason.clone(), agent_message: reason, additional_context: ctx }
+            }
+            None => PreToolUseOutput::Allow { additional_context: ctx },
+        }),
+        Event::Stop => Output::Stop(StopOutput { followup_message: if o.continue_turn { ctx } else { None } }),
+        Event::SessionEnd => Output::SessionEnd(Empty {}),
     }
-    if let Some(c) = ctx {
-        m.insert("additional_context".into(), json!(c));
-    }
-    Value::Object(m)
 }
 
 #[cfg(test)]
@@ -422,7 +317,7 @@ mod tests {
     fn our_followup_does_not_title_the_session() {
         let v = json!({"conversation_id": "c", "prompt": "<operator-notes count=\"1\" source=\"preloop-control-plane\">\n…"});
         match run_input(parse_with(Event::BeforeSubmitPrompt, &v, None).unwrap()).kind {
-            InputKind::UserPrompt { prompt, pull, .. } => {
+            InputKind::Prompt { prompt, pull } => {
                 assert_eq!(prompt, "");
                 assert!(!pull);
             }
@@ -436,7 +331,7 @@ mod tests {
             for decision in [None, Some(Decision::Allow), Some(Decision::Deny)] {
                 let o =
                     Outcome { decision, reason: Some("r".into()), context: Some("ctx".into()), ..Outcome::default() };
-                let v = render(event, &o).unwrap();
+                let v = serde_json::to_value(render(event, &o)).unwrap();
                 let p = v["permission"].as_str().unwrap();
                 assert!(p == "allow" || p == "deny");
                 assert_eq!(v.get("additional_context").is_some(), event == Event::PreToolUse, "{event:?}");
@@ -450,10 +345,10 @@ mod tests {
         let o =
             Outcome { runtime_session_id: Some("5f9c7c7b-e77b-4e3c-99be-5a7a623325db".into()), ..Outcome::default() };
         assert_eq!(
-            render(Event::SessionStart, &o).unwrap(),
+            serde_json::to_value(render(Event::SessionStart, &o)).unwrap(),
             json!({"env": {"PRELOOP_PARENT_SESSION_ID": "5f9c7c7b-e77b-4e3c-99be-5a7a623325db"}})
         );
         let o = Outcome { runtime_session_id: Some("x; rm -rf /".into()), ..Outcome::default() };
-        assert_eq!(render(Event::SessionStart, &o).unwrap(), json!({}));
+        assert_eq!(serde_json::to_value(render(Event::SessionStart, &o)).unwrap(), json!({}));
     }
 }

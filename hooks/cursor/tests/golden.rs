@@ -16,39 +16,31 @@ use preloop_shared::time::Timestamp;
 use preloop_shared::wire::Decision;
 use serde_json::{Value, json};
 
-fn bless() -> bool {
-    std::env::var("PRELOOP_BLESS").is_ok_and(|v| v == "1")
-}
-
 /// Compare `actual` with the checked-in file (or write it when blessing).
 fn golden(rel: &str, actual: &Value) {
-    let path = fixtures_dir().join("expected").join(rel);
-    let text = serde_json::to_string_pretty(actual).unwrap() + "\n";
-    if bless() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, text).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with PRELOOP_BLESS=1 to create it)", path.display()));
-    let expected: Value = serde_json::from_str(&expected).unwrap();
-    assert_eq!(&expected, actual, "golden {rel} differs");
+    preloop_testkit::golden::check_json(&fixtures_dir().join("expected").join(rel), actual);
+}
+
+fn render_json(event: Event, o: &Outcome) -> Value {
+    serde_json::to_value(render(event, o)).unwrap()
+}
+
+fn neutral_json(event: Event) -> Value {
+    serde_json::to_value(neutral(event)).unwrap()
 }
 
 fn input_json(r: &Result<Parsed, String>) -> Value {
-    let Input { session_id, cwd, kind } = match r {
+    let Input { session_id, cwd, kind, transcript_path: _ } = match r {
         Err(e) => return json!({"error": e}),
         Ok(Parsed::StandDown(why)) => return json!({"stand_down": why}),
         Ok(Parsed::Run(i)) => i,
     };
     let kind = match kind {
-        InputKind::SessionStart { source, pull } => json!({"session_start": {"source": source, "pull": pull}}),
-        InputKind::UserPrompt { prompt, hook_event_name, pull } => {
-            json!({"user_prompt": {"prompt": prompt, "hook_event_name": hook_event_name, "pull": pull}})
-        }
-        InputKind::Tool { tool_name, tool_input, phase, hook_event_name, model, carries } => json!({"tool": {
-            "tool_name": tool_name, "tool_input": tool_input, "phase": phase,
-            "hook_event_name": hook_event_name, "model": model, "carries": carries}}),
+        InputKind::SessionStart { pull } => json!({"session_start": {"pull": pull}}),
+        InputKind::Prompt { prompt, pull } => json!({"user_prompt": {"prompt": prompt, "pull": pull}}),
+        InputKind::Tool { tool_name, tool_input, model, carry } => json!({"tool": {
+            "tool_name": tool_name, "tool_input": tool_input, "model": model, "carry": format!("{carry:?}")}}),
+        InputKind::AfterTool { carry } => json!({"after_tool": {"carry": carry}}),
         InputKind::Stop { may_continue } => json!({"stop": {"may_continue": may_continue}}),
         InputKind::SessionEnd { reason } => json!({"session_end": {"reason": reason}}),
     };
@@ -89,7 +81,7 @@ fn captures_parse_and_answer_as_recorded() {
                 );
                 let stdout = normalize(home.run(event, &v));
                 if parsed.is_err() {
-                    assert_eq!(stdout, neutral(event), "{name}: a refused payload gets the neutral answer");
+                    assert_eq!(stdout, neutral_json(event), "{name}: a refused payload gets the neutral answer");
                 }
                 json!({
                     "hook": event.binary(),
@@ -103,7 +95,7 @@ fn captures_parse_and_answer_as_recorded() {
                     .into_iter()
                     .map(|event| {
                         assert!(parse_with(event, &v, None).is_err(), "{name}: {} must refuse it", event.binary());
-                        (event.binary().to_string(), neutral(event))
+                        (event.binary().to_string(), neutral_json(event))
                     })
                     .collect();
                 json!({"hook": null, "answers": answers})
@@ -178,12 +170,12 @@ fn cases(event: Event) -> Vec<(&'static str, Outcome)> {
 fn rendered_outputs_match_and_validate() {
     for event in Event::ALL {
         for (case, o) in cases(event) {
-            let v = render(event, &o).expect("every event prints an object");
+            let v = render_json(event, &o);
             check_output(event, &v);
             golden(&format!("render/{}.{case}.json", event.name()), &v);
         }
-        check_output(event, &neutral(event));
-        golden(&format!("render/{}.neutral.json", event.name()), &neutral(event));
+        check_output(event, &neutral_json(event));
+        golden(&format!("render/{}.neutral.json", event.name()), &neutral_json(event));
     }
 }
 
@@ -193,9 +185,9 @@ fn rendered_outputs_match_and_validate() {
 fn the_context_limit_is_in_the_schemas() {
     for event in [Event::SessionStart, Event::PreToolUse, Event::Stop] {
         let fits = Outcome { context: Some("x".repeat(10_000)), continue_turn: true, ..Outcome::default() };
-        check_output(event, &render(event, &fits).unwrap());
+        check_output(event, &render_json(event, &fits));
         let over = Outcome { context: Some("é".repeat(10_001)), continue_turn: true, ..Outcome::default() };
-        let v = render(event, &over).unwrap();
+        let v = render_json(event, &over);
         assert!(
             validate(&schema(event.name(), "output").unwrap(), &v).is_err(),
             "{}: 10,001 characters must fail",

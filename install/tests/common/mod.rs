@@ -2,7 +2,6 @@
 #![allow(dead_code)]
 
 use preloop_hooks::install::Ctx;
-use preloop_hooks::table;
 use preloop_shared::config::{Env, Settings};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -34,7 +33,7 @@ impl Drop for TempDir {
 pub fn fake_bin_dir(root: &Path) -> PathBuf {
     let dir = root.join("my bin");
     std::fs::create_dir_all(&dir).unwrap();
-    for d in table::HOOKS {
+    for d in preloop_shared::registry::HOOKS {
         let p = dir.join(d.binary);
         std::fs::write(&p, "#!/bin/sh\nexit 0\n").unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -59,6 +59,21 @@ pub fn schema(stem: &str, dir: &str) -> Option<Value> {
 }
 
 /// Validate `instance` against a schema; `Err` lists the errors.
+/// Our own output schema (generated from the typed outputs).
+pub fn preloop_output_schema(stem: &str) -> Value {
+    let path = schemas_dir().join(format!("preloop/{stem}.output.schema.json"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+}
+
+/// Whether `output` is one Codex 0.169.0 takes for `event` at run time:
+/// our generated schema (stricter than the one in the Codex binary).
+pub fn check_output(event: Event, output: &Value) -> Result<(), String> {
+    if event == Event::SessionEnd {
+        return Err("SessionEnd prints nothing".into());
+    }
+    validate(&preloop_output_schema(&preloop_codex::schema_stem(event)), output)
+}
+
 pub fn validate(schema: &Value, instance: &Value) -> Result<(), String> {
     let v = jsonschema::validator_for(schema).map_err(|e| format!("bad schema: {e}"))?;
     let errors: Vec<String> = v.iter_errors(instance).map(|e| format!("{} at {}", e, e.instance_path())).collect();
@@ -78,11 +93,13 @@ pub fn check_stdout(event: Event, stdout: &str) -> Option<Value> {
     );
     let v: Value = serde_json::from_str(stdout)
         .unwrap_or_else(|e| panic!("{}: stdout is not JSON ({e}): {stdout:?}", event.name()));
-    let schema = schema(event.schema_stem(), "output")
+    let stem = preloop_codex::schema_stem(event);
+    let schema = schema(&stem, "output")
         .unwrap_or_else(|| panic!("{} has no output schema, yet printed {stdout}", event.name()));
-    validate(&schema, &v).unwrap_or_else(|e| panic!("{} output fails its schema: {e}: {v}", event.name()));
-    preloop_codex::check_output(event, &v)
-        .unwrap_or_else(|e| panic!("{} output would fail in Codex: {e}: {v}", event.name()));
+    validate(&schema, &v).unwrap_or_else(|e| panic!("{} output fails Codex's schema: {e}: {v}", event.name()));
+    // Ours is stricter: only what Codex 0.169.0 accepts at run time.
+    let ours = preloop_output_schema(&stem);
+    validate(&ours, &v).unwrap_or_else(|e| panic!("{} output would fail in Codex: {e}: {v}", event.name()));
     Some(v)
 }
 

@@ -1,0 +1,101 @@
+//! What the Claude Code hooks print: one serde type per output shape, so an
+//! output can hold only what Claude Code 2.1.328 reads on that event
+//! (docs/contracts/claude-code.md). The JSON Schemas in
+//! `schemas/claude-code-2.1.328/*.output.schema.json` are generated from
+//! these types; a unit test fails when they drift.
+
+use serde::Serialize;
+
+/// Every output: `{"hookSpecificOutput": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum Output {
+    SessionStart(Wrapped<Context<SessionStart>>),
+    UserPromptSubmit(Wrapped<Context<UserPromptSubmit>>),
+    PreToolUse(Wrapped<PreToolUseOutput>),
+    Stop(Wrapped<Context<Stop>>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct Wrapped<T> {
+    pub hook_specific_output: T,
+}
+
+/// Model-visible context: SessionStart and UserPromptSubmit show it beside
+/// the event; on Stop it continues the turn once ("Stop hook additional
+/// context: &lt;block&gt;").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct Context<E> {
+    pub hook_event_name: E,
+    pub additional_context: String,
+}
+
+/// PreToolUse: a deny is the only decision (an allow would grant Claude
+/// Code's own permission, which a central "no rule" must not); the note
+/// rides beside it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct PreToolUseOutput {
+    pub hook_event_name: PreToolUse,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_decision: Option<Deny>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_decision_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub additional_context: Option<String>,
+}
+
+macro_rules! names {
+    ($($(#[$m:meta])* $name:ident => $text:literal),* $(,)?) => {$(
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
+        pub enum $name {
+            #[serde(rename = $text)]
+            $name,
+        }
+    )*};
+}
+
+names! {
+    /// `"SessionStart"`
+    SessionStart => "SessionStart",
+    /// `"UserPromptSubmit"`
+    UserPromptSubmit => "UserPromptSubmit",
+    /// `"PreToolUse"`
+    PreToolUse => "PreToolUse",
+    /// `"Stop"`
+    Stop => "Stop",
+    /// `"deny"`: the only permission decision we give.
+    Deny => "deny",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schema of each output shape, as checked in under `schemas/`.
+    #[test]
+    fn schemas_match_the_types() {
+        let shapes = [
+            ("SessionStart", preloop_testkit::golden::schema::<Wrapped<Context<SessionStart>>>()),
+            ("UserPromptSubmit", preloop_testkit::golden::schema::<Wrapped<Context<UserPromptSubmit>>>()),
+            ("PreToolUse", preloop_testkit::golden::schema::<Wrapped<PreToolUseOutput>>()),
+            ("Stop", preloop_testkit::golden::schema::<Wrapped<Context<Stop>>>()),
+        ];
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/claude-code-2.1.328");
+        preloop_testkit::golden::check_schemas(
+            &dir,
+            shapes.iter().map(|(e, s)| (format!("{e}.output.schema.json"), s)),
+        );
+    }
+}

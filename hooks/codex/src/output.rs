@@ -1,0 +1,130 @@
+//! What the Codex hooks print: one serde type per output shape. Codex
+//! 0.169.0 marks a hook Failed and discards its whole output (a note
+//! included) for any key it does not support on that event: PreToolUse
+//! `permissionDecision` allow/ask, `continue: false`, `suppressOutput`, any
+//! unknown key; PermissionRequest anything but `decision.behavior` and
+//! `decision.message`; Stop `hookSpecificOutput`
+//! (docs/contracts/codex.md). These types cannot hold any of those: the
+//! "only these keys" rule is the type. Our schemas, generated from them,
+//! are `schemas/codex-0.169.0/preloop/*.output.schema.json`; the tests check
+//! every output against Codex's own schemas beside them as well.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum Output {
+    SessionStart(Wrapped<Context<SessionStart>>),
+    UserPromptSubmit(Wrapped<Context<UserPromptSubmit>>),
+    PreToolUse(Wrapped<PreToolUseOutput>),
+    PermissionRequest(Wrapped<PermissionRequestOutput>),
+    Stop(StopOutput),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct Wrapped<T> {
+    pub hook_specific_output: T,
+}
+
+/// SessionStart, UserPromptSubmit: context only.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct Context<E> {
+    pub hook_event_name: E,
+    pub additional_context: String,
+}
+
+/// PreToolUse: deny is the only decision (allow and ask void the output).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct PreToolUseOutput {
+    pub hook_event_name: PreToolUse,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_decision: Option<Deny>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_decision_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub additional_context: Option<String>,
+}
+
+/// PermissionRequest: a decision and nothing else, never a context.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRequestOutput {
+    pub hook_event_name: PermissionRequest,
+    pub decision: PermissionDecision,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(tag = "behavior", rename_all = "lowercase", deny_unknown_fields)]
+pub enum PermissionDecision {
+    Allow,
+    Deny { message: String },
+}
+
+/// Stop: `decision: "block"` + a non-empty `reason` continues the turn once
+/// (the model gets it as a `<hook_prompt>` user message).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct StopOutput {
+    pub decision: Block,
+    /// Never empty (Codex fails an empty one).
+    #[cfg_attr(test, schemars(length(min = 1)))]
+    pub reason: String,
+}
+
+macro_rules! names {
+    ($($(#[$m:meta])* $name:ident => $text:literal),* $(,)?) => {$(
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
+        pub enum $name {
+            #[serde(rename = $text)]
+            $name,
+        }
+    )*};
+}
+
+names! {
+    SessionStart => "SessionStart",
+    UserPromptSubmit => "UserPromptSubmit",
+    PreToolUse => "PreToolUse",
+    PermissionRequest => "PermissionRequest",
+    /// `"deny"`
+    Deny => "deny",
+    /// `"block"`
+    Block => "block",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_match_the_types() {
+        let shapes = [
+            ("session-start", preloop_testkit::golden::schema::<Wrapped<Context<SessionStart>>>()),
+            ("user-prompt-submit", preloop_testkit::golden::schema::<Wrapped<Context<UserPromptSubmit>>>()),
+            ("pre-tool-use", preloop_testkit::golden::schema::<Wrapped<PreToolUseOutput>>()),
+            ("permission-request", preloop_testkit::golden::schema::<Wrapped<PermissionRequestOutput>>()),
+            ("stop", preloop_testkit::golden::schema::<StopOutput>()),
+        ];
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/codex-0.169.0/preloop");
+        preloop_testkit::golden::check_schemas(
+            &dir,
+            shapes.iter().map(|(e, s)| (format!("{e}.output.schema.json"), s)),
+        );
+    }
+}

@@ -1,0 +1,845 @@
+//! The registry: every harness and every hook binary we ship, once.
+//!
+//! Everything else derives from these two tables: the adapters (which
+//! event a binary is, its carrier limit, its fail policy), the engine and
+//! the backends (whether a hook carries, what the server does with a note on
+//! a permission check), the installer (which binary goes on which event,
+//! with which timeout), `doctor`, the demo, the hardening suite, the
+//! benchmark and the docs (a test holds `docs/event-matrix.md` and the
+//! README's harness table to it).
+//!
+//! Adding a harness: one adapter crate under `hooks/`, one [`HarnessDef`]
+//! and its [`HookDef`] rows here, and what the compiler then asks for
+//! (`docs/adding-a-harness.md`).
+
+use crate::wire::{DeliveryEvent, EvaluationPhase};
+
+/// The harnesses we ship hooks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Harness {
+    ClaudeCode,
+    Codex,
+    Cursor,
+}
+
+/// How much model-visible text one carrier takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CarrierLimit {
+    /// Characters (Cursor, Copilot).
+    Chars(usize),
+    /// UTF-16 code units: a character outside the BMP counts two (Claude
+    /// Code, which counts JavaScript string length).
+    Utf16(usize),
+    /// UTF-8 bytes (Codex: ~2,500 tokens, counted as bytes / 4).
+    Bytes(usize),
+    /// Characters after the harness turned every `<` into `&lt;` and every
+    /// `>` into `&gt;` (Gemini's `additionalContext`).
+    EscapedChars(usize),
+}
+
+impl CarrierLimit {
+    /// The size of `s` as this carrier counts it.
+    pub fn measure(self, s: &str) -> usize {
+        match self {
+            CarrierLimit::Chars(_) => s.chars().count(),
+            CarrierLimit::Utf16(_) => s.chars().map(char::len_utf16).sum(),
+            CarrierLimit::Bytes(_) => s.len(),
+            CarrierLimit::EscapedChars(_) => s.chars().map(|c| if matches!(c, '<' | '>') { 4 } else { 1 }).sum(),
+        }
+    }
+
+    pub fn max(self) -> usize {
+        match self {
+            CarrierLimit::Chars(n)
+            | CarrierLimit::Utf16(n)
+            | CarrierLimit::Bytes(n)
+            | CarrierLimit::EscapedChars(n) => n,
+        }
+    }
+}
+
+/// What the harness does to our Stop-like continuations on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopBrake {
+    /// Only `stop_hook_active` (one continuation per stop): our per-session
+    /// cap is the only limit on the number (Claude Code, Codex, Gemini).
+    StopHookActive,
+    /// Cursor's per-script `loop_limit`, written by the installer and
+    /// checked against `loop_count` by the adapter.
+    LoopLimit(u32),
+    /// A fixed cap of consecutive continuations, plus `stop_hook_active`
+    /// (Copilot CLI: 8).
+    Consecutive(u32),
+}
+
+/// The unit of a harness's hook `timeout` setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutUnit {
+    Seconds,
+    Millis,
+}
+
+/// One harness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HarnessDef {
+    pub harness: Harness,
+    /// In our binaries and on the command line: `claude-code`.
+    pub slug: &'static str,
+    /// The `source` the Preloop server knows it by: `claude_code`.
+    pub source: &'static str,
+    /// Other spellings of the source in onboarding files.
+    pub source_aliases: &'static [&'static str],
+    /// For people: `Claude Code`.
+    pub name: &'static str,
+    /// The version every behaviour we rely on was observed on.
+    pub version: &'static str,
+    /// How it was observed.
+    pub evidence: Evidence,
+    /// Its executable, for `doctor`.
+    pub program: &'static str,
+    /// The npm package the end-to-end suite installs, if any.
+    pub npm_package: Option<&'static str>,
+    /// The directory under `fixtures/` and `schemas/` holding its captures.
+    pub fixtures: &'static str,
+    pub stop_brake: StopBrake,
+    pub timeout_unit: TimeoutUnit,
+    /// How long it lets a SessionEnd hook run before killing it, if it
+    /// does not wait for it (milliseconds). Such a SessionEnd hands its
+    /// server calls to a detached worker.
+    pub session_end_kill_ms: Option<u64>,
+}
+
+/// How a harness's behaviour was established.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evidence {
+    /// Driven headless against a mock model, in this repository's e2e suite.
+    RealBinary,
+    /// Its documentation and third-party captures only (no binary can be had).
+    Documented,
+}
+
+/// What a hook does, which decides how long a harness may let it run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Session start, prompt, post-tool, stop: a few short calls.
+    Lifecycle,
+    /// A permission check: may wait for a human's approval on the server, so
+    /// its harness timeout must outlast our own permission budget.
+    Permission,
+    /// Session end.
+    End,
+    /// Claude Code's idle-wake watcher (`async`, `asyncRewake`).
+    Watch,
+}
+
+/// What the engine does for the hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Does {
+    /// Register the session; pull notes when `pull`.
+    SessionStart { pull: bool },
+    /// A prompt: register with the first prompt; pull notes when `pull`.
+    Prompt { pull: bool },
+    /// A tool is about to run: the central permission check.
+    Check,
+    /// A tool has run: pull notes for the tool result.
+    AfterTool,
+    /// The turn is ending: pull a late note and continue the turn once.
+    Stop,
+    /// Report the end; pending notes become `undeliverable`.
+    SessionEnd,
+    /// Background watcher of an idle session.
+    Watch,
+}
+
+/// Where a hook's notes reach the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carrier {
+    /// No output field reaches the model: a note the server hands this hook
+    /// is spooled for the session's next carrying hook.
+    None,
+    /// A context field shown to the model beside the event (the field path).
+    Context(&'static str),
+    /// A continuation: the turn goes on with the note as its input.
+    Continue(&'static str),
+    /// Only a deny reason reaches the model (Gemini BeforeTool): a note the
+    /// server claims on the check is carried by holding the tool call, and
+    /// nothing else is carried here.
+    DenyReason(&'static str),
+    /// The watcher: the block on stderr, exit 2.
+    Wake,
+}
+
+impl Carrier {
+    /// Whether the hook carries notes it pulls and the session's spool.
+    pub fn carries(self) -> bool {
+        matches!(self, Carrier::Context(_) | Carrier::Continue(_) | Carrier::Wake)
+    }
+    /// The output field, for the docs.
+    pub fn field(self) -> Option<&'static str> {
+        match self {
+            Carrier::Context(f) | Carrier::Continue(f) | Carrier::DenyReason(f) => Some(f),
+            Carrier::None | Carrier::Wake => None,
+        }
+    }
+}
+
+/// What the Preloop server does with pending notes on a permission check
+/// for this source and event (docs/contracts/preloop-server.md §4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerClaim {
+    /// Claims and records them `delivered` before answering.
+    Immediate,
+    /// Claims them `claimed`: the hook acks after a carrying output.
+    Deferred,
+    /// Claims nothing (the notes stay pending for a pull).
+    Never,
+}
+
+/// Which fail policy setting applies when a gate cannot get an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailKey {
+    /// `pre_tool_use_on_error` (default: open).
+    PreToolUse,
+    /// `permission_request_on_error` (default: deny).
+    PermissionRequest,
+}
+
+/// A permission gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gate {
+    pub phase: EvaluationPhase,
+    pub fail: FailKey,
+    pub server_claim: ServerClaim,
+}
+
+/// How long a hook's calls may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    /// `call_timeout_ms` per call.
+    Call,
+    /// `permission_timeout_secs` for the check (outlasts an approval wait).
+    Permission,
+    /// Everything within `session_end_budget_ms`; in server mode the calls
+    /// go to a detached worker that outlives the harness's kill.
+    SessionEnd,
+    /// `watch_max_secs`.
+    Watch,
+}
+
+/// The harness events we hook, one enum per harness.
+pub mod event {
+    macro_rules! count {
+        () => { 0usize };
+        ($head:ident $($tail:ident)*) => { 1usize + count!($($tail)*) };
+    }
+
+    macro_rules! events {
+        ($($(#[$m:meta])* $harness:ident { $($ev:ident),* $(,)? })*) => {$(
+            $(#[$m])*
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+            pub enum $harness {
+                $($ev),*
+            }
+
+            impl $harness {
+                /// Every event of the harness, in registry order.
+                pub const ALL: [$harness; count!($($ev)*)] = [$($harness::$ev),*];
+
+                /// The event's registry row.
+                pub fn def(self) -> &'static super::HookDef {
+                    super::Event::from(self).def()
+                }
+                /// The harness's own name for the event.
+                pub fn name(self) -> &'static str {
+                    self.def().on
+                }
+                /// Our binary for the event.
+                pub fn binary(self) -> &'static str {
+                    self.def().binary
+                }
+                /// The event by the harness's name for it.
+                pub fn from_name(name: &str) -> Option<$harness> {
+                    Self::ALL.into_iter().find(|e| e.name() == name)
+                }
+            }
+        )*};
+    }
+
+    events! {
+        /// Claude Code 2.1.328 (`Watch`: the idle-wake watcher, on SessionStart and Stop).
+        ClaudeCode { SessionStart, UserPromptSubmit, PreToolUse, Stop, SessionEnd, Watch }
+        /// Codex CLI 0.169.0.
+        Codex { SessionStart, UserPromptSubmit, PreToolUse, PermissionRequest, Stop, SessionEnd }
+        /// Cursor CLI (documented contract).
+        Cursor {
+            SessionStart,
+            BeforeSubmitPrompt,
+            BeforeShellExecution,
+            BeforeMcpExecution,
+            PreToolUse,
+            Stop,
+            SessionEnd,
+        }
+    }
+}
+
+/// One hook of one harness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Event {
+    ClaudeCode(event::ClaudeCode),
+    Codex(event::Codex),
+    Cursor(event::Cursor),
+}
+
+macro_rules! event_from {
+    ($($h:ident),*) => {$(
+        impl From<event::$h> for Event {
+            fn from(e: event::$h) -> Event {
+                Event::$h(e)
+            }
+        }
+    )*};
+}
+event_from!(ClaudeCode, Codex, Cursor);
+
+impl Event {
+    pub fn harness(self) -> Harness {
+        match self {
+            Event::ClaudeCode(_) => Harness::ClaudeCode,
+            Event::Codex(_) => Harness::Codex,
+            Event::Cursor(_) => Harness::Cursor,
+        }
+    }
+
+    /// The event's row (the first, for the watcher installed on two events).
+    pub fn def(self) -> &'static HookDef {
+        HOOKS.iter().find(|d| d.event == self).expect("every event has a registry row")
+    }
+}
+
+/// One hook binary on one harness event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookDef {
+    pub event: Event,
+    /// The harness's own name for the event, as in its config file and in
+    /// the payload's `hook_event_name` (when it sends one).
+    pub on: &'static str,
+    /// Our binary's file name.
+    pub binary: &'static str,
+    pub role: Role,
+    pub does: Does,
+    pub carrier: Carrier,
+    /// How much the carrier takes.
+    pub limit: CarrierLimit,
+    /// A permission check, if the hook is a gate.
+    pub gate: Option<Gate>,
+    pub budget: Budget,
+    /// The `hook_event_name` we send the server for this hook, where the
+    /// server gives the name a meaning (a prompt records the prompt time;
+    /// Cursor's `preToolUse` decides the claim mode).
+    pub server_event: Option<&'static str>,
+    /// The delivery event a pull of this hook is recorded with.
+    pub delivery: Option<DeliveryEvent>,
+}
+
+impl HookDef {
+    pub fn harness(&self) -> Harness {
+        self.event.harness()
+    }
+
+    /// The hook's stop-like brake, for a [`Does::Stop`] hook.
+    pub fn is_stop(&self) -> bool {
+        self.does == Does::Stop
+    }
+}
+
+/// Every harness, in the order we list them.
+pub const HARNESSES: &[HarnessDef] = &[
+    HarnessDef {
+        harness: Harness::ClaudeCode,
+        slug: "claude-code",
+        source: "claude_code",
+        source_aliases: &[],
+        name: "Claude Code",
+        version: "2.1.328",
+        evidence: Evidence::RealBinary,
+        program: "claude",
+        npm_package: Some("@anthropic-ai/claude-code"),
+        fixtures: "claude-code-2.1.328",
+        stop_brake: StopBrake::StopHookActive,
+        timeout_unit: TimeoutUnit::Seconds,
+        // Claude Code cancels SessionEnd hooks about 1.5 s in.
+        session_end_kill_ms: Some(1500),
+    },
+    HarnessDef {
+        harness: Harness::Codex,
+        slug: "codex",
+        source: "codex_cli",
+        source_aliases: &["codex"],
+        name: "Codex CLI",
+        version: "0.169.0",
+        evidence: Evidence::RealBinary,
+        program: "codex",
+        npm_package: Some("@openai/codex"),
+        fixtures: "codex-0.169.0",
+        stop_brake: StopBrake::StopHookActive,
+        timeout_unit: TimeoutUnit::Seconds,
+        // Codex kills SessionEnd hooks about 0.96 s in, whatever their timeout.
+        session_end_kill_ms: Some(960),
+    },
+    HarnessDef {
+        harness: Harness::Cursor,
+        slug: "cursor",
+        source: "cursor",
+        source_aliases: &[],
+        name: "Cursor CLI",
+        version: "2026.07.23",
+        evidence: Evidence::Documented,
+        program: "cursor-agent",
+        npm_package: None,
+        fixtures: "cursor",
+        stop_brake: StopBrake::LoopLimit(CURSOR_LOOP_LIMIT),
+        timeout_unit: TimeoutUnit::Seconds,
+        session_end_kill_ms: None,
+    },
+];
+
+/// The `loop_limit` the installer writes on Cursor's `stop` hook and the
+/// adapter checks `loop_count` against: a follow-up is only produced where
+/// Cursor accepts it (its own default is 5). Our per-session
+/// `stop_rescue_cap` still applies.
+pub const CURSOR_LOOP_LIMIT: u32 = 5;
+
+/// Claude Code shows up to 10,000 UTF-16 units of any `additionalContext`
+/// inline; past that the model gets a file path and a 2,000-unit preview.
+const CLAUDE_LIMIT: CarrierLimit = CarrierLimit::Utf16(10_000);
+/// The `additionalContextLimit` (tokens) the installer writes on our Codex
+/// SessionStart, UserPromptSubmit and PreToolUse handlers: Codex then keeps
+/// 4 bytes per token intact (20,000 bytes), enough for a whole 4,096-character
+/// note of 4-byte characters with its framing (docs/contracts/measurements-2026-12.md M2).
+pub const CODEX_CONTEXT_LIMIT_TOKENS: u64 = 5000;
+const CODEX_LIMIT: CarrierLimit = CarrierLimit::Bytes(4 * CODEX_CONTEXT_LIMIT_TOKENS as usize);
+/// Codex's Stop `reason` keeps 10,000 bytes whatever the handler says.
+const CODEX_STOP_LIMIT: CarrierLimit = CarrierLimit::Bytes(10_000);
+const CURSOR_LIMIT: CarrierLimit = CarrierLimit::Chars(10_000);
+
+const PRE_TOOL_USE: EvaluationPhase = EvaluationPhase::PreToolUse;
+const PERMISSION_REQUEST: EvaluationPhase = EvaluationPhase::PermissionRequest;
+
+const fn gate(phase: EvaluationPhase, fail: FailKey, server_claim: ServerClaim) -> Option<Gate> {
+    Some(Gate { phase, fail, server_claim })
+}
+
+use Budget::{Call, Permission};
+use Role::{End, Lifecycle};
+
+/// Every hook binary, by harness, in the order each harness runs them.
+pub const HOOKS: &[HookDef] = &[
+    // ---- Claude Code 2.1.328 (docs/contracts/claude-code.md)
+    HookDef {
+        event: Event::ClaudeCode(event::ClaudeCode::SessionStart),
+        on: "SessionStart",
+        binary: "preloop-claude-code-session-start",
+        role: Lifecycle,
+        does: Does::SessionStart { pull: true },
+        carrier: Carrier::Context("hookSpecificOutput.additionalContext"),
+        limit: CLAUDE_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: None,
+        delivery: Some(DeliveryEvent::SessionStart),
+    },
+    HookDef {
+        event: Event::ClaudeCode(event::ClaudeCode::UserPromptSubmit),
+        on: "UserPromptSubmit",
+        binary: "preloop-claude-code-user-prompt-submit",
+        role: Lifecycle,
+        does: Does::Prompt { pull: true },
+        carrier: Carrier::Context("hookSpecificOutput.additionalContext"),
+        limit: CLAUDE_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: Some("UserPromptSubmit"),
+        delivery: Some(DeliveryEvent::SessionStart),
+    },
+    HookDef {
+        event: Event::ClaudeCode(event::ClaudeCode::PreToolUse),
+        on: "PreToolUse",
+        binary: "preloop-claude-code-pre-tool-use",
+        role: Role::Permission,
+        does: Does::Check,
+        carrier: Carrier::Context("hookSpecificOutput.additionalContext"),
+        limit: CLAUDE_LIMIT,
+        gate: gate(PRE_TOOL_USE, FailKey::PreToolUse, ServerClaim::Immediate),
+        budget: Permission,
+        server_event: Some("PreToolUse"),
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::ClaudeCode(event::ClaudeCode::Stop),
+        on: "Stop",
+        binary: "preloop-claude-code-stop",
+        role: Lifecycle,
+        does: Does::Stop,
+        carrier: Carrier::Continue("hookSpecificOutput.additionalContext"),
+        limit: CLAUDE_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: Some("Stop"),
+        delivery: Some(DeliveryEvent::Stop),
+    },
+    HookDef {
+        event: Event::ClaudeCode(event::ClaudeCode::SessionEnd),
+        on: "SessionEnd",
+        binary: "preloop-claude-code-session-end",
+        role: End,
+        does: Does::SessionEnd,
+        carrier: Carrier::None,
+        limit: CLAUDE_LIMIT,
+        gate: None,
+        budget: Budget::SessionEnd,
+        server_event: Some("SessionEnd"),
+        delivery: None,
+    },
+    HookDef {
+        event: Event::ClaudeCode(event::ClaudeCode::Watch),
+        on: "SessionStart",
+        binary: "preloop-claude-code-watch",
+        role: Role::Watch,
+        does: Does::Watch,
+        carrier: Carrier::Wake,
+        limit: CLAUDE_LIMIT,
+        gate: None,
+        budget: Budget::Watch,
+        server_event: None,
+        delivery: Some(DeliveryEvent::Stop),
+    },
+    HookDef {
+        event: Event::ClaudeCode(event::ClaudeCode::Watch),
+        on: "Stop",
+        binary: "preloop-claude-code-watch",
+        role: Role::Watch,
+        does: Does::Watch,
+        carrier: Carrier::Wake,
+        limit: CLAUDE_LIMIT,
+        gate: None,
+        budget: Budget::Watch,
+        server_event: None,
+        delivery: Some(DeliveryEvent::Stop),
+    },
+    // ---- Codex CLI 0.169.0 (docs/contracts/codex.md)
+    HookDef {
+        event: Event::Codex(event::Codex::SessionStart),
+        on: "SessionStart",
+        binary: "preloop-codex-session-start",
+        role: Lifecycle,
+        does: Does::SessionStart { pull: true },
+        carrier: Carrier::Context("hookSpecificOutput.additionalContext"),
+        limit: CODEX_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: None,
+        delivery: Some(DeliveryEvent::SessionStart),
+    },
+    HookDef {
+        event: Event::Codex(event::Codex::UserPromptSubmit),
+        on: "UserPromptSubmit",
+        binary: "preloop-codex-user-prompt-submit",
+        role: Lifecycle,
+        does: Does::Prompt { pull: true },
+        carrier: Carrier::Context("hookSpecificOutput.additionalContext"),
+        limit: CODEX_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: Some("UserPromptSubmit"),
+        delivery: Some(DeliveryEvent::SessionStart),
+    },
+    HookDef {
+        event: Event::Codex(event::Codex::PreToolUse),
+        on: "PreToolUse",
+        binary: "preloop-codex-pre-tool-use",
+        role: Role::Permission,
+        does: Does::Check,
+        carrier: Carrier::Context("hookSpecificOutput.additionalContext"),
+        limit: CODEX_LIMIT,
+        gate: gate(PRE_TOOL_USE, FailKey::PreToolUse, ServerClaim::Immediate),
+        budget: Permission,
+        server_event: Some("PreToolUse"),
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::Codex(event::Codex::PermissionRequest),
+        on: "PermissionRequest",
+        binary: "preloop-codex-permission-request",
+        role: Role::Permission,
+        does: Does::Check,
+        carrier: Carrier::None,
+        limit: CODEX_LIMIT,
+        gate: gate(PERMISSION_REQUEST, FailKey::PermissionRequest, ServerClaim::Deferred),
+        budget: Permission,
+        server_event: Some("PermissionRequest"),
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::Codex(event::Codex::Stop),
+        on: "Stop",
+        binary: "preloop-codex-stop",
+        role: Lifecycle,
+        does: Does::Stop,
+        carrier: Carrier::Continue("reason"),
+        limit: CODEX_STOP_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: Some("Stop"),
+        delivery: Some(DeliveryEvent::Stop),
+    },
+    HookDef {
+        event: Event::Codex(event::Codex::SessionEnd),
+        on: "SessionEnd",
+        binary: "preloop-codex-session-end",
+        role: End,
+        does: Does::SessionEnd,
+        carrier: Carrier::None,
+        limit: CODEX_LIMIT,
+        gate: None,
+        budget: Budget::SessionEnd,
+        server_event: Some("SessionEnd"),
+        delivery: None,
+    },
+    // ---- Cursor CLI (docs/contracts/cursor.md)
+    HookDef {
+        event: Event::Cursor(event::Cursor::SessionStart),
+        on: "sessionStart",
+        binary: "preloop-cursor-session-start",
+        role: Lifecycle,
+        does: Does::SessionStart { pull: true },
+        carrier: Carrier::Context("additional_context"),
+        limit: CURSOR_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: None,
+        delivery: Some(DeliveryEvent::SessionStart),
+    },
+    HookDef {
+        event: Event::Cursor(event::Cursor::BeforeSubmitPrompt),
+        on: "beforeSubmitPrompt",
+        binary: "preloop-cursor-before-submit-prompt",
+        role: Lifecycle,
+        does: Does::Prompt { pull: false },
+        carrier: Carrier::None,
+        limit: CURSOR_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: Some("beforeSubmitPrompt"),
+        delivery: None,
+    },
+    HookDef {
+        event: Event::Cursor(event::Cursor::BeforeShellExecution),
+        on: "beforeShellExecution",
+        binary: "preloop-cursor-before-shell-execution",
+        role: Role::Permission,
+        does: Does::Check,
+        carrier: Carrier::None,
+        limit: CURSOR_LIMIT,
+        gate: gate(PERMISSION_REQUEST, FailKey::PermissionRequest, ServerClaim::Deferred),
+        budget: Permission,
+        server_event: Some("beforeShellExecution"),
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::Cursor(event::Cursor::BeforeMcpExecution),
+        on: "beforeMCPExecution",
+        binary: "preloop-cursor-before-mcp-execution",
+        role: Role::Permission,
+        does: Does::Check,
+        carrier: Carrier::None,
+        limit: CURSOR_LIMIT,
+        gate: gate(PERMISSION_REQUEST, FailKey::PermissionRequest, ServerClaim::Deferred),
+        budget: Permission,
+        server_event: Some("beforeMCPExecution"),
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::Cursor(event::Cursor::PreToolUse),
+        on: "preToolUse",
+        binary: "preloop-cursor-pre-tool-use",
+        role: Role::Permission,
+        does: Does::Check,
+        carrier: Carrier::Context("additional_context"),
+        limit: CURSOR_LIMIT,
+        gate: gate(PRE_TOOL_USE, FailKey::PreToolUse, ServerClaim::Immediate),
+        budget: Permission,
+        server_event: Some("preToolUse"),
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::Cursor(event::Cursor::Stop),
+        on: "stop",
+        binary: "preloop-cursor-stop",
+        role: Lifecycle,
+        does: Does::Stop,
+        carrier: Carrier::Continue("followup_message"),
+        limit: CURSOR_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: Some("stop"),
+        delivery: Some(DeliveryEvent::Stop),
+    },
+    HookDef {
+        event: Event::Cursor(event::Cursor::SessionEnd),
+        on: "sessionEnd",
+        binary: "preloop-cursor-session-end",
+        role: End,
+        does: Does::SessionEnd,
+        carrier: Carrier::None,
+        limit: CURSOR_LIMIT,
+        gate: None,
+        budget: Budget::SessionEnd,
+        server_event: Some("sessionEnd"),
+        delivery: None,
+    },
+];
+
+impl Harness {
+    /// Every harness, in registry order.
+    pub fn all() -> impl Iterator<Item = Harness> {
+        HARNESSES.iter().map(|h| h.harness)
+    }
+
+    pub fn def(self) -> &'static HarnessDef {
+        HARNESSES.iter().find(|d| d.harness == self).expect("every harness has a registry row")
+    }
+
+    /// The `source` the server knows the harness by.
+    pub fn source(self) -> &'static str {
+        self.def().source
+    }
+
+    /// The name in our binaries and on the command line.
+    pub fn slug(self) -> &'static str {
+        self.def().slug
+    }
+
+    /// For people.
+    pub fn name(self) -> &'static str {
+        self.def().name
+    }
+
+    pub fn from_slug(s: &str) -> Option<Harness> {
+        HARNESSES.iter().find(|h| h.slug == s || h.source == s).map(|h| h.harness)
+    }
+
+    pub fn from_source(s: &str) -> Option<Harness> {
+        Harness::from_slug(s).or_else(|| HARNESSES.iter().find(|h| h.source_aliases.contains(&s)).map(|h| h.harness))
+    }
+
+    /// Whether an onboarding file's `source` is meant for this harness.
+    pub fn accepts_source(self, src: &str) -> bool {
+        Harness::from_source(src) == Some(self)
+    }
+
+    /// Our hooks for this harness, in registry order (the watcher twice).
+    pub fn hooks(self) -> impl Iterator<Item = &'static HookDef> {
+        HOOKS.iter().filter(move |d| d.harness() == self)
+    }
+}
+
+/// The registry row of a harness event (`def_of(event::Codex::Stop)`).
+pub fn def_of(event: impl Into<Event>) -> &'static HookDef {
+    event.into().def()
+}
+
+/// The largest carrier of a harness: a note that fits no carrier of this
+/// hook but fits that one waits for it (a body is never cut).
+pub fn largest_limit(harness: Harness) -> CarrierLimit {
+    harness
+        .hooks()
+        .filter(|d| d.carrier.carries())
+        .map(|d| d.limit)
+        .max_by_key(|l| l.max())
+        .unwrap_or(CarrierLimit::Chars(10_000))
+}
+
+/// The row of a binary (its first, for the watcher).
+pub fn by_binary(binary: &str) -> Option<&'static HookDef> {
+    HOOKS.iter().find(|d| d.binary == binary)
+}
+
+/// Every distinct binary, in registry order.
+pub fn binaries() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for d in HOOKS {
+        if !out.contains(&d.binary) {
+            out.push(d.binary);
+        }
+    }
+    out
+}
+
+/// Hook event names the Preloop server treats as a submitted prompt on
+/// `session-start` (it records the prompt time). The local inbox mirrors it.
+pub const SERVER_PROMPT_EVENTS: &[&str] = &["UserPromptSubmit", "beforeSubmitPrompt"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_consistent() {
+        for d in HOOKS {
+            let h = d.harness().def();
+            assert!(d.binary.starts_with(&format!("preloop-{}-", h.slug)), "{d:?}");
+            assert_eq!(d.gate.is_some(), d.does == Does::Check, "{}", d.binary);
+            assert_eq!(d.role == Role::Permission, d.gate.is_some(), "{}", d.binary);
+            assert_eq!(d.role == End, d.does == Does::SessionEnd, "{}", d.binary);
+            assert_eq!(d.budget == Budget::SessionEnd, d.does == Does::SessionEnd, "{}", d.binary);
+            if let Some(g) = d.gate {
+                // A gate that cannot show a note must not be handed one it
+                // would have to keep as `delivered`.
+                if !d.carrier.carries() && !matches!(d.carrier, Carrier::DenyReason(_)) {
+                    assert_ne!(g.server_claim, ServerClaim::Immediate, "{}", d.binary);
+                }
+            }
+            if d.carrier.carries() {
+                assert!(d.delivery.is_some(), "{}", d.binary);
+            }
+        }
+        for h in HARNESSES {
+            assert_eq!(Harness::from_slug(h.slug), Some(h.harness));
+            assert_eq!(Harness::from_source(h.source), Some(h.harness));
+            assert!(h.harness.hooks().any(|d| d.does == Does::SessionEnd), "{} has no SessionEnd", h.name);
+        }
+        let bins = binaries();
+        let mut sorted = bins.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(bins.len(), sorted.len());
+    }
+
+    #[test]
+    fn every_event_has_a_row() {
+        use event::*;
+        let all: Vec<Event> = [
+            ClaudeCode::SessionStart.into(),
+            ClaudeCode::UserPromptSubmit.into(),
+            ClaudeCode::PreToolUse.into(),
+            ClaudeCode::Stop.into(),
+            ClaudeCode::SessionEnd.into(),
+            ClaudeCode::Watch.into(),
+            Codex::SessionStart.into(),
+            Codex::PermissionRequest.into(),
+            Cursor::BeforeMcpExecution.into(),
+        ]
+        .to_vec();
+        for e in all {
+            assert_eq!(e.def().event, e);
+        }
+    }
+
+    #[test]
+    fn limits_measure_what_the_harness_counts() {
+        assert_eq!(CarrierLimit::Chars(10).measure("é<"), 2);
+        assert_eq!(CarrierLimit::Bytes(10).measure("é<"), 3);
+        assert_eq!(CarrierLimit::EscapedChars(10).measure("é<>"), 9);
+    }
+}
