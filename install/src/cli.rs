@@ -7,7 +7,7 @@ use crate::install::{self, Action, Ctx, Scope};
 use crate::{demo, doctor, login, notes};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use preloop_shared::config::{Config, Env};
-use preloop_shared::{Error, Harness, Result};
+use preloop_shared::{Harness, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -200,8 +200,7 @@ pub fn main() -> ExitCode {
         Command::Doctor(a) => {
             let c = ctx(a.bin_dir);
             let config = Config::load(None);
-            let code = doctor::run(&c, &config, a.json, !a.no_codex_query);
-            return ExitCode::from(code as u8);
+            return doctor::run(&c, &config, a.json, !a.no_codex_query).into();
         }
         Command::Login(a) => login::login(login::LoginArgs { url: a.url, user: a.user, no_verify: a.no_verify }),
         Command::Logout { user } => login::logout(user),
@@ -216,11 +215,7 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("preloop-hooks: {e}");
-            ExitCode::from(exit_code(&e))
+            e.exit().into()
         }
     }
-}
-
-fn exit_code(e: &Error) -> u8 {
-    e.exit_code() as u8
 }

@@ -19,6 +19,7 @@ use crate::install::{self, Ctx, Scope};
 use crate::server_op::{self, ServerOperator};
 use crate::table;
 use crate::util::{self, print_json, print_table};
+use preloop_shared::Exit;
 use preloop_shared::config::{Config, Origin};
 use preloop_shared::session::{self, RunState};
 use preloop_shared::{Harness, fsutil};
@@ -28,10 +29,6 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-
-pub const EXIT_NOT_INSTALLED: i32 = 5;
-pub const EXIT_INSTALL_PROBLEM: i32 = 6;
-pub const EXIT_SERVER_PROBLEM: i32 = 7;
 
 /// The harness versions our adapters were proven against.
 pub fn proven_version(h: Harness) -> Option<&'static str> {
@@ -99,7 +96,9 @@ pub struct StateReport {
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub healthy: bool,
-    pub exit_code: i32,
+    pub exit_code: u8,
+    /// The exit code's name (`ok`, `not_installed`, ...).
+    pub exit: &'static str,
     pub mode: String,
     pub preloop_home: String,
     pub bin_dir: String,
@@ -455,7 +454,7 @@ fn limits(config: &Config, harnesses: &[HarnessReport]) -> Vec<String> {
     l
 }
 
-pub fn run(ctx: &Ctx, config: &Config, json: bool, deep_codex: bool) -> i32 {
+pub fn run(ctx: &Ctx, config: &Config, json: bool, deep_codex: bool) -> Exit {
     let mut c = Collector {
         problems: Vec::new(),
         warnings: config.warnings.clone(),
@@ -518,18 +517,19 @@ pub fn run(ctx: &Ctx, config: &Config, json: bool, deep_codex: bool) -> i32 {
     if !any_installed {
         c.problems.push("our hooks are installed in no harness: run `preloop-hooks install`".into());
     }
-    let exit_code = if !any_installed {
-        EXIT_NOT_INSTALLED
+    let exit = if !any_installed {
+        Exit::NotInstalled
     } else if c.install_problem {
-        EXIT_INSTALL_PROBLEM
+        Exit::InstallProblem
     } else if c.server_problem {
-        EXIT_SERVER_PROBLEM
+        Exit::ServerProblem
     } else {
-        0
+        Exit::Ok
     };
     let report = Report {
-        healthy: exit_code == 0,
-        exit_code,
+        healthy: exit == Exit::Ok,
+        exit_code: exit.code(),
+        exit: exit.name(),
         mode: if config.is_local() { "local".into() } else { "server".into() },
         preloop_home: config.home.display().to_string(),
         bin_dir: ctx.bin_dir.display().to_string(),
@@ -546,7 +546,7 @@ pub fn run(ctx: &Ctx, config: &Config, json: bool, deep_codex: bool) -> i32 {
     } else {
         print_human(ctx, &report);
     }
-    exit_code
+    exit
 }
 
 fn print_human(ctx: &Ctx, r: &Report) {

@@ -1,18 +1,76 @@
-//! The one error type of the engine and the CLI, with documented exit codes.
+//! The one error type of the engine and the CLI, and the CLI's exit codes,
+//! named once ([`Exit`], nextest's pattern).
 //!
 //! Hook binaries never turn an error into a non-zero exit: they log it and
 //! answer the event's neutral output (see `runner`). The CLI maps errors to
-//! exit codes with [`Error::exit_code`]:
-//!
-//! | code | meaning |
-//! |---|---|
-//! | 0 | success |
-//! | 1 | any other failure (I/O, server error or refusal, not found, not configured) |
-//! | 2 | usage error (bad arguments, unusable input) |
-//! | 3 | the note ended undeliverable or expired (`--wait`) |
-//! | 4 | waiting timed out (`--wait`) |
+//! exit codes with [`Error::exit`]; `doctor` reports through [`Exit`] too.
 
 use std::fmt;
+
+/// Every exit code of `preloop-hooks`. The README and `--help` list the
+/// same table; a test holds them to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Exit {
+    /// Success (`doctor`: healthy, warnings allowed).
+    Ok = 0,
+    /// Any other failure: I/O, a server error or refusal, not found, not configured.
+    Failure = 1,
+    /// A usage error: bad arguments or unusable input.
+    Usage = 2,
+    /// `notes send --wait` / `notes status --wait`: the note ended
+    /// undeliverable, expired or cancelled.
+    Undelivered = 3,
+    /// `--wait`: waiting timed out (the note is still pending).
+    WaitTimeout = 4,
+    /// `doctor`: our hooks are installed in no harness.
+    NotInstalled = 5,
+    /// `doctor`: an installation or configuration problem.
+    InstallProblem = 6,
+    /// `doctor`: a server problem (unreachable, not a Preloop server, a token rejected).
+    ServerProblem = 7,
+}
+
+impl Exit {
+    pub const ALL: [Exit; 8] = [
+        Exit::Ok,
+        Exit::Failure,
+        Exit::Usage,
+        Exit::Undelivered,
+        Exit::WaitTimeout,
+        Exit::NotInstalled,
+        Exit::InstallProblem,
+        Exit::ServerProblem,
+    ];
+
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The stable name, for `--json` outputs and the docs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Exit::Ok => "ok",
+            Exit::Failure => "failure",
+            Exit::Usage => "usage",
+            Exit::Undelivered => "undelivered",
+            Exit::WaitTimeout => "wait_timeout",
+            Exit::NotInstalled => "not_installed",
+            Exit::InstallProblem => "install_problem",
+            Exit::ServerProblem => "server_problem",
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<Exit> {
+        Exit::ALL.into_iter().find(|e| e.code() == code)
+    }
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(e: Exit) -> std::process::ExitCode {
+        std::process::ExitCode::from(e.code())
+    }
+}
 
 #[derive(Debug)]
 pub enum Error {
@@ -48,11 +106,11 @@ impl Error {
     }
 
     /// The documented CLI exit code for this error.
-    pub fn exit_code(&self) -> i32 {
+    pub fn exit(&self) -> Exit {
         match self {
-            Error::Usage(_) => 2,
-            Error::Undelivered(_) => 3,
-            Error::WaitTimeout(_) => 4,
+            Error::Usage(_) => Exit::Usage,
+            Error::Undelivered(_) => Exit::Undelivered,
+            Error::WaitTimeout(_) => Exit::WaitTimeout,
             Error::NotFound(_)
             | Error::Refused(_)
             | Error::Config(_)
@@ -60,7 +118,7 @@ impl Error {
             | Error::Io { .. }
             | Error::Status { .. }
             | Error::Protocol { .. }
-            | Error::Busy(_) => 1,
+            | Error::Busy(_) => Exit::Failure,
         }
     }
 
@@ -106,5 +164,22 @@ impl std::error::Error for Error {
             Error::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_named_once() {
+        for (i, e) in Exit::ALL.into_iter().enumerate() {
+            assert_eq!(e.code() as usize, i);
+            assert_eq!(Exit::from_code(e.code()), Some(e));
+        }
+        assert_eq!(Error::Usage("x".into()).exit(), Exit::Usage);
+        assert_eq!(Error::WaitTimeout("x".into()).exit(), Exit::WaitTimeout);
+        assert_eq!(Error::Undelivered("x".into()).exit(), Exit::Undelivered);
+        assert_eq!(Error::NotFound("x".into()).exit(), Exit::Failure);
     }
 }

@@ -25,6 +25,6 @@ pub mod session;
 pub mod time;
 pub mod wire;
 
-pub use error::{Error, Result};
+pub use error::{Error, Exit, Result};
 
 pub use registry::{Harness, HarnessDef, HookDef};
