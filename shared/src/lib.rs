@@ -17,6 +17,7 @@ pub mod json;
 pub mod local;
 pub mod log;
 pub mod operator;
+pub mod redact;
 pub mod registry;
 pub mod render;
 pub mod runner;

@@ -89,9 +89,9 @@ impl ServerBackend {
             .read_to_string()
             .map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
         // No hook route ever returns our token: a body that echoes it (a
-        // hostile server, a proxy's error page) must not carry it into a
-        // note, a file or the log.
-        let text = redact(&text, &self.token);
+        // hostile server, a proxy's error page), plainly or escaped, must
+        // not carry it into a note, a file or the log.
+        let text = crate::redact::redact(&text, &[&self.token]);
         if status == 204 {
             return Ok(None);
         }
@@ -241,14 +241,6 @@ fn describe(e: &ureq::Error) -> String {
         ureq::Error::BodyExceedsLimit(n) => format!("response larger than {n} bytes"),
         other => other.to_string(),
     }
-}
-
-/// A server that echoes the request (a hostile one, or a proxy's error
-/// page) must not get the bearer token into the hook log through an error
-/// excerpt.
-fn redact(text: &str, token: &Secret) -> String {
-    let t = token.expose();
-    if t.is_empty() { text.to_string() } else { text.replace(t, "[redacted]") }
 }
 
 fn excerpt(text: &str) -> String {
