@@ -20,6 +20,8 @@ pub enum Harness {
     ClaudeCode,
     Codex,
     Cursor,
+    Gemini,
+    Copilot,
 }
 
 /// How much model-visible text one carrier takes.
@@ -280,6 +282,10 @@ pub mod event {
             Stop,
             SessionEnd,
         }
+        /// Gemini CLI 0.61.0.
+        Gemini { SessionStart, BeforeAgent, BeforeTool, AfterTool, AfterAgent, SessionEnd }
+        /// GitHub Copilot CLI 1.0.102 (camelCase hooks file).
+        Copilot { SessionStart, UserPromptSubmitted, PreToolUse, PostToolUse, AgentStop, SessionEnd }
     }
 }
 
@@ -289,6 +295,8 @@ pub enum Event {
     ClaudeCode(event::ClaudeCode),
     Codex(event::Codex),
     Cursor(event::Cursor),
+    Gemini(event::Gemini),
+    Copilot(event::Copilot),
 }
 
 macro_rules! event_from {
@@ -300,7 +308,7 @@ macro_rules! event_from {
         }
     )*};
 }
-event_from!(ClaudeCode, Codex, Cursor);
+event_from!(ClaudeCode, Codex, Cursor, Gemini, Copilot);
 
 impl Event {
     pub fn harness(self) -> Harness {
@@ -308,6 +316,8 @@ impl Event {
             Event::ClaudeCode(_) => Harness::ClaudeCode,
             Event::Codex(_) => Harness::Codex,
             Event::Cursor(_) => Harness::Cursor,
+            Event::Gemini(_) => Harness::Gemini,
+            Event::Copilot(_) => Harness::Copilot,
         }
     }
 
@@ -402,7 +412,48 @@ pub const HARNESSES: &[HarnessDef] = &[
         timeout_unit: TimeoutUnit::Seconds,
         session_end_kill_ms: None,
     },
+    HarnessDef {
+        harness: Harness::Gemini,
+        slug: "gemini",
+        source: "gemini_cli",
+        source_aliases: &[],
+        name: "Gemini CLI",
+        version: "0.61.0",
+        evidence: Evidence::RealBinary,
+        program: "gemini",
+        npm_package: Some("@google/gemini-cli"),
+        fixtures: "gemini-cli-0.61.0",
+        // No cap of its own (docs/contracts/gemini-cli.md §5): our
+        // `stop_rescue_cap` and `stop_hook_active` are the only brakes.
+        stop_brake: StopBrake::StopHookActive,
+        // `timeout` is in milliseconds (gemini-cli.md §2).
+        timeout_unit: TimeoutUnit::Millis,
+        // SessionEnd is awaited in `-p` up to the hook's timeout (§5).
+        session_end_kill_ms: None,
+    },
+    HarnessDef {
+        harness: Harness::Copilot,
+        slug: "copilot",
+        source: "copilot_cli",
+        source_aliases: &[],
+        name: "Copilot CLI",
+        version: "1.0.102",
+        evidence: Evidence::RealBinary,
+        program: "copilot",
+        npm_package: Some("@github/copilot"),
+        fixtures: "copilot-cli-1.0.102",
+        // At most 8 consecutive agentStop blocks (docs/contracts/copilot-cli.md §4).
+        stop_brake: StopBrake::Consecutive(COPILOT_STOP_CAP),
+        // `timeoutSec` (copilot-cli.md §2).
+        timeout_unit: TimeoutUnit::Seconds,
+        // sessionEnd is awaited (§4).
+        session_end_kill_ms: None,
+    },
 ];
+
+/// Copilot CLI ignores an agentStop block after this many in a row
+/// (docs/contracts/copilot-cli.md §4); our `stop_rescue_cap` (3) stays below it.
+pub const COPILOT_STOP_CAP: u32 = 8;
 
 /// The `loop_limit` the installer writes on Cursor's `stop` hook and the
 /// adapter checks `loop_count` against: a follow-up is only produced where
@@ -422,6 +473,16 @@ const CODEX_LIMIT: CarrierLimit = CarrierLimit::Bytes(4 * CODEX_CONTEXT_LIMIT_TO
 /// Codex's Stop `reason` keeps 10,000 bytes whatever the handler says.
 const CODEX_STOP_LIMIT: CarrierLimit = CarrierLimit::Bytes(10_000);
 const CURSOR_LIMIT: CarrierLimit = CarrierLimit::Chars(10_000);
+/// Gemini's `additionalContext` arrives with every `<`/`>` escaped to
+/// `&lt;`/`&gt;` (docs/contracts/gemini-cli.md, Summary); 10,000 characters
+/// as the model gets them.
+const GEMINI_CONTEXT_LIMIT: CarrierLimit = CarrierLimit::EscapedChars(10_000);
+/// Gemini's AfterAgent and BeforeTool reasons arrive verbatim.
+const GEMINI_REASON_LIMIT: CarrierLimit = CarrierLimit::Chars(10_000);
+/// Copilot cuts postToolUse context at 10,240 characters, silently
+/// (docs/contracts/copilot-cli.md §4); the other carriers took 12,000-60,000
+/// intact. One limit for all of them.
+const COPILOT_LIMIT: CarrierLimit = CarrierLimit::Chars(10_000);
 
 const PRE_TOOL_USE: EvaluationPhase = EvaluationPhase::PreToolUse;
 const PERMISSION_REQUEST: EvaluationPhase = EvaluationPhase::PermissionRequest;
@@ -698,6 +759,170 @@ pub const HOOKS: &[HookDef] = &[
         server_event: Some("sessionEnd"),
         delivery: None,
     },
+    // ---- Gemini CLI 0.61.0 (docs/contracts/gemini-cli.md)
+    HookDef {
+        event: Event::Gemini(event::Gemini::SessionStart),
+        on: "SessionStart",
+        binary: "preloop-gemini-session-start",
+        role: Lifecycle,
+        does: Does::SessionStart { pull: true },
+        carrier: Carrier::Context("hookSpecificOutput.additionalContext"),
+        limit: GEMINI_CONTEXT_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: None,
+        delivery: Some(DeliveryEvent::SessionStart),
+    },
+    HookDef {
+        event: Event::Gemini(event::Gemini::BeforeAgent),
+        on: "BeforeAgent",
+        binary: "preloop-gemini-before-agent",
+        role: Lifecycle,
+        does: Does::Prompt { pull: true },
+        carrier: Carrier::Context("hookSpecificOutput.additionalContext"),
+        limit: GEMINI_CONTEXT_LIMIT,
+        gate: None,
+        budget: Call,
+        // The server records a prompt time only for this name (§4.1).
+        server_event: Some("UserPromptSubmit"),
+        delivery: Some(DeliveryEvent::SessionStart),
+    },
+    HookDef {
+        event: Event::Gemini(event::Gemini::BeforeTool),
+        on: "BeforeTool",
+        binary: "preloop-gemini-before-tool",
+        role: Role::Permission,
+        does: Does::Check,
+        // The server claims immediately for gemini_cli (preloop-server.md
+        // §4.2, trap 25) and only a deny reason reaches the model here: a
+        // note it hands back holds the tool call.
+        carrier: Carrier::DenyReason("reason"),
+        limit: GEMINI_REASON_LIMIT,
+        gate: gate(PRE_TOOL_USE, FailKey::PreToolUse, ServerClaim::Immediate),
+        budget: Permission,
+        server_event: Some("BeforeTool"),
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::Gemini(event::Gemini::AfterTool),
+        on: "AfterTool",
+        binary: "preloop-gemini-after-tool",
+        role: Lifecycle,
+        does: Does::AfterTool,
+        carrier: Carrier::Context("hookSpecificOutput.additionalContext"),
+        limit: GEMINI_CONTEXT_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: None,
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::Gemini(event::Gemini::AfterAgent),
+        on: "AfterAgent",
+        binary: "preloop-gemini-after-agent",
+        role: Lifecycle,
+        does: Does::Stop,
+        carrier: Carrier::Continue("reason"),
+        limit: GEMINI_REASON_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: Some("Stop"),
+        delivery: Some(DeliveryEvent::Stop),
+    },
+    HookDef {
+        event: Event::Gemini(event::Gemini::SessionEnd),
+        on: "SessionEnd",
+        binary: "preloop-gemini-session-end",
+        role: End,
+        does: Does::SessionEnd,
+        carrier: Carrier::None,
+        limit: GEMINI_CONTEXT_LIMIT,
+        gate: None,
+        budget: Budget::SessionEnd,
+        server_event: Some("SessionEnd"),
+        delivery: None,
+    },
+    // ---- GitHub Copilot CLI 1.0.102, camelCase hooks file (docs/contracts/copilot-cli.md)
+    HookDef {
+        event: Event::Copilot(event::Copilot::SessionStart),
+        on: "sessionStart",
+        binary: "preloop-copilot-session-start",
+        role: Lifecycle,
+        does: Does::SessionStart { pull: true },
+        carrier: Carrier::Context("additionalContext"),
+        limit: COPILOT_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: None,
+        delivery: Some(DeliveryEvent::SessionStart),
+    },
+    HookDef {
+        event: Event::Copilot(event::Copilot::UserPromptSubmitted),
+        on: "userPromptSubmitted",
+        binary: "preloop-copilot-user-prompt-submitted",
+        role: Lifecycle,
+        does: Does::Prompt { pull: true },
+        carrier: Carrier::Context("additionalContext"),
+        limit: COPILOT_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: Some("UserPromptSubmit"),
+        delivery: Some(DeliveryEvent::SessionStart),
+    },
+    HookDef {
+        event: Event::Copilot(event::Copilot::PreToolUse),
+        on: "preToolUse",
+        binary: "preloop-copilot-pre-tool-use",
+        role: Role::Permission,
+        does: Does::Check,
+        // The server never hands copilot_cli a note here (preloop-server.md
+        // §4.2, trap 26): this context carries only the session's spool.
+        carrier: Carrier::Context("additionalContext"),
+        limit: COPILOT_LIMIT,
+        gate: gate(PRE_TOOL_USE, FailKey::PreToolUse, ServerClaim::Never),
+        budget: Permission,
+        server_event: Some("preToolUse"),
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::Copilot(event::Copilot::PostToolUse),
+        on: "postToolUse",
+        binary: "preloop-copilot-post-tool-use",
+        role: Lifecycle,
+        does: Does::AfterTool,
+        carrier: Carrier::Context("additionalContext"),
+        limit: COPILOT_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: None,
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::Copilot(event::Copilot::AgentStop),
+        on: "agentStop",
+        binary: "preloop-copilot-agent-stop",
+        role: Lifecycle,
+        does: Does::Stop,
+        carrier: Carrier::Continue("reason"),
+        limit: COPILOT_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: Some("Stop"),
+        delivery: Some(DeliveryEvent::Stop),
+    },
+    HookDef {
+        event: Event::Copilot(event::Copilot::SessionEnd),
+        on: "sessionEnd",
+        binary: "preloop-copilot-session-end",
+        role: End,
+        does: Does::SessionEnd,
+        carrier: Carrier::None,
+        limit: COPILOT_LIMIT,
+        gate: None,
+        budget: Budget::SessionEnd,
+        server_event: Some("SessionEnd"),
+        delivery: None,
+    },
 ];
 
 impl Harness {
@@ -843,3 +1068,7 @@ mod tests {
         assert_eq!(CarrierLimit::EscapedChars(10).measure("é<>"), 9);
     }
 }
+            Gemini::BeforeTool.into(),
+            Gemini::AfterAgent.into(),
+            Copilot::UserPromptSubmitted.into(),
+            Copilot::PostToolUse.into(),

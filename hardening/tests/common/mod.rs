@@ -37,6 +37,9 @@ pub enum Kind {
         carries: bool,
         fail_closed: bool,
     },
+    /// After a tool ran: pulls into the tool result (Gemini AfterTool,
+    /// Copilot postToolUse).
+    AfterTool,
     Stop,
     End,
 }
@@ -73,6 +76,11 @@ impl Hook {
 
 pub fn set_session(h: Harness, v: &mut Value, session: &str) {
     if let Some(o) = v.as_object_mut() {
+        if h == Harness::Copilot {
+            // The camelCase payloads we are installed for.
+            o.insert("sessionId".into(), json!(session));
+            return;
+        }
         o.insert("session_id".into(), json!(session));
         if h == Harness::Cursor {
             o.insert("conversation_id".into(), json!(session));
@@ -104,7 +112,10 @@ pub fn hooks() -> Vec<Hook> {
     let mut out = Vec::new();
     for d in HOOKS.iter().filter(|d| d.does != Does::Watch) {
         let h = d.harness();
-        let dir = h.def().fixtures;
+        // Copilot's captures come in two dialects; we are installed for camelCase.
+        let dir =
+            if h == Harness::Copilot { format!("{}/camel", h.def().fixtures) } else { h.def().fixtures.to_string() };
+        let dir = dir.as_str();
         let name = d.on;
         let seeds = fixture_names(dir, name);
         let canonical = match (h, name) {
@@ -121,7 +132,7 @@ pub fn hooks() -> Vec<Hook> {
                     _ => unreachable!(),
                 })
             )),
-            _ => opt_schema(format!("{dir}/{name}.output.schema.json")),
+            _ => opt_schema(format!("{}/{name}.output.schema.json", h.def().fixtures)),
         };
         out.push(Hook {
             harness: h,
@@ -136,7 +147,8 @@ pub fn hooks() -> Vec<Hook> {
                 },
                 Does::Stop => Kind::Stop,
                 Does::SessionEnd => Kind::End,
-                Does::AfterTool | Does::Watch => unreachable!("no such hook yet"),
+                Does::AfterTool => Kind::AfterTool,
+                Does::Watch => unreachable!("the watcher is not in this table"),
             },
             fixture: canonical.expect("a fixture per hook"),
             seeds,
@@ -161,6 +173,8 @@ pub fn run_in_process(
         Event::ClaudeCode(e) => run::<preloop_claude_code::ClaudeCode>(e, env, stdin, out),
         Event::Codex(e) => run::<preloop_codex::Codex>(e, env, stdin, out),
         Event::Cursor(e) => run::<preloop_cursor::Cursor>(e, env, stdin, out),
+        Event::Gemini(e) => run::<preloop_gemini::Gemini>(e, env, stdin, out),
+        Event::Copilot(e) => run::<preloop_copilot::Copilot>(e, env, stdin, out),
     }
 }
 
@@ -245,6 +259,8 @@ pub fn neutral_of(h: &Hook) -> Option<Value> {
         Event::ClaudeCode(e) => preloop_claude_code::ClaudeCode::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
         Event::Codex(e) => preloop_codex::Codex::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
         Event::Cursor(e) => preloop_cursor::Cursor::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
+        Event::Gemini(e) => preloop_gemini::Gemini::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
+        Event::Copilot(e) => preloop_copilot::Copilot::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
     }
 }
 

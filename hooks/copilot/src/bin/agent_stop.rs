@@ -1,0 +1,4 @@
+//! `preloop-copilot-agent-stop`: the Copilot CLI agentStop hook.
+fn main() {
+    preloop_copilot::main(preloop_copilot::Event::AgentStop)
+}

@@ -1,0 +1,231 @@
+//! The GitHub Copilot CLI adapter (proven against Copilot CLI 1.0.102):
+//! pure functions from a hook's stdin JSON to a harness-neutral [`Input`],
+//! and from an [`Outcome`] to the typed [`Output`] that event accepts.
+//! Everything else is the shared engine.
+//!
+//! We are installed in the camelCase ("Copilot") style, one file that is
+//! entirely ours, `$COPILOT_HOME/hooks/preloop.json`; the parser also takes
+//! the snake_case payloads of the PascalCase ("Claude") style, which carries
+//! the same top-level outputs (docs/contracts/copilot-cli.md §2).
+//!
+//! | event | carrier | output | neutral |
+//! |---|---|---|---|
+//! | sessionStart | `additionalContext` (its own user message) | context only | nothing |
+//! | userPromptSubmitted | `additionalContext` (a `<system_reminder>` in the prompt) | context only; a sub-agent's prompt stands down | nothing |
+//! | preToolUse | `additionalContext` (a user message after the tool result): the session's spool only | deny → `permissionDecision: "deny"` + reason; allow → no decision | nothing |
+//! | postToolUse | `additionalContext` (appended to the tool message; cut at 10,240 characters) | context only; in a sub-agent: nothing | nothing |
+//! | agentStop | `reason` of `decision: "block"` (continues the turn once) | block + reason; in a sub-agent: nothing | nothing |
+//! | sessionEnd | none | nothing | nothing |
+//!
+//! Sub-agents (`agentId` in the payload, `sessionId` = the sub-agent's own
+//! id, `parentAgentId` = the session's): what their hooks print reaches only
+//! the sub-agent, so they register nothing and carry nothing. Their tool
+//! calls are still checked, under the session's id, and a deny holds.
+
+use preloop_shared::config::Env;
+use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
+use preloop_shared::registry::def_of;
+use preloop_shared::runner::{self, Adapter, Parsed};
+use preloop_shared::wire::Decision;
+use serde_json::{Value, json};
+
+pub mod output;
+
+pub use output::Output;
+pub use preloop_shared::registry::event::Copilot as Event;
+
+/// The Copilot CLI adapter.
+pub struct Copilot;
+
+impl Adapter for Copilot {
+    type Event = Event;
+    type Output = Output;
+
+    fn parse(event: Event, stdin: &Value, _env: &Env) -> Result<Parsed, String> {
+        parse(event, stdin)
+    }
+    fn render(event: Event, outcome: &Outcome) -> Option<Output> {
+        render(event, outcome)
+    }
+}
+
+/// Run one hook binary.
+pub fn main(event: Event) -> ! {
+    runner::main::<Copilot>(event)
+}
+
+/// The PascalCase ("Claude" style) name of an event, as a snake_case
+/// payload's `hook_event_name` gives it.
+pub fn pascal_name(event: Event) -> &'static str {
+    match event {
+        Event::SessionStart => "SessionStart",
+        Event::UserPromptSubmitted => "UserPromptSubmit",
+        Event::PreToolUse => "PreToolUse",
+        Event::PostToolUse => "PostToolUse",
+        Event::AgentStop => "Stop",
+        Event::SessionEnd => "SessionEnd",
+    }
+}
+
+/// A field by its camelCase name, or its snake_case twin.
+fn field<'a>(v: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
+    v.get(camel).or_else(|| v.get(snake))
+}
+
+fn text<'a>(v: &'a Value, camel: &str, snake: &str) -> Option<&'a str> {
+    field(v, camel, snake).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// The event a camelCase payload (which names no event) comes from, as far
+/// as its fields tell (docs/contracts/copilot-cli.md §3), by our name or the
+/// name of an event we do not hook.
+fn camel_shape(v: &Value) -> Option<&'static str> {
+    let has = |k: &str| v.get(k).is_some();
+    Some(if has("hookName") {
+        "permissionRequest"
+    } else if has("toolResult") {
+        "postToolUse"
+    } else if has("toolName") && has("error") {
+        "postToolUseFailure"
+    } else if has("toolName") {
+        "preToolUse"
+    } else if has("errorContext") {
+        "errorOccurred"
+    } else if has("agentName") {
+        if has("response") { "subagentStop" } else { "subagentStart" }
+    } else if has("stopReason") || has("stop_hook_active") {
+        "agentStop"
+    } else if has("transformedPrompt") {
+        "userPromptTransformed"
+    } else if has("prompt") {
+        "userPromptSubmitted"
+    } else if has("initialPrompt") || has("source") {
+        "sessionStart"
+    } else if has("reason") {
+        "sessionEnd"
+    } else {
+        return None;
+    })
+}
+
+/// A sub-agent's hook: `agentId` present (docs/contracts/copilot-cli.md §3,
+/// e2e/README.md "Sub-agents").
+fn is_subagent(v: &Value) -> bool {
+    text(v, "agentId", "agent_id").is_some()
+}
+
+/// Whether a prompt is one of our own note blocks coming back: an agentStop
+/// continuation fires userPromptSubmitted with `prompt` = our block reason
+/// (copilot-cli.md §3). It must never title the session.
+pub fn is_our_block(prompt: &str) -> bool {
+    prompt.trim_start().starts_with("<operator-notes count=\"")
+}
+
+/// stdin → input. Lenient: unknown fields are ignored, optional ones may be
+/// missing; a session id (and, for preToolUse, a tool name) is required. A
+/// payload whose `hook_event_name` (snake_case style), `hookName` or shape
+/// (camelCase style) says it belongs to another event is refused.
+pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
+    let def = def_of(event);
+    if !v.is_object() {
+        return Err("not a JSON object".into());
+    }
+    match v.get("hook_event_name").and_then(Value::as_str) {
+        Some(name) if name != pascal_name(event) && name != def.on => {
+            return Err(format!("hook_event_name {name:?} given to the {} hook", def.on));
+        }
+        Some(_) => {}
+        None => {
+            if let Some(shape) = camel_shape(v)
+                && shape != def.on
+            {
+                return Err(format!("a {shape} payload given to the {} hook", def.on));
+            }
+        }
+    }
+    let own_id = text(v, "sessionId", "session_id").ok_or("no sessionId")?.to_string();
+    let cwd = text(v, "cwd", "cwd").map(str::to_string);
+    let transcript_path = text(v, "transcriptPath", "transcript_path").map(str::to_string);
+    let sub = is_subagent(v);
+    let mut session_id = own_id;
+    let kind = match event {
+        Event::SessionStart => InputKind::SessionStart { pull: true },
+        Event::UserPromptSubmitted => {
+            if sub {
+                return Ok(Parsed::StandDown("sub-agent prompt: its context would reach the sub-agent only"));
+            }
+            let prompt = field(v, "prompt", "prompt").and_then(Value::as_str).unwrap_or_default();
+            let prompt = if is_our_block(prompt) { "" } else { prompt };
+            InputKind::Prompt { prompt: prompt.to_string(), pull: true }
+        }
+        Event::PreToolUse => {
+            let tool_name = text(v, "toolName", "tool_name").ok_or("no toolName")?.to_string();
+            let tool_input =
+                field(v, "toolArgs", "tool_input").filter(|t| t.is_object()).cloned().unwrap_or_else(|| json!({}));
+            let carry = if sub {
+                // Checked under the session's own id (a deny holds), and
+                // nothing is carried: the context would reach the sub-agent.
+                session_id = text(v, "parentAgentId", "parent_agent_id")
+                    .ok_or("a sub-agent's tool call without parentAgentId")?
+                    .to_string();
+                Carry::None
+            } else {
+                Carry::of(def.carrier)
+            };
+            InputKind::Tool { tool_name, tool_input, model: None, carry }
+        }
+        Event::PostToolUse => {
+            if sub {
+                return Ok(Parsed::StandDown("sub-agent tool result: its context would reach the sub-agent only"));
+            }
+            InputKind::AfterTool { carry: true }
+        }
+        Event::AgentStop => {
+            if sub {
+                // Copilot ignores a sub-agent's block (e2e/README.md).
+                return Ok(Parsed::StandDown("sub-agent stop"));
+            }
+            InputKind::Stop { may_continue: !v.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false) }
+        }
+        Event::SessionEnd => {
+            if sub {
+                return Ok(Parsed::StandDown("sub-agent session end"));
+            }
+            InputKind::SessionEnd { reason: text(v, "reason", "reason").unwrap_or("other").to_string() }
+        }
+    };
+    Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
+}
+
+/// outcome → stdout (`None`: print nothing).
+pub fn render(event: Event, o: &Outcome) -> Option<Output> {
+    use output::*;
+    let ctx = o.context.clone().filter(|c| !c.is_empty());
+    match event {
+        Event::SessionStart | Event::UserPromptSubmitted | Event::PostToolUse => {
+            ctx.map(|c| Output::Context(ContextOutput { additional_context: c }))
+        }
+        Event::PreToolUse => {
+            // Only a deny is a decision: an allow leaves Copilot's own
+            // permission flow alone.
+            let deny = o.decision == Some(Decision::Deny);
+            if !deny && ctx.is_none() {
+                return None;
+            }
+            Some(Output::PreToolUse(PreToolUseOutput {
+                permission_decision: deny.then_some(Deny::Deny),
+                permission_decision_reason: deny.then(|| deny_reason(o)),
+                additional_context: ctx,
+            }))
+        }
+        Event::AgentStop => match (o.continue_turn, ctx) {
+            (true, Some(c)) => Some(Output::Block(BlockOutput { decision: Block::Block, reason: c })),
+            _ => None,
+        },
+        Event::SessionEnd => None,
+    }
+}
+
+fn deny_reason(o: &Outcome) -> String {
+    o.reason.as_deref().map(str::trim).filter(|r| !r.is_empty()).unwrap_or("Denied by Preloop").to_string()
+}

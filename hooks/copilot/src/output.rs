@@ -1,0 +1,100 @@
+//! What the Copilot CLI hooks print: top-level objects, one serde type per
+//! shape (docs/contracts/copilot-cli.md, Summary and §4). Copilot reads more
+//! keys than these (`modifiedPrompt`, `modifiedResult`, `modifiedArgs`,
+//! `permissionDecision: "allow"`, …); none of them may ever come from us,
+//! and the types cannot hold them. `hookSpecificOutput` is never used: the
+//! camelCase style ignores it entirely (§ Summary). Our schemas, generated
+//! from these types, are
+//! `schemas/copilot-cli-1.0.102/<event>.output.schema.json`; a unit test
+//! fails when they drift.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum Output {
+    /// sessionStart, userPromptSubmitted, postToolUse.
+    Context(ContextOutput),
+    PreToolUse(PreToolUseOutput),
+    /// agentStop: the turn goes on with `reason` as the next user message.
+    Block(BlockOutput),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextOutput {
+    /// At most 10,000 characters (postToolUse cuts past 10,240, silently).
+    #[cfg_attr(test, schemars(length(min = 1, max = 10000)))]
+    pub additional_context: String,
+}
+
+/// preToolUse: deny is the only decision; the context (the session's spool)
+/// is delivered with a deny as well.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct PreToolUseOutput {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_decision: Option<Deny>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, schemars(length(min = 1)))]
+    pub permission_decision_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, schemars(length(min = 1, max = 10000)))]
+    pub additional_context: Option<String>,
+}
+
+/// agentStop: block + a non-empty reason continues the turn once.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BlockOutput {
+    pub decision: Block,
+    #[cfg_attr(test, schemars(length(min = 1, max = 10000)))]
+    pub reason: String,
+}
+
+macro_rules! names {
+    ($($(#[$m:meta])* $name:ident => $text:literal),* $(,)?) => {$(
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
+        pub enum $name {
+            #[serde(rename = $text)]
+            $name,
+        }
+    )*};
+}
+
+names! {
+    /// `"deny"`
+    Deny => "deny",
+    /// `"block"`
+    Block => "block",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_match_the_types() {
+        let context = preloop_testkit::golden::schema::<ContextOutput>();
+        let shapes = [
+            ("sessionStart", context.clone()),
+            ("userPromptSubmitted", context.clone()),
+            ("postToolUse", context),
+            ("preToolUse", preloop_testkit::golden::schema::<PreToolUseOutput>()),
+            ("agentStop", preloop_testkit::golden::schema::<BlockOutput>()),
+        ];
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/copilot-cli-1.0.102");
+        preloop_testkit::golden::check_schemas(
+            &dir,
+            shapes.iter().map(|(e, s)| (format!("{e}.output.schema.json"), s)),
+        );
+    }
+}
