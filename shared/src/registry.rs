@@ -1005,6 +1005,95 @@ pub fn binaries() -> Vec<&'static str> {
 /// `session-start` (it records the prompt time). The local inbox mirrors it.
 pub const SERVER_PROMPT_EVENTS: &[&str] = &["UserPromptSubmit", "beforeSubmitPrompt"];
 
+/// The registry as Markdown: one row per hook binary, the table at the top
+/// of docs/event-matrix.md (a test keeps the document in step).
+pub fn markdown_hooks() -> String {
+    let mut out = String::from(
+        "| harness | event | binary | engine | carrier (limit) | gate: phase, on error, server claim | budget |\n|---|---|---|---|---|---|---|\n",
+    );
+    for d in HOOKS {
+        let h = d.harness().def();
+        let does = match d.does {
+            Does::SessionStart { pull: true } => "register, pull",
+            Does::SessionStart { pull: false } => "register",
+            Does::Prompt { pull: true } => "first prompt, pull",
+            Does::Prompt { pull: false } => "first prompt",
+            Does::Check => "permission check",
+            Does::AfterTool => "pull",
+            Does::Stop => "stop rescue",
+            Does::SessionEnd => "end",
+            Does::Watch => "idle wake",
+        };
+        let limit = match d.limit {
+            CarrierLimit::Chars(n) => format!("{n} chars"),
+            CarrierLimit::Utf16(n) => format!("{n} UTF-16 units"),
+            CarrierLimit::Bytes(n) => format!("{n} bytes"),
+            CarrierLimit::EscapedChars(n) => format!("{n} chars after escaping"),
+        };
+        let carrier = match d.carrier {
+            Carrier::None if d.gate.is_some() => "none: a note the server hands it is spooled".to_string(),
+            Carrier::None => "none".to_string(),
+            Carrier::Context(f) => format!("`{f}` ({limit})"),
+            Carrier::Continue(f) => format!("`{f}`, continues the turn ({limit})"),
+            Carrier::DenyReason(f) => format!("`{f}`: holds the call ({limit})"),
+            Carrier::Wake => format!("stderr, exit 2 ({limit})"),
+        };
+        let gate = match d.gate {
+            None => "-".to_string(),
+            Some(g) => format!(
+                "{}, {}, {}",
+                match g.phase {
+                    EvaluationPhase::PreToolUse => "pre_tool_use",
+                    EvaluationPhase::PermissionRequest => "permission_request",
+                },
+                match g.fail {
+                    FailKey::PreToolUse => "`pre_tool_use_on_error` (open)",
+                    FailKey::PermissionRequest => "`permission_request_on_error` (deny)",
+                },
+                match g.server_claim {
+                    ServerClaim::Immediate => "immediate",
+                    ServerClaim::Deferred => "deferred",
+                    ServerClaim::Never => "never",
+                }
+            ),
+        };
+        let budget = match d.budget {
+            Budget::Call => "call_timeout_ms".to_string(),
+            Budget::Permission => "permission_timeout_secs".to_string(),
+            Budget::SessionEnd => match h.session_end_kill_ms {
+                Some(ms) => format!("detached worker (killed at ~{ms} ms)"),
+                None => "call_timeout_ms (awaited)".to_string(),
+            },
+            Budget::Watch => "watch_max_secs".to_string(),
+        };
+        out.push_str(&format!(
+            "| {} {} | {} | `{}` | {does} | {carrier} | {gate} | {budget} |\n",
+            h.name, h.version, d.on, d.binary
+        ));
+    }
+    out
+}
+
+/// The harness table of the README: each harness with its version, the
+/// events we hook and how its behaviour was established.
+pub fn markdown_harnesses() -> String {
+    let mut out = String::from("| harness | events | proven |\n|---|---|---|\n");
+    for h in HARNESSES {
+        let mut events: Vec<&str> = Vec::new();
+        for d in h.harness.hooks().filter(|d| d.does != Does::Watch) {
+            if !events.contains(&d.on) {
+                events.push(d.on);
+            }
+        }
+        let proven = match h.evidence {
+            Evidence::RealBinary => "the real binary, end to end",
+            Evidence::Documented => "its documentation and public captures",
+        };
+        out.push_str(&format!("| {} {} | {} | {proven} |\n", h.name, h.version, events.join(", ")));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1054,10 +1143,55 @@ mod tests {
             Codex::SessionStart.into(),
             Codex::PermissionRequest.into(),
             Cursor::BeforeMcpExecution.into(),
+            Gemini::BeforeTool.into(),
+            Gemini::AfterAgent.into(),
+            Copilot::UserPromptSubmitted.into(),
+            Copilot::PostToolUse.into(),
         ]
         .to_vec();
         for e in all {
             assert_eq!(e.def().event, e);
+        }
+    }
+
+    /// The generated tables in docs/event-matrix.md and README.md are the
+    /// registry's (PRELOOP_BLESS=1 rewrites them), and every binary the
+    /// matrix's prose tables name exists.
+    #[test]
+    fn docs_follow_the_registry() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for (file, marker, table) in [
+            ("docs/event-matrix.md", "registry:hooks", markdown_hooks()),
+            ("README.md", "registry:harnesses", markdown_harnesses()),
+        ] {
+            let path = root.join(file);
+            let text = std::fs::read_to_string(&path).unwrap();
+            let begin = format!("<!-- {marker} begin (generated from shared/src/registry.rs) -->\n");
+            let end = format!("<!-- {marker} end -->");
+            let (Some(b), Some(e)) = (text.find(&begin), text.find(&end)) else {
+                panic!("{file} has no {marker} block")
+            };
+            let current = &text[b + begin.len()..e];
+            if current != table {
+                if std::env::var_os("PRELOOP_BLESS").is_some() {
+                    let new = format!("{}{table}{}", &text[..b + begin.len()], &text[e..]);
+                    std::fs::write(&path, new).unwrap();
+                } else {
+                    panic!("{file}: the {marker} table is not the registry's (PRELOOP_BLESS=1 rewrites it)");
+                }
+            }
+        }
+        let matrix = std::fs::read_to_string(root.join("docs/event-matrix.md")).unwrap();
+        let named: std::collections::BTreeSet<&str> = matrix
+            .split('`')
+            .filter(|w| w.starts_with("preloop-") && w.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+            .filter(|w| *w != "preloop-hooks" && *w != "preloop-fake-server")
+            .collect();
+        for w in &named {
+            assert!(by_binary(w).is_some(), "docs/event-matrix.md names {w}, which the registry does not have");
+        }
+        for b in binaries() {
+            assert!(named.contains(b), "docs/event-matrix.md does not mention {b}");
         }
     }
 
@@ -1068,7 +1202,3 @@ mod tests {
         assert_eq!(CarrierLimit::EscapedChars(10).measure("é<>"), 9);
     }
 }
-            Gemini::BeforeTool.into(),
-            Gemini::AfterAgent.into(),
-            Copilot::UserPromptSubmitted.into(),
-            Copilot::PostToolUse.into(),
