@@ -76,7 +76,8 @@ class CopilotScenarios(kit.Scenario):
     PREREQS = ("bin_dir", "copilot")
     ARTIFACTS = "requests.jsonl, copilot.stdout, copilot.stderr, copilot-logs/, cmdline.txt, home/.copilot/, preloop-home/"
 
-    def start(self, scenario):
+    def start(self, scenario, server=None):
+        self.server_override = server       # ServerMode: another account's client
         self.new_sandbox(scenario)
         self.sid = kit.new_session_id()
         return self.sb

@@ -112,7 +112,8 @@ class GeminiScenarios(kit.Scenario):
     PREREQS = ("bin_dir", "gemini")
     ARTIFACTS = "requests.jsonl, gemini.stdout, gemini.stderr, cmdline.txt, home/.gemini/, preloop-home/"
 
-    def start(self, scenario):
+    def start(self, scenario, server=None):
+        self.server_override = server       # ServerMode: another account's client
         self.new_sandbox(scenario)
         self.sid = kit.new_session_id()
         return self.sb
