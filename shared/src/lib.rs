@@ -13,6 +13,7 @@ pub mod detach;
 pub mod error;
 pub mod flow;
 pub mod fsutil;
+pub mod http;
 pub mod json;
 pub mod local;
 pub mod log;

@@ -24,7 +24,7 @@ use crate::Harness;
 use crate::backend::{Backend, Claimed, PermissionAnswer};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, LockGuard};
-use crate::operator::{Author, Receipt, SendRequest, SessionSummary, Target};
+use crate::operator::{Author, MAX_CHILDREN, Receipt, SendRequest, SessionFilter, SessionRow, Target};
 use crate::registry::{SERVER_PROMPT_EVENTS, ServerClaim};
 use crate::render::{self, NoteElement};
 use crate::session::{self, SessionFile};
@@ -242,21 +242,40 @@ impl LocalInbox {
 
     // ----- operator side ---------------------------------------------------
 
-    /// Send a note (`preloop-hooks notes send`).
+    /// Send a note (`preloop-hooks notes send`); for a `children` target
+    /// with `all`, the first of the notes (see [`LocalInbox::send_all`]).
     pub fn send(&self, req: &SendRequest) -> Result<Receipt> {
+        self.send_all(req)?.into_iter().next().ok_or_else(|| Error::NotFound("no note was sent".into()))
+    }
+
+    /// Send a note to every session the target names: one for most targets,
+    /// one per live child for `children` with `all` (at most 20, newest first).
+    pub fn send_all(&self, req: &SendRequest) -> Result<Vec<Receipt>> {
         let chars = req.text.chars().count();
-        if chars == 0 || chars > MAX_NOTE_CHARS {
-            return Err(Error::Usage(format!("a note is 1-{MAX_NOTE_CHARS} characters; this one has {chars}")));
+        if req.text.trim().is_empty() || chars > MAX_NOTE_CHARS {
+            return Err(Error::Usage(if req.text.trim().is_empty() {
+                "the note is empty or only whitespace".to_string()
+            } else {
+                format!("a note is 1-{MAX_NOTE_CHARS} characters; this one has {chars}")
+            }));
         }
         let ttl = req.expires_in_secs.unwrap_or(self.default_ttl_secs);
         if !(60..=604_800).contains(&ttl) {
             return Err(Error::Usage("expiry must be between 60 seconds and 7 days".into()));
         }
-        let (to, session_id, runtime_session_id) = match &req.target {
-            Target::Session(id) => {
-                let file = session::read_session_file(&self.home, id)?;
-                (Addressee::Session { session_id: id.clone() }, Some(id.clone()), file.map(|f| f.runtime_session_id))
-            }
+        let to_file = |f: SessionFile| {
+            (
+                Addressee::Session { session_id: f.external_session_id.clone() },
+                Some(f.external_session_id),
+                Some(f.runtime_session_id),
+            )
+        };
+        let addressees: Vec<(Addressee, Option<String>, Option<String>)> = match &req.target {
+            Target::Session(id) => match self.resolve_session(id) {
+                Some(f) => vec![to_file(f)],
+                // Not started yet on this machine: the note waits for it.
+                None => vec![(Addressee::Session { session_id: id.clone() }, Some(id.clone()), None)],
+            },
             Target::Alias(alias) => {
                 let mut found: Vec<SessionFile> =
                     self.live_sessions().into_iter().filter(|s| s.alias.as_deref() == Some(alias.as_str())).collect();
@@ -270,54 +289,105 @@ impl LocalInbox {
                 }
                 let f =
                     found.pop().ok_or_else(|| Error::NotFound(format!("no live session has the alias {alias:?}")))?;
-                (
-                    Addressee::Session { session_id: f.external_session_id.clone() },
-                    Some(f.external_session_id),
-                    Some(f.runtime_session_id),
-                )
+                vec![to_file(f)]
             }
             Target::RuntimeSession(rid) => {
                 let f = session::all_session_files(&self.home).into_iter().find(|s| &s.runtime_session_id == rid);
-                let f = f.ok_or_else(|| Error::NotFound(format!("no session has the runtime id {rid}")))?;
-                (
-                    Addressee::Session { session_id: f.external_session_id.clone() },
-                    Some(f.external_session_id),
-                    Some(f.runtime_session_id),
-                )
+                vec![to_file(f.ok_or_else(|| Error::NotFound(format!("no session has the runtime id {rid}")))?)]
             }
-            Target::Harness(h) => (Addressee::Harness { harness: h.slug().to_string() }, None, None),
+            Target::Harness(h) => vec![(Addressee::Harness { harness: h.slug().to_string() }, None, None)],
+            Target::Children { parent, all } => {
+                let p = self
+                    .resolve_session(parent)
+                    .ok_or_else(|| Error::NotFound(format!("parent session {parent} not found on this machine")))?;
+                let mut kids = self.live_children(&p.runtime_session_id);
+                if kids.is_empty() {
+                    return Err(Error::NotFound(format!(
+                        "session {} has no live children (no_live_children)",
+                        p.external_session_id
+                    )));
+                }
+                if !all {
+                    kids.truncate(1);
+                }
+                kids.into_iter().map(to_file).collect()
+            }
+            Target::Execution(e) => {
+                let f = self.execution_sessions(e).into_iter().find(|f| f.ended_at.is_none()).ok_or_else(|| {
+                    Error::NotFound(format!(
+                        "no live session on this machine recorded execution {e} (PRELOOP_EXECUTION_ID at its start)"
+                    ))
+                })?;
+                vec![to_file(f)]
+            }
         };
-        if req.next_session && !matches!(to, Addressee::Harness { .. }) {
-            return Err(Error::Usage("--next-session needs a harness target (--harness)".into()));
+        if req.next_session && !addressees.iter().all(|(a, _, _)| matches!(a, Addressee::Harness { .. })) {
+            return Err(Error::Usage("--next-session needs a harness target (--next HARNESS)".into()));
         }
-        let now = Timestamp::now();
-        let note = NoteRecord {
-            note_id: fsutil::note_id(),
-            state: NoteState::Pending,
-            text: req.text.clone(),
-            to,
-            next_session: req.next_session,
-            session_id,
-            runtime_session_id,
-            author: req.author.clone(),
-            created_at: now,
-            expires_at: now.add_secs(ttl),
-            claimed_at: None,
-            delivered_at: None,
-            delivery_channel: None,
-            delivery_event: None,
-            undeliverable_at: None,
-            undeliverable_reason: None,
-            cancelled_at: None,
-            expired_at: None,
-        };
-        // Record first, queue entry second: a claimer that sees the entry
-        // always finds the record.
-        self.write_note(&note)?;
-        let q = self.queue_dir_for(&note);
-        self.private(&q)?;
-        fsutil::write_atomic(&q.join(Self::queue_entry_name(&note)), b"")?;
-        Ok(note.receipt())
+        let mut out = Vec::with_capacity(addressees.len());
+        for (to, session_id, runtime_session_id) in addressees {
+            let now = Timestamp::now();
+            let note = NoteRecord {
+                note_id: fsutil::note_id(),
+                state: NoteState::Pending,
+                text: req.text.clone(),
+                to,
+                next_session: req.next_session,
+                session_id,
+                runtime_session_id,
+                author: req.author.clone(),
+                created_at: now,
+                expires_at: now.add_secs(ttl),
+                claimed_at: None,
+                delivered_at: None,
+                delivery_channel: None,
+                delivery_event: None,
+                undeliverable_at: None,
+                undeliverable_reason: None,
+                cancelled_at: None,
+                expired_at: None,
+            };
+            // Record first, queue entry second: a claimer that sees the entry
+            // always finds the record.
+            self.write_note(&note)?;
+            let q = self.queue_dir_for(&note);
+            self.private(&q)?;
+            fsutil::write_atomic(&q.join(Self::queue_entry_name(&note)), b"")?;
+            out.push(note.receipt());
+        }
+        Ok(out)
+    }
+
+    /// A session on this machine by its harness session id or its runtime id.
+    pub fn resolve_session(&self, id: &str) -> Option<SessionFile> {
+        if let Ok(Some(f)) = session::read_session_file(&self.home, id) {
+            return Some(f);
+        }
+        session::all_session_files(&self.home).into_iter().find(|s| s.runtime_session_id == id)
+    }
+
+    /// The live sessions a session spawned (its runtime id), newest first,
+    /// at most [`MAX_CHILDREN`].
+    pub fn live_children(&self, parent_runtime_id: &str) -> Vec<SessionFile> {
+        let mut kids: Vec<SessionFile> = self
+            .live_sessions()
+            .into_iter()
+            .filter(|s| s.parent_session_id.as_deref() == Some(parent_runtime_id))
+            .collect();
+        kids.sort_by(|a, b| b.started_at.cmp(&a.started_at).then(b.external_session_id.cmp(&a.external_session_id)));
+        kids.truncate(MAX_CHILDREN);
+        kids
+    }
+
+    /// The sessions that recorded a flow execution id (`execution_id` in
+    /// their session file), newest first.
+    pub fn execution_sessions(&self, execution_id: &str) -> Vec<SessionFile> {
+        let mut v: Vec<SessionFile> = session::all_session_files(&self.home)
+            .into_iter()
+            .filter(|f| execution_of(&self.home, &f.external_session_id).as_deref() == Some(execution_id))
+            .collect();
+        v.sort_by_key(|f| std::cmp::Reverse(f.started_at));
+        v
     }
 
     /// Read one receipt, expiring it first if it is past its expiry.
@@ -374,11 +444,40 @@ impl LocalInbox {
         session::all_session_files(&self.home).into_iter().filter(|s| s.ended_at.is_none()).collect()
     }
 
-    /// Sessions, most recently started first.
-    pub fn sessions(&self) -> Vec<SessionSummary> {
-        let mut all = session::all_session_files(&self.home);
-        all.sort_by_key(|s| std::cmp::Reverse(s.started_at));
-        all.into_iter().map(|s| SessionSummary::from_file(&s)).collect()
+    /// Every session, most recently active first.
+    pub fn sessions(&self) -> Vec<SessionRow> {
+        self.sessions_filtered(&SessionFilter::default())
+    }
+
+    /// The sessions `filter` selects, most recently active first, with the
+    /// last hook activity and the tool calls from the hook log.
+    pub fn sessions_filtered(&self, filter: &SessionFilter) -> Vec<SessionRow> {
+        let activity = hook_activity(&self.home);
+        let now = Timestamp::now();
+        let parent = filter
+            .parent
+            .as_ref()
+            .map(|p| self.resolve_session(p).map(|f| f.runtime_session_id).unwrap_or_else(|| p.clone()));
+        let mut rows: Vec<SessionRow> = session::all_session_files(&self.home)
+            .into_iter()
+            .filter(|f| parent.as_ref().is_none_or(|p| f.parent_session_id.as_ref() == Some(p)))
+            .filter(|f| filter.alias.as_ref().is_none_or(|a| f.alias.as_ref() == Some(a)))
+            .filter(|f| filter.kind.is_none_or(|k| Harness::from_source(&f.agent_kind) == Some(k)))
+            .map(|f| {
+                let act = activity.get(&f.external_session_id);
+                let mut row = SessionRow::from_file(&f, act.map(|a| a.last), now);
+                row.tool_calls = Some(act.map(|a| a.tool_calls).unwrap_or(0));
+                row.execution_id = execution_of(&self.home, &f.external_session_id);
+                row
+            })
+            .filter(|r| filter.execution.as_ref().is_none_or(|e| r.execution_id.as_ref() == Some(e)))
+            .filter(|r| !filter.active || r.ended_at.is_none())
+            .filter(|r| filter.since.is_none_or(|s| r.last_activity_at.is_some_and(|l| l >= s)))
+            .collect();
+        rows.sort_by(|a, b| {
+            b.last_activity_at.cmp(&a.last_activity_at).then(b.started_at.cmp(&a.started_at)).then(b.id.cmp(&a.id))
+        });
+        rows
     }
 
     // ----- hook side -------------------------------------------------------
@@ -656,4 +755,44 @@ pub fn title_of(prompt: &str) -> String {
         t.push('…');
         t
     }
+}
+
+/// What the hook log says about one session: its last hook call and how
+/// many tool calls its PreToolUse hooks saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookActivity {
+    pub last: Timestamp,
+    pub tool_calls: u64,
+}
+
+/// The hook log (`log/hooks.log` and its rotation), per harness session id.
+/// Lines are `<time> <harness> <event> mode=… session=<id> …`.
+pub fn hook_activity(home: &Path) -> std::collections::HashMap<String, HookActivity> {
+    let mut out: std::collections::HashMap<String, HookActivity> = std::collections::HashMap::new();
+    for name in ["hooks.log.1", "hooks.log"] {
+        let Ok(text) = std::fs::read_to_string(home.join("log").join(name)) else { continue };
+        for line in text.lines() {
+            let mut words = line.split(' ');
+            let Some(t) = words.next().and_then(Timestamp::parse) else { continue };
+            let event = words.nth(1).unwrap_or("");
+            let Some(sid) = line.split(' ').find_map(|w| w.strip_prefix("session=")).filter(|s| *s != "-") else {
+                continue;
+            };
+            let e = out.entry(sid.to_string()).or_insert(HookActivity { last: t, tool_calls: 0 });
+            if t > e.last {
+                e.last = t;
+            }
+            if event.eq_ignore_ascii_case("PreToolUse") {
+                e.tool_calls += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The flow execution a session recorded at its start (`execution_id` in
+/// its session file), if any.
+pub fn execution_of(home: &Path, session_id: &str) -> Option<String> {
+    let v: serde_json::Value = fsutil::read_json(&session::session_file_path(home, session_id)).ok().flatten()?;
+    v.get("execution_id").and_then(serde_json::Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
 }

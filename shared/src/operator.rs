@@ -1,11 +1,19 @@
 //! The operator's side: sending notes, reading receipts, listing sessions.
 //! One set of types for the local inbox and the server's human routes, so
-//! the CLI prints both the same way.
+//! the CLI prints both the same way, plus the typed requests and answers of
+//! every operator route the CLI calls (contract §5): no untyped JSON bodies.
 
 use crate::Harness;
 use crate::session::SessionFile;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
+
+/// The version of every `--json` output of the operator commands (the
+/// `"schema"` field; `schemas/preloop-hooks/*.schema.json`).
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+/// The most live children one `children` target reaches (contract §9).
+pub const MAX_CHILDREN: usize = 20;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Author {
@@ -22,8 +30,8 @@ pub struct Author {
 /// Whom to send a note to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    /// A harness session id (Claude Code `session_id`, Codex session id,
-    /// Cursor `conversation_id`).
+    /// A session: its harness session id (Claude Code `session_id`, Codex
+    /// session id, Cursor `conversation_id`) or its runtime session id.
     Session(String),
     /// A session's alias (`PRELOOP_SESSION_ALIAS` at its start).
     Alias(String),
@@ -31,6 +39,11 @@ pub enum Target {
     RuntimeSession(String),
     /// The current or next session of a harness (local inbox).
     Harness(Harness),
+    /// The live children of a session (by its runtime or harness id):
+    /// `all` of them (at most [`MAX_CHILDREN`]) or the newest one.
+    Children { parent: String, all: bool },
+    /// The session a flow execution runs on.
+    Execution(String),
 }
 
 #[derive(Debug, Clone)]
@@ -43,20 +56,20 @@ pub struct SendRequest {
 }
 
 /// A note's receipt: the server's `OperatorNoteResponse` fields, plus the
-/// harness session id and harness for local notes.
+/// harness session id and harness (filled in both modes when known).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Receipt {
     pub note_id: String,
     pub state: String,
     #[serde(default)]
     pub text: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub managed_agent_id: Option<String>,
     #[serde(default)]
     pub runtime_session_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub external_session_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub harness: Option<String>,
     #[serde(default)]
     pub next_session: bool,
@@ -84,6 +97,10 @@ pub struct Receipt {
     pub expired_at: Option<Timestamp>,
 }
 
+/// Every public note state (contract §8).
+pub const NOTE_STATES: &[&str] =
+    &["pending", "claimed", "delivered", "acknowledged", "cancelled", "expired", "failed", "undeliverable"];
+
 impl Receipt {
     /// Delivered (or acknowledged): the carrying output was written.
     pub fn is_delivered(&self) -> bool {
@@ -92,6 +109,9 @@ impl Receipt {
     /// A terminal state other than delivered.
     pub fn is_lost(&self) -> bool {
         matches!(self.state.as_str(), "undeliverable" | "expired" | "cancelled" | "failed")
+    }
+    pub fn is_final(&self) -> bool {
+        self.is_delivered() || self.is_lost()
     }
     /// The time of the latest transition.
     pub fn last_transition(&self) -> Option<Timestamp> {
@@ -102,43 +122,353 @@ impl Receipt {
     }
 }
 
-/// One row of `sessions list`.
+/// One row of `sessions list` (and the session `sessions attach` shows), the
+/// same shape in both modes (`schemas/preloop-hooks/sessions.schema.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionSummary {
+pub struct SessionRow {
+    /// What `notes send --session` and `sessions attach` take for this
+    /// session: its harness session id when known, else its runtime id.
+    pub id: String,
     pub runtime_session_id: String,
-    #[serde(default)]
     pub external_session_id: Option<String>,
-    #[serde(default)]
-    pub alias: Option<String>,
-    #[serde(default)]
+    /// The managed agent (server mode).
+    pub agent_id: Option<String>,
+    pub agent_name: Option<String>,
+    /// The harness slug (`claude-code`, `codex`, `cursor`, …) when known.
+    pub kind: Option<String>,
+    /// What the hooks or the server call the kind (`claude_code`, `codex_cli`, …).
     pub agent_kind: Option<String>,
-    #[serde(default)]
-    pub cwd: Option<String>,
-    #[serde(default)]
+    pub alias: Option<String>,
     pub title: Option<String>,
-    #[serde(default)]
+    /// The title, or kind + working directory + start time when untitled.
+    pub label: String,
+    pub cwd: Option<String>,
     pub parent_session_id: Option<String>,
-    #[serde(default)]
+    pub execution_id: Option<String>,
     pub started_at: Option<Timestamp>,
-    #[serde(default)]
+    pub last_activity_at: Option<Timestamp>,
     pub ended_at: Option<Timestamp>,
-    /// `live` or `ended`.
+    /// `live` (activity in the last 15 minutes), `idle` or `ended`.
     pub state: String,
+    /// Tool calls seen (permission checks on the server; PreToolUse hooks
+    /// on this machine), when known.
+    pub tool_calls: Option<u64>,
+    /// Model calls: through Preloop's gateway on the server (0 for runs seen
+    /// only through hooks), or counted in the harness transcript on this machine.
+    pub model_calls: Option<u64>,
+    /// Approvals waiting on a human (server mode).
+    pub pending_approvals: Option<u64>,
+    /// The harness transcript, when this machine has it.
+    pub transcript_path: Option<String>,
 }
 
-impl SessionSummary {
-    pub fn from_file(s: &SessionFile) -> SessionSummary {
-        SessionSummary {
-            runtime_session_id: s.runtime_session_id.clone(),
-            external_session_id: Some(s.external_session_id.clone()),
-            alias: s.alias.clone(),
-            agent_kind: Some(s.agent_kind.clone()),
-            cwd: s.cwd.clone(),
-            title: s.title.clone(),
-            parent_session_id: s.parent_session_id.clone(),
-            started_at: Some(s.started_at),
-            ended_at: s.ended_at,
-            state: if s.ended_at.is_some() { "ended".into() } else { "live".into() },
+/// A session with no activity for this long is idle.
+pub const IDLE_AFTER_SECS: i64 = 15 * 60;
+
+impl SessionRow {
+    /// The `live`/`idle`/`ended` rule of both modes.
+    pub fn state_of(ended: bool, last_activity: Option<Timestamp>, now: Timestamp) -> &'static str {
+        if ended {
+            "ended"
+        } else if last_activity.is_some_and(|t| now.secs() - t.secs() <= IDLE_AFTER_SECS) {
+            "live"
+        } else {
+            "idle"
         }
+    }
+
+    /// The label of an untitled session: kind, working directory, start time
+    /// (so two workers started in the same second still differ by cwd).
+    pub fn label_of(title: Option<&str>, kind: Option<&str>, cwd: Option<&str>, started: Option<Timestamp>) -> String {
+        if let Some(t) = title.filter(|t| !t.trim().is_empty()) {
+            return t.to_string();
+        }
+        let mut parts = Vec::new();
+        parts.push(kind.unwrap_or("session").to_string());
+        if let Some(c) = cwd.filter(|c| !c.is_empty()) {
+            parts.push(c.trim_end_matches('/').rsplit('/').next().filter(|b| !b.is_empty()).unwrap_or(c).to_string());
+        }
+        if let Some(s) = started {
+            let iso = s.to_iso_z();
+            parts.push(format!("{}Z", iso.chars().take(19).collect::<String>().replace('T', " ")));
+        }
+        parts.join(" ")
+    }
+
+    /// A row from a session file (local inbox, or this machine's view of a
+    /// server-mode run).
+    pub fn from_file(f: &SessionFile, last_activity: Option<Timestamp>, now: Timestamp) -> SessionRow {
+        let kind = Harness::from_source(&f.agent_kind).map(|h| h.slug().to_string());
+        let last = [Some(f.started_at), f.last_prompt_at, f.ended_at, last_activity].into_iter().flatten().max();
+        SessionRow {
+            id: f.external_session_id.clone(),
+            runtime_session_id: f.runtime_session_id.clone(),
+            external_session_id: Some(f.external_session_id.clone()),
+            agent_id: None,
+            agent_name: None,
+            label: Self::label_of(
+                f.title.as_deref(),
+                kind.as_deref().or(Some(f.agent_kind.as_str())),
+                f.cwd.as_deref(),
+                Some(f.started_at),
+            ),
+            kind,
+            agent_kind: Some(f.agent_kind.clone()),
+            alias: f.alias.clone(),
+            title: f.title.clone(),
+            cwd: f.cwd.clone(),
+            parent_session_id: f.parent_session_id.clone(),
+            execution_id: None,
+            started_at: Some(f.started_at),
+            last_activity_at: last,
+            ended_at: f.ended_at,
+            state: Self::state_of(f.ended_at.is_some(), last, now).to_string(),
+            tool_calls: None,
+            model_calls: None,
+            pending_approvals: None,
+            transcript_path: f.transcript_path.clone(),
+        }
+    }
+}
+
+/// Which sessions `sessions list` shows (both modes apply the same filters:
+/// the server as query parameters, the local inbox over its session files).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionFilter {
+    /// A managed agent id or display name (server mode).
+    pub agent: Option<String>,
+    /// A harness slug (`claude-code`, …).
+    pub kind: Option<Harness>,
+    /// Only sessions with activity since this time.
+    pub since: Option<Timestamp>,
+    /// Only sessions that have not ended.
+    pub active: bool,
+    /// Only the children of this runtime session id.
+    pub parent: Option<String>,
+    /// Only the sessions of this flow execution.
+    pub execution: Option<String>,
+    pub alias: Option<String>,
+}
+
+// ----- the server's human routes, typed (contract §5) ----------------------
+
+/// `POST /api/v1/operator-notes` (§5.1): exactly one target field is set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SendNoteBody {
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub external_session_id: Option<String>,
+    /// `latest` or `all`, with `parent_session_id`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub children: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub next_session: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_in_seconds: Option<i64>,
+}
+
+/// `GET /api/v1/operator-notes` (§5.2), and `children: "all"` sends (§5.1).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoteList {
+    pub notes: Vec<Receipt>,
+    #[serde(default)]
+    pub total: Option<u64>,
+}
+
+/// What a send answers: one receipt, or a list for `children: "all"`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum SendAnswer {
+    Many(NoteList),
+    One(Box<Receipt>),
+}
+
+impl SendAnswer {
+    pub fn into_vec(self) -> Vec<Receipt> {
+        match self {
+            SendAnswer::Many(l) => l.notes,
+            SendAnswer::One(r) => vec![*r],
+        }
+    }
+}
+
+/// One item of `GET /api/v1/runtime-sessions` (§5.7), the fields we use.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RuntimeSessionItem {
+    pub id: String,
+    pub session_source_type: Option<String>,
+    pub session_source_id: Option<String>,
+    pub runtime_principal_type: Option<String>,
+    pub runtime_principal_id: Option<String>,
+    pub runtime_principal_name: Option<String>,
+    pub alias: Option<String>,
+    pub parent_session_id: Option<String>,
+    pub title: Option<String>,
+    pub started_at: Option<Timestamp>,
+    pub last_activity_at: Option<Timestamp>,
+    pub ended_at: Option<Timestamp>,
+    pub agent_id: Option<String>,
+    pub agent_name: Option<String>,
+    pub managed_agent_id: Option<String>,
+    pub managed_agent_name: Option<String>,
+    pub agent_kind: Option<String>,
+    pub cwd: Option<String>,
+    pub flow_execution_id: Option<String>,
+    pub is_active_now: Option<bool>,
+    pub activity_status: Option<String>,
+    pub total_requests: Option<u64>,
+    pub tool_call_count: Option<u64>,
+    pub pending_approval_count: Option<u64>,
+    pub note_count: Option<u64>,
+}
+
+impl RuntimeSessionItem {
+    /// The agent's identity session (contract §3, traps 23-24): keyed on the
+    /// bare agent principal, never ends, never picks up a note. Runs
+    /// registered by hooks are keyed `<principal>:<harness session id>`.
+    pub fn is_identity(&self) -> bool {
+        let src = self.session_source_id.as_deref().unwrap_or("");
+        (self.agent_id.is_some() || self.managed_agent_id.is_some())
+            && !src.is_empty()
+            && !src.contains(':')
+            && self.runtime_principal_id.as_deref().is_none_or(|p| p == src)
+            && self.parent_session_id.is_none()
+    }
+
+    /// The harness session id of a hook-registered run (after the principal).
+    pub fn external_session_id(&self) -> Option<String> {
+        self.session_source_id.as_deref().and_then(|s| s.split_once(':')).map(|(_, e)| e.to_string())
+    }
+}
+
+/// `GET /api/v1/runtime-sessions` (§5.7).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RuntimeSessionPage {
+    pub items: Vec<RuntimeSessionItem>,
+    pub total: Option<u64>,
+    pub has_more: bool,
+}
+
+/// `GET /api/v1/runtime-sessions/{id}` (§5.7).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RuntimeSessionDetail {
+    pub session: RuntimeSessionItem,
+}
+
+/// One item of the activity timeline, newest first (§5.8).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ActivityItem {
+    pub activity_id: Option<String>,
+    pub activity_type: String,
+    pub timestamp: Option<Timestamp>,
+    pub title: Option<String>,
+    pub summary: Option<String>,
+    pub status: Option<String>,
+    pub tool_name: Option<String>,
+    pub server_name: Option<String>,
+    pub total_tokens: Option<u64>,
+    pub metadata: Option<serde_json::Value>,
+}
+
+/// `GET /api/v1/runtime-sessions/{id}/activity` (§5.8).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ActivityPage {
+    pub items: Vec<ActivityItem>,
+}
+
+/// One managed agent of `GET /api/v1/agents` (the fields we use).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentItem {
+    pub id: String,
+    pub display_name: Option<String>,
+    pub agent_kind: Option<String>,
+}
+
+/// `GET /api/v1/agents`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentPage {
+    pub items: Vec<AgentItem>,
+    pub total: Option<u64>,
+}
+
+/// A message of the attach socket (§5.9): `attached`, `error`, `pong`,
+/// `heartbeat`, or whatever the server's event bus relays.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AttachMessage {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub runtime_session_id: Option<String>,
+    pub ended_at: Option<String>,
+    pub error: Option<String>,
+    pub detail: Option<String>,
+}
+
+/// A server error body (`{"detail": "…" | {...} | [...]}`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ErrorBody {
+    pub detail: Option<serde_json::Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_sessions_are_told_apart_from_runs() {
+        let run = RuntimeSessionItem {
+            session_source_id: Some("custom_abc:ext-1".into()),
+            runtime_principal_id: Some("custom_abc:ext-1".into()),
+            agent_id: Some("a".into()),
+            ..Default::default()
+        };
+        assert!(!run.is_identity());
+        assert_eq!(run.external_session_id().as_deref(), Some("ext-1"));
+        let identity = RuntimeSessionItem {
+            session_source_id: Some("custom_abc".into()),
+            runtime_principal_id: Some("custom_abc".into()),
+            agent_id: Some("a".into()),
+            ..Default::default()
+        };
+        assert!(identity.is_identity());
+    }
+
+    #[test]
+    fn a_send_answer_is_one_receipt_or_a_list() {
+        let one: SendAnswer = serde_json::from_str(r#"{"note_id":"0123456789abcdef","state":"pending"}"#).unwrap();
+        assert_eq!(one.into_vec().len(), 1);
+        let many: SendAnswer = serde_json::from_str(
+            r#"{"notes":[{"note_id":"0123456789abcdef","state":"pending"},{"note_id":"1123456789abcdef","state":"pending"}],"total":2}"#,
+        )
+        .unwrap();
+        assert_eq!(many.into_vec().len(), 2);
+    }
+
+    #[test]
+    fn untitled_sessions_are_labelled_by_kind_cwd_and_start() {
+        let t = Timestamp::parse("2026-10-02T11:50:07Z");
+        assert_eq!(
+            SessionRow::label_of(None, Some("claude-code"), Some("/w/alpha"), t),
+            "claude-code alpha 2026-10-02 11:50:07Z"
+        );
+        assert_eq!(SessionRow::label_of(Some("Fix it"), None, None, t), "Fix it");
     }
 }
