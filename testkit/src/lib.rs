@@ -12,8 +12,11 @@ pub mod fake_server;
 pub mod golden;
 mod http;
 mod ids;
+pub mod memory_backend;
 mod routes;
 mod state;
+pub mod stub_server;
+pub mod support;
 mod validate;
 
 pub use fake_server::{AccountHandle, AgentHandle, FakeServer, FaultAction, FaultSpec, RecordedRequest, UserHandle};
