@@ -1058,8 +1058,8 @@ pub fn markdown_hooks() -> String {
             ),
         };
         let budget = match d.budget {
-            Budget::Call => "call_timeout_ms".to_string(),
-            Budget::Permission => "permission_timeout_secs".to_string(),
+            Call => "call_timeout_ms".to_string(),
+            Permission => "permission_timeout_secs".to_string(),
             Budget::SessionEnd => match h.session_end_kill_ms {
                 Some(ms) => format!("detached worker (killed at ~{ms} ms)"),
                 None => "call_timeout_ms (awaited)".to_string(),

@@ -1,0 +1,162 @@
+//! Process-level tests of the built Copilot hook binaries in local mode
+//! (`PRELOOP_HOME` in a temp dir, no server), fed the real 1.0.102 payloads.
+
+use crate::common::*;
+use preloop_copilot::Event;
+use serde_json::json;
+use std::time::Duration;
+
+#[test]
+fn every_binary_exits_0_with_nothing_on_bad_stdin() {
+    let home = Home::new("bad");
+    let bad: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b"{".to_vec(),
+        b"not json".to_vec(),
+        b"[]".to_vec(),
+        b"null".to_vec(),
+        b"{}".to_vec(),
+        br#"{"sessionId": 7}"#.to_vec(),
+        vec![0xff, 0xfe, 0x00],
+        serde_json::to_vec(&fixture("camel/permissionRequest.json")).unwrap(),
+    ];
+    for event in Event::ALL {
+        for stdin in &bad {
+            let r = home.run_raw(event, stdin);
+            assert_eq!(
+                r.code,
+                Some(0),
+                "{} on {:?}: a non-zero exit denies the tool",
+                event.name(),
+                String::from_utf8_lossy(stdin)
+            );
+            assert_eq!(r.stdout, "", "{} printed on {:?}", event.name(), String::from_utf8_lossy(stdin));
+        }
+    }
+}
+
+#[test]
+fn a_session_with_nothing_pending_prints_nothing() {
+    let home = Home::new("quiet");
+    let s = unique_session("q");
+    for event in Event::ALL {
+        let (out, r) = home.run(event, &fixture_for(&own_fixture(event), &s));
+        assert_eq!(out, None, "{}", event.name());
+        assert!(r.elapsed < Duration::from_secs(2), "{} took {:?}", event.name(), r.elapsed);
+    }
+}
+
+#[test]
+fn session_start_and_prompt_carry_the_block_verbatim() {
+    let home = Home::new("start");
+    let s = unique_session("st");
+    let a = home.send(&s, "Deploy to eu-west-1 <b>now</b> & \"then\" test.");
+    let (out, _) = home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
+    let ctx = context_of(&out).unwrap();
+    assert!(ctx.starts_with("<operator-notes count=\"1\""), "{ctx}");
+    assert!(ctx.contains("\nDeploy to eu-west-1 <b>now</b> & \"then\" test.\n</operator-note>"), "{ctx}");
+    assert_eq!(ids_in(&ctx), vec![a.clone()]);
+    assert_eq!(home.receipt(&a).delivery_event.as_deref(), Some("session_start"));
+    let b = home.send(&s, "and lint");
+    let (out, _) = home.run(Event::UserPromptSubmitted, &fixture_for("userPromptSubmitted.json", &s));
+    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![b.clone()]);
+    assert_eq!(home.receipt(&b).state, "delivered");
+    let file = home.session_file(&s);
+    assert_eq!((file["agent_kind"].clone(), file["title"].clone()), (json!("copilot_cli"), json!("Run echo hi")));
+}
+
+/// preToolUse claims nothing (the server never hands copilot_cli a note, and
+/// the local inbox mirrors it); postToolUse pulls.
+#[test]
+fn pre_tool_use_never_claims_post_tool_use_pulls() {
+    let home = Home::new("tool");
+    let s = unique_session("tl");
+    home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
+    let id = home.send(&s, "mid-run");
+    let (out, _) = home.run(Event::PreToolUse, &fixture_for("preToolUse.json", &s));
+    assert_eq!(out, None);
+    assert_eq!(home.receipt(&id).state, "pending");
+    let (out, _) = home.run(Event::PostToolUse, &fixture_for("postToolUse.json", &s));
+    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
+    let r = home.receipt(&id);
+    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("pre_tool_use")));
+}
+
+/// What a carrier could not hold is spooled; preToolUse carries the spool
+/// (and only the spool).
+#[test]
+fn pre_tool_use_carries_the_spool_only() {
+    let home = Home::new("spool");
+    let s = unique_session("sp");
+    home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
+    let ids: Vec<String> = (0..3).map(|i| home.send(&s, &format!("{i}{}", "x".repeat(4000)))).collect();
+    let (out, _) = home.run(Event::UserPromptSubmitted, &fixture_for("userPromptSubmitted.json", &s));
+    let first = ids_in(&context_of(&out).unwrap());
+    assert_eq!(first, ids[..2].to_vec(), "two 4,000-character notes fit 10,000 characters");
+    let late = home.send(&s, "arrived after the prompt");
+    let (out, _) = home.run(Event::PreToolUse, &fixture_for("preToolUse.json", &s));
+    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![ids[2].clone()], "the spooled note, not the pending one");
+    assert_eq!(home.receipt(&late).state, "pending");
+    let (out, _) = home.run(Event::PostToolUse, &fixture_for("postToolUse.json", &s));
+    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![late.clone()]);
+    for id in ids.iter().chain([&late]) {
+        assert_eq!(home.receipt(id).state, "delivered", "{id}");
+    }
+}
+
+#[test]
+fn agent_stop_rescues_once_per_stop_and_three_times_per_session() {
+    let home = Home::new("stop");
+    let s = unique_session("as");
+    home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
+    let mut rescued = 0;
+    for round in 0..5 {
+        let id = home.send(&s, &format!("late note {round}"));
+        let (out, _) = home.run(Event::AgentStop, &fixture_for("agentStop.stop_hook_active.json", &s));
+        assert_eq!(out, None);
+        let (out, _) = home.run(Event::AgentStop, &fixture_for("agentStop.json", &s));
+        if let Some(v) = out {
+            rescued += 1;
+            assert_eq!(v["decision"], json!("block"));
+            assert_eq!(ids_in(v["reason"].as_str().unwrap()), vec![id.clone()]);
+            assert_eq!(home.receipt(&id).delivery_event.as_deref(), Some("stop"));
+        }
+    }
+    assert_eq!(rescued, 3, "within Copilot's 8 consecutive blocks and our cap of 3");
+}
+
+#[test]
+fn sub_agent_hooks_register_and_carry_nothing() {
+    let home = Home::new("sub");
+    let s = unique_session("sa");
+    home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
+    let id = home.send(&s, "for the main agent");
+    for (event, file) in [
+        (Event::UserPromptSubmitted, "userPromptSubmitted.subagent.json"),
+        (Event::PreToolUse, "preToolUse.in-subagent.json"),
+        (Event::AgentStop, "agentStop.in-subagent.json"),
+    ] {
+        let (out, _) = home.run(event, &fixture_for(file, &s));
+        assert_eq!(out, None, "{file}");
+    }
+    assert_eq!(home.receipt(&id).state, "pending");
+    let sessions: Vec<String> = std::fs::read_dir(home.dir.join("sessions"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    assert_eq!(sessions, vec![format!("{s}.json")], "no session for the sub-agent's own id");
+    let (out, _) = home.run(Event::PostToolUse, &fixture_for("postToolUse.json", &s));
+    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id]);
+}
+
+#[test]
+fn session_end_makes_pending_notes_undeliverable() {
+    let home = Home::new("end");
+    let s = unique_session("se");
+    home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
+    let id = home.send(&s, "too late");
+    let (out, _) = home.run(Event::SessionEnd, &fixture_for("sessionEnd.json", &s));
+    assert_eq!(out, None);
+    let r = home.receipt(&id);
+    assert_eq!((r.state.as_str(), r.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));
+}

@@ -1,0 +1,157 @@
+//! Process-level tests of the built Gemini hook binaries in local mode
+//! (`PRELOOP_HOME` in a temp dir, no server), fed the real 0.61.0 payloads.
+
+use crate::common::*;
+use preloop_gemini::Event;
+use serde_json::json;
+use std::time::Duration;
+
+#[test]
+fn every_binary_exits_0_quietly_on_bad_stdin() {
+    let home = Home::new("bad");
+    let bad: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b"   \n".to_vec(),
+        b"{".to_vec(),
+        b"not json".to_vec(),
+        b"[]".to_vec(),
+        b"null".to_vec(),
+        b"{}".to_vec(),
+        br#"{"session_id": 7}"#.to_vec(),
+        vec![0xff, 0xfe, 0x00],
+        serde_json::to_vec(&fixture("BeforeModel.json")).unwrap(),
+    ];
+    for event in Event::ALL {
+        for stdin in &bad {
+            let r = home.run_raw(event, stdin);
+            assert_eq!(r.code, Some(0), "{} on {:?}", event.name(), String::from_utf8_lossy(stdin));
+            assert_eq!(r.stdout, "", "{} printed on {:?}", event.name(), String::from_utf8_lossy(stdin));
+            assert_eq!(r.stderr, "", "{}: stderr must stay empty (Gemini parses it)", event.name());
+        }
+    }
+}
+
+#[test]
+fn a_session_with_nothing_pending_prints_nothing() {
+    let home = Home::new("quiet");
+    let s = unique_session("q");
+    for event in Event::ALL {
+        let (out, r) = home.run(event, &fixture_for(&own_fixture(event), &s));
+        assert_eq!(out, None, "{}", event.name());
+        assert!(r.elapsed < Duration::from_secs(2), "{} took {:?}", event.name(), r.elapsed);
+    }
+}
+
+#[test]
+fn session_start_carries_a_bracket_block_and_acks() {
+    let home = Home::new("start");
+    let s = unique_session("st");
+    let id = home.send(&s, "Deploy to eu-west-1, not us-east-1 <b>now</b>.");
+    let (out, _) = home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
+    let ctx = context_of(&out).expect("a context");
+    assert_eq!(out.unwrap()["hookSpecificOutput"]["hookEventName"], json!("SessionStart"));
+    assert!(ctx.starts_with("[operator-notes count=\"1\""), "{ctx}");
+    assert!(ctx.contains("\nDeploy to eu-west-1, not us-east-1 <b>now</b>.\n[/operator-note]"), "{ctx}");
+    assert_eq!(ids_in(&ctx), vec![id.clone()]);
+    let r = home.receipt(&id);
+    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("session_start")));
+    // The session file names the harness.
+    assert_eq!(home.session_file(&s)["agent_kind"], json!("gemini_cli"));
+}
+
+#[test]
+fn before_agent_titles_with_the_prompt_and_pulls() {
+    let home = Home::new("prompt");
+    let s = unique_session("ba");
+    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
+    let id = home.send(&s, "also run the linter");
+    let (out, _) = home.run(Event::BeforeAgent, &fixture_for("BeforeAgent.json", &s));
+    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
+    assert_eq!(home.receipt(&id).state, "delivered");
+    assert_eq!(home.session_file(&s)["title"], json!("Run echo hi"));
+}
+
+#[test]
+fn before_tool_never_claims_on_the_local_inbox() {
+    let home = Home::new("tool");
+    let s = unique_session("bt");
+    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
+    let id = home.send(&s, "mid-run note");
+    let (out, _) = home.run(Event::BeforeTool, &fixture_for("BeforeTool.json", &s));
+    assert_eq!(out, None, "nothing decides, nothing is held");
+    assert_eq!(home.receipt(&id).state, "pending");
+    // AfterTool pulls it into the tool result.
+    let (out, _) = home.run(Event::AfterTool, &fixture_for("AfterTool.json", &s));
+    assert_eq!(out.as_ref().unwrap()["hookSpecificOutput"]["hookEventName"], json!("AfterTool"));
+    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
+    let r = home.receipt(&id);
+    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("pre_tool_use")));
+}
+
+#[test]
+fn after_agent_rescues_once_per_stop_and_three_times_per_session() {
+    let home = Home::new("stop");
+    let s = unique_session("aa");
+    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
+    let mut rescued = 0;
+    for round in 0..5 {
+        let id = home.send(&s, &format!("late note {round}"));
+        // stop_hook_active: never a second continuation in a row.
+        let (out, _) = home.run(Event::AfterAgent, &fixture_for("AfterAgent.stop_hook_active.json", &s));
+        assert_eq!(out, None);
+        let (out, _) = home.run(Event::AfterAgent, &fixture_for("AfterAgent.json", &s));
+        match out {
+            Some(v) => {
+                rescued += 1;
+                assert_eq!(v["decision"], json!("block"));
+                let reason = v["reason"].as_str().unwrap();
+                assert!(reason.starts_with("<operator-notes count=\"1\""), "verbatim XML: {reason}");
+                assert_eq!(ids_in(reason), vec![id.clone()]);
+                assert_eq!(home.receipt(&id).delivery_event.as_deref(), Some("stop"));
+            }
+            None => assert_eq!(home.receipt(&id).state, "pending"),
+        }
+    }
+    assert_eq!(rescued, 3, "our stop_rescue_cap is Gemini's only brake");
+}
+
+#[test]
+fn session_end_makes_pending_notes_undeliverable() {
+    let home = Home::new("end");
+    let s = unique_session("se");
+    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
+    let id = home.send(&s, "too late");
+    let (out, _) = home.run(Event::SessionEnd, &fixture_for("SessionEnd.json", &s));
+    assert_eq!(out, None);
+    let r = home.receipt(&id);
+    assert_eq!((r.state.as_str(), r.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));
+}
+
+/// Notes that do not fit one escaped carrier wait in the spool for the next
+/// one; BeforeTool never carries the spool (it would have to hold the call).
+#[test]
+fn what_does_not_fit_waits_for_the_next_carrier() {
+    let home = Home::new("split");
+    let s = unique_session("sp");
+    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
+    // 4,000 characters of '<' count 16,000 once Gemini escapes them: one per carrier.
+    let ids: Vec<String> = (0..3).map(|i| home.send(&s, &format!("{i}{}", "<".repeat(2000)))).collect();
+    let (out, _) = home.run(Event::BeforeAgent, &fixture_for("BeforeAgent.json", &s));
+    let limit = Event::BeforeAgent.def().limit;
+    let ctx = context_of(&out).unwrap();
+    assert!(limit.measure(&ctx) <= limit.max(), "{} > {}", limit.measure(&ctx), limit.max());
+    let first = ids_in(&ctx);
+    assert_eq!(first, ids[..first.len()].to_vec());
+    assert!(first.len() < 3, "the three do not fit one carrier");
+    let (out, _) = home.run(Event::BeforeTool, &fixture_for("BeforeTool.json", &s));
+    assert_eq!(out, None, "BeforeTool does not carry the spool");
+    let mut seen = first;
+    for _ in 0..3 {
+        let (out, _) = home.run(Event::AfterTool, &fixture_for("AfterTool.json", &s));
+        seen.extend(context_of(&out).map(|c| ids_in(&c)).unwrap_or_default());
+    }
+    assert_eq!(seen, ids, "each exactly once, in order");
+    for id in &ids {
+        assert_eq!(home.receipt(id).state, "delivered");
+    }
+}

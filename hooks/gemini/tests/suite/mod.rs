@@ -1,0 +1,3 @@
+mod golden;
+mod local_mode;
+mod server_mode;
