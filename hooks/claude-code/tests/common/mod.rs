@@ -1,12 +1,15 @@
-//! Running the real hook binaries as the harness does: stdin in, stdout out.
-#![allow(dead_code)]
+//! Running the real Claude Code hook binaries as the harness does: stdin in,
+//! stdout out. The generic pieces (homes, runs, blocks, paths) are
+//! `preloop_testkit::support`'s; what is Claude Code's lives here.
 
-use preloop_shared::local::LocalInbox;
-use preloop_shared::operator::{Receipt, Target};
+pub use preloop_testkit::support::{Home, context_of as context, ids_in};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+/// The captures of Claude Code 2.1.328 (`fixtures/` and `schemas/`).
+pub const FIXTURES: &str = "claude-code-2.1.328";
 
 pub fn bin(event: &str) -> PathBuf {
     let p = match event {
@@ -19,38 +22,6 @@ pub fn bin(event: &str) -> PathBuf {
         other => panic!("no binary for {other}"),
     };
     PathBuf::from(p)
-}
-
-/// A temporary PRELOOP_HOME, removed on drop.
-pub struct Home(pub PathBuf);
-
-impl Home {
-    pub fn new() -> Home {
-        let p = std::env::temp_dir().join(format!("preloop-test-{}", preloop_shared::fsutil::note_id()));
-        std::fs::create_dir_all(&p).unwrap();
-        Home(p)
-    }
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-    pub fn inbox(&self) -> LocalInbox {
-        LocalInbox::new(&self.0, 86_400)
-    }
-    pub fn send(&self, session: &str, text: &str) -> String {
-        preloop_testkit::send_local_note(&self.inbox(), Target::Session(session.into()), text)
-    }
-    pub fn receipt(&self, id: &str) -> Receipt {
-        self.inbox().status(id).unwrap()
-    }
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.0.join("log/hooks.log")).unwrap_or_default()
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The environment a hook gets: only what we set (no PRELOOP_* leaks in from the test runner).
@@ -81,15 +52,7 @@ pub fn run(event: &str, home: &Path, extra_env: &[(&str, &str)], stdin: &Value) 
 
 pub fn check_contract(event: &str, out: &Output) -> Option<Value> {
     assert_eq!(out.status.code(), Some(0), "{event} exit status; stderr: {}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8");
-    if text.is_empty() {
-        return None;
-    }
-    assert!(text.ends_with('\n') && text.matches('\n').count() == 1, "{event}: one line of JSON, got {text:?}");
-    let v: Value =
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{event}: stdout is not JSON ({e}): {text:?}"));
-    assert!(v.is_object(), "{event}: stdout is not an object");
-    Some(v)
+    preloop_testkit::support::one_object(&out.stdout).unwrap_or_else(|e| panic!("{event}: {e}"))
 }
 
 pub fn payload(event: &str, session: &str) -> Value {
@@ -121,13 +84,4 @@ pub fn payload(event: &str, session: &str) -> Value {
         _ => {}
     }
     v
-}
-
-pub fn context(out: &Option<Value>) -> Option<String> {
-    out.as_ref()?.get("hookSpecificOutput")?.get("additionalContext")?.as_str().map(str::to_string)
-}
-
-/// The note ids inside a block.
-pub fn ids_in(block: &str) -> Vec<String> {
-    preloop_shared::render::parse_block(block).expect("a well-formed block").into_iter().map(|n| n.id).collect()
 }

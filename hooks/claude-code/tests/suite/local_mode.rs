@@ -1,7 +1,6 @@
 //! The Claude Code hook binaries on the embedded local inbox (no server).
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 
@@ -9,7 +8,7 @@ const S: &str = "79c16d5c-09a5-4248-9f5c-503fdaab7c68";
 
 #[test]
 fn no_note_means_no_output_for_every_event() {
-    let home = Home::new();
+    let home = Home::new("cc");
     for e in ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"] {
         assert_eq!(run(e, home.path(), &[], &payload(e, S)), None, "{e}");
     }
@@ -20,7 +19,7 @@ fn no_note_means_no_output_for_every_event() {
 
 #[test]
 fn a_note_travels_start_tool_stop_and_end() {
-    let home = Home::new();
+    let home = Home::new("cc");
     let first = home.send(S, "Deploy to eu-west-1, not us-east-1.");
     let out = run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     let ctx = context(&out).expect("SessionStart carries the pending note");
@@ -56,7 +55,7 @@ fn a_note_travels_start_tool_stop_and_end() {
 
 #[test]
 fn stop_rescue_is_capped_at_three_per_session() {
-    let home = Home::new();
+    let home = Home::new("cc");
     run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     let mut continued = 0;
     for i in 0..5 {
@@ -72,7 +71,7 @@ fn stop_rescue_is_capped_at_three_per_session() {
 
 #[test]
 fn session_start_writes_session_file_env_export_and_headless_line() {
-    let home = Home::new();
+    let home = Home::new("cc");
     let env_file = home.path().join("claude-env.sh");
     let out = run_raw(
         command(
@@ -117,7 +116,7 @@ fn session_start_writes_session_file_env_export_and_headless_line() {
 
 #[test]
 fn first_prompt_titles_the_session_and_pulls_notes() {
-    let home = Home::new();
+    let home = Home::new("cc");
     run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     let id = home.send(S, "note at prompt time");
     let out = run("UserPromptSubmit", home.path(), &[], &payload("UserPromptSubmit", S));
@@ -130,7 +129,7 @@ fn first_prompt_titles_the_session_and_pulls_notes() {
 
 #[test]
 fn sixteen_parallel_pre_tool_use_hooks_deliver_each_note_exactly_once() {
-    let home = Home::new();
+    let home = Home::new("cc");
     run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     let sent: Vec<String> = (0..5).map(|i| home.send(S, &format!("note {i}"))).collect();
     let children: Vec<_> = (0..16)
@@ -160,7 +159,7 @@ fn sixteen_parallel_pre_tool_use_hooks_deliver_each_note_exactly_once() {
 
 #[test]
 fn concurrent_stops_never_exceed_the_rescue_cap() {
-    let home = Home::new();
+    let home = Home::new("cc");
     run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     for i in 0..40 {
         home.send(S, &format!("late {i}"));
@@ -186,7 +185,7 @@ fn concurrent_stops_never_exceed_the_rescue_cap() {
 
 #[test]
 fn two_sessions_never_see_each_others_notes() {
-    let home = Home::new();
+    let home = Home::new("cc");
     for s in ["a-session", "b-session"] {
         run("SessionStart", home.path(), &[], &payload("SessionStart", s));
     }
@@ -204,7 +203,7 @@ fn two_sessions_never_see_each_others_notes() {
 
 #[test]
 fn bad_input_gives_the_neutral_answer() {
-    let home = Home::new();
+    let home = Home::new("cc");
     let cases: Vec<&[u8]> = vec![
         b"",
         b"   \n",
@@ -233,7 +232,7 @@ fn bad_input_gives_the_neutral_answer() {
 
 #[test]
 fn an_unusable_home_gives_the_neutral_answer() {
-    let home = Home::new();
+    let home = Home::new("cc");
     let file = home.path().join("not-a-dir");
     std::fs::write(&file, "x").unwrap();
     for e in ["SessionStart", "PreToolUse", "Stop", "SessionEnd"] {
@@ -243,7 +242,7 @@ fn an_unusable_home_gives_the_neutral_answer() {
 
 #[test]
 fn files_are_private_even_under_a_permissive_umask() {
-    let home = Home::new();
+    let home = Home::new("cc");
     home.send(S, "private");
     let mut c = std::process::Command::new("sh");
     c.arg("-c").arg(format!("umask 000; exec '{}'", bin("SessionStart").display()));
@@ -271,7 +270,7 @@ fn walk(p: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn cursor_payloads_touch_nothing() {
-    let home = Home::new();
+    let home = Home::new("cc");
     let id = home.send(S, "for claude only");
     let mut v = payload("PreToolUse", S);
     v["cursor_version"] = json!("2026.10.01-e373342");
@@ -282,7 +281,7 @@ fn cursor_payloads_touch_nothing() {
 
 #[test]
 fn a_block_past_the_carrier_limit_is_split_at_note_boundaries() {
-    let home = Home::new();
+    let home = Home::new("cc");
     let ids: Vec<String> = (0..3).map(|i| home.send(S, &format!("{i}{}", "x".repeat(3999)))).collect();
     let out = run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     let ctx = context(&out).unwrap();

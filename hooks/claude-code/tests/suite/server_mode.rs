@@ -2,8 +2,7 @@
 //! server: every route as the contract says, every failure neutral, notes
 //! delivered exactly once and never lost.
 
-mod common;
-use common::*;
+use crate::common::*;
 use preloop_testkit::fake_server::{FakeServer, FaultSpec};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -36,7 +35,7 @@ fn start(home: &Home, server: &FakeServer, session: &str) -> Option<Value> {
 
 #[test]
 fn session_start_registers_pulls_deferred_and_acks_after_output() {
-    let (home, server) = (Home::new(), FakeServer::start());
+    let (home, server) = (Home::new("cc"), FakeServer::start());
     let note =
         server.send_note(json!({"agent_id": server.agent_id(), "text": "Brief: deploy to eu-west-1."}))["note_id"]
             .as_str()
@@ -68,7 +67,7 @@ fn session_start_registers_pulls_deferred_and_acks_after_output() {
 
 #[test]
 fn pre_tool_use_asks_in_the_pre_tool_use_phase_and_never_grants() {
-    let (home, server) = (Home::new(), FakeServer::start());
+    let (home, server) = (Home::new("cc"), FakeServer::start());
     start(&home, &server, S);
     server.clear_requests();
     assert_eq!(
@@ -98,7 +97,7 @@ fn pre_tool_use_asks_in_the_pre_tool_use_phase_and_never_grants() {
 
 #[test]
 fn a_central_deny_is_a_deny_and_carries_the_note_too() {
-    let (home, server) = (Home::new(), FakeServer::start());
+    let (home, server) = (Home::new("cc"), FakeServer::start());
     start(&home, &server, S);
     server.set_tool_enabled("Bash", false);
     let note = server.send_note(json!({"external_session_id": S, "text": "Use the staging cluster."}))["note_id"]
@@ -114,7 +113,7 @@ fn a_central_deny_is_a_deny_and_carries_the_note_too() {
 
 #[test]
 fn stop_rescues_a_late_note_reports_the_turn_end_and_is_capped() {
-    let (home, server) = (Home::new(), FakeServer::start());
+    let (home, server) = (Home::new("cc"), FakeServer::start());
     start(&home, &server, S);
     let mut continued = 0;
     for i in 0..4 {
@@ -133,7 +132,7 @@ fn stop_rescues_a_late_note_reports_the_turn_end_and_is_capped() {
 
 #[test]
 fn session_end_fails_pending_notes_as_session_ended() {
-    let (home, server) = (Home::new(), FakeServer::start());
+    let (home, server) = (Home::new("cc"), FakeServer::start());
     start(&home, &server, S);
     let note = server.send_note(json!({"external_session_id": S, "text": "too late"}))["note_id"]
         .as_str()
@@ -155,7 +154,7 @@ fn session_end_fails_pending_notes_as_session_ended() {
 
 #[test]
 fn deferred_spooled_notes_are_carried_then_acked_or_reported_dropped() {
-    let (home, server) = (Home::new(), FakeServer::start());
+    let (home, server) = (Home::new("cc"), FakeServer::start());
     start(&home, &server, S);
     // Two notes claimed with deferral (as a non-carrying hook would), held in the spool.
     let a = server.send_note(json!({"external_session_id": S, "text": "spooled A"}))["note_id"]
@@ -249,7 +248,7 @@ fn every_server_failure_is_neutral_logged_and_loses_nothing() {
         ("hang", FaultSpec::all().hang()),
     ];
     for (name, fault) in faults {
-        let (home, server) = (Home::new(), FakeServer::start());
+        let (home, server) = (Home::new("cc"), FakeServer::start());
         start(&home, &server, S);
         let note = server.send_note(json!({"external_session_id": S, "text": "must not be lost"}))["note_id"]
             .as_str()
@@ -278,7 +277,7 @@ fn every_server_failure_is_neutral_logged_and_loses_nothing() {
 
 #[test]
 fn no_server_at_all_is_neutral_and_fail_closed_is_a_documented_deny() {
-    let home = Home::new();
+    let home = Home::new("cc");
     let dead = [("PRELOOP_URL", "http://127.0.0.1:9"), ("PRELOOP_TOKEN", "agt_dead")];
     for e in ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"] {
         assert_eq!(run(e, home.path(), &dead, &payload(e, S)), None, "{e}");
@@ -292,7 +291,7 @@ fn no_server_at_all_is_neutral_and_fail_closed_is_a_documented_deny() {
 
 #[test]
 fn session_end_fits_its_budget_against_a_hanging_server() {
-    let (home, server) = (Home::new(), FakeServer::start());
+    let (home, server) = (Home::new("cc"), FakeServer::start());
     start(&home, &server, S);
     server.set_fault(FaultSpec::all().hang());
     let t = Instant::now();
@@ -302,7 +301,7 @@ fn session_end_fits_its_budget_against_a_hanging_server() {
 
 #[test]
 fn sixteen_parallel_hooks_deliver_each_server_note_exactly_once() {
-    let (home, server) = (Home::new(), FakeServer::start());
+    let (home, server) = (Home::new("cc"), FakeServer::start());
     start(&home, &server, S);
     let mut sent: Vec<String> = (0..5)
         .map(|i| {
@@ -339,7 +338,7 @@ fn sixteen_parallel_hooks_deliver_each_server_note_exactly_once() {
 
 #[test]
 fn the_token_never_leaves_the_authorization_header() {
-    let (home, server) = (Home::new(), FakeServer::start());
+    let (home, server) = (Home::new("cc"), FakeServer::start());
     let token = server.runtime_token();
     let e = env(&server);
     let extra: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();

@@ -1,8 +1,7 @@
 //! What we write for others to read matches schemas/preloop-hooks: the
 //! session file (read by conductors), the run state, receipts, the config.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 
@@ -22,7 +21,7 @@ fn read(p: &Path) -> Value {
 
 #[test]
 fn session_file_run_state_and_receipts_match_their_schemas() {
-    let home = Home::new();
+    let home = Home::new("cc");
     let s = "written-files-session";
     let id = home.send(s, "hello");
     run("SessionStart", home.path(), &[("PRELOOP_SESSION_ALIAS", "w1")], &payload("SessionStart", s));

@@ -2,12 +2,10 @@
 //! every fixture and of every output the adapter can render.
 //!
 //! Expected files live in `fixtures/cursor/expected/`; regenerate them with
-//! `PRELOOP_BLESS=1 cargo test -p preloop-cursor --test golden` and review
+//! `PRELOOP_BLESS=1 cargo test -p preloop-cursor --test all golden` and review
 //! the diff.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use preloop_cursor::{Event, neutral, parse_with, render};
 use preloop_shared::flow::{Input, InputKind, Outcome};
 use preloop_shared::render::{NoteElement, frame, render_element};

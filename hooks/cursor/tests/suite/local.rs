@@ -1,9 +1,7 @@
 //! Process-level tests: the built binaries in local mode (the embedded
 //! inbox under a private PRELOOP_HOME), and against a server that is down.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use preloop_cursor::{Event, neutral};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -223,9 +221,9 @@ fn bad_stdin_gets_the_neutral_answer_and_exit_0() {
             b"{\"conversation_id\": \"x\", \"hook_event_name\": \"SomethingElse\"}",
         ] {
             let r = home.run_raw(event, stdin);
-            assert_eq!(r.code, Some(0), "{}: exit code for {stdin:?}", event.name());
+            assert_eq!(r.code(), Some(0), "{}: exit code for {stdin:?}", event.name());
             assert_eq!(
-                check_stdout(event, &r.stdout),
+                check_stdout(event, &r.out()),
                 serde_json::to_value(neutral(event)).unwrap(),
                 "{}: answer for {stdin:?}",
                 event.name()
@@ -234,16 +232,8 @@ fn bad_stdin_gets_the_neutral_answer_and_exit_0() {
     }
     // A UTF-8 BOM (Cursor on Windows) is not bad input.
     let r = home.run_raw(Event::SessionEnd, &valid_with_bom);
-    assert_eq!((r.code, r.stdout.as_str()), (Some(0), "{}\n"));
+    assert_eq!((r.code(), r.out().as_str()), (Some(0), "{}\n"));
     assert!(home.log().contains("session=bom-session"), "the BOM payload was parsed: {}", home.log());
-}
-
-/// A port nothing listens on.
-fn dead_url() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    drop(l);
-    format!("http://127.0.0.1:{port}")
 }
 
 #[test]
@@ -270,6 +260,6 @@ fn a_dead_server_never_breaks_the_session_except_the_documented_fail_closed_deny
     assert_eq!(closed["permission"], "deny");
     assert_eq!(home.run(Event::Stop, &stop(&s, "completed", 0)), json!({}));
     let r = home.run_raw(Event::SessionEnd, serde_json::to_string(&session_end(&s)).unwrap().as_bytes());
-    assert_eq!((r.code, r.stdout.as_str()), (Some(0), "{}\n"));
+    assert_eq!((r.code(), r.out().as_str()), (Some(0), "{}\n"));
     assert!(r.elapsed < Duration::from_secs(10), "bounded by the call timeouts: {:?}", r.elapsed);
 }

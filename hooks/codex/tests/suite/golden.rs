@@ -3,12 +3,10 @@
 //! whitelist. No process, no network.
 //!
 //! Expected files live in `fixtures/codex-0.169.0/expected/`; regenerate them
-//! with `PRELOOP_BLESS=1 cargo test -p preloop-codex --test golden` and review
+//! with `PRELOOP_BLESS=1 cargo test -p preloop-codex --test all golden` and review
 //! the diff.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use preloop_codex::{Event, parse, render};
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::render::{frame, render_element};

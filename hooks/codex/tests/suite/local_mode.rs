@@ -1,9 +1,7 @@
 //! Process-level tests of the built Codex hook binaries in local mode
 //! (`PRELOOP_HOME` in a temp dir, no server), fed the real 0.169.0 payloads.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use preloop_codex::Event;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -38,13 +36,13 @@ fn every_binary_exits_0_with_nothing_on_bad_stdin() {
     for event in Event::ALL {
         for input in &bad {
             let r = home.run_raw(event, input);
-            assert_eq!(r.code, Some(0), "{} on {:?}", event.name(), String::from_utf8_lossy(input));
-            assert_eq!(r.stdout, "", "{} on {:?}", event.name(), String::from_utf8_lossy(input));
+            assert_eq!(r.code(), Some(0), "{} on {:?}", event.name(), String::from_utf8_lossy(input));
+            assert_eq!(r.out(), "", "{} on {:?}", event.name(), String::from_utf8_lossy(input));
         }
         // Every other event's captured payload is refused too.
         for name in ["PostToolUse.json", "Interrupt.json", "SubagentStop.json", "PreModelRequest.json"] {
             let r = home.run_raw(event, std::fs::read(fixtures_dir().join(name)).unwrap().as_slice());
-            assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""), "{} on {name}", event.name());
+            assert_eq!((r.code(), r.out().as_str()), (Some(0), ""), "{} on {name}", event.name());
         }
     }
     assert!(home.log().contains("outcome=neutral"), "refusals are logged");
@@ -56,7 +54,7 @@ fn every_binary_answers_its_captured_payload() {
     for event in Event::ALL {
         let session = unique_session("pl");
         let (out, r) = home.run(event, &fixture_for(own_fixture(event), &session));
-        assert!(out.is_none(), "{}: nothing to say without notes, got {}", event.name(), r.stdout);
+        assert!(out.is_none(), "{}: nothing to say without notes, got {}", event.name(), r.out());
         assert!(r.elapsed < Duration::from_secs(5));
     }
     // A UTF-8 BOM and a trailing newline are tolerated.
@@ -65,7 +63,7 @@ fn every_binary_answers_its_captured_payload() {
     payload.extend(serde_json::to_vec(&fixture_for("SessionStart.json", &session)).unwrap());
     payload.push(b'\n');
     let r = home.run_raw(Event::SessionStart, &payload);
-    assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""));
+    assert_eq!((r.code(), r.out().as_str()), (Some(0), ""));
     assert!(home.inbox().sessions().iter().any(|s| s.external_session_id.as_deref() == Some(session.as_str())));
 }
 
@@ -163,7 +161,7 @@ fn permission_request_in_local_mode_prints_nothing_and_claims_nothing() {
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
     let id = home.send(&session, "not here");
     let (out, r) = home.run(Event::PermissionRequest, &fixture_for("PermissionRequest.json", &session));
-    assert!(out.is_none(), "Codex's own approval flow decides: {}", r.stdout);
+    assert!(out.is_none(), "Codex's own approval flow decides: {}", r.out());
     assert_eq!(home.receipt(&id).state, "pending", "a hook that cannot carry never claims");
     // Fail-closed does not apply: nothing failed, local mode just has no opinion.
     let home = home.with_env("PRELOOP_PERMISSION_REQUEST_ON_ERROR", "deny");

@@ -3,28 +3,22 @@
 //! files and validated, like the inputs, against schemas/claude-code-2.1.328.
 //! Set PRELOOP_BLESS=1 to rewrite the expected files.
 
+use crate::common::FIXTURES;
 use preloop_claude_code::{Event, parse, render};
 use preloop_shared::flow::{Carry, InputKind, Outcome};
 use preloop_shared::render::{frame, render_element};
 use preloop_shared::runner::Parsed;
 use preloop_shared::time::Timestamp;
 use preloop_shared::wire::Decision;
+use preloop_testkit::support::{fixtures_dir, json_names, read_json, schemas_dir, validator};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn fixture(name: &str) -> Value {
-    let p = root().join("fixtures/claude-code-2.1.328").join(name);
-    serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
+    read_json(&fixtures_dir(FIXTURES).join(name))
 }
 
 fn schema(name: &str) -> jsonschema::Validator {
-    let p = root().join("schemas/claude-code-2.1.328").join(name);
-    let s: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-    jsonschema::validator_for(&s).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    validator(&schemas_dir(FIXTURES).join(name))
 }
 
 fn assert_valid(v: &jsonschema::Validator, doc: &Value, what: &str) {
@@ -39,10 +33,8 @@ fn event_of(file: &str) -> Option<Event> {
 
 #[test]
 fn every_captured_payload_matches_its_schema_and_parses() {
-    let dir = root().join("fixtures/claude-code-2.1.328");
     let mut seen = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
+    for name in json_names(&fixtures_dir(FIXTURES)) {
         let Some(event) = event_of(&name) else { continue };
         let v = fixture(&name);
         assert_valid(&schema(&format!("{}.input.schema.json", event.name())), &v, &name);
@@ -74,14 +66,12 @@ fn every_captured_payload_matches_its_schema_and_parses() {
 
 #[test]
 fn cursor_payloads_make_our_claude_hooks_stand_down() {
-    let dir = root().join("fixtures/cursor");
-    let Ok(rd) = std::fs::read_dir(&dir) else { return };
-    for entry in rd {
-        let p = entry.unwrap().path();
-        if p.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue;
-        }
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let dir = fixtures_dir("cursor");
+    let names = json_names(&dir);
+    assert!(!names.is_empty(), "the Cursor captures are expected in {}", dir.display());
+    for name in names {
+        let p = dir.join(name);
+        let v = read_json(&p);
         if v.get("cursor_version").is_none() {
             continue;
         }
@@ -156,24 +146,13 @@ fn scenarios() -> Vec<(Event, &'static str, Outcome)> {
 
 #[test]
 fn outputs_match_golden_files_and_schemas() {
-    let dir = root().join("fixtures/claude-code-2.1.328/expected");
-    let update = preloop_testkit::golden::blessing();
+    let dir = fixtures_dir(FIXTURES).join("expected");
     for (event, name, outcome) in scenarios() {
         let out = render(event, &outcome).map(|o| serde_json::to_value(o).unwrap());
         let path = dir.join(format!("{}.{name}.json", event.name()));
-        // "null" stands for: the hook prints nothing.
-        let text = match &out {
-            Some(v) => serde_json::to_string_pretty(v).unwrap() + "\n",
-            None => "null\n".to_string(),
-        };
-        if update {
-            std::fs::write(&path, &text).unwrap();
-        }
-        let expected = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e} (run with PRELOOP_BLESS=1)", path.display()));
-        // Compared as JSON values: key order is not part of the contract.
-        let expected: Value = serde_json::from_str(&expected).unwrap();
-        assert_eq!(out.clone().unwrap_or(Value::Null), expected, "{}", path.display());
+        // `null` stands for: the hook prints nothing. Compared as JSON values:
+        // key order is not part of the contract.
+        preloop_testkit::golden::check_json(&path, &out.clone().unwrap_or(Value::Null));
         if let Some(v) = out {
             assert_valid(&schema(&format!("{}.output.schema.json", event.name())), &v, &path.display().to_string());
             let keys: Vec<&String> = v["hookSpecificOutput"].as_object().unwrap().keys().collect();

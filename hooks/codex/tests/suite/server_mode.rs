@@ -2,9 +2,7 @@
 //! (`PRELOOP_URL` + `PRELOOP_TOKEN`) against the loopback fake Preloop
 //! server, fed the real 0.169.0 payloads.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use preloop_codex::Event;
 use preloop_testkit::{FakeServer, FaultSpec};
 use serde_json::{Value, json};
@@ -14,14 +12,6 @@ use std::time::{Duration, Instant};
 
 fn server_home(server: &FakeServer, tag: &str) -> Home {
     Home::new(tag).with_env("PRELOOP_URL", &server.url()).with_env("PRELOOP_TOKEN", &server.runtime_token())
-}
-
-/// A URL nothing listens on.
-fn dead_url() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    drop(l);
-    format!("http://127.0.0.1:{port}")
 }
 
 fn send(server: &FakeServer, session: &str, text: &str) -> String {
@@ -233,7 +223,7 @@ fn unreachable_server_fails_closed_on_permission_request_only() {
             let msg = out.pointer("/hookSpecificOutput/decision/message").unwrap().as_str().unwrap();
             assert!(msg.contains("could not check") && msg.contains("fail-closed"), "{msg}");
         } else {
-            assert!(out.is_none(), "{} fails open: {}", event.name(), r.stdout);
+            assert!(out.is_none(), "{} fails open: {}", event.name(), r.out());
         }
     }
     // The documented setting opens it.
@@ -531,7 +521,7 @@ fn session_end_fast_server_and_bad_input() {
     server.clear_requests();
     for bad in [&b""[..], b"{", br#"{"hook_event_name":"SessionEnd"}"#] {
         let r = home.run_raw(Event::SessionEnd, bad);
-        assert_eq!((r.code, r.stdout.as_str()), (Some(0), ""));
+        assert_eq!((r.code(), r.out().as_str()), (Some(0), ""));
     }
     std::thread::sleep(Duration::from_millis(300));
     assert!(routes(&server).is_empty(), "no call for a payload the hook cannot use");
@@ -547,12 +537,12 @@ fn bad_stdin_never_reaches_the_server() {
     for event in Event::ALL {
         for bad in [&b""[..], b"{", b"[1]", br#"{"session_id":"x","hook_event_name":"Bogus"}"#] {
             let r = home.run_raw(event, bad);
-            assert_eq!(r.code, Some(0), "{}", event.name());
+            assert_eq!(r.code(), Some(0), "{}", event.name());
             if event == Event::PermissionRequest {
-                let v = check_stdout(event, &r.stdout).expect("a fail-closed deny");
+                let v = check_stdout(event, &r.out()).expect("a fail-closed deny");
                 assert_eq!(v.pointer("/hookSpecificOutput/decision/behavior"), Some(&json!("deny")));
             } else {
-                assert_eq!(r.stdout, "", "{}: fail-open or no output", event.name());
+                assert_eq!(r.out(), "", "{}: fail-open or no output", event.name());
             }
         }
     }

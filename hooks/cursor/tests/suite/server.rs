@@ -1,9 +1,7 @@
 //! Process-level tests: the built binaries against the fake Preloop server
 //! (`preloop_testkit::FakeServer`, a loopback fake of the 0.17.1 hook routes).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use preloop_cursor::Event;
 use preloop_testkit::{FakeServer, FaultSpec, RecordedRequest};
 use serde_json::{Value, json};
@@ -160,8 +158,8 @@ fn a_human_decline_on_a_before_hook_is_a_cursor_deny() {
     };
     server.decide(approval["id"].as_str().unwrap(), false, Some("not today")).unwrap();
     let r = runner.join().unwrap();
-    assert_eq!(r.code, Some(0));
-    let out = check_stdout(Event::BeforeShellExecution, &r.stdout);
+    assert_eq!(r.code(), Some(0));
+    let out = check_stdout(Event::BeforeShellExecution, &r.out());
     assert_eq!(out, json!({"permission": "deny", "user_message": "not today", "agent_message": "not today"}));
 }
 

@@ -3,8 +3,7 @@
 //! payload, exit 2 with the block on stderr), on the local inbox and against
 //! the fake server.
 
-mod common;
-use common::*;
+use crate::common::*;
 use preloop_testkit::fake_server::FakeServer;
 use serde_json::{Value, json};
 use std::fs::File;
@@ -79,7 +78,7 @@ const FAST: [(&str, &str); 1] = [("PRELOOP_WATCH_POLL_MS", "50")];
 
 #[test]
 fn a_note_wakes_the_session_with_the_block_on_stderr_then_is_acked() {
-    let home = Home::new();
+    let home = Home::new("cc");
     run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     let mut w = spawn_watch(&home, S, &FAST);
     std::thread::sleep(Duration::from_millis(300));
@@ -122,7 +121,7 @@ fn full_pipe() -> (File, File) {
 
 #[test]
 fn the_receipt_turns_delivered_only_after_the_block_is_flushed() {
-    let home = Home::new();
+    let home = Home::new("cc");
     run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     let (mut read_end, write_end) = full_pipe();
     let mut w = spawn_watch_with(&home, S, &FAST, Stdio::from(write_end));
@@ -149,7 +148,7 @@ fn the_receipt_turns_delivered_only_after_the_block_is_flushed() {
 
 #[test]
 fn a_failed_write_puts_the_note_back_for_the_next_hook() {
-    let home = Home::new();
+    let home = Home::new("cc");
     run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     let mut w = spawn_watch(&home, S, &FAST);
     drop(w.stderr.take()); // Claude is not reading any more
@@ -164,7 +163,7 @@ fn a_failed_write_puts_the_note_back_for_the_next_hook() {
 
 #[test]
 fn one_watcher_per_session() {
-    let home = Home::new();
+    let home = Home::new("cc");
     const OTHER: &str = "other-session-1";
     run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     run("SessionStart", home.path(), &[], &payload("SessionStart", OTHER));
@@ -201,7 +200,7 @@ fn one_watcher_per_session() {
 
 #[test]
 fn headless_runs_and_watch_off_exit_at_once() {
-    let home = Home::new();
+    let home = Home::new("cc");
     run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     let note = home.send(S, "for the interactive session");
     for env in [[("CLAUDE_CODE_ENTRYPOINT", "sdk-cli")], [("PRELOOP_WATCH", "off")]] {
@@ -217,7 +216,7 @@ fn headless_runs_and_watch_off_exit_at_once() {
 
 #[test]
 fn session_end_stops_the_watcher() {
-    let home = Home::new();
+    let home = Home::new("cc");
     run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     // Slow polling, so only the SessionEnd signal can end it quickly.
     let slow = [("PRELOOP_WATCH_POLL_MS", "30000")];
@@ -241,7 +240,7 @@ fn session_end_stops_the_watcher() {
 
 #[test]
 fn the_watcher_leaves_when_the_session_ends_or_claude_is_gone() {
-    let home = Home::new();
+    let home = Home::new("cc");
     run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     // The session ends without a signal (e.g. ended by another process).
     let mut w = spawn_watch(&home, S, &[("PRELOOP_WATCH_POLL_MS", "100")]);
@@ -271,7 +270,7 @@ fn the_watcher_leaves_when_the_session_ends_or_claude_is_gone() {
 
 #[test]
 fn the_lifetime_is_bounded() {
-    let home = Home::new();
+    let home = Home::new("cc");
     run("SessionStart", home.path(), &[], &payload("SessionStart", S));
     let t = Instant::now();
     let mut w = spawn_watch(&home, S, &[("PRELOOP_WATCH_POLL_MS", "100"), ("PRELOOP_WATCH_MAX_SECS", "1")]);
@@ -283,7 +282,7 @@ fn the_lifetime_is_bounded() {
 
 #[test]
 fn a_stop_rescue_and_the_watcher_never_deliver_the_same_note_twice() {
-    let home = Home::new();
+    let home = Home::new("cc");
     for i in 0..8 {
         let session = format!("race-{i}");
         run("SessionStart", home.path(), &[], &payload("SessionStart", &session));
@@ -322,7 +321,7 @@ fn pending_calls(server: &FakeServer) -> Vec<Value> {
 
 #[test]
 fn server_polling_backs_off_and_the_answer_is_the_claim() {
-    let (home, server) = (Home::new(), FakeServer::start());
+    let (home, server) = (Home::new("cc"), FakeServer::start());
     let mut env = server_env(&server);
     run("SessionStart", home.path(), &as_refs(&env), &payload("SessionStart", S));
     server.clear_requests();
@@ -376,7 +375,7 @@ fn server_polling_backs_off_and_the_answer_is_the_claim() {
 
 #[test]
 fn server_mode_watcher_stops_when_the_token_is_refused_or_the_session_ends() {
-    let (home, server) = (Home::new(), FakeServer::start());
+    let (home, server) = (Home::new("cc"), FakeServer::start());
     let mut env = server_env(&server);
     run("SessionStart", home.path(), &as_refs(&env), &payload("SessionStart", S));
     env.push(("PRELOOP_WATCH_SERVER_POLL_MS".into(), "100".into()));

@@ -1,0 +1,6 @@
+mod golden;
+mod local_mode;
+mod regressions;
+mod server_mode;
+mod watch;
+mod written_files;

@@ -1,0 +1,4 @@
+mod golden;
+mod local_mode;
+mod regressions;
+mod server_mode;

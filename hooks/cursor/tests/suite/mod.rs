@@ -1,0 +1,4 @@
+mod golden;
+mod local;
+mod regressions;
+mod server;
