@@ -1,0 +1,3 @@
+mod engine;
+mod local_inbox;
+mod units;
