@@ -129,6 +129,62 @@ fn one_session_32_hooks(m: &Mode) {
     assert!(!m.home.log().contains("still held"), "{}: {}", m.label(), m.home.log());
 }
 
+/// The same for Gemini and Copilot, whose gates never spool: a spool from a
+/// carrier too small for five 4 KB notes, 5 more pending, then 32 of the
+/// session's hooks at once (Gemini BeforeTool takes what the server claims
+/// on its check and holds the call; Copilot preToolUse carries only the
+/// spool), then the prompt hook until nothing is left: every note exactly
+/// once, every receipt delivered.
+fn one_session_32_hooks_pulling(m: &Mode, harness: Harness) {
+    let h = |e: &str| hook(harness, e);
+    let (start, prompt, events) = match harness {
+        Harness::Gemini => ("SessionStart", "BeforeAgent", ["BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent"]),
+        Harness::Copilot => {
+            ("sessionStart", "userPromptSubmitted", ["userPromptSubmitted", "preToolUse", "postToolUse", "agentStop"])
+        }
+        _ => unreachable!(),
+    };
+    let session = unique_session("concp");
+    m.home.hook(&h(start), &session);
+    let mut notes = Vec::new();
+    for i in 0..5 {
+        notes.push(m.send(&session, &format!("{i}{}", "y".repeat(4000))));
+    }
+    let (out, _) = m.home.hook(&h(prompt), &session);
+    let mut carried = ids_in(&context_of(&out).unwrap());
+    assert!(!m.home.run_state(&session).unwrap().spool.is_empty(), "{}: a spool to start with", m.label());
+    for i in 0..5 {
+        notes.push(m.send(&session, &format!("pending {i}")));
+    }
+    let jobs: Vec<(Hook, String)> = (0..32).map(|i| (h(events[i % events.len()]), session.clone())).collect();
+    carried.extend(ids_of(&at_once(&m.home, &jobs)));
+    for _ in 0..4 {
+        let (out, _) = m.home.hook(&h(prompt), &session);
+        carried.extend(context_of(&out).map(|c| ids_in(&c)).unwrap_or_default());
+    }
+    let c = counts(&carried);
+    for id in &notes {
+        assert_eq!(
+            c.get(id).copied().unwrap_or(0),
+            1,
+            "{harness:?} {}: {id} must reach exactly one output: {c:?}",
+            m.label()
+        );
+        assert_eq!(m.state(id), "delivered", "{harness:?} {}: {id}", m.label());
+    }
+    assert!(m.home.run_state(&session).unwrap().spool.is_empty());
+    assert!(!m.home.log().contains("still held"), "{}: {}", m.label(), m.home.log());
+}
+
+#[test]
+fn thirty_two_gemini_and_copilot_hooks_of_one_session() {
+    let s = server();
+    for harness in [Harness::Gemini, Harness::Copilot] {
+        one_session_32_hooks_pulling(&Mode::new(Some(&s), "concp-s"), harness);
+        one_session_32_hooks_pulling(&Mode::new(None, "concp-l"), harness);
+    }
+}
+
 #[test]
 fn thirty_two_hooks_of_one_session_server() {
     let s = server();

@@ -341,16 +341,89 @@ fn no_note_lost(harness: Harness, fault: FaultSpec, immediate_lost: bool) {
     );
 }
 
+/// The same for the harnesses whose gates never claim deferred (Gemini
+/// BeforeTool claims immediately and holds the call with the note; Copilot
+/// preToolUse never gets one): two pending notes, the carrying hooks with
+/// `fault` on, then again with the server back, then the end. A note ends
+/// delivered iff exactly one output carried it (or, for Gemini, the server's
+/// own immediate claim whose answer the fault lost), else undeliverable.
+/// `claims_lost`: the fault loses claimed pulls, so liveness is not expected.
+fn no_note_lost_pulling(harness: Harness, fault: FaultSpec, immediate_lost: bool, claims_lost: bool) {
+    let server = FakeServer::start();
+    server.set_rate_limit(None);
+    let home = tight(Home::server("lostp", &server.url(), &server.runtime_token()));
+    let session = unique_session("lostp");
+    let (start, carriers, end) = match harness {
+        Harness::Gemini => ("SessionStart", ["BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent"], "SessionEnd"),
+        Harness::Copilot => {
+            ("sessionStart", ["preToolUse", "postToolUse", "userPromptSubmitted", "agentStop"], "sessionEnd")
+        }
+        _ => unreachable!(),
+    };
+    home.hook(&hook(harness, start), &session);
+    let ids: Vec<String> = ["first note", "second note"]
+        .iter()
+        .map(|t| {
+            server.send_note(json!({"external_session_id": session, "text": t}))["note_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let excused = |id: &String| {
+        immediate_lost && harness == Harness::Gemini && server.receipt(id)["delivery_event"] == json!("pre_tool_use")
+    };
+    let mut carried: Vec<String> = Vec::new();
+    server.set_fault(fault);
+    for ev in carriers {
+        let (out, _) = home.hook(&hook(harness, ev), &session);
+        carried.extend(context_of(&out).map(|c| ids_in(&c)).unwrap_or_default());
+        for id in &ids {
+            let (st, _) = state_of(&server, id);
+            assert!(
+                st != "delivered" || carried.contains(id) || excused(id),
+                "{harness:?}: {id} acked delivered but never carried"
+            );
+        }
+    }
+    server.clear_faults();
+    for ev in carriers {
+        let (out, _) = home.hook(&hook(harness, ev), &session);
+        carried.extend(context_of(&out).map(|c| ids_in(&c)).unwrap_or_default());
+    }
+    home.hook(&hook(harness, end), &session);
+    for id in &ids {
+        let n = carried.iter().filter(|c| c == &id).count();
+        assert!(n <= 1, "{harness:?}: {id} was carried {n} times: {carried:?}");
+        let (st, why) = state_of(&server, id);
+        if n == 0 && excused(id) {
+            assert_eq!(st, "delivered", "the lost immediate claim is the server's delivered");
+            continue;
+        }
+        if n == 1 {
+            assert_eq!(st, "delivered", "{harness:?}: {id} was carried: its receipt must say so");
+        } else {
+            assert_eq!(st, "undeliverable", "{harness:?}: {id} was never carried: it must be reported ({why:?})");
+            assert!(claims_lost, "{harness:?}: {id} never reached the model though the server recovered: {carried:?}");
+        }
+    }
+}
+
 macro_rules! lost_test {
     ($name:ident, $fault:expr) => {
         lost_test!($name, $fault, false);
     };
     ($name:ident, $fault:expr, $immediate_lost:expr) => {
+        lost_test!($name, $fault, $immediate_lost, false);
+    };
+    ($name:ident, $fault:expr, $immediate_lost:expr, $claims_lost:expr) => {
         #[test]
         fn $name() {
             std::thread::scope(|s| {
                 s.spawn(|| no_note_lost(Harness::Codex, $fault, $immediate_lost));
                 s.spawn(|| no_note_lost(Harness::Cursor, $fault, $immediate_lost));
+                s.spawn(|| no_note_lost_pulling(Harness::Gemini, $fault, $immediate_lost, $claims_lost));
+                s.spawn(|| no_note_lost_pulling(Harness::Copilot, $fault, $immediate_lost, $claims_lost));
             });
         }
     };
@@ -368,7 +441,9 @@ lost_test!(
 );
 lost_test!(
     no_note_lost_when_claims_answers_are_lost,
-    FaultSpec::route("/api/v1/agents/notes/pending").close().after_handling()
+    FaultSpec::route("/api/v1/agents/notes/pending").close().after_handling(),
+    false,
+    true
 );
 lost_test!(
     no_note_lost_when_permission_answers_are_lost,

@@ -239,7 +239,9 @@ pub fn context_of(v: &Option<Value>) -> Option<String> {
     v.pointer("/hookSpecificOutput/additionalContext")
         .or_else(|| v.get("additional_context"))
         .or_else(|| v.get("followup_message"))
-        .or_else(|| v.get("reason").filter(|_| v.get("decision") == Some(&json!("block"))))
+        .or_else(|| v.get("additionalContext"))
+        // Stop-like continuations; Gemini's BeforeTool holds a call with its note.
+        .or_else(|| v.get("reason").filter(|_| matches!(v.get("decision"), Some(d) if d == "block" || d == "deny")))
         .and_then(Value::as_str)
         .map(str::to_string)
 }
@@ -249,6 +251,8 @@ pub fn is_deny(v: &Option<Value>) -> bool {
     v.pointer("/hookSpecificOutput/permissionDecision") == Some(&json!("deny"))
         || v.pointer("/hookSpecificOutput/decision/behavior") == Some(&json!("deny"))
         || v.get("permission") == Some(&json!("deny"))
+        || v.get("permissionDecision") == Some(&json!("deny"))
+        || v.get("decision") == Some(&json!("deny"))
 }
 
 /// The neutral answer of a hook (what it prints when anything fails).
@@ -265,11 +269,11 @@ pub fn neutral_of(h: &Hook) -> Option<Value> {
 }
 
 /// The note ids in a block, in order.
+/// XML frames, or (a block that opens with one) the bracket frames of
+/// Gemini's escaped carriers; inside an XML block a bracket is body text.
 pub fn ids_in(block: &str) -> Vec<String> {
-    block
-        .match_indices("<operator-note id=\"")
-        .map(|(i, m)| block[i + m.len()..].split('"').next().unwrap().to_string())
-        .collect()
+    let open = if block.starts_with("[operator-notes") { "[operator-note id=\"" } else { "<operator-note id=\"" };
+    block.match_indices(open).map(|(i, m)| block[i + m.len()..].split('"').next().unwrap().to_string()).collect()
 }
 
 // ----- binaries -----------------------------------------------------------------
