@@ -4,10 +4,10 @@
 //! problem, 7 server problem.
 
 use crate::install::{self, Action, Ctx, Scope};
-use crate::{demo, doctor, login, notes};
+use crate::{demo, doctor, login, notes, output, sessions};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use preloop_shared::config::{Config, Env};
-use preloop_shared::{Harness, Result};
+use preloop_shared::{Exit, Harness, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -16,7 +16,7 @@ use std::process::ExitCode;
     name = "preloop-hooks",
     version,
     about = "Steer a running coding agent (Claude Code, Codex CLI, Cursor) with operator notes, and manage the preloop hooks",
-    after_help = "Start here:\n  preloop-hooks demo                 see a session take notes, step by step\n  preloop-hooks install              hook up Claude Code, Codex and Cursor\n  preloop-hooks doctor               check the setup\n  preloop-hooks notes send --session ID \"text\"\n\nExit codes: 0 ok, 1 failure, 2 usage, 3 note undeliverable/expired, 4 wait timed out;\ndoctor: 5 not installed, 6 installation problem, 7 server problem."
+    after_help = "Start here:\n  preloop-hooks demo                 see a session take notes, step by step\n  preloop-hooks install              hook up Claude Code, Codex and Cursor\n  preloop-hooks doctor               check the setup\n\nFind, watch, steer:\n  preloop-hooks sessions list --active             find the run\n  preloop-hooks sessions attach ID                 watch it; type a line to send a note\n  preloop-hooks notes send --session ID \"text\"     steer it (--children all from a conductor)\n\nExit codes: 0 ok, 1 failure, 2 usage (bad arguments; the valid values are named), 3 note not\ndeliverable (undeliverable, expired, cancelled, or its session ended), 4 --wait ran out or was\ninterrupted (the note is still pending); doctor: 5 not installed, 6 installation problem,\n7 server problem. A closed stdout (| head) exits 0."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -51,9 +51,9 @@ enum Command {
     /// Send, list, track and cancel operator notes.
     #[command(subcommand)]
     Notes(notes::NotesCmd),
-    /// List the sessions the hooks have seen.
+    /// Find the run to steer (list) and watch it live while you steer it (attach).
     #[command(subcommand)]
-    Sessions(notes::SessionsCmd),
+    Sessions(sessions::SessionsCmd),
     /// Walk through a scripted session: notes carried by the real hook binaries.
     #[command(
         after_help = "Example:\n  cargo build --workspace && target/debug/preloop-hooks demo\n\nRuns SessionStart, a note sent mid-run carried by PreToolUse, a late note rescued by Stop,\nand SessionEnd, against a throwaway local inbox; prints what Claude Code would receive."
@@ -173,26 +173,7 @@ fn run_install(a: InstallArgs, action: Action) -> Result<()> {
     )
 }
 
-/// `preloop-hooks sessions list -o id | head -1`: a closed stdout ends the
-/// program quietly instead of with a panic message.
-fn quiet_broken_pipe() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let msg = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if msg.contains("failed printing to stdout") {
-            std::process::exit(0);
-        }
-        default(info)
-    }));
-}
-
 pub fn main() -> ExitCode {
-    quiet_broken_pipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Install(a) => run_install(a, Action::Install),
@@ -205,7 +186,7 @@ pub fn main() -> ExitCode {
         Command::Login(a) => login::login(login::LoginArgs { url: a.url, user: a.user, no_verify: a.no_verify }),
         Command::Logout { user } => login::logout(user),
         Command::Notes(c) => notes::run_notes(c),
-        Command::Sessions(c) => notes::run_sessions(c),
+        Command::Sessions(c) => sessions::run(c),
         Command::Demo { bin_dir, keep } => {
             let dir = bin_dir.unwrap_or_else(default_bin_dir);
             demo::run(&dir, keep)
@@ -213,6 +194,8 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // `… -o id | head -1`: stdout went away; that is not a failure.
+        Err(e) if output::is_broken_pipe(&e) => Exit::Ok.into(),
         Err(e) => {
             eprintln!("preloop-hooks: {e}");
             e.exit().into()

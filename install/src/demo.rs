@@ -1,11 +1,11 @@
 //! `demo`: a scripted Claude Code session against a throwaway local inbox,
 //! through the real hook binaries, showing at each step what Claude Code
-//! would send the hook and what the hook answers.
+//! would send the hook and what the hook answers; the operator's steps run
+//! the real `preloop-hooks` commands and show exactly what they print.
+//! Every line fits in 100 columns.
 
-use crate::notes;
+use crate::output;
 use crate::util;
-use preloop_shared::local::LocalInbox;
-use preloop_shared::operator::{Author, SendRequest, Target};
 use preloop_shared::{Error, Result, fsutil};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -20,21 +20,58 @@ const EVENTS: [(&str, &str); 4] = [
     ("SessionEnd", "preloop-claude-code-session-end"),
 ];
 
+/// The widest line the demo prints.
+pub const WIDTH: usize = 100;
+
 struct Demo {
     bin_dir: PathBuf,
+    cli: PathBuf,
     home: PathBuf,
     session: String,
     cwd: String,
-    inbox: LocalInbox,
+    /// The framing sentence was shown once already.
+    framing_shown: std::cell::Cell<bool>,
 }
 
-fn heading(n: usize, title: &str) {
-    println!();
-    println!("── {n}. {title} ──");
+/// Print `text`, every line word-wrapped to [`WIDTH`] columns with `first`
+/// before the first line and `rest` before continuations.
+fn say(first: &str, rest: &str, text: &str) -> Result<()> {
+    for (i, l) in text.lines().enumerate() {
+        // Keep a line's own indentation (pretty JSON, tables).
+        let lead: String = l.chars().take_while(|c| *c == ' ').collect();
+        let l = &l[lead.len()..];
+        let mut prefix = format!("{}{lead}", if i == 0 { first } else { rest });
+        let rest = format!("{rest}{lead}");
+        let rest = rest.as_str();
+        let mut cur = String::new();
+        for word in l.split(' ') {
+            let room = WIDTH.saturating_sub(prefix.chars().count());
+            if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > room {
+                output::line(&format!("{prefix}{cur}"))?;
+                prefix = rest.to_string();
+                cur.clear();
+            }
+            // A single word longer than the room is cut into pieces.
+            let mut w = word.to_string();
+            while w.chars().count() > room.max(10) && cur.is_empty() {
+                let head: String = w.chars().take(room.max(10)).collect();
+                output::line(&format!("{prefix}{head}"))?;
+                prefix = rest.to_string();
+                w = w.chars().skip(room.max(10)).collect();
+            }
+            if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(&w);
+        }
+        output::line(&format!("{prefix}{cur}").trim_end().to_string())?;
+    }
+    Ok(())
 }
 
-fn indent(text: &str, by: &str) -> String {
-    text.lines().map(|l| format!("{by}{l}")).collect::<Vec<_>>().join("\n")
+fn heading(n: usize, title: &str) -> Result<()> {
+    output::line("")?;
+    output::line(&format!("── {n}. {title} ──"))
 }
 
 impl Demo {
@@ -51,8 +88,8 @@ impl Demo {
                 o.insert(k.clone(), v.clone());
             }
         }
-        println!("  Claude Code runs {} with stdin:", bin.file_name().and_then(|n| n.to_str()).unwrap_or("?"));
-        println!("{}", indent(&serde_json::to_string(&input).unwrap_or_default(), "    "));
+        say("  ", "  ", &format!("Claude Code runs the hook {} with this JSON on stdin:", file_name(&bin)))?;
+        say("    ", "    ", &serde_json::to_string_pretty(&input).unwrap_or_default())?;
         let mut child = Command::new(&bin)
             .env("PRELOOP_HOME", &self.home)
             .env_remove("PRELOOP_URL")
@@ -72,7 +109,7 @@ impl Demo {
             .ok_or_else(|| Error::Refused(format!("{} did not answer within 20 s", bin.display())))?;
         let text = out.trim();
         if text.is_empty() {
-            println!("  the hook answers: nothing (exit 0): Claude Code carries on as if there were no hook");
+            say("  ", "  ", "The hook answers nothing (exit 0): Claude Code carries on as if there were no hook.")?;
             return Ok(None);
         }
         let v: Value = serde_json::from_str(text)
@@ -82,42 +119,67 @@ impl Demo {
         if ctx.is_some() {
             shown["hookSpecificOutput"]["additionalContext"] = json!("<the block below>");
         }
-        println!("  the hook answers (stdout):");
-        println!("{}", indent(&serde_json::to_string_pretty(&shown).unwrap_or_default(), "    "));
+        say("  ", "  ", "The hook answers on stdout:")?;
+        say("    ", "    ", &serde_json::to_string_pretty(&shown).unwrap_or_default())?;
         if let Some(c) = ctx {
-            println!("  additionalContext, verbatim:");
-            println!("{}", indent(&c, "    │ "));
+            say("  ", "  ", "additionalContext, which Claude Code adds to the model's next request:")?;
+            let mut lines: Vec<String> = c.lines().map(str::to_string).collect();
+            if self.framing_shown.replace(true) && lines.len() > 1 {
+                lines[1] = "(the same framing sentence as above)".into();
+            }
+            say("    │ ", "    │   ", &lines.join("\n"))?;
         }
         Ok(Some(v))
     }
 
-    fn send(&self, text: &str) -> Result<String> {
-        println!("  $ preloop-hooks notes send --session {} {text:?}", self.session);
-        let r = self.inbox.send(&SendRequest {
-            text: text.into(),
-            target: Target::Session(self.session.clone()),
-            next_session: false,
-            expires_in_secs: None,
-            author: Author {
-                display: Some("Demo Operator".into()),
-                auth_method: Some("local".into()),
-                ..Author::default()
-            },
-        })?;
-        println!("  {} pending for session {}", r.note_id, self.session);
-        Ok(r.note_id)
+    /// Run the real `preloop-hooks` with these arguments against the demo's
+    /// home and show the command and exactly what it prints.
+    fn cli(&self, args: &[&str]) -> Result<String> {
+        let shown: Vec<String> =
+            args.iter().map(|a| if a.contains(' ') { format!("{a:?}") } else { a.to_string() }).collect();
+        say("  $ ", "      ", &format!("preloop-hooks {}", shown.join(" ")))?;
+        let out = Command::new(&self.cli)
+            .args(args)
+            .env("PRELOOP_HOME", &self.home)
+            .env("USER", "demo-operator")
+            .env_remove("PRELOOP_URL")
+            .env_remove("PRELOOP_TOKEN")
+            .env_remove("PRELOOP_USER_TOKEN")
+            .env_remove("PRELOOP_PARENT_SESSION_ID")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| Error::io(format!("run {}", self.cli.display()), e))?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        for l in text.lines() {
+            // Tables are shown as printed, cut at the width rather than wrapped.
+            let l = format!("  {l}");
+            output::line(&if l.chars().count() > WIDTH {
+                format!("{}…", l.chars().take(WIDTH - 1).collect::<String>())
+            } else {
+                l
+            })?;
+        }
+        if !out.status.success() {
+            return Err(Error::Refused(format!(
+                "`preloop-hooks {}` failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(text)
     }
 
-    fn receipt(&self, id: &str) -> Result<()> {
-        let r = self.inbox.status(id)?;
-        let how = match (r.delivery_event.as_deref(), r.undeliverable_reason.as_deref()) {
-            (_, Some(why)) => format!(" ({why})"),
-            (Some(ev), None) if r.is_delivered() => format!(" via {ev}"),
-            _ => String::new(),
-        };
-        println!("  $ preloop-hooks notes status {id}   →   {}{how}", r.state);
-        Ok(())
+    fn send(&self, text: &str) -> Result<String> {
+        let out = self.cli(&["notes", "send", "--session", &self.session, text])?;
+        out.split_whitespace()
+            .next()
+            .map(str::to_string)
+            .ok_or_else(|| Error::Protocol { route: "demo", detail: "notes send printed no note id".into() })
     }
+}
+
+fn file_name(p: &Path) -> &str {
+    p.file_name().and_then(|n| n.to_str()).unwrap_or("?")
 }
 
 fn wait_output(mut child: std::process::Child, timeout: Duration) -> Option<String> {
@@ -151,23 +213,22 @@ pub fn run(bin_dir: &Path, keep: bool) -> Result<()> {
             bin_dir.display()
         )));
     }
+    let cli = std::env::current_exe().map_err(|e| Error::io("find preloop-hooks itself", e))?;
     let home = std::env::temp_dir().join(format!("preloop-demo-{}", fsutil::note_id()));
     fsutil::private_dir(&home)?;
     let demo = Demo {
         bin_dir: bin_dir.to_path_buf(),
+        cli,
         session: format!("demo-{}", &fsutil::uuid_v4()[..8]),
         cwd: std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into()),
-        inbox: LocalInbox::new(&home, 86_400),
         home: home.clone(),
+        framing_shown: std::cell::Cell::new(false),
     };
     let result = script(&demo);
     if keep {
-        println!();
-        println!(
-            "kept the demo's state in {} (PRELOOP_HOME={} preloop-hooks sessions list)",
-            home.display(),
-            home.display()
-        );
+        output::line("")?;
+        say("", "", &format!("Kept the demo's state in {}. Look around with:", home.display()))?;
+        say("  ", "    ", &format!("PRELOOP_HOME={} preloop-hooks sessions list", home.display()))?;
     } else {
         let _ = std::fs::remove_dir_all(&home);
     }
@@ -175,65 +236,104 @@ pub fn run(bin_dir: &Path, keep: bool) -> Result<()> {
 }
 
 fn script(d: &Demo) -> Result<()> {
-    println!("preloop-hooks demo: one scripted Claude Code session, run through the real hook binaries in");
-    println!("{}, against a throwaway local inbox (PRELOOP_HOME={}).", d.bin_dir.display(), d.home.display());
-    println!("Nothing outside that directory is read or written; no server and no model are involved.");
+    say(
+        "",
+        "",
+        "You are watching a coding agent work and want to tell it something without stopping it: \
+         preloop-hooks carries your note into the agent's next turn and tells you when it landed.",
+    )?;
+    output::line("")?;
+    say(
+        "",
+        "",
+        &format!(
+            "This demo plays one Claude Code session. Claude Code runs a \"hook\" (a small program) at \
+             each step of its loop: SessionStart, PreToolUse before every tool call, Stop when a turn \
+             ends, SessionEnd. Ours are in {}. Notes wait in a local inbox (plain files under \
+             PRELOOP_HOME={}, removed afterwards; a Preloop server works the same way). No model is \
+             involved.",
+            d.bin_dir.display(),
+            d.home.display()
+        ),
+    )?;
 
-    heading(1, "The session starts");
+    heading(1, "The session starts")?;
     d.hook("SessionStart", json!({"source": "startup"}))?;
-    println!("  → the hook registered the session; `preloop-hooks sessions list` now shows it:");
-    for r in notes::session_rows(&d.home) {
-        println!("    {}  {}  {}", r.external_session_id.unwrap_or_default(), r.harness.unwrap_or_default(), r.state);
-    }
+    say("  ", "  ", "The hook registered the session. The operator finds it:")?;
+    d.cli(&["sessions", "list"])?;
 
-    heading(2, "Mid-run, the operator sends a note");
+    heading(2, "Mid-run, the operator sends a note")?;
     let first = d.send("Use the staging database, not production.")?;
 
-    heading(3, "The agent calls a tool: PreToolUse carries the note");
+    heading(3, "The agent calls a tool: PreToolUse carries the note")?;
     d.hook(
         "PreToolUse",
         json!({"tool_name": "Bash", "tool_input": {"command": "psql -c 'select 1'"}, "tool_use_id": "toolu_demo_1"}),
     )?;
-    println!("  → Claude Code runs the tool (the hook made no permission decision) and adds the block to the");
-    println!("    model's next request, labelled \"PreToolUse:Bash hook additional context:\".");
-    d.receipt(&first)?;
+    say(
+        "  → ",
+        "    ",
+        "Claude Code runs the tool (the hook made no permission decision) and adds the block to the \
+         model's next request, labelled \"PreToolUse:Bash hook additional context:\". The note's receipt:",
+    )?;
+    d.cli(&["notes", "status", &first])?;
 
-    heading(4, "After the last tool call, a late note arrives");
+    heading(4, "After the last tool call, a late note arrives")?;
     let late = d.send("Before you finish: add a line to CHANGELOG.md.")?;
 
-    heading(5, "The turn ends: Stop rescues the late note");
+    heading(5, "The turn ends: Stop carries the late note")?;
     d.hook("Stop", json!({"stop_hook_active": false, "last_assistant_message": "Done: the query works."}))?;
-    println!("  → Claude Code does not end the turn: the model gets one more request with the block, labelled");
-    println!("    \"Stop hook additional context:\", and answers it.");
-    d.receipt(&late)?;
+    say(
+        "  → ",
+        "    ",
+        "Claude Code does not end the turn: the model gets one more request with the block (\"Stop hook \
+         additional context:\") and answers it. At most 3 such continuations per session.",
+    )?;
+    d.cli(&["notes", "status", &late])?;
 
-    heading(6, "The continued turn ends");
+    heading(6, "The continued turn ends")?;
     d.hook("Stop", json!({"stop_hook_active": true, "last_assistant_message": "Added the changelog line."}))?;
-    println!("  → nothing pending, so the turn really ends.");
+    say("  → ", "    ", "Nothing is pending, so the turn really ends.")?;
 
-    heading(7, "A note nobody picks up, then the session ends");
-    let lost = d.send("Also bump the version.")?;
+    heading(7, "A note nobody picks up, then the session ends")?;
+    d.send("Also bump the version.")?;
     d.hook("SessionEnd", json!({"reason": "prompt_input_exit"}))?;
-    println!("  → the session is over; its waiting note is marked undeliverable, so the sender knows.");
-    d.receipt(&lost)?;
+    say(
+        "  → ",
+        "    ",
+        "The session is over. Its waiting note is marked undeliverable (session_ended) instead of \
+         expiring silently a day later, so the sender knows.",
+    )?;
 
-    heading(8, "What the operator sees");
-    println!("  $ preloop-hooks notes list --session {}", d.session);
-    let notes = d.inbox.list()?;
-    let rows: Vec<Vec<String>> = notes
-        .iter()
-        .map(|n| {
-            vec![
-                format!("  {}", n.note_id),
-                n.state.clone(),
-                n.delivery_event.clone().or(n.undeliverable_reason.clone()).unwrap_or_else(|| "-".into()),
-                notes::one_line(&n.text, 50),
-            ]
-        })
-        .collect();
-    util::print_table(&["  ID", "STATE", "EVENT/REASON", "TEXT"], &rows);
-    println!();
-    println!("Next: `preloop-hooks install` wires these hooks into Claude Code (and Codex, Cursor), and");
-    println!("`preloop-hooks doctor` checks the setup. See install/README.md.");
-    Ok(())
+    heading(8, "What the operator sees")?;
+    d.cli(&["notes", "list", "--session", &d.session])?;
+    output::line("")?;
+    say(
+        "",
+        "",
+        "Next: `preloop-hooks install` wires these hooks into Claude Code, Codex and Cursor; \
+         `preloop-hooks doctor` checks the setup; `preloop-hooks --help` lists every command.",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn wrap_stays_within_the_width() {
+        // `say` writes to stdout; here only the width rule is checked on its own.
+        let long = "word ".repeat(60);
+        let mut lines = Vec::new();
+        let mut cur = String::new();
+        for w in long.split(' ') {
+            if !cur.is_empty() && cur.len() + 1 + w.len() > super::WIDTH - 2 {
+                lines.push(cur.clone());
+                cur.clear();
+            }
+            if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(w);
+        }
+        assert!(lines.iter().all(|l| l.len() <= super::WIDTH));
+    }
 }

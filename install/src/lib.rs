@@ -2,6 +2,7 @@
 //! Codex and Cursor, check the setup, log in, send and track operator notes,
 //! and a demo. The binary is a thin wrapper around [`cli::main`].
 
+pub mod attach;
 pub mod cli;
 pub mod codex_trust;
 pub mod demo;
@@ -10,6 +11,11 @@ pub mod edit;
 pub mod install;
 pub mod login;
 pub mod notes;
+pub mod ops;
+pub mod output;
 pub mod server_op;
+pub mod sessions;
 pub mod table;
+pub mod term;
+pub mod transcript;
 pub mod util;

@@ -1,84 +1,119 @@
 //! The operator's side of the Preloop server: the human routes (contract §5)
-//! with a user credential (personal API key or JWT), over ureq.
+//! with a user credential (personal API key or JWT), over the shared HTTP
+//! layer (`preloop_shared::http`), with typed requests and answers
+//! (`preloop_shared::operator`).
 //!
 //! | command | route |
 //! |---|---|
 //! | `notes send` | `POST /api/v1/operator-notes` |
-//! | `notes list` | `GET /api/v1/operator-notes?runtime_session_id=…|agent_id=…[&state=…]` |
+//! | `notes list` | `GET /api/v1/operator-notes?runtime_session_id=…|agent_id=…|execution_id=…[&state=…]` |
 //! | `notes status` | `GET /api/v1/operator-notes/{id}` |
 //! | `notes cancel` | `POST /api/v1/operator-notes/{id}/cancel` |
-//! | `sessions list --agent` | `GET /api/v1/operator-notes/session-targets?agent_id=…` |
+//! | `sessions list` | `GET /api/v1/runtime-sessions?status&agent&agent_kind&alias&parent_session_id&flow_execution_id&start_date` |
+//! | `sessions attach` | `GET /api/v1/runtime-sessions/{id}`, `…/{id}/activity`, the socket `/api/v1/ws/runtime-sessions/{id}` |
 //!
 //! The token is sent only to the configured origin (no redirects) and never
-//! printed; errors carry the server's `detail`.
+//! printed: every text a server sends is redacted (also JSON-escaped echoes)
+//! before it reaches an error, and a body that is not JSON (an HTML page) is
+//! never shown, only named ("does not look like a Preloop server").
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use preloop_shared::config::{Config, Secret};
-use preloop_shared::operator::Receipt;
+use preloop_shared::http;
+use preloop_shared::operator::{
+    ActivityPage, AgentPage, ErrorBody, NoteList, Receipt, RuntimeSessionDetail, RuntimeSessionItem,
+    RuntimeSessionPage, SendAnswer, SendNoteBody,
+};
+use preloop_shared::redact::redact;
+use preloop_shared::wire::SessionEventRequest;
 use preloop_shared::{Error, Result};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 use std::time::Duration;
 
 const MAX_BODY: u64 = 4 << 20;
 
+/// Percent-encode everything but RFC 3986 unreserved characters.
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// Percent-encode a query or path component.
+pub fn pct(s: &str) -> String {
+    utf8_percent_encode(s, COMPONENT).to_string()
+}
+
 pub struct ServerOperator {
     pub base: String,
     token: Secret,
+    /// Every secret a server answer must not show (the user token, the
+    /// runtime token of this machine).
+    secrets: Vec<Secret>,
     agent: ureq::Agent,
     timeout: Duration,
 }
 
-/// A note's target on the server (exactly one).
-#[derive(Debug, Clone)]
-pub enum ServerTarget {
-    ExternalSession(String),
-    Alias(String),
-    RuntimeSession(String),
-    Agent { agent_id: String, next_session: bool },
+/// One HTTP answer: status, content type, body text (already redacted).
+struct Answer {
+    status: u16,
+    content_type: Option<String>,
+    text: String,
 }
 
 impl ServerOperator {
     pub fn new(base: &str, token: Secret, connect_timeout: Duration, timeout: Duration) -> ServerOperator {
-        let agent = ureq::Agent::config_builder()
-            .timeout_connect(Some(connect_timeout))
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .user_agent(concat!("preloop-hooks/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .new_agent();
-        ServerOperator { base: preloop_shared::config::normalize_url(base), token, agent, timeout }
+        ServerOperator {
+            base: preloop_shared::config::normalize_url(base),
+            secrets: vec![token.clone()],
+            token,
+            agent: http::agent(connect_timeout, false),
+            timeout,
+        }
     }
 
     /// The operator for this config: `None` in local mode (no server URL);
     /// an error when a server is configured but no user token is.
     pub fn from_config(config: &Config) -> Result<Option<ServerOperator>> {
-        let Some((url, _)) = &config.url else { return Ok(None) };
+        let Some((url, origin)) = &config.url else { return Ok(None) };
         let Some((token, _)) = config.user_token.clone() else {
             return Err(Error::Config(format!(
-                "server mode ({url}) needs a user token (personal API key or JWT) for operator commands: run `preloop-hooks login --user`, or set PRELOOP_USER_TOKEN"
+                "server mode ({url}, from {origin}) needs a user token (personal API key or JWT) for operator commands: run `preloop-hooks login --user`, or set PRELOOP_USER_TOKEN"
             )));
         };
-        Ok(Some(ServerOperator::new(
+        let mut op = ServerOperator::new(
             url,
             token,
             Duration::from_millis(config.settings.connect_timeout_ms.max(1000)),
             Duration::from_secs(30),
-        )))
+        );
+        if let Some(s) = &config.server {
+            op.secrets.push(s.token.clone());
+        }
+        Ok(Some(op))
     }
 
-    fn call(
-        &self,
-        method: &str,
-        path: &str,
-        query: &[(&str, String)],
-        body: Option<&Value>,
-        route: &'static str,
-    ) -> Result<(u16, Value)> {
+    pub fn token(&self) -> &Secret {
+        &self.token
+    }
+
+    /// Remove every secret from a text a server produced.
+    pub fn clean(&self, text: &str) -> String {
+        let refs: Vec<&Secret> = self.secrets.iter().collect();
+        redact(text, &refs)
+    }
+
+    fn url(&self, path: &str, query: &[(&str, String)]) -> String {
         let mut url = format!("{}/api/v1/{path}", self.base);
         if !query.is_empty() {
             let q: Vec<String> = query.iter().map(|(k, v)| format!("{k}={}", pct(v))).collect();
             url.push('?');
             url.push_str(&q.join("&"));
         }
+        url
+    }
+
+    fn call(&self, method: &str, path: &str, query: &[(&str, String)], body: Option<&[u8]>) -> Result<Answer> {
+        let route = route_name(path);
+        let url = self.url(path, query);
         let auth = format!("Bearer {}", self.token.expose());
         let resp = match (method, body) {
             ("GET", _) => self
@@ -99,7 +134,7 @@ impl ServerOperator {
                 .header("Authorization", &auth)
                 .header("Accept", "application/json")
                 .header("Content-Type", "application/json")
-                .send(serde_json::to_vec(b).unwrap_or_default().as_slice()),
+                .send(b),
             (_, None) => self
                 .agent
                 .post(&url)
@@ -110,152 +145,250 @@ impl ServerOperator {
                 .header("Accept", "application/json")
                 .send_empty(),
         };
-        let mut resp = resp.map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
+        let mut resp = resp.map_err(|e| Error::Unreachable { route, detail: self.unreachable(&e) })?;
         let status = resp.status().as_u16();
+        let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
         let text = resp
             .body_mut()
             .with_config()
             .limit(MAX_BODY)
             .read_to_string()
-            .map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
-        let v: Value = if text.trim().is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or(Value::String(text.clone()))
-        };
-        Ok((status, v))
+            .map_err(|e| Error::Unreachable { route, detail: self.unreachable(&e) })?;
+        Ok(Answer { status, content_type, text: self.clean(&text) })
     }
 
-    fn ok(&self, route: &'static str, status: u16, v: Value) -> Result<Value> {
-        if (200..300).contains(&status) {
-            return Ok(v);
+    fn unreachable(&self, e: &ureq::Error) -> String {
+        format!("{} (is the server running at {}?)", self.clean(&http::describe(e)), self.base)
+    }
+
+    /// A 2xx answer parsed as `T`; anything else becomes the error that says
+    /// what the server said (never an HTML page).
+    fn parse<T: DeserializeOwned>(&self, method: &str, path: &str, a: Answer) -> Result<T> {
+        let route = route_name(path);
+        if !(200..300).contains(&a.status) {
+            return Err(self.error(method, path, &a));
         }
-        let reason = detail(&v);
-        Err(match status {
-            401 => Error::Config(format!(
-                "the server rejected the user token (401: {reason}); run `preloop-hooks login --user`"
-            )),
-            403 => Error::Refused(format!("forbidden (403): {reason}")),
-            404 => Error::NotFound(format!("{reason} (404)")),
-            400 | 409 | 422 | 429 => Error::Refused(format!("the server refused ({status}): {reason}")),
-            _ => Error::Status { route, status, detail: reason },
+        if !http::looks_like_json(&a.text) {
+            return Err(Error::Protocol {
+                route,
+                detail: http::not_preloop(
+                    &self.base,
+                    method,
+                    &format!("/api/v1/{path}"),
+                    a.status,
+                    a.content_type.as_deref(),
+                ),
+            });
+        }
+        serde_json::from_str(&a.text).map_err(|e| Error::Protocol {
+            route,
+            detail: format!("{} answered something we cannot read: {e}", self.base),
         })
     }
 
-    fn receipt(route: &'static str, v: Value) -> Result<Receipt> {
-        serde_json::from_value(v.clone())
-            .map_err(|e| Error::Protocol { route, detail: format!("{e} in {}", excerpt(&v.to_string())) })
+    fn error(&self, method: &str, path: &str, a: &Answer) -> Error {
+        let route = route_name(path);
+        if !http::looks_like_json(&a.text) {
+            return Error::Status {
+                route,
+                status: a.status,
+                detail: http::not_preloop(
+                    &self.base,
+                    method,
+                    &format!("/api/v1/{path}"),
+                    a.status,
+                    a.content_type.as_deref(),
+                ),
+            };
+        }
+        let reason = detail_text(&a.text);
+        match a.status {
+            401 => Error::Config(format!(
+                "the server rejected the user token (401: {reason}); store a valid one with `preloop-hooks login --user` (or fix PRELOOP_USER_TOKEN when it is set)"
+            )),
+            403 => Error::Refused(format!("forbidden (403): {reason}")),
+            404 => Error::NotFound(format!("{reason} (404)")),
+            400 | 409 | 422 | 429 => Error::Refused(format!("the server refused ({}): {reason}", a.status)),
+            _ => Error::Status { route, status: a.status, detail: reason },
+        }
     }
 
-    pub fn send(&self, text: &str, target: &ServerTarget, expires_in_secs: Option<i64>) -> Result<Receipt> {
-        let mut body = json!({"text": text});
-        match target {
-            ServerTarget::ExternalSession(s) => body["external_session_id"] = json!(s),
-            ServerTarget::Alias(a) => body["alias"] = json!(a),
-            ServerTarget::RuntimeSession(r) => body["runtime_session_id"] = json!(r),
-            ServerTarget::Agent { agent_id, next_session } => {
-                body["agent_id"] = json!(agent_id);
-                if *next_session {
-                    body["next_session"] = json!(true);
-                }
-            }
-        }
-        if let Some(s) = expires_in_secs {
-            body["expires_in_seconds"] = json!(s);
-        }
-        let (st, v) = self.call("POST", "operator-notes", &[], Some(&body), "operator-notes")?;
-        let v = self.ok("operator-notes", st, v)?;
-        Self::receipt("operator-notes", v)
+    fn get<T: DeserializeOwned>(&self, path: &str, query: &[(&str, String)]) -> Result<T> {
+        let a = self.call("GET", path, query, None)?;
+        self.parse("GET", path, a)
+    }
+
+    fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: Option<&B>) -> Result<T> {
+        let bytes = body
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|e| Error::Protocol { route: route_name(path), detail: format!("encode: {e}") })?;
+        let a = self.call("POST", path, &[], bytes.as_deref())?;
+        self.parse("POST", path, a)
+    }
+
+    // ----- notes -----------------------------------------------------------
+
+    /// Send one note; `children: "all"` answers one receipt per child.
+    pub fn send(&self, body: &SendNoteBody) -> Result<Vec<Receipt>> {
+        let a: SendAnswer = self.post("operator-notes", Some(body))?;
+        Ok(a.into_vec())
     }
 
     pub fn list(&self, query: &[(&str, String)]) -> Result<Vec<Receipt>> {
-        let (st, v) = self.call("GET", "operator-notes", query, None, "operator-notes list")?;
-        let v = self.ok("operator-notes list", st, v)?;
-        let notes = v.get("notes").and_then(Value::as_array).cloned().unwrap_or_default();
-        notes.into_iter().map(|n| Self::receipt("operator-notes list", n)).collect()
+        let l: NoteList = self.get("operator-notes", query)?;
+        Ok(l.notes)
     }
 
-    pub fn get(&self, note_id: &str) -> Result<Receipt> {
-        let (st, v) = self.call("GET", &format!("operator-notes/{}", pct(note_id)), &[], None, "operator-notes get")?;
-        if st == 404 {
-            return Err(Error::NotFound(format!("note {note_id} not found in this account ({})", detail(&v))));
+    pub fn receipt(&self, note_id: &str) -> Result<Receipt> {
+        let path = format!("operator-notes/{}", pct(note_id));
+        let a = self.call("GET", &path, &[], None)?;
+        if a.status == 404 && http::looks_like_json(&a.text) {
+            return Err(Error::NotFound(format!(
+                "note {note_id} not found in this account ({})",
+                detail_text(&a.text)
+            )));
         }
-        let v = self.ok("operator-notes get", st, v)?;
-        Self::receipt("operator-notes get", v)
+        self.parse("GET", &path, a)
     }
 
     pub fn cancel(&self, note_id: &str) -> Result<Receipt> {
-        let (st, v) =
-            self.call("POST", &format!("operator-notes/{}/cancel", pct(note_id)), &[], None, "operator-notes cancel")?;
-        let v = self.ok("operator-notes cancel", st, v)?;
-        Self::receipt("operator-notes cancel", v)
+        self.post::<Value, Receipt>(&format!("operator-notes/{}/cancel", pct(note_id)), None)
     }
 
-    /// Live sessions of an agent: `{id, alias, session_source_type, started_at, session_reference}`.
-    pub fn session_targets(&self, agent_id: &str) -> Result<Vec<Value>> {
-        let (st, v) = self.call(
-            "GET",
-            "operator-notes/session-targets",
-            &[("agent_id", agent_id.to_string())],
-            None,
-            "session-targets",
-        )?;
-        let v = self.ok("session-targets", st, v)?;
-        Ok(v.get("sessions").and_then(Value::as_array).cloned().unwrap_or_default())
+    // ----- sessions --------------------------------------------------------
+
+    /// One page of `GET /runtime-sessions` with these query parameters.
+    pub fn runtime_sessions(&self, query: &[(&str, String)]) -> Result<RuntimeSessionPage> {
+        self.get("runtime-sessions", query)
+    }
+
+    pub fn runtime_session(&self, id: &str) -> Result<RuntimeSessionItem> {
+        let d: RuntimeSessionDetail = self.get(&format!("runtime-sessions/{}", pct(id)), &[])?;
+        Ok(d.session)
+    }
+
+    /// The activity timeline of a session, newest first (§5.8).
+    pub fn activity(&self, id: &str, limit: u32) -> Result<ActivityPage> {
+        self.get(&format!("runtime-sessions/{}/activity", pct(id)), &[("limit", limit.to_string())])
+    }
+
+    /// The account's managed agents (id and name), for `notes list --all`.
+    pub fn agents(&self) -> Result<AgentPage> {
+        self.get("agents", &[("limit", "100".into())])
     }
 
     /// A cheap authenticated call: reading a note that cannot exist answers
     /// 404 when the token is accepted, 401/403 when not.
     pub fn probe(&self) -> Result<()> {
-        let (st, v) = self.call("GET", "operator-notes/0000000000000000", &[], None, "operator-notes get")?;
-        match st {
-            200 | 404 => Ok(()),
-            _ => self.ok("operator-notes get", st, v).map(|_| ()),
+        let path = "operator-notes/0000000000000000";
+        let a = self.call("GET", path, &[], None)?;
+        match a.status {
+            200 | 404 if http::looks_like_json(&a.text) => Ok(()),
+            _ => Err(self.error("GET", path, &a)),
         }
+    }
+
+    /// The attach socket's URL (`ws://` or `wss://`).
+    pub fn socket_url(&self, runtime_id: &str) -> String {
+        let base = self
+            .base
+            .strip_prefix("https://")
+            .map(|r| format!("wss://{r}"))
+            .or_else(|| self.base.strip_prefix("http://").map(|r| format!("ws://{r}")))
+            .unwrap_or_else(|| self.base.clone());
+        format!("{base}/api/v1/ws/runtime-sessions/{}", pct(runtime_id))
     }
 }
 
-/// `GET /api/v1/health` (no auth): whether the server answers at all.
+fn route_name(path: &str) -> &'static str {
+    let p = path.split('?').next().unwrap_or(path);
+    let segs: Vec<&str> = p.split('/').collect();
+    match segs.as_slice() {
+        ["operator-notes"] => "operator-notes",
+        ["operator-notes", _, "cancel"] => "operator-notes cancel",
+        ["operator-notes", _] => "operator-notes get",
+        ["runtime-sessions"] => "runtime-sessions",
+        ["runtime-sessions", _, "activity"] => "runtime-sessions activity",
+        ["runtime-sessions", _] => "runtime-sessions get",
+        ["agents"] => "agents",
+        _ => "api",
+    }
+}
+
+/// The server's reason from an error body: `detail` as a string, an
+/// object's message/code, or a validation list.
+pub fn detail_text(text: &str) -> String {
+    let body: ErrorBody = serde_json::from_str(text).unwrap_or_default();
+    match body.detail {
+        Some(v) => detail(&serde_json::json!({ "detail": v })),
+        None => detail(&serde_json::from_str::<Value>(text).unwrap_or(Value::Null)),
+    }
+}
+
+/// `GET /api/v1/health` (no auth): whether a Preloop server answers at all.
 pub fn health(base: &str, timeout: Duration) -> Result<()> {
-    let agent = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .build()
-        .new_agent();
-    let url = format!("{}/api/v1/health", preloop_shared::config::normalize_url(base));
-    let resp = agent.get(&url).call().map_err(|e| Error::Unreachable { route: "health", detail: describe(&e) })?;
+    let base = preloop_shared::config::normalize_url(base);
+    let agent = http::agent(timeout, false);
+    let url = format!("{base}/api/v1/health");
+    let mut resp =
+        agent.get(&url).config().timeout_global(Some(timeout)).build().call().map_err(|e| Error::Unreachable {
+            route: "health",
+            detail: format!("{} (is the server running at {base}?)", http::describe(&e)),
+        })?;
     let st = resp.status().as_u16();
-    if st == 200 { Ok(()) } else { Err(Error::Status { route: "health", status: st, detail: "not healthy".into() }) }
+    let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let text = resp.body_mut().with_config().limit(MAX_BODY).read_to_string().unwrap_or_default();
+    if st == 200 && http::looks_like_json(&text) {
+        Ok(())
+    } else {
+        Err(Error::Status {
+            route: "health",
+            status: st,
+            detail: http::not_preloop(&base, "GET", "/api/v1/health", st, ct.as_deref()),
+        })
+    }
 }
 
 /// A hook-route call with the runtime token that changes nothing: a
 /// session-event for a session id no run uses (204 when the token is
 /// accepted, 401 when not).
 pub fn probe_runtime(base: &str, token: &Secret, timeout: Duration) -> Result<()> {
-    let agent = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .build()
-        .new_agent();
-    let url = format!("{}/api/v1/agents/session-event", preloop_shared::config::normalize_url(base));
-    let body = json!({"session_id": "preloop-doctor-probe", "hook_event_name": "Stop", "source": "preloop-doctor"});
+    let base = preloop_shared::config::normalize_url(base);
+    let agent = http::agent(timeout, false);
+    let url = format!("{base}/api/v1/agents/session-event");
+    let body = SessionEventRequest {
+        session_id: "preloop-doctor-probe".into(),
+        hook_event_name: "Stop".into(),
+        source: "preloop-doctor".into(),
+    };
+    let payload = serde_json::to_vec(&body).unwrap_or_default();
     let mut resp = agent
         .post(&url)
+        .config()
+        .timeout_global(Some(timeout))
+        .build()
         .header("Authorization", &format!("Bearer {}", token.expose()))
         .header("Content-Type", "application/json")
-        .send(body.to_string().as_bytes())
-        .map_err(|e| Error::Unreachable { route: "session-event", detail: describe(&e) })?;
+        .send(&payload[..])
+        .map_err(|e| Error::Unreachable {
+            route: "session-event",
+            detail: format!("{} (is the server running at {base}?)", http::describe(&e)),
+        })?;
     let st = resp.status().as_u16();
-    let text = resp.body_mut().with_config().limit(MAX_BODY).read_to_string().unwrap_or_default();
+    let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let text = redact(&resp.body_mut().with_config().limit(MAX_BODY).read_to_string().unwrap_or_default(), &[token]);
     match st {
         200..=299 => Ok(()),
-        401 | 403 => Err(Error::Config(format!(
-            "the server rejected the runtime token ({st}: {})",
-            detail(&serde_json::from_str(&text).unwrap_or(Value::String(text)))
-        ))),
-        _ => Err(Error::Status { route: "session-event", status: st, detail: excerpt(&text) }),
+        _ if !text.trim().is_empty() && !http::looks_like_json(&text) => Err(Error::Status {
+            route: "session-event",
+            status: st,
+            detail: http::not_preloop(&base, "POST", "/api/v1/agents/session-event", st, ct.as_deref()),
+        }),
+        401 | 403 => {
+            Err(Error::Config(format!("the server rejected the runtime token ({st}: {})", detail_text(&text))))
+        }
+        _ => Err(Error::Status { route: "session-event", status: st, detail: detail_text(&text) }),
     }
 }
 
@@ -263,13 +396,13 @@ pub fn probe_runtime(base: &str, token: &Secret, timeout: Duration) -> Result<()
 /// a validation list.
 pub fn detail(v: &Value) -> String {
     match v.get("detail") {
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => one_line(s),
         Some(Value::Object(o)) => o
             .get("message")
             .or_else(|| o.get("code"))
             .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or_else(|| Value::Object(o.clone()).to_string()),
+            .map(one_line)
+            .unwrap_or_else(|| excerpt(&Value::Object(o.clone()).to_string())),
         Some(Value::Array(a)) => a
             .iter()
             .map(|e| {
@@ -284,36 +417,38 @@ pub fn detail(v: &Value) -> String {
             })
             .collect::<Vec<_>>()
             .join("; "),
-        Some(other) => other.to_string(),
+        Some(other) => excerpt(&other.to_string()),
         None => match v {
-            Value::String(s) => excerpt(s),
             Value::Null => "no details".into(),
+            // Only JSON reaches here; a string body is JSON text too.
+            Value::String(s) => excerpt(s),
             other => excerpt(&other.to_string()),
         },
     }
 }
 
+fn one_line(s: &str) -> String {
+    excerpt(s)
+}
+
 fn excerpt(s: &str) -> String {
-    s.chars().take(300).collect::<String>().replace(['\n', '\r'], " ")
+    crate::output::safe_line(&s.chars().take(300).collect::<String>())
 }
 
-fn describe(e: &ureq::Error) -> String {
-    match e {
-        ureq::Error::Timeout(t) => format!("timed out ({t})"),
-        ureq::Error::Io(io) => format!("{:?}: {io}", io.kind()),
-        other => other.to_string(),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Percent-encode a query or path component.
-pub fn pct(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
+    #[test]
+    fn percent_encodes_components() {
+        assert_eq!(pct("a b/c?d"), "a%20b%2Fc%3Fd");
+        assert_eq!(pct("Release worker"), "Release%20worker");
+        assert_eq!(pct("x-1_2.3~"), "x-1_2.3~");
     }
-    out
+
+    #[test]
+    fn route_names() {
+        assert_eq!(route_name("operator-notes/abc/cancel"), "operator-notes cancel");
+        assert_eq!(route_name("runtime-sessions/x/activity"), "runtime-sessions activity");
+    }
 }

@@ -132,6 +132,7 @@ fn send_status_list_cancel_on_the_server() {
 
     let s = e.json(&["sessions", "list", "--agent", &e.server.agent_id(), "--json"]);
     assert!(s["sessions"].as_array().unwrap().iter().any(|x| x["runtime_session_id"] == rsid.as_str()), "{s}");
+    assert_eq!(s["mode"], "server");
 }
 
 #[test]
@@ -147,8 +148,8 @@ fn errors_print_the_servers_reason() {
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("429") && stderr(&out).contains("Rate limit reached"), "{}", stderr(&out));
     let out = e.run(&["notes", "send", "--session", "ext-2", "--expires-in", "10s", "x"], None);
-    assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("expires_in_seconds"), "{}", stderr(&out));
+    assert_eq!(code(&out), 2, "checked before any request: {}", stderr(&out));
+    assert!(stderr(&out).contains("60s to 7d"), "{}", stderr(&out));
     let out = e.run(&["notes", "status", "0123456789abcdef"], None);
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("not found"), "{}", stderr(&out));
@@ -243,7 +244,7 @@ fn agent_and_next_targets() {
     )
     .unwrap();
     let v = e.json(&["notes", "send", "--next", "claude-code", "--json", "next one"]);
-    assert_eq!(v["target"]["agent"], e.server.agent_id().as_str());
+    assert_eq!(v["target"]["agent_id"], e.server.agent_id().as_str());
     assert_eq!(e.server.receipt(v["note_id"].as_str().unwrap())["next_session"], true);
     let out = e.run(&["notes", "send", "--next", "codex", "x"], None);
     assert_eq!(code(&out), 1, "no agent known for codex: {}", stderr(&out));

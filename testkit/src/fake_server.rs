@@ -71,6 +71,7 @@
 //! | `GET /_fake/notes` | | `{"notes": [receipt...]}` (every account, no expiry side effect) |
 //! | `GET /_fake/notes/{id}` | | the receipt (lazy expiry runs, like a receipt read) |
 //! | `POST /_fake/notes/{id}/expire` | | `{"ok": bool}`: `expires_at` set to now (state unchanged: lazy) |
+//! | `POST /_fake/sessions/{id}/events` | any JSON object | `{"ok": true}`: published on the event bus the attach socket relays (§5.9) |
 //! | `GET /_fake/sessions` | | `{"sessions": [{"id", "agent_id", "source_id", "alias", "started_at", "ended_at", "parent_session_id"}]}` |
 //! | `GET /_fake/approvals` | | `{"approvals": [...]}` (every account, newest first) |
 //! | `POST /_fake/approvals/{id}/approve`, `.../decline` | `{"comment"?}` | the approval, or the API's error |
@@ -342,6 +343,9 @@ pub(crate) struct Shared {
     faults: Mutex<Vec<FaultSpec>>,
     log: Mutex<VecDeque<RecordedRequest>>,
     log_seq: AtomicU64,
+    /// The realtime event bus the attach socket relays (§5.9): only what a
+    /// test publishes (`POST /_fake/sessions/{id}/events`).
+    bus: Mutex<Vec<Value>>,
     /// Whether requests are recorded at all (a benchmark may turn it off).
     logging: AtomicBool,
     conns: Mutex<HashMap<u64, TcpStream>>,
@@ -682,6 +686,14 @@ fn control(shared: &Shared, req: &Request) -> Response {
             Response::json(200, &server.add_user(primary))
         }
         ("POST", ["_fake", "accounts"]) => Response::json(200, &server.add_account()),
+        ("POST", ["_fake", "sessions", id, "events"]) => {
+            let mut event = body;
+            if let Some(o) = event.as_object_mut() {
+                o.entry("runtime_session_id").or_insert_with(|| json!(id));
+            }
+            relock(shared.bus.lock()).push(event);
+            ok(true)
+        }
         ("POST", ["_fake", "config"]) => {
             if let Some(ms) = body.get("approval_timeout_ms").and_then(Value::as_u64) {
                 server.set_approval_timeout(Duration::from_millis(ms));
@@ -792,6 +804,7 @@ impl FakeServer {
             faults: Mutex::new(Vec::new()),
             log: Mutex::new(VecDeque::new()),
             log_seq: AtomicU64::new(0),
+            bus: Mutex::new(Vec::new()),
             logging: AtomicBool::new(true),
             conns: Mutex::new(HashMap::new()),
             conn_seq: AtomicU64::new(0),
@@ -1191,6 +1204,29 @@ impl Drop for ConnGuard<'_> {
     }
 }
 
+/// The attach socket (§5.9): the 101 answer, then the socket on its own.
+fn attach(shared: &Arc<Shared>, req: &Request) -> Outcome {
+    let seq = shared.record(req);
+    let Some((resp, first, refuse)) = routes::runtime_sessions::attach(shared, req) else {
+        shared.finish(seq, Some(400), None);
+        return Outcome::Respond(detail(400, "Missing Sec-WebSocket-Key"));
+    };
+    shared.finish(seq, Some(101), None);
+    let session_id = first.get("runtime_session_id").and_then(Value::as_str).unwrap_or("").to_string();
+    let sh = Arc::clone(shared);
+    Outcome::Upgrade(
+        resp,
+        Box::new(move |stream| {
+            let bus = |from: usize| {
+                let b = relock(sh.bus.lock());
+                if from == usize::MAX { (b.len(), Vec::new()) } else { (b.len(), b[from.min(b.len())..].to_vec()) }
+            };
+            let stopping = || sh.is_stopping();
+            routes::runtime_sessions::serve_socket(stream, first, refuse, session_id, &bus, &stopping);
+        }),
+    )
+}
+
 fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     for incoming in listener.incoming() {
         if shared.is_stopping() {
@@ -1214,7 +1250,12 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             let _guard = ConnGuard { shared: &shared, id };
             let stopping = || shared.is_stopping();
             let wait_stop = |d: Duration| shared.sleep(d);
-            let mut handler = |req: &Request| handle(&shared, req);
+            let mut handler = |req: &Request| {
+                if routes::runtime_sessions::is_attach(req) {
+                    return attach(&shared, req);
+                }
+                handle(&shared, req)
+            };
             http::serve_connection(stream, &stopping, &wait_stop, &mut handler);
         });
         if spawned.is_err() {

@@ -136,6 +136,8 @@ pub(crate) enum Outcome {
     Hang,
     /// Close the connection without writing anything.
     Close,
+    /// Write this answer (a 101), then hand the connection over (a WebSocket).
+    Upgrade(Response, Box<dyn FnOnce(TcpStream) + Send>),
 }
 
 pub(crate) fn reason(status: u16) -> &'static str {
@@ -368,6 +370,14 @@ pub(crate) fn serve_connection(
                 }
             }
             Outcome::Close => break,
+            Outcome::Upgrade(resp, serve) => {
+                if write_response(&stream, &resp, false).is_ok()
+                    && let Ok(s) = stream.try_clone()
+                {
+                    serve(s);
+                }
+                break;
+            }
             Outcome::Hang => {
                 hang(&stream, stopping, wait_stop);
                 break;

@@ -26,6 +26,9 @@ fn segments(path: &str) -> Vec<String> {
     path.split('/').filter(|s| !s.is_empty()).map(crate::http::percent_decode).collect()
 }
 
+/// §5.7-§5.9: runtime sessions, the activity timeline, the attach socket.
+pub(crate) mod runtime_sessions;
+
 type Handler = fn(&Shared, &Request, &[&str]) -> Response;
 
 /// Dispatch one `/api/v1` request. Unknown paths are 404 `Not Found`, a
@@ -42,7 +45,10 @@ pub(crate) fn api(shared: &Shared, req: &Request) -> Response {
         ["api", "v1", "agents", "session-end"] => Some((&["POST"], |sh, r, _| session_end(sh, r))),
         ["api", "v1", "agents", "notes", "pending"] => Some((&["POST"], |sh, r, _| notes_pending(sh, r))),
         ["api", "v1", "agents", "notes", "ack"] => Some((&["POST"], |sh, r, _| notes_ack(sh, r))),
-        ["api", "v1", "agents"] => Some((&["POST"], |sh, r, _| create_agent(sh, r))),
+        ["api", "v1", "agents"] => Some((
+            &["GET", "POST"],
+            |sh, r, _| if r.method == "GET" { runtime_sessions::agents(sh, r) } else { create_agent(sh, r) },
+        )),
         ["api", "v1", "agents", _, "credentials"] => Some((&["POST"], |sh, r, s| create_credential(sh, r, s[3]))),
         ["api", "v1", "agents", _, "credentials", _] => {
             Some((&["DELETE"], |sh, r, s| revoke_credential(sh, r, s[3], s[5])))
@@ -57,6 +63,11 @@ pub(crate) fn api(shared: &Shared, req: &Request) -> Response {
         ["api", "v1", "operator-notes", "session-targets"] => Some((&["GET"], |sh, r, _| session_targets(sh, r))),
         ["api", "v1", "operator-notes", _] => Some((&["GET"], |sh, r, s| get_note(sh, r, s[3]))),
         ["api", "v1", "operator-notes", _, "cancel"] => Some((&["POST"], |sh, r, s| cancel_note(sh, r, s[3]))),
+        ["api", "v1", "runtime-sessions"] => Some((&["GET"], |sh, r, _| runtime_sessions::list(sh, r))),
+        ["api", "v1", "runtime-sessions", _] => Some((&["GET"], |sh, r, s| runtime_sessions::get(sh, r, s[3]))),
+        ["api", "v1", "runtime-sessions", _, "activity"] => {
+            Some((&["GET"], |sh, r, s| runtime_sessions::activity(sh, r, s[3])))
+        }
         ["api", "v1", "approval-requests"] => Some((&["GET"], |sh, r, _| list_approvals(sh, r))),
         ["api", "v1", "approval-requests", _] => Some((&["GET"], |sh, r, s| get_approval(sh, r, s[3]))),
         ["api", "v1", "approval-requests", _, "approve"] => {
@@ -373,6 +384,31 @@ fn permission_check(shared: &Shared, req: &Request) -> Response {
         }
     };
 
+    // The activity timeline's tool call (§4.2 side effects, §5.8): not for
+    // codex_cli + permission_request, which would count twice.
+    if let Some(o) = origin
+        && !(p.source.as_deref() == Some("codex_cli") && !p.pre_tool_use)
+    {
+        let sizes: Map<String, Value> = p
+            .tool_input
+            .iter()
+            .filter(|(k, _)| !k.starts_with("_preloop_"))
+            .map(|(k, v)| (k.clone(), json!(v.to_string().chars().count())))
+            .collect();
+        let row = crate::state::ToolCallRow {
+            id: crate::ids::uuid4(),
+            session: o,
+            at: Timestamp::now(),
+            tool_name: p.tool_name.clone(),
+            status: if decision == "allow" { "allowed".into() } else { "denied".into() },
+            decision: decision.to_string(),
+            reason: reason.clone(),
+            source: p.source.clone(),
+            phase: if p.pre_tool_use { "pre_tool_use".into() } else { "permission_request".into() },
+            sizes,
+        };
+        st.tool_calls.push(row);
+    }
     // The note claim happens after the decision, on allow and deny (§4.2).
     let source = p.source.as_deref();
     let defer = source == Some("copilot_cli")

@@ -189,8 +189,25 @@ pub(crate) struct Approval {
     pub auto_approved_reason: Option<String>,
 }
 
+/// One permission check on a session's activity timeline (§5.8): only the
+/// sizes of the tool arguments are kept, never their values.
+pub(crate) struct ToolCallRow {
+    pub id: String,
+    pub session: usize,
+    pub at: Timestamp,
+    pub tool_name: String,
+    pub status: String,
+    pub decision: String,
+    pub reason: String,
+    pub source: Option<String>,
+    pub phase: String,
+    pub sizes: serde_json::Map<String, Value>,
+}
+
 /// Everything the fake knows.
 pub(crate) struct State {
+    /// The activity timeline's tool calls (§5.8).
+    pub tool_calls: Vec<ToolCallRow>,
     pub users: Vec<User>,
     pub agents: Vec<Agent>,
     pub credentials: Vec<Credential>,
@@ -279,6 +296,7 @@ fn basename(path: &str) -> &str {
 impl State {
     pub fn new() -> State {
         State {
+            tool_calls: Vec::new(),
             users: Vec::new(),
             agents: Vec::new(),
             credentials: Vec::new(),

@@ -1,0 +1,770 @@
+//! `sessions attach <id>`: watch one session live and steer it from the same
+//! terminal. What it shows comes from every source that has it:
+//!
+//! * the server (server mode): the attach socket `/api/v1/ws/runtime-sessions/{id}`
+//!   (what the server's event bus relays; on Preloop 0.17.1 only `attached`),
+//!   and, polled every 2 s, the REST activity timeline (tool calls with the
+//!   sizes of their arguments, model calls through the gateway), the note
+//!   receipts of the session, its pending approvals and its end (contract
+//!   §5.7-§5.9);
+//! * this machine: the harness transcript the hooks recorded
+//!   (`transcript_path` in the session file): prompts, tool calls with their
+//!   arguments, model calls;
+//! * the local inbox (local mode): the session's receipts and its end.
+//!
+//! A line typed (a terminal) or read from stdin (no terminal) is sent as a
+//! note to this session, and its receipt is followed as it changes. On a
+//! terminal the input line stays at the bottom while events scroll above it;
+//! without one, every event is one line (`--json`: one JSON object per line,
+//! `schemas/preloop-hooks/attach-event.schema.json`). It ends when the
+//! session ends, on Ctrl-C / Ctrl-D (terminal) or SIGINT / SIGTERM.
+
+use crate::notes;
+use crate::ops::{Backend, Ops, SessionRef};
+use crate::output::{self, clip, safe_line};
+use crate::server_op::ServerOperator;
+use crate::term::{self, Key, LineEditor, RawMode};
+use crate::transcript::{Follower, Happening};
+use clap::Args;
+use preloop_shared::config::Config;
+use preloop_shared::local::LocalInbox;
+use preloop_shared::operator::{
+    ActivityItem, AttachMessage, Author, JSON_SCHEMA_VERSION, Receipt, SendNoteBody, SendRequest, Target,
+};
+use preloop_shared::time::Timestamp;
+use preloop_shared::{Error, Result};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const HELP: &str = "Examples:
+  preloop-hooks sessions attach 5a3e0c1e-…             # watch; type a line + Enter to send it as a note
+  preloop-hooks sessions attach 5a3e… --json | jq .    # one JSON event per line
+  echo \"Use the staging database.\" | preloop-hooks sessions attach 5a3e…
+
+Shows prompts, tool calls (with their arguments from the harness transcript on the agent's own
+machine; the server keeps only their sizes), model calls, approvals waiting on a human, notes sent
+and their receipts as they change, and the session's end. On a terminal, the line at the bottom
+sends what you type as a note to this session; Ctrl-C or Ctrl-D (on an empty line) leaves. Without
+a terminal it prints one event per line and reads notes from stdin, one per line. It exits 0 when
+the session ends or you leave.";
+
+#[derive(Args)]
+pub struct AttachArgs {
+    /// The session: its harness session id or its runtime id (`sessions list --wide`).
+    id: String,
+    /// One JSON event per line.
+    #[arg(long)]
+    json: bool,
+    /// Only watch: do not read notes from the keyboard or stdin.
+    #[arg(long)]
+    no_input: bool,
+    /// How many past events to show first.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    history: usize,
+}
+
+/// One thing that happened (`--json`: one per line).
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Event {
+    pub schema: u32,
+    pub at: Option<Timestamp>,
+    /// attached | session_started | prompt | tool_call | model_call |
+    /// approval_waiting | note_sent | note_state | session_ended | server_event | info
+    pub kind: &'static str,
+    /// transcript | timeline | socket | receipts | session | inbox | attach
+    pub source: &'static str,
+    pub tool: Option<String>,
+    pub args: Option<String>,
+    pub text: Option<String>,
+    pub note_id: Option<String>,
+    pub state: Option<String>,
+    pub detail: Option<String>,
+}
+
+fn ev(kind: &'static str, source: &'static str) -> Event {
+    Event { schema: JSON_SCHEMA_VERSION, at: Some(Timestamp::now()), kind, source, ..Event::default() }
+}
+
+enum Msg {
+    Event(Event),
+    Byte(u8),
+    Line(String),
+    InputClosed,
+    /// The session ended (after its last receipts were read).
+    Ended,
+}
+
+/// What the watchers share with the main loop.
+struct Shared {
+    stop: AtomicBool,
+    /// Note id → last state shown.
+    notes: Mutex<HashMap<String, String>>,
+}
+
+pub fn run(a: AttachArgs) -> Result<()> {
+    let ops = Ops::load()?;
+    let s = ops.find_session(&a.id)?.ok_or_else(|| {
+        Error::NotFound(format!(
+            "no session {} {} (`preloop-hooks sessions list` shows them)",
+            safe_line(&a.id),
+            if ops.is_local() { "on this machine" } else { "in this account" }
+        ))
+    })?;
+    notes::catch_interrupt();
+    let tty = std::io::stdin().is_terminal() && output::stdout_is_tty() && !a.json && !a.no_input;
+    let shared = Arc::new(Shared { stop: AtomicBool::new(false), notes: Mutex::new(HashMap::new()) });
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let history = a.history;
+    let mut first = ev("attached", "attach");
+    first.text = Some(format!(
+        "{} ({} mode{})",
+        s.name(),
+        ops.mode(),
+        if s.name() != s.runtime_id { format!(", runtime id {}", s.runtime_id) } else { String::new() }
+    ));
+    let _ = tx.send(Msg::Event(first));
+    // This machine's transcript.
+    let transcript = s.file.as_ref().and_then(|f| f.transcript_path.clone()).map(PathBuf::from);
+    if let Some(path) = transcript.clone() {
+        spawn_transcript(path, history, tx.clone(), shared.clone());
+    } else if s.file.is_none() {
+        let mut e = ev("info", "attach");
+        e.text = Some("this session's hooks did not run on this machine: tool arguments are not known here (the server keeps only their sizes)".into());
+        let _ = tx.send(Msg::Event(e));
+    }
+    match &ops.backend {
+        Backend::Server(_) => {
+            let config = ops.config.clone();
+            spawn_server_poller(config.clone(), s.clone(), transcript.is_some(), history, tx.clone(), shared.clone());
+            spawn_socket(config, s.runtime_id.clone(), tx.clone(), shared.clone());
+        }
+        Backend::Local(_) => spawn_local_poller(ops.config.clone(), s.clone(), tx.clone(), shared.clone()),
+    }
+    let raw = if tty { RawMode::enter() } else { None };
+    if !a.no_input {
+        spawn_input(raw.is_some(), tx.clone(), shared.clone());
+    }
+    drop(tx);
+    if raw.is_some() {
+        term::watch_resize();
+    }
+    let mut view = View { tty: raw.is_some(), json: a.json, editor: LineEditor::default(), width: term::width() };
+    let result = main_loop(&ops, &s, &rx, &shared, &mut view);
+    shared.stop.store(true, Ordering::SeqCst);
+    if view.tty {
+        let _ = write!(std::io::stdout(), "\r\x1b[2K");
+        let _ = std::io::stdout().flush();
+    }
+    drop(raw);
+    result
+}
+
+struct View {
+    tty: bool,
+    json: bool,
+    editor: LineEditor,
+    width: usize,
+}
+
+const PROMPT: &str = "note> ";
+
+impl View {
+    fn show(&mut self, e: &Event) -> Result<()> {
+        if self.json {
+            return output::json_line(e);
+        }
+        let line = format_event(e);
+        if !self.tty {
+            return output::line(&line);
+        }
+        if term::take_resized() {
+            self.width = term::width();
+        }
+        let line = clip_width(&line, self.width);
+        let mut out = std::io::stdout().lock();
+        write!(out, "\r\x1b[2K{line}\r\n").map_err(|e| Error::io("write to stdout", e))?;
+        drop(out);
+        self.prompt()
+    }
+
+    fn prompt(&mut self) -> Result<()> {
+        if !self.tty {
+            return Ok(());
+        }
+        if term::take_resized() {
+            self.width = term::width();
+        }
+        let room = self.width.saturating_sub(PROMPT.len() + 1).max(10);
+        let buf = safe_line(&self.editor.buf);
+        let n = buf.chars().count();
+        let shown: String = if n > room { buf.chars().skip(n - room).collect() } else { buf };
+        let mut out = std::io::stdout().lock();
+        write!(out, "\r\x1b[2K{PROMPT}{shown}").and_then(|_| out.flush()).map_err(|e| Error::io("write to stdout", e))
+    }
+}
+
+fn clip_width(line: &str, width: usize) -> String {
+    if line.chars().count() > width && width > 1 {
+        format!("{}…", line.chars().take(width - 1).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}
+
+/// `17:10:42Z  tool        Bash  echo hi`
+pub fn format_event(e: &Event) -> String {
+    let t = e.at.map(|t| t.to_iso_z().chars().skip(11).take(8).collect::<String>() + "Z").unwrap_or_default();
+    let label = match e.kind {
+        "attached" => "attached",
+        "session_started" => "started",
+        "prompt" => "prompt",
+        "tool_call" => "tool",
+        "model_call" => "model",
+        "approval_waiting" => "approval",
+        "note_sent" => "note sent",
+        "note_state" => "note",
+        "session_ended" => "ended",
+        "server_event" => "event",
+        _ => "info",
+    };
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(id) = &e.note_id {
+        parts.push(id.clone());
+    }
+    if let Some(tool) = &e.tool {
+        parts.push(safe_line(tool));
+    }
+    if let Some(st) = &e.state {
+        parts.push(st.clone());
+    }
+    if let Some(a) = &e.args {
+        parts.push(clip(a, 160));
+    }
+    if let Some(x) = &e.text {
+        parts.push(if e.kind.starts_with("note") || e.kind == "prompt" || e.kind == "model_call" {
+            format!("\"{}\"", clip(x, 120))
+        } else {
+            clip(x, 200)
+        });
+    }
+    if let Some(d) = &e.detail {
+        parts.push(format!("({})", clip(d, 120)));
+    }
+    format!("{t}  {label:<10}  {}", parts.join("  "))
+}
+
+fn main_loop(ops: &Ops, s: &SessionRef, rx: &Receiver<Msg>, shared: &Shared, view: &mut View) -> Result<()> {
+    view.prompt()?;
+    let mut input_open = true;
+    loop {
+        if notes::interrupted() {
+            return Ok(());
+        }
+        let msg = match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => {
+                if view.tty && term::take_resized() {
+                    view.width = term::width();
+                    view.prompt()?;
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+        };
+        match msg {
+            Msg::Event(e) => view.show(&e)?,
+            Msg::Ended => return Ok(()),
+            Msg::InputClosed => input_open = false,
+            Msg::Byte(b) => match view.editor.feed(b) {
+                Key::Quit => return Ok(()),
+                Key::Line(l) => {
+                    if !l.trim().is_empty() {
+                        send_note(ops, s, &l, shared, view)?;
+                    }
+                    view.prompt()?;
+                }
+                Key::None => view.prompt()?,
+            },
+            Msg::Line(l) => {
+                if !l.trim().is_empty() {
+                    send_note(ops, s, &l, shared, view)?;
+                }
+            }
+        }
+        let _ = input_open;
+    }
+}
+
+fn send_note(ops: &Ops, s: &SessionRef, text: &str, shared: &Shared, view: &mut View) -> Result<()> {
+    let sent: Result<Receipt> = match &ops.backend {
+        Backend::Local(ib) => ib.send(&SendRequest {
+            text: text.to_string(),
+            target: Target::Session(s.name().to_string()),
+            next_session: false,
+            expires_in_secs: None,
+            author: Author {
+                display: std::env::var("USER").ok().filter(|u| !u.is_empty()).or(Some("local operator".into())),
+                auth_method: Some("local".into()),
+                ..Author::default()
+            },
+        }),
+        Backend::Server(srv) => srv
+            .send(&SendNoteBody {
+                text: text.to_string(),
+                runtime_session_id: Some(s.runtime_id.clone()),
+                ..SendNoteBody::default()
+            })
+            .and_then(|v| v.into_iter().next().ok_or_else(|| Error::NotFound("no note was sent".into()))),
+    };
+    match sent {
+        Ok(r) => {
+            shared.notes.lock().unwrap_or_else(|e| e.into_inner()).insert(r.note_id.clone(), r.state.clone());
+            let mut e = ev("note_sent", "attach");
+            e.note_id = Some(r.note_id.clone());
+            e.state = Some(r.state.clone());
+            e.text = Some(r.text.clone());
+            view.show(&e)
+        }
+        Err(err) => {
+            let mut e = ev("info", "attach");
+            e.text = Some(format!("the note was not sent: {err}"));
+            view.show(&e)
+        }
+    }
+}
+
+// ----- watchers ----------------------------------------------------------
+
+fn sleep_unless_stopped(shared: &Shared, d: Duration) -> bool {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        if shared.stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    !shared.stop.load(Ordering::SeqCst)
+}
+
+fn spawn_transcript(path: PathBuf, history: usize, tx: Sender<Msg>, shared: Arc<Shared>) {
+    std::thread::spawn(move || {
+        let mut f = Follower::new(path);
+        let mut first = true;
+        loop {
+            let mut got = f.poll();
+            if first {
+                first = false;
+                let skip = got.len().saturating_sub(history);
+                got.drain(..skip);
+            }
+            for (at, h) in got {
+                let mut e = match h {
+                    Happening::Prompt(p) => {
+                        let mut e = ev("prompt", "transcript");
+                        e.text = Some(p);
+                        e
+                    }
+                    Happening::ToolCall { name, args } => {
+                        let mut e = ev("tool_call", "transcript");
+                        e.tool = Some(name);
+                        e.args = Some(args);
+                        e
+                    }
+                    Happening::ModelCall(text) => {
+                        let mut e = ev("model_call", "transcript");
+                        e.text = text;
+                        e
+                    }
+                };
+                e.at = at.or(e.at);
+                if tx.send(Msg::Event(e)).is_err() {
+                    return;
+                }
+            }
+            if !sleep_unless_stopped(&shared, Duration::from_millis(300)) {
+                return;
+            }
+        }
+    });
+}
+
+/// Report receipts that are new or changed.
+fn receipt_events(receipts: &[Receipt], shared: &Shared, source: &'static str) -> Vec<Event> {
+    let mut known = shared.notes.lock().unwrap_or_else(|e| e.into_inner());
+    let mut out = Vec::new();
+    let mut sorted: Vec<&Receipt> = receipts.iter().collect();
+    sorted.sort_by_key(|r| r.created_at);
+    for r in sorted {
+        match known.get(&r.note_id) {
+            Some(st) if *st == r.state => {}
+            Some(_) => {
+                let mut e = ev("note_state", source);
+                e.at = r.last_transition().or(e.at);
+                e.note_id = Some(r.note_id.clone());
+                e.state = Some(r.state.clone());
+                e.detail = r.undeliverable_reason.clone().or(r.delivery_event.clone());
+                out.push(e);
+            }
+            None => {
+                let mut e = ev("note_sent", source);
+                e.at = r.created_at.or(e.at);
+                e.note_id = Some(r.note_id.clone());
+                e.state = Some(r.state.clone());
+                e.text = Some(r.text.clone());
+                e.detail = r.author.display.as_ref().map(|d| format!("from {d}")).map(|d| {
+                    match r.undeliverable_reason.as_ref().or(r.delivery_event.as_ref()) {
+                        Some(x) => format!("{d}; {x}"),
+                        None => d,
+                    }
+                });
+                out.push(e);
+            }
+        }
+        known.insert(r.note_id.clone(), r.state.clone());
+    }
+    out
+}
+
+fn ended_event(at: Option<Timestamp>, source: &'static str) -> Event {
+    let mut e = ev("session_ended", source);
+    e.at = at.or(e.at);
+    e.text = Some("the session ended".into());
+    e
+}
+
+fn spawn_local_poller(config: Config, s: SessionRef, tx: Sender<Msg>, shared: Arc<Shared>) {
+    std::thread::spawn(move || {
+        let ib = LocalInbox::new(&config.home, config.settings.note_ttl_secs);
+        let name = s.name().to_string();
+        loop {
+            let receipts: Vec<Receipt> = ib
+                .list()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|r| r.external_session_id.as_deref() == Some(name.as_str()))
+                .collect();
+            for e in receipt_events(&receipts, &shared, "inbox") {
+                if tx.send(Msg::Event(e)).is_err() {
+                    return;
+                }
+            }
+            if let Some(end) = ib.resolve_session(&name).and_then(|f| f.ended_at) {
+                // One more look at the receipts SessionEnd just changed.
+                std::thread::sleep(Duration::from_millis(300));
+                let receipts: Vec<Receipt> = ib
+                    .list()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|r| r.external_session_id.as_deref() == Some(name.as_str()))
+                    .collect();
+                for e in receipt_events(&receipts, &shared, "inbox") {
+                    let _ = tx.send(Msg::Event(e));
+                }
+                let _ = tx.send(Msg::Event(ended_event(Some(end), "session")));
+                let _ = tx.send(Msg::Ended);
+                return;
+            }
+            if !sleep_unless_stopped(&shared, Duration::from_millis(500)) {
+                return;
+            }
+        }
+    });
+}
+
+fn activity_event(item: &ActivityItem, with_transcript: bool) -> Option<Event> {
+    let kind = item.activity_type.as_str();
+    let mut e = match kind {
+        "tool_call" if with_transcript => return None,
+        "tool_call" => {
+            let mut e = ev("tool_call", "timeline");
+            e.tool = item.tool_name.clone().or(item.title.clone());
+            // The server keeps only the sizes of the arguments.
+            e.args =
+                item.metadata.as_ref().and_then(|m| m.get("arguments_summary")).and_then(|s| s.as_object()).map(|o| {
+                    let sizes: Vec<String> = o.iter().map(|(k, v)| format!("{k}: {v} chars")).collect();
+                    format!("[{}]", sizes.join(", "))
+                });
+            e.state = item.status.clone();
+            e
+        }
+        // Delivered notes: the receipts say so.
+        "agent_control_message" => return None,
+        "session_started" => {
+            let mut e = ev("session_started", "timeline");
+            e.text = item.summary.clone();
+            e
+        }
+        k if k.contains("model") || k.contains("request") || k.contains("gateway") || k.contains("llm") => {
+            let mut e = ev("model_call", "timeline");
+            e.text = item.summary.clone().or(item.title.clone());
+            e
+        }
+        _ => {
+            let mut e = ev("server_event", "timeline");
+            e.tool = Some(kind.to_string());
+            e.text = item.summary.clone().or(item.title.clone());
+            e
+        }
+    };
+    e.at = item.timestamp.or(e.at);
+    Some(e)
+}
+
+fn activity_key(i: &ActivityItem) -> String {
+    i.activity_id
+        .clone()
+        .unwrap_or_else(|| format!("{}@{}", i.activity_type, i.timestamp.map(|t| t.0).unwrap_or_default()))
+}
+
+fn spawn_server_poller(
+    config: Config,
+    s: SessionRef,
+    with_transcript: bool,
+    history: usize,
+    tx: Sender<Msg>,
+    shared: Arc<Shared>,
+) {
+    std::thread::spawn(move || {
+        let Ok(Some(srv)) = ServerOperator::from_config(&config) else { return };
+        let rid = s.runtime_id.clone();
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut first = true;
+        let mut approvals: Option<u64> = None;
+        let mut warned = false;
+        let send = |e: Event| tx.send(Msg::Event(e)).is_ok();
+        loop {
+            let mut events = Vec::new();
+            match srv.activity(&rid, 100) {
+                Ok(page) => {
+                    let mut items: Vec<ActivityItem> =
+                        page.items.into_iter().filter(|i| !seen.contains(&activity_key(i))).collect();
+                    items.reverse(); // oldest first
+                    if first {
+                        let skip = items.len().saturating_sub(history);
+                        for i in items.drain(..skip) {
+                            seen.insert(activity_key(&i));
+                        }
+                    }
+                    for i in items {
+                        seen.insert(activity_key(&i));
+                        events.extend(activity_event(&i, with_transcript));
+                    }
+                }
+                Err(e) if !warned => {
+                    warned = true;
+                    let mut x = ev("info", "timeline");
+                    x.text = Some(format!("the activity timeline cannot be read: {e}"));
+                    events.push(x);
+                }
+                Err(_) => {}
+            }
+            if let Ok(receipts) = srv.list(&[("runtime_session_id", rid.clone()), ("limit", "50".into())]) {
+                events.extend(receipt_events(&receipts, &shared, "receipts"));
+            }
+            first = false;
+            let mut ended = None;
+            if let Ok(item) = srv.runtime_session(&rid) {
+                let n = item.pending_approval_count.unwrap_or(0);
+                if approvals != Some(n) && (n > 0 || approvals.is_some_and(|a| a > 0)) {
+                    let mut e = ev("approval_waiting", "session");
+                    e.state = Some(n.to_string());
+                    e.text = Some(if n == 0 {
+                        "no approval waits on a human any more".into()
+                    } else {
+                        format!("{n} approval(s) waiting on a human")
+                    });
+                    events.push(e);
+                }
+                approvals = Some(n);
+                ended = item.ended_at;
+            }
+            events.sort_by_key(|e| e.at);
+            for e in events {
+                if !send(e) {
+                    return;
+                }
+            }
+            if let Some(end) = ended {
+                // The hooks' SessionEnd may still be settling receipts.
+                std::thread::sleep(Duration::from_millis(1500));
+                if let Ok(receipts) = srv.list(&[("runtime_session_id", rid.clone()), ("limit", "50".into())]) {
+                    for e in receipt_events(&receipts, &shared, "receipts") {
+                        send(e);
+                    }
+                }
+                send(ended_event(Some(end), "session"));
+                let _ = tx.send(Msg::Ended);
+                return;
+            }
+            if !sleep_unless_stopped(&shared, Duration::from_secs(2)) {
+                return;
+            }
+        }
+    });
+}
+
+/// The attach socket (plain `ws://`; an `https` server is followed over
+/// REST only). Relays what arrives; answers nothing but pings.
+fn spawn_socket(config: Config, rid: String, tx: Sender<Msg>, shared: Arc<Shared>) {
+    std::thread::spawn(move || {
+        let Ok(Some(srv)) = ServerOperator::from_config(&config) else { return };
+        let info = |text: String| {
+            let mut e = ev("info", "socket");
+            e.text = Some(text);
+            let _ = tx.send(Msg::Event(e));
+        };
+        let url = srv.socket_url(&rid);
+        if !url.starts_with("ws://") {
+            info("the attach socket needs a plain http server URL here; following the session over REST".into());
+            return;
+        }
+        let mut ws = match connect_socket(&url, &srv) {
+            Ok(ws) => ws,
+            Err(why) => {
+                info(format!("the attach socket is not available ({why}); following the session over REST"));
+                return;
+            }
+        };
+        let mut last_ping = Instant::now();
+        loop {
+            if shared.stop.load(Ordering::SeqCst) {
+                let _ = ws.close(None);
+                return;
+            }
+            match ws.read() {
+                Ok(tungstenite::Message::Text(t)) => {
+                    let text = srv.clean(t.as_str());
+                    let m: AttachMessage = serde_json::from_str(&text).unwrap_or_default();
+                    let e = match m.kind.as_str() {
+                        "pong" | "heartbeat" => None,
+                        "attached" => {
+                            let mut e = ev("attached", "socket");
+                            e.text =
+                                Some("the server's attach socket is open (it relays the server's event bus)".into());
+                            Some(e)
+                        }
+                        "error" => {
+                            let mut e = ev("info", "socket");
+                            e.text = Some(format!(
+                                "the attach socket refused: {} ({})",
+                                m.error.unwrap_or_default(),
+                                m.detail.unwrap_or_default()
+                            ));
+                            Some(e)
+                        }
+                        other => {
+                            let mut e = ev("server_event", "socket");
+                            e.tool = Some(if other.is_empty() { "message".into() } else { other.to_string() });
+                            e.text = Some(text.clone());
+                            Some(e)
+                        }
+                    };
+                    if let Some(e) = e
+                        && tx.send(Msg::Event(e)).is_err()
+                    {
+                        return;
+                    }
+                }
+                Ok(tungstenite::Message::Close(_)) => return,
+                Ok(_) => {}
+                Err(tungstenite::Error::Io(e))
+                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+                {
+                    if last_ping.elapsed() >= Duration::from_secs(30) {
+                        last_ping = Instant::now();
+                        let _ = ws.send(tungstenite::Message::text(r#"{"type":"ping"}"#));
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    });
+}
+
+type Socket = tungstenite::WebSocket<std::net::TcpStream>;
+
+fn connect_socket(url: &str, srv: &ServerOperator) -> std::result::Result<Socket, String> {
+    use tungstenite::client::IntoClientRequest;
+    let authority = url.strip_prefix("ws://").and_then(|r| r.split('/').next()).unwrap_or("");
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(
+        &(if authority.contains(':') { authority.to_string() } else { format!("{authority}:80") }),
+    )
+    .ok()
+    .and_then(|mut a| a.next())
+    .ok_or_else(|| "cannot resolve the server".to_string())?;
+    let stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map_err(|e| preloop_shared::http::describe_io(&e))?;
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut req = url.into_client_request().map_err(|e| e.to_string())?;
+    let auth = format!("Bearer {}", srv.token().expose());
+    req.headers_mut().insert(
+        "Authorization",
+        tungstenite::http::HeaderValue::from_str(&auth).map_err(|_| "unusable token".to_string())?,
+    );
+    let (ws, _) = tungstenite::client(req, stream).map_err(|e| match e {
+        tungstenite::HandshakeError::Failure(f) => srv.clean(&f.to_string()),
+        tungstenite::HandshakeError::Interrupted(_) => "the handshake timed out".into(),
+    })?;
+    let _ = ws.get_ref().set_read_timeout(Some(Duration::from_millis(500)));
+    Ok(ws)
+}
+
+fn spawn_input(raw: bool, tx: Sender<Msg>, shared: Arc<Shared>) {
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        if raw {
+            let mut b = [0u8; 1];
+            let mut lock = stdin.lock();
+            loop {
+                match lock.read(&mut b) {
+                    Ok(1) => {
+                        if tx.send(Msg::Byte(b[0])).is_err() || shared.stop.load(Ordering::SeqCst) {
+                            return;
+                        }
+                    }
+                    _ => {
+                        let _ = tx.send(Msg::InputClosed);
+                        return;
+                    }
+                }
+            }
+        }
+        for line in stdin.lock().lines() {
+            match line {
+                Ok(l) => {
+                    if tx.send(Msg::Line(l)).is_err() {
+                        return;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send(Msg::InputClosed);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_print_on_one_safe_line() {
+        let mut e = ev("tool_call", "transcript");
+        e.at = Timestamp::parse("2026-12-02T10:00:01Z");
+        e.tool = Some("Bash".into());
+        e.args = Some("echo \x1b[31mhi\nthere".into());
+        assert_eq!(format_event(&e), "10:00:01Z  tool        Bash  echo \\e[31mhi there");
+        let mut n = ev("note_state", "receipts");
+        n.at = e.at;
+        n.note_id = Some("0123456789abcdef".into());
+        n.state = Some("delivered".into());
+        n.detail = Some("pre_tool_use".into());
+        assert_eq!(format_event(&n), "10:00:01Z  note        0123456789abcdef  delivered  (pre_tool_use)");
+    }
+}

@@ -1,0 +1,294 @@
+//! `sessions list` and `sessions attach`: find the run to steer and watch
+//! it, on the server (across the account, filters applied by the server) or
+//! on the local inbox (over this machine's session files).
+
+use crate::ops::{Backend, Ops};
+use crate::output::{self, ago, clip};
+use crate::server_op::ServerOperator;
+use crate::transcript;
+use clap::builder::PossibleValuesParser;
+use clap::{Args, Subcommand};
+use preloop_shared::operator::{JSON_SCHEMA_VERSION, RuntimeSessionItem, SessionFilter, SessionRow};
+use preloop_shared::session::SessionFile;
+use preloop_shared::time::Timestamp;
+use preloop_shared::{Harness, Result};
+use serde::Serialize;
+
+#[derive(Subcommand)]
+pub enum SessionsCmd {
+    /// List sessions, most recently active first.
+    #[command(after_help = LIST_HELP)]
+    List(ListArgs),
+    /// Watch one session live and steer it: what it does, and a line that sends a note.
+    #[command(after_help = crate::attach::HELP)]
+    Attach(crate::attach::AttachArgs),
+}
+
+const LIST_HELP: &str = "Examples:
+  preloop-hooks sessions list
+  preloop-hooks sessions list --active --since 2h --kind claude-code
+  preloop-hooks sessions list --parent 5a3e…          # the runs a conductor started
+  preloop-hooks sessions list --agent \"Release worker\" --active -o id | head -1 \\
+    | xargs -I{} preloop-hooks notes send --session {} \"Ship the fix, leave the tests.\"
+
+Columns: ID (short; --wide for the full id that notes send --session and sessions attach take),
+AGENT, KIND, STARTED, LAST ACTIVITY, STATE (live: activity in the last 15 minutes, idle, ended),
+TOOLS and MODEL (calls seen; a run seen only through hooks reports 0 model calls to the server,
+this machine counts them in the transcript), PENDING (approvals waiting on a human), TITLE (or kind,
+working directory and start time). On the server every filter runs server-side across the account
+(last 30 days); the agent's identity session is hidden. On the local inbox the filters run over the
+session files on this machine (--agent needs server mode).";
+
+fn kind_values() -> PossibleValuesParser {
+    PossibleValuesParser::new(Harness::all().map(|h| h.slug()))
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    /// Only this managed agent's sessions (id or display name; server mode).
+    #[arg(long, value_name = "ID|NAME")]
+    agent: Option<String>,
+    /// Only sessions of this harness.
+    #[arg(long, value_name = "KIND", value_parser = kind_values())]
+    kind: Option<String>,
+    /// Only sessions active in this period (90m, 2h, 1d).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    since: Option<String>,
+    /// Only sessions that have not ended.
+    #[arg(long)]
+    active: bool,
+    /// Only the runs this session started (its harness or runtime id).
+    #[arg(long, value_name = "SESSION")]
+    parent: Option<String>,
+    /// Only the sessions of this flow execution.
+    #[arg(long, value_name = "ID")]
+    execution: Option<String>,
+    /// Only sessions with this alias.
+    #[arg(long, value_name = "NAME")]
+    alias: Option<String>,
+    /// Show full ids.
+    #[arg(long)]
+    wide: bool,
+    /// Print JSON for scripts (same as -o json).
+    #[arg(long)]
+    json: bool,
+    /// table (default), json, or id (only the full ids, one per line, as notes send --session takes them).
+    #[arg(short = 'o', long = "output", value_name = "FORMAT", value_parser = ["table", "json", "id"])]
+    output: Option<String>,
+}
+
+/// `sessions list --json`: `schemas/preloop-hooks/sessions.schema.json`.
+#[derive(Serialize)]
+struct SessionsOut<'a> {
+    schema: u32,
+    mode: &'static str,
+    sessions: &'a [SessionRow],
+    total: usize,
+}
+
+pub fn run(cmd: SessionsCmd) -> Result<()> {
+    match cmd {
+        SessionsCmd::List(a) => list(a),
+        SessionsCmd::Attach(a) => crate::attach::run(a),
+    }
+}
+
+fn list(a: ListArgs) -> Result<()> {
+    let since = a.since.as_deref().map(|d| output::parse_duration("--since", d)).transpose()?;
+    let fmt = match (a.output.as_deref(), a.json) {
+        (Some(o), _) => o.to_string(),
+        (None, true) => "json".into(),
+        (None, false) => "table".into(),
+    };
+    let ops = Ops::load()?;
+    if a.agent.is_some() && ops.is_local() {
+        return Err(preloop_shared::Error::Usage(
+            "--agent needs server mode (`preloop-hooks login --user --url URL`): the local inbox has no managed agents"
+                .into(),
+        ));
+    }
+    let filter = SessionFilter {
+        agent: a.agent.clone(),
+        kind: a.kind.as_deref().and_then(Harness::from_slug),
+        since: since.map(|s| Timestamp::now().add_secs(-(s as i64))),
+        active: a.active,
+        parent: a.parent.clone(),
+        execution: a.execution.clone(),
+        alias: a.alias.clone(),
+    };
+    let rows = rows(&ops, &filter)?;
+    match fmt.as_str() {
+        "id" => {
+            for r in &rows {
+                output::line(&r.id)?;
+            }
+            Ok(())
+        }
+        "json" => output::json(&SessionsOut {
+            schema: JSON_SCHEMA_VERSION,
+            mode: ops.mode(),
+            sessions: &rows,
+            total: rows.len(),
+        }),
+        _ if rows.is_empty() => output::line("no sessions"),
+        _ => {
+            print_table(&rows, a.wide)?;
+            if output::stdout_is_tty() {
+                eprintln!(
+                    "Steer: preloop-hooks notes send --session <id> \"…\". Watch: preloop-hooks sessions attach <id>. (--wide: full ids)"
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The rows `filter` selects, most recently active first, in either mode.
+pub fn rows(ops: &Ops, filter: &SessionFilter) -> Result<Vec<SessionRow>> {
+    let mut rows = match &ops.backend {
+        Backend::Local(ib) => ib.sessions_filtered(filter),
+        Backend::Server(s) => server_rows(ops, s, filter)?,
+    };
+    for r in rows.iter_mut() {
+        if let Some(n) = r.transcript_path.as_deref().and_then(transcript::count_model_calls) {
+            r.model_calls = Some(r.model_calls.unwrap_or(0).max(n));
+        }
+    }
+    Ok(rows)
+}
+
+fn server_kind(h: Harness) -> &'static str {
+    // The server's agent kinds: claude_code, codex, cursor, … (our sources, codex without _cli).
+    match h.source() {
+        "codex_cli" => "codex",
+        s => s,
+    }
+}
+
+fn server_rows(ops: &Ops, s: &ServerOperator, f: &SessionFilter) -> Result<Vec<SessionRow>> {
+    let mut q: Vec<(&str, String)> = vec![("limit", "100".into())];
+    if f.active {
+        q.push(("status", "active".into()));
+    }
+    if let Some(a) = &f.agent {
+        q.push(("agent", a.clone()));
+    }
+    if let Some(k) = f.kind {
+        q.push(("agent_kind", server_kind(k).into()));
+    }
+    if let Some(al) = &f.alias {
+        q.push(("alias", al.clone()));
+    }
+    if let Some(p) = &f.parent {
+        let rid = ops.find_session(p)?.map(|r| r.runtime_id).ok_or_else(|| {
+            preloop_shared::Error::NotFound(format!(
+                "the parent session {} is not known in this account",
+                output::safe_line(p)
+            ))
+        })?;
+        q.push(("parent_session_id", rid));
+    }
+    if let Some(e) = &f.execution {
+        q.push(("flow_execution_id", e.clone()));
+    }
+    if let Some(t) = f.since {
+        q.push(("start_date", t.to_iso_z()));
+    }
+    let mut items: Vec<RuntimeSessionItem> = Vec::new();
+    for page in 0..5 {
+        let mut qq = q.clone();
+        qq.push(("offset", (page * 100).to_string()));
+        let p = s.runtime_sessions(&qq)?;
+        let more = p.has_more;
+        items.extend(p.items);
+        if !more {
+            break;
+        }
+    }
+    let files = ops.files_by_runtime();
+    let now = Timestamp::now();
+    let mut rows: Vec<SessionRow> =
+        items.into_iter().filter(|i| !i.is_identity()).map(|i| row_of(&i, files.get(&i.id), now)).collect();
+    rows.sort_by(|a, b| {
+        b.last_activity_at.cmp(&a.last_activity_at).then(b.started_at.cmp(&a.started_at)).then(b.id.cmp(&a.id))
+    });
+    Ok(rows)
+}
+
+/// A server session as a row, with what this machine's session file adds.
+pub fn row_of(i: &RuntimeSessionItem, file: Option<&SessionFile>, now: Timestamp) -> SessionRow {
+    let source = i.runtime_principal_name.as_deref().and_then(|n| n.split_once(" in ")).map(|(s, _)| s.to_string());
+    let kind = source
+        .as_deref()
+        .and_then(Harness::from_source)
+        .or_else(|| file.and_then(|f| Harness::from_source(&f.agent_kind)))
+        .or_else(|| i.agent_kind.as_deref().and_then(Harness::from_source))
+        .map(|h| h.slug().to_string());
+    let external = i.external_session_id().or_else(|| file.map(|f| f.external_session_id.clone()));
+    let last = [i.last_activity_at, i.started_at].into_iter().flatten().max();
+    SessionRow {
+        id: external.clone().unwrap_or_else(|| i.id.clone()),
+        runtime_session_id: i.id.clone(),
+        external_session_id: external,
+        agent_id: i.agent_id.clone().or(i.managed_agent_id.clone()),
+        agent_name: i.agent_name.clone().or(i.managed_agent_name.clone()),
+        label: SessionRow::label_of(
+            i.title.as_deref(),
+            kind.as_deref().or(source.as_deref()).or(i.agent_kind.as_deref()),
+            i.cwd.as_deref(),
+            i.started_at,
+        ),
+        kind,
+        agent_kind: source.or(i.agent_kind.clone()),
+        alias: i.alias.clone(),
+        title: i.title.clone(),
+        cwd: i.cwd.clone(),
+        parent_session_id: i.parent_session_id.clone(),
+        execution_id: i.flow_execution_id.clone(),
+        started_at: i.started_at,
+        last_activity_at: last,
+        ended_at: i.ended_at,
+        state: SessionRow::state_of(i.ended_at.is_some(), last, now).to_string(),
+        tool_calls: i.tool_call_count,
+        model_calls: i.total_requests,
+        pending_approvals: i.pending_approval_count,
+        transcript_path: file.and_then(|f| f.transcript_path.clone()),
+    }
+}
+
+fn count(n: Option<u64>) -> String {
+    n.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
+}
+
+fn print_table(rows: &[SessionRow], wide: bool) -> Result<()> {
+    let now = Timestamp::now();
+    let aliases = rows.iter().any(|r| r.alias.is_some());
+    let mut header = vec!["ID", "AGENT", "KIND", "STARTED", "LAST ACTIVITY", "STATE", "TOOLS", "MODEL", "PENDING"];
+    if aliases {
+        header.push("ALIAS");
+    }
+    header.push("TITLE");
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let id = if wide { r.id.clone() } else { r.id.chars().take(8).collect() };
+            let mut row = vec![
+                output::safe_line(&id),
+                clip(r.agent_name.as_deref().unwrap_or("-"), 24),
+                r.kind.clone().or(r.agent_kind.clone()).unwrap_or_else(|| "-".into()),
+                ago(r.started_at, now),
+                ago(r.last_activity_at, now),
+                r.state.clone(),
+                count(r.tool_calls),
+                count(r.model_calls),
+                count(r.pending_approvals),
+            ];
+            if aliases {
+                row.push(clip(r.alias.as_deref().unwrap_or("-"), 24));
+            }
+            row.push(clip(&r.label, if wide { 120 } else { 60 }));
+            row
+        })
+        .collect();
+    output::print_table(&header, &table)
+}

@@ -1,0 +1,148 @@
+//! The little terminal handling `sessions attach` needs, on libc alone: raw
+//! input (so a line can be edited while events scroll above it), the window
+//! width (re-read after SIGWINCH), and restoring the terminal however the
+//! program leaves.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static RESIZED: AtomicBool = AtomicBool::new(true);
+
+extern "C" fn on_winch(_: libc::c_int) {
+    RESIZED.store(true, Ordering::SeqCst);
+}
+
+/// Watch for window size changes.
+pub fn watch_resize() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGWINCH, on_winch as *const () as libc::sighandler_t);
+    }
+}
+
+/// Whether the window changed size since the last call.
+pub fn take_resized() -> bool {
+    RESIZED.swap(false, Ordering::SeqCst)
+}
+
+/// The terminal's width in columns (80 when unknown).
+pub fn width() -> usize {
+    // SAFETY: TIOCGWINSZ fills a winsize struct we own.
+    unsafe {
+        let mut ws: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) == 0 && ws.ws_col > 0 {
+            return ws.ws_col as usize;
+        }
+    }
+    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).filter(|c| *c > 0).unwrap_or(80)
+}
+
+/// Raw input on stdin while alive: no echo, no line buffering, Ctrl-C and
+/// Ctrl-D arrive as bytes. Output processing stays on. Dropping it restores
+/// the terminal as it was.
+pub struct RawMode {
+    saved: libc::termios,
+}
+
+impl RawMode {
+    pub fn enter() -> Option<RawMode> {
+        // SAFETY: tcgetattr/tcsetattr on fd 0 with termios structs we own.
+        unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(libc::STDIN_FILENO, &mut t) != 0 {
+                return None;
+            }
+            let saved = t;
+            t.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG | libc::IEXTEN);
+            t.c_iflag &= !(libc::ICRNL | libc::IXON);
+            t.c_cc[libc::VMIN] = 1;
+            t.c_cc[libc::VTIME] = 0;
+            if libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &t) != 0 {
+                return None;
+            }
+            Some(RawMode { saved })
+        }
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        // SAFETY: restores the attributes read in `enter`.
+        unsafe {
+            libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &self.saved);
+        }
+    }
+}
+
+/// A line being typed: bytes in, a finished line (or a request to quit) out.
+#[derive(Default)]
+pub struct LineEditor {
+    pub buf: String,
+    pending: Vec<u8>,
+    escape: u8,
+}
+
+pub enum Key {
+    None,
+    Line(String),
+    Quit,
+}
+
+impl LineEditor {
+    pub fn feed(&mut self, b: u8) -> Key {
+        // Skip escape sequences (arrows, function keys).
+        if self.escape > 0 {
+            self.escape = match (self.escape, b) {
+                (1, b'[') | (1, b'O') => 2,
+                (2, b'0'..=b'9' | b';') => 2,
+                _ => 0,
+            };
+            return Key::None;
+        }
+        match b {
+            0x03 | 0x04 if self.buf.is_empty() || b == 0x03 => Key::Quit,
+            0x1b => {
+                self.escape = 1;
+                Key::None
+            }
+            b'\r' | b'\n' => Key::Line(std::mem::take(&mut self.buf)),
+            0x7f | 0x08 => {
+                self.buf.pop();
+                Key::None
+            }
+            0x15 => {
+                self.buf.clear();
+                Key::None
+            }
+            b if b < 0x20 => Key::None,
+            b => {
+                self.pending.push(b);
+                if let Ok(s) = std::str::from_utf8(&self.pending) {
+                    self.buf.push_str(s);
+                    self.pending.clear();
+                } else if self.pending.len() >= 4 {
+                    self.pending.clear();
+                }
+                Key::None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_editing() {
+        let mut e = LineEditor::default();
+        for b in "héllo".bytes() {
+            assert!(matches!(e.feed(b), Key::None));
+        }
+        e.feed(0x7f);
+        for b in [0x1b, b'[', b'A'] {
+            e.feed(b);
+        }
+        assert!(matches!(e.feed(b'\r'), Key::Line(l) if l == "héll"));
+        assert!(matches!(e.feed(0x03), Key::Quit));
+    }
+}
