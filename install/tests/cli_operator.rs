@@ -1,0 +1,779 @@
+//! Find, watch, steer, through the real CLI, in both modes: `sessions list`
+//! with every filter, `notes send`/`notes list` to every target (a
+//! conductor's children, an execution, an alias, runtime or harness ids),
+//! `sessions attach` (socket, timeline, receipts, transcript, notes typed on
+//! stdin), the `--json` outputs against their schemas, and the operator
+//! review points (ended and unknown sessions, whitespace, durations, usage
+//! errors with their values, redaction, HTML bodies, broken pipes, a broken
+//! configuration, terminal-safe text).
+
+mod common;
+
+use common::*;
+use preloop_shared::backend::Backend;
+use preloop_shared::local::LocalInbox;
+use preloop_shared::wire::{DeliveryEvent, PendingRequest, SessionEndRequest, SessionStartRequest};
+use preloop_testkit::stub_server::{StubResponse, StubServer, json_u_escape};
+use preloop_testkit::{FakeServer, FaultSpec, client};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/preloop-hooks");
+    let read = |n: &str| -> Value { serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap() };
+    let mut v = read(name);
+    // The one cross-file reference (a list of receipts) is resolved here.
+    if let Some(items) = v.pointer_mut("/properties/notes/items")
+        && items.get("$ref").and_then(Value::as_str) == Some("receipt.schema.json")
+    {
+        let mut r = read("receipt.schema.json");
+        if let Some(o) = r.as_object_mut() {
+            o.remove("$schema");
+            o.remove("$id");
+        }
+        *items = r;
+    }
+    jsonschema::validator_for(&v).unwrap()
+}
+
+fn check_schema(name: &str, doc: &Value) {
+    let v = schema(name);
+    let errors: Vec<String> = v.iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "{name}: {errors:?}\n{doc:#}");
+}
+
+/// One world: a PRELOOP_HOME, and a server when given.
+struct World {
+    _t: TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl World {
+    fn local(tag: &str) -> World {
+        let t = TempDir::new(tag);
+        let root = t.path().to_path_buf();
+        World { home: root.join("preloop"), root, _t: t, env: Vec::new() }
+    }
+    fn server(tag: &str, s: &FakeServer) -> World {
+        let mut w = World::local(tag);
+        w.env = vec![
+            ("PRELOOP_URL".into(), s.url()),
+            ("PRELOOP_TOKEN".into(), s.runtime_token()),
+            ("PRELOOP_USER_TOKEN".into(), s.user_token()),
+        ];
+        w
+    }
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(cli());
+        c.args(args)
+            .current_dir(&self.root)
+            .env("HOME", self.root.join("home"))
+            .env("PRELOOP_HOME", &self.home)
+            .env("USER", "tester")
+            .env_remove("PRELOOP_URL")
+            .env_remove("PRELOOP_TOKEN")
+            .env_remove("PRELOOP_USER_TOKEN")
+            .env_remove("PRELOOP_PARENT_SESSION_ID")
+            .env_remove("PRELOOP_AGENT_ID")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+    fn run_env(&self, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
+        let mut c = self.cmd(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c.spawn().unwrap();
+        let mut pipe = child.stdin.take().unwrap();
+        if let Some(s) = stdin {
+            let _ = pipe.write_all(s.as_bytes());
+        }
+        drop(pipe);
+        child.wait_with_output().unwrap()
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_env(args, &[], None)
+    }
+    fn json(&self, args: &[&str]) -> Value {
+        self.json_env(args, &[])
+    }
+    fn json_env(&self, args: &[&str], env: &[(&str, &str)]) -> Value {
+        let out = self.run_env(args, env, None);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stdout(&out)))
+    }
+    fn inbox(&self) -> LocalInbox {
+        LocalInbox::new(&self.home, 86_400)
+    }
+}
+
+/// A local session started through the inbox (the hook side), returning its runtime id.
+fn start_local(w: &World, id: &str, parent: Option<&str>, alias: Option<&str>, transcript: Option<&Path>) -> String {
+    w.inbox()
+        .session_start(&SessionStartRequest {
+            session_id: id.into(),
+            source: Some("claude_code".into()),
+            cwd: Some(format!("/work/{id}")),
+            parent_session_id: parent.map(str::to_string),
+            alias: alias.map(str::to_string),
+            first_prompt: None,
+            hook_event_name: Some("SessionStart".into()),
+            transcript_path: transcript.map(|p| p.display().to_string()),
+        })
+        .unwrap()
+        .runtime_session_id
+}
+
+fn pull(w: &World, id: &str) {
+    w.inbox()
+        .pull(&PendingRequest {
+            channel: "hook",
+            event: DeliveryEvent::PreToolUse,
+            defer_delivery: false,
+            session_id: id.into(),
+        })
+        .unwrap();
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn local_sessions_list_every_filter() {
+    let w = World::local("op-list");
+    let cond = start_local(&w, "cond", None, None, None);
+    std::thread::sleep(Duration::from_millis(20));
+    start_local(&w, "kid-a", Some(&cond), Some("worker-a"), None);
+    std::thread::sleep(Duration::from_millis(20));
+    start_local(&w, "kid-b", Some(&cond), None, None);
+    // A Codex session, and an execution recorded in a session file.
+    w.inbox()
+        .session_start(&SessionStartRequest {
+            session_id: "cx".into(),
+            source: Some("codex_cli".into()),
+            cwd: None,
+            parent_session_id: None,
+            alias: None,
+            first_prompt: Some("Fix the parser".into()),
+            hook_event_name: Some("UserPromptSubmit".into()),
+            transcript_path: None,
+        })
+        .unwrap();
+    let f = w.home.join("sessions/kid-b.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    v["execution_id"] = json!("9f2b0000-0000-4000-8000-000000000001");
+    std::fs::write(&f, v.to_string()).unwrap();
+    w.inbox().session_end(&SessionEndRequest { external_session_id: "kid-a".into(), reason: "exit".into() }).unwrap();
+
+    let all = w.json(&["sessions", "list", "--json"]);
+    check_schema("sessions.schema.json", &all);
+    assert_eq!(all["mode"], "local");
+    assert_eq!(ids(&all).len(), 4);
+    assert_eq!(ids(&all)[0], "kid-a", "most recently active first (its end is its latest activity)");
+    let cx = all["sessions"].as_array().unwrap().iter().find(|s| s["id"] == "cx").unwrap();
+    assert_eq!((cx["kind"].as_str(), cx["label"].as_str()), (Some("codex"), Some("Fix the parser")));
+    let kid = all["sessions"].as_array().unwrap().iter().find(|s| s["id"] == "kid-b").unwrap();
+    assert!(kid["label"].as_str().unwrap().starts_with("claude-code kid-b 20"), "untitled: kind cwd start: {kid}");
+
+    let f = |args: &[&str]| {
+        let mut a = vec!["sessions", "list", "--json"];
+        a.extend_from_slice(args);
+        let mut v = ids(&w.json(&a));
+        v.sort();
+        v
+    };
+    assert_eq!(f(&["--active"]), ["cond", "cx", "kid-b"]);
+    assert_eq!(f(&["--kind", "codex"]), ["cx"]);
+    assert_eq!(f(&["--parent", "cond"]), ["kid-a", "kid-b"], "by harness id");
+    assert_eq!(f(&["--parent", &cond]), ["kid-a", "kid-b"], "by runtime id");
+    assert_eq!(f(&["--alias", "worker-a"]), ["kid-a"]);
+    assert_eq!(f(&["--execution", "9f2b0000-0000-4000-8000-000000000001"]), ["kid-b"]);
+    assert_eq!(f(&["--since", "1h"]).len(), 4);
+    // -o id: full ids, one per line; table: short ids, --wide: full.
+    let out = w.run(&["sessions", "list", "--active", "--parent", "cond", "-o", "id"]);
+    assert_eq!(stdout(&out), "kid-b\n");
+    let out = w.run(&["sessions", "list", "--wide"]);
+    let text = stdout(&out);
+    assert!(text.lines().next().unwrap().starts_with("ID ") && text.contains("worker-a"), "{text}");
+    // Usage errors name the valid values; --agent needs a server.
+    let out = w.run(&["sessions", "list", "--kind", "vim"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("claude-code") && stderr(&out).contains("codex"), "{}", stderr(&out));
+    let out = w.run(&["sessions", "list", "--agent", "x"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("needs server mode"), "{}", stderr(&out));
+    let out = w.run(&["sessions", "list", "-o", "yaml"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("table") && stderr(&out).contains("json"), "{}", stderr(&out));
+}
+
+#[test]
+fn local_targets_children_execution_alias_and_ids() {
+    let w = World::local("op-targets");
+    let cond = start_local(&w, "cond", None, None, None);
+    start_local(&w, "kid-a", Some(&cond), Some("worker"), None);
+    std::thread::sleep(Duration::from_millis(20));
+    let kid_b = start_local(&w, "kid-b", Some(&cond), None, None);
+    // From inside the conductor's run: PRELOOP_PARENT_SESSION_ID names it.
+    let v = w.json_env(
+        &["notes", "send", "--children", "all", "--json", "Wrap up"],
+        &[("PRELOOP_PARENT_SESSION_ID", &cond)],
+    );
+    check_schema("notes-send.schema.json", &v);
+    let mut sent: Vec<&str> = v["notes"].as_array().unwrap().iter().map(|n| n["session"].as_str().unwrap()).collect();
+    sent.sort();
+    assert_eq!(sent, ["kid-a", "kid-b"], "{v}");
+    assert_eq!(v["target"]["children"], "all");
+    let v = w.json(&["notes", "send", "--children", "latest", "--parent", "cond", "--json", "Only the newest"]);
+    assert_eq!(v["notes"][0]["session"], "kid-b", "latest = the newest live child");
+    // Every live child gets it: both workers' notes are claimable by them.
+    pull(&w, "kid-a");
+    pull(&w, "kid-b");
+    let l = w.json(&["notes", "list", "--children", "all", "--parent", "cond", "--json"]);
+    check_schema("notes-list.schema.json", &l);
+    assert_eq!(l["total"], 3);
+    assert!(l["notes"].as_array().unwrap().iter().all(|n| n["state"] == "delivered"), "{l}");
+    // No parent known: a usage error that says how.
+    let out = w.run(&["notes", "send", "--children", "all", "x"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("PRELOOP_PARENT_SESSION_ID") && stderr(&out).contains("--parent"),
+        "{}",
+        stderr(&out)
+    );
+    // A session with no live children.
+    let out = w.run(&["notes", "send", "--children", "all", "--parent", "kid-a", "x"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("no live children"), "{}", stderr(&out));
+    // --session takes the runtime id too; --runtime-session still works.
+    let v = w.json(&["notes", "send", "--session", &kid_b, "--json", "by runtime id"]);
+    assert_eq!(v["target"]["session"], "kid-b");
+    // An alias: the live session that holds it; unknown: refused in both modes.
+    let v = w.json(&["notes", "send", "--alias", "worker", "--json", "by alias"]);
+    assert_eq!(v["notes"][0]["session"], "kid-a");
+    let out = w.run(&["notes", "send", "--alias", "nobody", "x"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("no live session has the alias"), "{}", stderr(&out));
+    let out = w.run(&["notes", "send", "--alias", "bad alias!", "x"]);
+    assert_eq!(code(&out), 2);
+    // An execution recorded by a session.
+    let f = w.home.join("sessions/kid-b.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    v["execution_id"] = json!("exec-1");
+    std::fs::write(&f, v.to_string()).unwrap();
+    let v = w.json(&["notes", "send", "--execution", "exec-1", "--json", "for the execution"]);
+    assert_eq!(v["notes"][0]["session"], "kid-b");
+    assert_eq!(w.json(&["notes", "list", "--execution", "exec-1", "--json"])["total"].as_u64().unwrap() >= 1, true);
+    let out = w.run(&["notes", "send", "--execution", "exec-2", "x"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("execution exec-2"), "{}", stderr(&out));
+    // notes list by alias and by session (harness or runtime id).
+    assert!(w.json(&["notes", "list", "--alias", "worker", "--json"])["total"].as_u64().unwrap() >= 2);
+    assert_eq!(
+        w.json(&["notes", "list", "--session", &kid_b, "--json"])["total"],
+        w.json(&["notes", "list", "--session", "kid-b", "--json"])["total"]
+    );
+    // --agent is a server target: the message says so.
+    let out = w.run(&["notes", "send", "--agent", "0b0d", "x"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("needs server mode"), "{}", stderr(&out));
+}
+
+#[test]
+fn local_send_rules_ended_unknown_whitespace_durations_states() {
+    let w = World::local("op-rules");
+    start_local(&w, "done", None, None, None);
+    w.inbox().session_end(&SessionEndRequest { external_session_id: "done".into(), reason: "exit".into() }).unwrap();
+    // Ended: said before it is queued; --wait does not sit out its timeout.
+    let t = Instant::now();
+    let out = w.run(&["notes", "send", "--session", "done", "--wait", "5m", "late"]);
+    assert!(t.elapsed() < Duration::from_secs(20), "waited {:?}", t.elapsed());
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("session done ended at"), "{err}");
+    assert!(err.contains("still pending") && err.contains("preloop-hooks notes cancel"), "{err}");
+    // Unknown: said too, also with --wait (the local inbox keeps it for later).
+    let out = w.run(&["notes", "send", "--session", "typo", "--wait", "1s", "x"]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(stderr(&out).contains("no session typo has started on this machine yet"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("still pending") && stderr(&out).contains("notes cancel"), "{}", stderr(&out));
+    // Whitespace-only and empty notes are refused, as too long ones are.
+    for body in ["   ", "\n\t \n"] {
+        let out = w.run_env(&["notes", "send", "--session", "done"], &[], Some(body));
+        assert_eq!(code(&out), 2, "{body:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("only whitespace"), "{}", stderr(&out));
+    }
+    let out = w.run(&["notes", "send", "--session", "done", &"x".repeat(4097)]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("1-4096 characters"), "{}", stderr(&out));
+    // Durations: compound and decimal ones work; bad ones are usage errors
+    // with the valid forms; a huge one does not panic.
+    for (d, want) in [("1h30m", 0), ("1.5h", 0), ("0", 2), ("-5s", 2), ("soon", 2), ("9223372036854775807s", 2)] {
+        let out = w.run(&["notes", "send", "--session", "done", "--expires-in", d, "ok"]);
+        assert_eq!(code(&out), want, "--expires-in {d}: {}", stderr(&out));
+        if want == 2 {
+            assert!(stderr(&out).contains("e.g. 90s, 15m, 2h"), "{d}: {}", stderr(&out));
+        }
+    }
+    let out = w.run(&["notes", "send", "--session", "done", "--wait", "9223372036854775807s", "x"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("at most 7d"), "{}", stderr(&out));
+    // --state takes the public states only.
+    let out = w.run(&["notes", "list", "--all", "--state", "bogus"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("pending") && stderr(&out).contains("undeliverable"), "{}", stderr(&out));
+    let out = w.run(&["notes", "status", "not-a-note"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    // notes send --help: hidden flags stay out of the usage line.
+    let help = stdout(&w.run(&["notes", "send", "--help"]));
+    let usage = help.lines().find(|l| l.starts_with("Usage:")).unwrap();
+    assert!(!usage.contains("runtime-session") && !usage.contains("--harness"), "{usage}");
+}
+
+#[test]
+fn note_text_never_drives_the_terminal() {
+    let w = World::local("op-ansi");
+    start_local(&w, "s", None, None, None);
+    let v = w.json(&[
+        "notes",
+        "send",
+        "--session",
+        "s",
+        "--from",
+        "Mallory\u{1b}[2J",
+        "--json",
+        "ansi \u{1b}[2J\u{1b}[31mRED \u{202e}txt \u{9b}x",
+    ]);
+    let id = v["note_id"].as_str().unwrap().to_string();
+    for args in [vec!["notes", "list", "--all"], vec!["notes", "status", &id]] {
+        let out = w.run(&args);
+        let text = stdout(&out);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{202e}') && !text.contains('\u{9b}'),
+            "{args:?}: {text:?}"
+        );
+        assert!(text.contains("\\e[2J"), "shown escaped: {text}");
+    }
+    // JSON keeps the text exactly.
+    assert_eq!(w.json(&["notes", "status", &id, "--json"])["text"], "ansi \u{1b}[2J\u{1b}[31mRED \u{202e}txt \u{9b}x");
+}
+
+#[test]
+fn a_closed_pipe_exits_quietly_and_a_broken_config_refuses() {
+    let w = World::local("op-pipe");
+    for i in 0..300 {
+        start_local(&w, &format!("s-{i:03}"), None, None, None);
+    }
+    let mut child = w.cmd(&["sessions", "list", "-o", "id"]).stdin(Stdio::null()).spawn().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut first = [0u8; 4];
+    out.read_exact(&mut first).unwrap();
+    drop(out);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "no panic message on a closed pipe");
+    // A config.json that does not parse: notes and sessions refuse, with the fix.
+    std::fs::write(w.home.join("config.json"), "{\"url\": ").unwrap();
+    for args in [vec!["notes", "send", "--session", "s-001", "x"], vec!["sessions", "list"]] {
+        let o = w.run(&args);
+        assert_eq!(code(&o), 1, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("config.json") && stderr(&o).contains("refuse"), "{}", stderr(&o));
+    }
+    assert!(
+        !w.home.join("inbox/notes").exists() || std::fs::read_dir(w.home.join("inbox/notes")).unwrap().count() == 0
+    );
+    // A user token stored without a URL: the mode is named.
+    std::fs::write(
+        w.home.join("config.json"),
+        json!({"user_token": "abcdefghijklmnopqrstuvwxyz0123456789ABCD"}).to_string(),
+    )
+    .unwrap();
+    let o = w.run(&["sessions", "list", "-o", "id"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("local mode") && stderr(&o).contains("no server URL"), "{}", stderr(&o));
+}
+
+/// Run `sessions attach` in the background with stdin piped.
+fn attach(w: &World, id: &str, json: bool) -> Child {
+    let mut args = vec!["sessions", "attach", id];
+    if json {
+        args.push("--json");
+    }
+    w.cmd(&args).spawn().unwrap()
+}
+
+fn wait_exit(child: &mut Child, secs: u64) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    None
+}
+
+fn events(out: &str) -> Vec<Value> {
+    out.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+#[test]
+fn local_attach_shows_the_transcript_notes_and_the_end() {
+    let w = World::local("op-attach");
+    let transcript = w.root.join("transcript.jsonl");
+    std::fs::write(
+        &transcript,
+        concat!(
+            r#"{"type":"user","message":{"role":"user","content":"Fix the flaky test"},"timestamp":"2026-12-02T10:00:00Z"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    start_local(&w, "watched", None, None, Some(&transcript));
+    let mut child = attach(&w, "watched", true);
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let mut f = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+    writeln!(f, r#"{{"type":"assistant","message":{{"id":"m1","content":[{{"type":"tool_use","name":"Bash","input":{{"command":"cargo test -p parser"}}}}]}}}}"#).unwrap();
+    writeln!(stdin, "Use the staging database.").unwrap();
+    stdin.flush().unwrap();
+    // Wait for the note, then deliver it and end the session.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while w.inbox().list().unwrap().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    pull(&w, "watched");
+    std::thread::sleep(Duration::from_millis(900));
+    w.inbox().session_end(&SessionEndRequest { external_session_id: "watched".into(), reason: "exit".into() }).unwrap();
+    let status = wait_exit(&mut child, 15).expect("attach exits when the session ends");
+    drop(stdin);
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert!(status.success(), "{out}");
+    let ev = events(&out);
+    for e in &ev {
+        check_schema("attach-event.schema.json", e);
+    }
+    let has = |kind: &str, pred: &dyn Fn(&Value) -> bool| ev.iter().any(|e| e["kind"] == kind && pred(e));
+    assert!(has("prompt", &|e| e["text"] == "Fix the flaky test"), "{out}");
+    assert!(
+        has("tool_call", &|e| e["tool"] == "Bash"
+            && e["args"] == "cargo test -p parser"
+            && e["source"] == "transcript"),
+        "{out}"
+    );
+    assert!(has("model_call", &|_| true), "{out}");
+    assert!(has("note_sent", &|e| e["text"] == "Use the staging database."), "{out}");
+    assert!(has("note_state", &|e| e["state"] == "delivered"), "{out}");
+    assert!(has("session_ended", &|_| true), "{out}");
+    // Without a tty and without --json: one plain line per event.
+    start_local(&w, "plain", None, None, None);
+    let mut child = attach(&w, "plain", false);
+    drop(child.stdin.take());
+    std::thread::sleep(Duration::from_millis(700));
+    w.inbox().session_end(&SessionEndRequest { external_session_id: "plain".into(), reason: "exit".into() }).unwrap();
+    assert!(wait_exit(&mut child, 15).is_some_and(|s| s.success()));
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert!(out.lines().next().unwrap().contains("attached    plain (local mode"), "{out}");
+    assert!(out.lines().last().unwrap().contains("ended"), "{out}");
+    assert!(!out.contains('\u{1b}'), "no terminal codes on a pipe: {out:?}");
+    // An unknown session is refused.
+    let o = w.run(&["sessions", "attach", "nobody"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("no session nobody on this machine"), "{}", stderr(&o));
+}
+
+// ----- server mode (the loopback fake) ------------------------------------
+
+fn hook(s: &FakeServer, route: &str, body: Value) -> Value {
+    let r = client::post_json(&format!("{}/agents/{route}", s.api_base()), Some(&s.runtime_token()), &body).unwrap();
+    assert!(r.status < 300, "{route}: {} {}", r.status, r.text());
+    if r.status == 204 { Value::Null } else { r.json() }
+}
+
+fn start_server(s: &FakeServer, w: &World, ext: &str, parent: Option<&str>, alias: Option<&str>) -> String {
+    let mut b = json!({"session_id": ext, "source": "claude_code", "cwd": format!("/w/{ext}")});
+    if let Some(p) = parent {
+        b["parent_session_id"] = json!(p);
+    }
+    if let Some(a) = alias {
+        b["alias"] = json!(a);
+    }
+    let rid = hook(s, "session-start", b)["runtime_session_id"].as_str().unwrap().to_string();
+    // The session file server-mode hooks write on the agent's machine.
+    std::fs::create_dir_all(w.home.join("sessions")).unwrap();
+    std::fs::write(
+        w.home.join(format!("sessions/{ext}.json")),
+        json!({"runtime_session_id": rid, "started_at": preloop_shared::time::Timestamp::now().to_iso_z(),
+               "agent_kind": "claude_code", "external_session_id": ext, "mode": "server"})
+        .to_string(),
+    )
+    .unwrap();
+    rid
+}
+
+#[test]
+fn server_sessions_list_filters_run_server_side_and_hide_the_identity_session() {
+    let s = FakeServer::start();
+    let w = World::server("op-srv-list", &s);
+    let cond = start_server(&s, &w, "cond", None, None);
+    let kid = start_server(&s, &w, "kid", Some(&cond), Some("worker"));
+    hook(
+        &s,
+        "permission-check",
+        json!({"tool_name": "Bash", "tool_input": {"command": "echo hi"}, "source": "claude_code", "session_id": "kid", "evaluation_phase": "pre_tool_use"}),
+    );
+    // A pull without a session id creates the agent's identity session (trap 23).
+    hook(&s, "notes/pending", json!({"event": "pre_tool_use"}));
+    start_server(&s, &w, "gone", None, None);
+    hook(&s, "session-end", json!({"external_session_id": "gone", "reason": "exit"}));
+    let all = w.json(&["sessions", "list", "--json"]);
+    check_schema("sessions.schema.json", &all);
+    let mut got = ids(&all);
+    got.sort();
+    assert_eq!(got, ["cond", "gone", "kid"], "the identity session is hidden: {all:#}");
+    let row = |id: &str| all["sessions"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap().clone();
+    assert_eq!(row("gone")["state"], "ended", "an ended run is never live");
+    assert_eq!(row("kid")["tool_calls"], 1);
+    assert_eq!(row("kid")["model_calls"], 0, "hook-only runs report no model calls");
+    assert_eq!(row("kid")["runtime_session_id"], kid.as_str());
+    s.clear_requests();
+    let f = |args: &[&str]| {
+        let mut a = vec!["sessions", "list", "--json"];
+        a.extend_from_slice(args);
+        let mut v = ids(&w.json(&a));
+        v.sort();
+        v
+    };
+    assert_eq!(f(&["--active"]), ["cond", "kid"]);
+    assert_eq!(f(&["--parent", "cond"]), ["kid"]);
+    assert_eq!(f(&["--alias", "worker"]), ["kid"]);
+    assert_eq!(f(&["--agent", &s.agent_id()]).len(), 3);
+    assert_eq!(f(&["--agent", "Nobody"]).len(), 0);
+    assert_eq!(f(&["--kind", "claude-code"]).len(), 3);
+    assert_eq!(f(&["--since", "1h"]).len(), 3);
+    assert_eq!(f(&["--execution", "9f2b0000-0000-4000-8000-000000000001"]).len(), 0);
+    // The filters went to the server as query parameters.
+    let queries: Vec<String> =
+        s.requests().into_iter().filter(|r| r.path == "/api/v1/runtime-sessions").map(|r| r.query).collect();
+    for p in [
+        "status=active",
+        &format!("parent_session_id={cond}"),
+        "alias=worker",
+        "agent=Nobody",
+        "agent_kind=claude_code",
+        "start_date=",
+        "flow_execution_id=",
+    ] {
+        assert!(queries.iter().any(|q| q.contains(p)), "{p} not sent: {queries:?}");
+    }
+    // -o id prints ids that notes send --session takes, as written in the help.
+    let out = w.run(&["sessions", "list", "--active", "-o", "id"]);
+    for id in stdout(&out).lines() {
+        let o = w.run(&["notes", "send", "--session", id, "through the pipe"]);
+        assert_eq!(code(&o), 0, "{id}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn server_targets_children_alias_execution_and_warnings() {
+    let s = FakeServer::start();
+    let w = World::server("op-srv-targets", &s);
+    let cond = start_server(&s, &w, "cond", None, None);
+    start_server(&s, &w, "kid-a", Some(&cond), None);
+    std::thread::sleep(Duration::from_millis(20));
+    start_server(&s, &w, "kid-b", Some(&cond), Some("worker-b"));
+    let v = w.json_env(
+        &["notes", "send", "--children", "all", "--json", "Wrap up"],
+        &[("PRELOOP_PARENT_SESSION_ID", &cond)],
+    );
+    check_schema("notes-send.schema.json", &v);
+    let mut sent: Vec<&str> = v["notes"].as_array().unwrap().iter().map(|n| n["session"].as_str().unwrap()).collect();
+    sent.sort();
+    assert_eq!(sent, ["kid-a", "kid-b"], "{v}");
+    let req =
+        s.requests().into_iter().rev().find(|r| r.path == "/api/v1/operator-notes" && r.method == "POST").unwrap();
+    let body = req.body.unwrap();
+    assert_eq!((body["children"].as_str(), body["parent_session_id"].as_str()), (Some("all"), Some(cond.as_str())));
+    assert_eq!(req.token_kind.as_deref(), Some("api_key"), "the operator route takes the user token");
+    let v = w.json(&["notes", "send", "--children", "latest", "--parent", "cond", "--json", "newest"]);
+    assert_eq!(v["notes"][0]["session"], "kid-b");
+    let l = w.json_env(&["notes", "list", "--children", "all", "--json"], &[("PRELOOP_PARENT_SESSION_ID", &cond)]);
+    check_schema("notes-list.schema.json", &l);
+    assert_eq!(l["total"], 3);
+    let v = w.json(&["notes", "send", "--alias", "worker-b", "--json", "by alias"]);
+    assert_eq!(v["target"]["alias"], "worker-b");
+    assert!(w.json(&["notes", "list", "--alias", "worker-b", "--json"])["total"].as_u64().unwrap() >= 2);
+    let out = w.run(&["notes", "send", "--alias", "nobody", "x"]);
+    assert_eq!(code(&out), 1);
+    let out = w.run(&["notes", "send", "--execution", "9f2b0000-0000-4000-8000-000000000001", "x"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("execution has no runtime session"), "{}", stderr(&out));
+    let out = w.run(&["notes", "send", "--execution", "nope", "x"]);
+    assert_eq!(code(&out), 2);
+    let out = w.run(&["notes", "send", "--agent", "not-a-uuid", "x"]);
+    assert_eq!(code(&out), 2, "checked on this side: {}", stderr(&out));
+    // By runtime id; then an ended session: said first, --wait returns at once.
+    let rid_a = w.json(&["sessions", "list", "--json"])["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "kid-a")
+        .unwrap()["runtime_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v = w.json(&["notes", "send", "--session", &rid_a, "--json", "by runtime id"]);
+    assert_eq!(v["target"]["session"], "kid-a");
+    hook(&s, "session-end", json!({"external_session_id": "kid-a", "reason": "exit"}));
+    let t = Instant::now();
+    let out = w.run(&["notes", "send", "--session", "kid-a", "--wait", "5m", "too late"]);
+    assert!(t.elapsed() < Duration::from_secs(30));
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("session kid-a ended at") && stderr(&out).contains("notes cancel"),
+        "{}",
+        stderr(&out)
+    );
+    // --from is the local inbox's: said, not silently dropped.
+    let out = w.run(&["notes", "send", "--session", "kid-b", "--from", "alice", "x"]);
+    assert_eq!(code(&out), 0);
+    assert!(stderr(&out).contains("--from applies to the local inbox only"), "{}", stderr(&out));
+    // Receipts name the harness session id first.
+    let out = w.run(&["notes", "list", "--session", "kid-b"]);
+    assert!(stdout(&out).contains("EVENT/REASON"), "{}", stdout(&out));
+    let id = v["note_id"].as_str().unwrap();
+    assert!(stdout(&w.run(&["notes", "status", id])).contains("session kid-a"));
+}
+
+#[test]
+fn server_attach_socket_timeline_receipts_and_typed_notes() {
+    let s = FakeServer::start();
+    let w = World::server("op-srv-attach", &s);
+    let rid = start_server(&s, &w, "live", None, None);
+    hook(
+        &s,
+        "permission-check",
+        json!({"tool_name": "Bash", "tool_input": {"command": "echo hi"}, "source": "claude_code", "session_id": "live", "evaluation_phase": "pre_tool_use"}),
+    );
+    let mut child = attach(&w, "live", true);
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // Something on the server's event bus reaches the socket.
+    client::post_json(
+        &format!("{}/_fake/sessions/{rid}/events", s.url()),
+        None,
+        &json!({"type": "runtime.status", "status": "busy"}),
+    )
+    .unwrap();
+    writeln!(stdin, "Deploy to eu-west-1.").unwrap();
+    stdin.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let note = loop {
+        let l =
+            client::get(&format!("{}/operator-notes?runtime_session_id={rid}", s.api_base()), Some(&s.user_token()))
+                .unwrap()
+                .json();
+        if let Some(id) = l["notes"][0]["note_id"].as_str() {
+            break id.to_string();
+        }
+        assert!(Instant::now() < deadline, "the typed note was never sent");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_millis(2500));
+    hook(
+        &s,
+        "permission-check",
+        json!({"tool_name": "Read", "tool_input": {"file_path": "/etc/hosts"}, "source": "claude_code", "session_id": "live", "evaluation_phase": "pre_tool_use"}),
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    hook(&s, "session-end", json!({"external_session_id": "live", "reason": "exit"}));
+    let status = wait_exit(&mut child, 20).expect("attach exits when the session ends");
+    drop(stdin);
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert!(status.success(), "{out}");
+    let ev = events(&out);
+    for e in &ev {
+        check_schema("attach-event.schema.json", e);
+    }
+    let has = |kind: &str, pred: &dyn Fn(&Value) -> bool| ev.iter().any(|e| e["kind"] == kind && pred(e));
+    assert!(has("attached", &|e| e["source"] == "socket"), "the socket's attached message: {out}");
+    assert!(has("server_event", &|e| e["source"] == "socket" && e["tool"] == "runtime.status"), "{out}");
+    assert!(has("session_started", &|_| true), "{out}");
+    assert!(has("tool_call", &|e| e["tool"] == "Bash" && e["args"] == "[command: 9 chars]"), "sizes only: {out}");
+    assert!(has("tool_call", &|e| e["tool"] == "Read"), "a tool call as it happens: {out}");
+    assert!(has("note_sent", &|e| e["note_id"] == note.as_str()), "{out}");
+    assert!(has("note_state", &|e| e["note_id"] == note.as_str() && e["state"] == "delivered"), "{out}");
+    assert!(has("session_ended", &|_| true), "{out}");
+    // The socket took the user token in its header.
+    let ws = s.requests().into_iter().find(|r| r.path.starts_with("/api/v1/ws/runtime-sessions/")).unwrap();
+    assert_eq!(ws.token_kind.as_deref(), Some("api_key"));
+}
+
+#[test]
+fn tokens_are_never_printed_and_html_is_never_shown() {
+    // A server that echoes the bearer token, JSON-\u-escaped, in every error.
+    let stub = StubServer::start(|req| {
+        let tok = req.header("authorization").unwrap_or("").to_string();
+        StubResponse::json(401, json!({"detail": format!("request had {}", json_u_escape(&tok))}))
+    });
+    let mut w = World::local("op-redact");
+    let user = "usrSecretKey0123456789012345678901234567";
+    w.env = vec![
+        ("PRELOOP_URL".into(), stub.url()),
+        ("PRELOOP_TOKEN".into(), "agt_RuntimeSecret_ZZZZ".into()),
+        ("PRELOOP_USER_TOKEN".into(), user.into()),
+    ];
+    for args in [
+        vec!["notes", "send", "--session", "s1", "hi"],
+        vec!["notes", "status", "0123456789abcdef"],
+        vec!["notes", "list", "--agent", "0b0d0000-0000-4000-8000-000000000000"],
+        vec!["sessions", "list"],
+    ] {
+        let o = w.run(&args);
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert_ne!(code(&o), 0, "{args:?}");
+        assert!(!all.contains(user) && !all.contains("agt_RuntimeSecret"), "{args:?}: {all}");
+        assert!(!all.contains("\\u0075"), "not even escaped: {all}");
+    }
+    // An HTML answer is named, never printed.
+    let s = FakeServer::start();
+    let w = World::server("op-html", &s);
+    s.set_fault(FaultSpec::route("/api/v1/operator-notes/*").garbage());
+    let o = w.run(&["notes", "status", "0123456789abcdef"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("does not look like a Preloop server"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("<html>"), "{}", stderr(&o));
+    s.clear_faults();
+    // An unreachable server: words, no OS error numbers.
+    let mut w = World::local("op-down");
+    w.env = vec![("PRELOOP_URL".into(), "http://127.0.0.1:9".into()), ("PRELOOP_USER_TOKEN".into(), user.into())];
+    let o = w.run(&["notes", "status", "0123456789abcdef"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("connection refused") && !stderr(&o).contains("os error"), "{}", stderr(&o));
+}
