@@ -5,9 +5,9 @@ mode against mock_copilot.py (Chat Completions), with the project's Copilot hook
 scenarios against the real Preloop server are in test_real_server_gemini_copilot.py
 (CopilotScenarios is shared).
 
-Wiring: `preloop-hooks install --harness copilot --scope user` when this preloop-hooks has
-it, else Sandbox.write_copilot_hooks with the registry's binaries (the failure dump says
-which). The run's session id is chosen with --session-id.
+Wiring: `preloop-hooks install --harness copilot --scope user` (camelCase
+$COPILOT_HOME/hooks/preloop.json; a preloop-hooks without it fails every test, with the
+reason). The run's session id is chosen with --session-id.
 
 Where a note reaches the model (exact, checked request by request; nothing is escaped):
   a  note before start -> request #0, messages[1]: a user message that is the block
@@ -39,7 +39,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kit  # noqa: E402
-from test_gemini import _install_knows  # noqa: E402
+from test_gemini import require_install  # noqa: E402
 
 PREREQ = kit.Prereq()
 
@@ -52,10 +52,6 @@ COPILOT_HOOK_BINARIES = {
     "agentStop": "preloop-copilot-agent-stop",
     "sessionEnd": "preloop-copilot-session-end",
 }
-# timeoutSec the kit writes when install cannot (permission_timeout_secs 310 s + 30 s).
-COPILOT_TIMEOUTS_S = {"preToolUse": 340}
-COPILOT_DEFAULT_TIMEOUT_S = 30
-
 PROMPT = "Run echo hi"
 BASH = {"name": "bash", "arguments": {"command": "echo hi", "description": "say hi"}}
 SHELL_TURN = {"calls": [BASH]}
@@ -65,6 +61,7 @@ POST_LABEL = '\n\nTool "bash" succeeded. Additional guidance from postToolUse ho
 
 def setUpModule():
     PREREQ.get("bin_dir", lambda: kit.build_binaries(tuple(COPILOT_HOOK_BINARIES.values())))
+    PREREQ.get("install", lambda: require_install(PREREQ["bin_dir"], "copilot"))
     PREREQ.get("copilot", kit.ensure_copilot)
 
 
@@ -73,7 +70,7 @@ class CopilotScenarios(kit.Scenario):
     a-d for every mode."""
 
     HARNESS = "copilot"
-    PREREQS = ("bin_dir", "copilot")
+    PREREQS = ("bin_dir", "install", "copilot")
     ARTIFACTS = "requests.jsonl, copilot.stdout, copilot.stderr, copilot-logs/, cmdline.txt, home/.copilot/, preloop-home/"
 
     def start(self, scenario, server=None):
@@ -83,21 +80,10 @@ class CopilotScenarios(kit.Scenario):
         return self.sb
 
     def wire(self):
-        sb = self.sb
-        if _install_knows(sb.bin(kit.CLI_BINARY), "copilot"):
-            sb.install_hooks("copilot")
-            self.wiring = "preloop-hooks install --harness copilot --scope user"
-            return
-        sb.write_copilot_hooks({ev: kit.quote_path(sb.bin(COPILOT_HOOK_BINARIES[ev])) for ev in COPILOT_EVENTS})
-        # Per-event timeouts as the registry has them (write_copilot_hooks writes one).
-        with open(sb.settings_path) as f:
-            doc = json.load(f)
-        for ev, entries in doc["hooks"].items():
-            for e in entries:
-                e["timeoutSec"] = COPILOT_TIMEOUTS_S.get(ev, COPILOT_DEFAULT_TIMEOUT_S)
-        with open(sb.settings_path, "w") as f:
-            json.dump(doc, f, indent=1)
-        self.wiring = "kit (Sandbox.write_copilot_hooks, camelCase, preloop-copilot-*; install has no copilot yet)"
+        """Our hooks into $COPILOT_HOME/hooks/ the way a user wires them:
+        `preloop-hooks install --harness copilot --scope user`."""
+        self.sb.install_hooks("copilot")
+        self.wiring = "preloop-hooks install --harness copilot --scope user"
 
     def run_copilot(self, script, prompt=PROMPT, env=None):
         try:

@@ -4,9 +4,9 @@ the project's Gemini hooks (preloop-gemini-*) wired into a temporary HOME, in LO
 with `preloop-hooks notes send`, receipts with `notes status`). The same scenarios against
 the real Preloop server are in test_real_server_gemini_copilot.py (GeminiScenarios is shared).
 
-Wiring: `preloop-hooks install --harness gemini --scope user` when this preloop-hooks has
-it, else Sandbox.write_gemini_hooks with the registry's binaries (the failure dump says
-which). The run's session id is chosen with --session-id.
+Wiring: `preloop-hooks install --harness gemini --scope user` into the sandbox's HOME (a
+preloop-hooks without it fails every test, with the reason). The run's session id is
+chosen with --session-id.
 
 Where a note reaches the model (exact, checked request by request):
   a  note before start -> request #0, SessionStart context prepended to the prompt's text
@@ -54,11 +54,6 @@ GEMINI_HOOK_BINARIES = {
     "AfterAgent": "preloop-gemini-after-agent",
     "SessionEnd": "preloop-gemini-session-end",
 }
-# Timeouts (ms) the kit writes when install cannot: a permission check may wait for a
-# human (permission_timeout_secs 310 s + 30 s), the rest a few short calls.
-GEMINI_TIMEOUTS_MS = {"BeforeTool": 340_000}
-GEMINI_DEFAULT_TIMEOUT_MS = 30_000
-
 PROMPT = "Run echo hi"
 SHELL_TURN = {"calls": [{"name": "run_shell_command", "args": {"command": "echo hi"}}]}
 
@@ -99,8 +94,16 @@ def _install_knows(cli, harness):
     return p.returncode == 0 and re.search(r"\b%s\b" % re.escape(harness), p.stdout) is not None
 
 
+def require_install(bin_dir, harness):
+    """setUpModule helper: this preloop-hooks must wire the harness (`install --harness`)."""
+    cli = os.path.join(bin_dir or "/nonexistent", kit.CLI_BINARY)
+    return _install_knows(cli, harness) or kit.fail_setup(
+        "`%s install --help` does not offer --harness %s: the e2e suites wire the hooks with it" % (cli, harness))
+
+
 def setUpModule():
     PREREQ.get("bin_dir", lambda: kit.build_binaries(tuple(GEMINI_HOOK_BINARIES.values())))
+    PREREQ.get("install", lambda: require_install(PREREQ["bin_dir"], "gemini"))
     PREREQ.get("gemini", kit.ensure_gemini)
 
 
@@ -109,7 +112,7 @@ class GeminiScenarios(kit.Scenario):
     for every mode (what differs between modes is in the mode's expectations below)."""
 
     HARNESS = "gemini"
-    PREREQS = ("bin_dir", "gemini")
+    PREREQS = ("bin_dir", "install", "gemini")
     ARTIFACTS = "requests.jsonl, gemini.stdout, gemini.stderr, cmdline.txt, home/.gemini/, preloop-home/"
 
     def start(self, scenario, server=None):
@@ -119,21 +122,12 @@ class GeminiScenarios(kit.Scenario):
         return self.sb
 
     def wire(self):
-        """Our hooks into $HOME/.gemini/settings.json: by `preloop-hooks install` when it
-        knows Gemini, else by the kit (same binaries, registry timeouts)."""
-        sb = self.sb
-        sb.write_gemini_settings()
-        if _install_knows(sb.bin(kit.CLI_BINARY), "gemini"):
-            sb.install_hooks("gemini")
-            self.wiring = "preloop-hooks install --harness gemini --scope user"
-            return
-        hooks = {}
-        for ev in GEMINI_EVENTS:
-            h = {"type": "command", "name": "preloop-%s" % ev, "command": kit.quote_path(sb.bin(GEMINI_HOOK_BINARIES[ev])),
-                 "timeout": GEMINI_TIMEOUTS_MS.get(ev, GEMINI_DEFAULT_TIMEOUT_MS)}
-            hooks[ev] = [{"hooks": [h]}]
-        sb.write_gemini_settings(hooks)
-        self.wiring = "kit (Sandbox.write_gemini_settings with the preloop-gemini-* binaries; install has no gemini yet)"
+        """Our hooks into $HOME/.gemini/settings.json the way a user wires them:
+        `preloop-hooks install --harness gemini --scope user` (after the kit's base
+        settings: API-key auth for the mock)."""
+        self.sb.write_gemini_settings()
+        self.sb.install_hooks("gemini")
+        self.wiring = "preloop-hooks install --harness gemini --scope user"
 
     def run_gemini(self, script, prompt=PROMPT, env=None, expect_rc=0):
         try:

@@ -1,6 +1,6 @@
 """End-to-end against the REAL Preloop server (PyPI preloop==0.17.1, e2e/preloop_server/up.sh):
 the real Gemini CLI 0.61.0 and Copilot CLI 1.0.102 headless against their mock models, with
-our hooks in SERVER mode (a fresh managed agent per scenario, its agt_ token as
+our hooks wired by `preloop-hooks install --harness gemini|copilot` in SERVER mode (a fresh managed agent per scenario, its agt_ token as
 PRELOOP_URL/PRELOOP_TOKEN in the harness's environment), notes sent as the human operator
 (POST /api/v1/operator-notes), receipts read from GET /api/v1/operator-notes/{id}.
 
@@ -46,6 +46,8 @@ DENY_REASON = "Tool blocked in Preloop"
 def setUpModule():
     binaries = tuple(test_gemini.GEMINI_HOOK_BINARIES.values()) + tuple(test_copilot.COPILOT_HOOK_BINARIES.values())
     PREREQ.get("bin_dir", lambda: kit.build_binaries(binaries))
+    PREREQ.get("install_gemini", lambda: test_gemini.require_install(PREREQ["bin_dir"], "gemini"))
+    PREREQ.get("install_copilot", lambda: test_gemini.require_install(PREREQ["bin_dir"], "copilot"))
     PREREQ.get("gemini", kit.ensure_gemini)
     PREREQ.get("copilot", kit.ensure_copilot)
     creds = PREREQ.get("creds", kit.ensure_server)
@@ -84,7 +86,7 @@ class _Server(kit.ServerMode):
 
 
 class TestRealServerGemini(_Server, test_gemini.GeminiScenarios, unittest.TestCase):
-    PREREQS = ("bin_dir", "gemini", "creds")
+    PREREQS = ("bin_dir", "install_gemini", "gemini", "creds")
     AGENT_KIND = "gemini_cli"
 
     def test_b_note_mid_run_held_by_before_tool(self):
@@ -153,7 +155,7 @@ class TestRealServerGemini(_Server, test_gemini.GeminiScenarios, unittest.TestCa
 
 
 class TestRealServerCopilot(_Server, test_copilot.CopilotScenarios, unittest.TestCase):
-    PREREQS = ("bin_dir", "copilot", "creds")
+    PREREQS = ("bin_dir", "install_copilot", "copilot", "creds")
     AGENT_KIND = "copilot_cli"
 
     def test_e_central_deny_rule_denies_tool(self):
