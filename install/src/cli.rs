@@ -1,11 +1,12 @@
-//! The command line. Exit codes: 0 ok; 1 failure (refused, not found, I/O,
-//! server error); 2 usage; 3 note undeliverable/expired (`notes send
-//! --wait`); 4 wait timed out; `doctor`: 5 not installed, 6 installation
-//! problem, 7 server problem.
+//! The command line. Exit codes ([`preloop_shared::Exit`]): 0 ok; 1 failure
+//! (refused, not found, I/O, server error); 2 usage; 3 note not deliverable
+//! (`--wait`: undeliverable, expired, cancelled, or its session ended); 4
+//! `--wait` ran out or was interrupted; `doctor`: 5 not installed, 6
+//! installation problem, 7 server problem. A closed stdout exits 0.
 
 use crate::install::{self, Action, Ctx, Scope};
 use crate::{demo, doctor, login, notes, output, sessions};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use preloop_shared::config::{Config, Env};
 use preloop_shared::{Exit, Harness, Result};
 use std::path::PathBuf;
@@ -15,8 +16,8 @@ use std::process::ExitCode;
 #[command(
     name = "preloop-hooks",
     version,
-    about = "Steer a running coding agent (Claude Code, Codex CLI, Cursor) with operator notes, and manage the preloop hooks",
-    after_help = "Start here:\n  preloop-hooks demo                 see a session take notes, step by step\n  preloop-hooks install              hook up Claude Code, Codex and Cursor\n  preloop-hooks doctor               check the setup\n\nFind, watch, steer:\n  preloop-hooks sessions list --active             find the run\n  preloop-hooks sessions attach ID                 watch it; type a line to send a note\n  preloop-hooks notes send --session ID \"text\"     steer it (--children all from a conductor)\n\nExit codes: 0 ok, 1 failure, 2 usage (bad arguments; the valid values are named), 3 note not\ndeliverable (undeliverable, expired, cancelled, or its session ended), 4 --wait ran out or was\ninterrupted (the note is still pending); doctor: 5 not installed, 6 installation problem,\n7 server problem. A closed stdout (| head) exits 0."
+    about = "Steer a running coding agent (Claude Code, Codex CLI, Cursor, Gemini CLI, Copilot CLI) with operator notes, and manage the preloop hooks",
+    after_help = "Start here:\n  preloop-hooks demo                 see a session take notes, step by step\n  preloop-hooks install              hook up every harness (scripts/install from a checkout)\n  preloop-hooks doctor               check the setup\n\nFind, watch, steer:\n  preloop-hooks sessions list --active             find the run\n  preloop-hooks sessions attach ID                 watch it; type a line to send a note\n  preloop-hooks notes send --session ID \"text\"     steer it (--children all from a conductor)\n\nExit codes: 0 ok, 1 failure, 2 usage (bad arguments; the valid values are named), 3 note not\ndeliverable (undeliverable, expired, cancelled, or its session ended), 4 --wait ran out or was\ninterrupted (the note is still pending); doctor: 5 not installed, 6 installation problem,\n7 server problem. A closed stdout (| head) exits 0."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,11 +31,11 @@ enum Command {
     Install(InstallArgs),
     /// Remove exactly the entries install added.
     #[command(
-        after_help = "Examples:\n  preloop-hooks uninstall --dry-run\n  preloop-hooks uninstall --harness codex\n\nEvery other entry, key and comment stays; the previous file is kept as <name>.bak.preloop-<time>.\nCursor's hooks.json is left as {\"version\":1,\"hooks\":{}} rather than deleted (deleting does not unload hooks)."
+        after_help = "Examples:\n  preloop-hooks uninstall --dry-run\n  preloop-hooks uninstall --harness codex\n\nEvery other entry, key and comment stays; the previous file is kept as <name>.bak.preloop-<time>.\nCursor's hooks.json is left as {\"version\":1,\"hooks\":{}} rather than deleted (deleting does not unload hooks).\nCopilot's preloop.json is ours alone and is removed. $PRELOOP_HOME (notes, sessions, log) stays;\nthe last line says what is left."
     )]
-    Uninstall(InstallArgs),
+    Uninstall(UninstallArgs),
     /// Check the installation, the server and the local state.
-    #[command(visible_alias = "status", after_help = DOCTOR_HELP)]
+    #[command(visible_alias = "check", alias = "status", after_help = DOCTOR_HELP)]
     Doctor(DoctorArgs),
     /// Store the server URL and a token (read from stdin or a hidden prompt).
     #[command(after_help = LOGIN_HELP)]
@@ -69,47 +70,57 @@ enum Command {
 }
 
 const INSTALL_HELP: &str = "Examples:
+  scripts/install                                # from a checkout: build, copy to ~/.local/bin, install
   preloop-hooks install                          # every harness whose hook binaries are here
   preloop-hooks install --harness claude-code --dry-run
   preloop-hooks install --harness codex          # hooks.json + trust in config.toml
-  preloop-hooks install --scope project          # ./.claude/settings.json, ./.codex/hooks.json, ./.cursor/hooks.json
+  preloop-hooks install --scope project          # ./.claude, ./.codex, ./.cursor, ./.gemini, ./.github/hooks
 
 Files: Claude Code ~/.claude/settings.json; Codex $CODEX_HOME/hooks.json and the trust entries in
-$CODEX_HOME/config.toml; Cursor ~/.cursor/hooks.json. Commands are absolute paths to the binaries
-next to preloop-hooks (--bin-dir to change). Running it twice changes nothing the second time.
-A file that does not parse is refused and left alone. Each changed file is backed up first.
-A harness whose binaries are missing is refused (skipped with --harness all).";
+$CODEX_HOME/config.toml; Cursor ~/.cursor/hooks.json; Gemini CLI ~/.gemini/settings.json
+($GEMINI_CLI_HOME); Copilot CLI $COPILOT_HOME/hooks/preloop.json (default ~/.copilot). Commands are
+absolute paths to the binaries next to preloop-hooks (--bin-dir to change); binaries in a cargo
+target dir are copied to $PRELOOP_HOME/bin first (`cargo clean` deletes target/). Running it twice
+changes nothing the second time. A file that does not parse is refused and left alone. Each
+changed file is backed up first. A harness whose binaries are missing is refused (skipped with
+--harness all); one whose program is not on PATH is installed anyway, with a note.";
 
 const DOCTOR_HELP: &str = "Examples:
   preloop-hooks doctor
-  preloop-hooks doctor --json | jq .problems
+  preloop-hooks doctor --verbose                 # every hook entry and the known limits
+  preloop-hooks doctor --json | jq .problems     # schemas/preloop-hooks/doctor.schema.json
 
-Exit codes: 0 healthy (warnings allowed); 5 our hooks are installed in no harness; 6 an installation
-problem (missing or stale entries, a config that does not parse, an untrusted Codex hook, a missing
-or different binary, a wrong timeout); 7 a server problem (unreachable, a token rejected).";
+Each problem is one line with its fix. Exit codes: 0 healthy (warnings allowed); 5 our hooks are
+installed in no harness; 6 an installation or configuration problem (a config that does not parse
+or that another user can write, missing or stale entries, an untrusted Codex hook or project, a
+missing or different binary, a wrong timeout); 7 a server problem (unreachable, not a Preloop
+server, a token rejected). With Codex hooked up, trust is read from `codex app-server`, which
+writes Codex's own state into CODEX_HOME (--no-codex-query derives it from config.toml).";
 
 const LOGIN_HELP: &str = "Examples:
-  preloop-hooks login --url https://preloop.example.com            # prompts for the runtime token (agt_…)
+  printf %s \"$API_KEY\" | preloop-hooks login --user --url https://preloop.example.com
+        # the operator: a user token (personal API key or JWT) for notes and sessions
   printf %s \"$AGT_TOKEN\" | preloop-hooks login --url https://preloop.example.com
-  printf %s \"$API_KEY\" | preloop-hooks login --user                # a user token for notes send/list
+        # an agent's machine: the runtime token (agt_…) the hooks use
+  preloop-hooks login --url https://preloop.example.com            # prompts (input hidden)
 
-Tokens are never taken from the command line and never printed. They are stored in
-$PRELOOP_HOME/config.json (default ~/.preloop), mode 0600. The token is checked with a cheap
-authenticated call first (--no-verify to skip); a rejected token is not saved.";
+Either login stores the URL. Tokens are never taken from the command line and never printed. They
+are stored in $PRELOOP_HOME/config.json (default ~/.preloop), mode 0600. The URL must be a Preloop
+server and the token is checked with a cheap authenticated call first (--no-verify to skip); a
+rejected token is not saved.";
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum HarnessArg {
-    ClaudeCode,
-    Codex,
-    Cursor,
-    All,
+/// `--harness` values: every harness slug in the registry, and `all`.
+fn harness_values() -> clap::builder::PossibleValuesParser {
+    let mut v: Vec<&'static str> = Harness::all().map(Harness::slug).collect();
+    v.push("all");
+    clap::builder::PossibleValuesParser::new(v)
 }
 
 #[derive(Args)]
 struct InstallArgs {
     /// Which harness.
-    #[arg(long, value_enum, default_value = "all")]
-    harness: HarnessArg,
+    #[arg(long, value_parser = harness_values(), default_value = "all")]
+    harness: String,
     /// The user's config (home directory) or the current project's.
     #[arg(long, value_enum, default_value = "user")]
     scope: Scope,
@@ -122,10 +133,29 @@ struct InstallArgs {
 }
 
 #[derive(Args)]
+struct UninstallArgs {
+    /// Which harness.
+    #[arg(long, value_parser = harness_values(), default_value = "all")]
+    harness: String,
+    /// The user's config (home directory) or the current project's.
+    #[arg(long, value_enum, default_value = "user")]
+    scope: Scope,
+    /// Print the change as a diff and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Accepted and ignored: uninstall does not need the binaries.
+    #[arg(long, value_name = "DIR", hide = true)]
+    bin_dir: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct DoctorArgs {
-    /// Print the report as JSON.
+    /// Print the report as JSON (schemas/preloop-hooks/doctor.schema.json).
     #[arg(long)]
     json: bool,
+    /// Also show every hook entry and the known limits.
+    #[arg(long, short)]
+    verbose: bool,
     /// Where our hook binaries are (default: the directory of this preloop-hooks).
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
@@ -151,37 +181,51 @@ fn default_bin_dir() -> PathBuf {
     std::env::current_exe().ok().and_then(|p| p.parent().map(PathBuf::from)).unwrap_or_else(|| PathBuf::from("."))
 }
 
-fn ctx(bin_dir: Option<PathBuf>) -> Ctx {
+/// Where things are. The home directory is resolved as the hooks resolve
+/// it; without one nothing can be installed.
+fn ctx(bin_dir: Option<PathBuf>, config: &Config) -> Result<Ctx> {
     let env = Env::process();
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let cwd = std::env::current_dir().map_err(|e| {
+        preloop_shared::Error::Config(format!(
+            "the current directory is not usable ({}): cd to a directory that exists",
+            preloop_shared::fsutil::io_text(&e)
+        ))
+    })?;
     let bin_dir = bin_dir.map(|b| if b.is_absolute() { b } else { cwd.join(b) }).unwrap_or_else(default_bin_dir);
-    let config = Config::load(None);
-    Ctx { home: crate::util::home_dir(&env), env, cwd, bin_dir, settings: config.settings, preloop_home: config.home }
+    if bin_dir.to_str().is_none() {
+        return Err(preloop_shared::Error::Usage(format!(
+            "--bin-dir {}: the path is not UTF-8 text, which a hook command cannot hold",
+            bin_dir.display()
+        )));
+    }
+    let home = crate::util::home_dir(&env).ok_or_else(|| {
+        preloop_shared::Error::Config("cannot tell your home directory: set HOME to it (an absolute path)".into())
+    })?;
+    Ok(Ctx { home, env, cwd, bin_dir, settings: config.settings.clone(), preloop_home: config.home.clone() })
 }
 
-fn run_install(a: InstallArgs, action: Action) -> Result<()> {
-    let harnesses = match a.harness {
-        HarnessArg::ClaudeCode => vec![Harness::ClaudeCode],
-        HarnessArg::Codex => vec![Harness::Codex],
-        HarnessArg::Cursor => vec![Harness::Cursor],
-        HarnessArg::All => Harness::all().collect(),
-    };
-    let c = ctx(a.bin_dir);
-    install::run(
-        &c,
-        &install::Request { harnesses, all: a.harness == HarnessArg::All, scope: a.scope, action, dry_run: a.dry_run },
-    )
+fn run_install(harness: &str, scope: Scope, dry_run: bool, bin_dir: Option<PathBuf>, action: Action) -> Result<()> {
+    let all = harness == "all";
+    let harnesses: Vec<Harness> =
+        if all { Harness::all().collect() } else { Harness::from_slug(harness).into_iter().collect() };
+    let config = Config::load(None);
+    // A configuration the hooks would not trust (or read) is fixed first.
+    login::refuse_on_problems(&config)?;
+    let c = ctx(bin_dir, &config)?;
+    install::run(&c, &install::Request { harnesses, all, scope, action, dry_run })
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Install(a) => run_install(a, Action::Install),
-        Command::Uninstall(a) => run_install(a, Action::Uninstall),
+        Command::Install(a) => run_install(&a.harness, a.scope, a.dry_run, a.bin_dir, Action::Install),
+        Command::Uninstall(a) => run_install(&a.harness, a.scope, a.dry_run, None, Action::Uninstall),
         Command::Doctor(a) => {
-            let c = ctx(a.bin_dir);
             let config = Config::load(None);
-            return doctor::run(&c, &config, a.json, !a.no_codex_query).into();
+            match ctx(a.bin_dir, &config) {
+                Ok(c) => return doctor::run(&c, &config, a.json, !a.no_codex_query, a.verbose).into(),
+                Err(e) => Err(e),
+            }
         }
         Command::Login(a) => login::login(login::LoginArgs { url: a.url, user: a.user, no_verify: a.no_verify }),
         Command::Logout { user } => login::logout(user),
@@ -197,7 +241,9 @@ pub fn main() -> ExitCode {
         // `… -o id | head -1`: stdout went away; that is not a failure.
         Err(e) if output::is_broken_pipe(&e) => Exit::Ok.into(),
         Err(e) => {
-            eprintln!("preloop-hooks: {e}");
+            // A server (or a proxy) may echo a token in its answer: never print one.
+            let secrets = crate::util::secrets(&Config::load(None));
+            eprintln!("preloop-hooks: {}", crate::util::redact(&e.to_string(), &secrets));
             e.exit().into()
         }
     }

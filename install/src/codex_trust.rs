@@ -99,7 +99,7 @@ pub struct HookKey {
 }
 
 /// Every handler of a parsed hooks.json, in file order.
-pub fn hook_keys(hooks_json: &Path, doc: &Value) -> Vec<HookKey> {
+pub fn hook_keys(hooks_json: &Path, doc: &Value, owner: &crate::edit::Owner) -> Vec<HookKey> {
     let mut out = Vec::new();
     let Some(events) = doc.get("hooks").and_then(Value::as_object) else { return out };
     for (event, groups) in events {
@@ -111,7 +111,7 @@ pub fn hook_keys(hooks_json: &Path, doc: &Value) -> Vec<HookKey> {
                     key: format!("{}:{}:{gi}:{hi}", hooks_json.display(), snake(event)),
                     event: event.clone(),
                     hash: hook_hash(event, matcher, handler),
-                    ours: crate::edit::is_ours(preloop_shared::Harness::Codex, &command),
+                    ours: owner.owns(&command, matcher.is_some_and(|m| !m.is_null())),
                     command,
                 });
             }
@@ -356,10 +356,18 @@ pub fn list_hooks_via_app_server(
     Ok((hooks, problems))
 }
 
-/// Find a Codex binary: `PRELOOP_E2E_CODEX`, then `PATH`, then the harness
-/// cache `/tmp/harness/node_modules/.bin`.
+/// Find a Codex binary: `PRELOOP_E2E_CODEX`, then `PATH`, then the e2e
+/// suite's harness cache (`$PRELOOP_E2E_HARNESS_DIR`, else `e2e/.harness`
+/// in this repository), then `/tmp/harness`.
 pub fn find_codex() -> Option<PathBuf> {
-    crate::util::find_program("codex", &["PRELOOP_E2E_CODEX"], &["/tmp/harness/node_modules/.bin"])
+    let repo_cache = concat!(env!("CARGO_MANIFEST_DIR"), "/../e2e/.harness/node_modules/.bin");
+    let env_cache = std::env::var("PRELOOP_E2E_HARNESS_DIR").ok().map(|d| format!("{d}/node_modules/.bin"));
+    let mut dirs: Vec<&str> = Vec::new();
+    if let Some(d) = env_cache.as_deref() {
+        dirs.push(d);
+    }
+    dirs.extend([repo_cache, "/tmp/harness/node_modules/.bin"]);
+    crate::util::find_program("codex", &["PRELOOP_E2E_CODEX"], &dirs)
 }
 
 #[cfg(test)]

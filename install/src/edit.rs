@@ -1,95 +1,287 @@
-//! Format-preserving edits of the harnesses' JSON hook configs.
+//! Format-preserving edits of the harnesses' JSON hook configs, and the one
+//! walker that finds hook entries in them (install, uninstall and doctor).
 //!
-//! A file is first parsed strictly (`serde_json`); one that does not parse
-//! is refused with its line and column. Edits then go through a concrete
-//! syntax tree (`jsonc-parser`'s CST), so every byte that is not one of our
-//! entries (other keys, other hooks, their order, indentation, spacing)
-//! stays exactly as it was. New entries take the file's own indentation.
+//! A file is first parsed strictly (`serde_json`; Gemini's settings may hold
+//! `//` and `/* */` comments, which Gemini strips before `JSON.parse`, and so
+//! do we); one that does not parse, or that repeats a key on the way to our
+//! entries (the harness reads the last, an editor the first), is refused with
+//! its line and column. Edits are splices of the original text, computed in
+//! one pass over its syntax tree (`jsonc-parser`'s AST, which keeps byte
+//! ranges): appending an element inserts `,<separator><element>` after the
+//! last one (the separator and indentation copied from the container),
+//! removing it deletes exactly that span, so an uninstall after an install
+//! gives back the same bytes. An inline container (`[{...}]`) gets an inline
+//! element.
 //!
-//! Edits are splices of the original text, computed in one pass over its
-//! syntax tree (`jsonc-parser`'s AST, which keeps byte ranges): appending an
-//! element inserts `,<separator><element>` after the last one (the
-//! separator and indentation copied from the container), removing it deletes
-//! exactly that span, so an uninstall after an install gives back the same
-//! bytes. An inline container (`[{...}]`) gets an inline element.
+//! Why not `jsonc-parser`'s CST (as Deno edits its config): its inserts
+//! always lay out a non-empty object over several lines and its removals
+//! leave the line breaks they introduced, so a compact or inline file
+//! (`{"hooks":{"Stop":[{...}]}}`) does not come back byte for byte after an
+//! install and an uninstall, and a CRLF or `{}` file keeps an emptied
+//! `"hooks": {}`; `tests/install_files.rs`'s round trips fail with it (tried
+//! on 0.34.0). The splicer reproduces them.
 //!
-//! Our entries are recognised by their command: the program (first shell
-//! word) is one of our binaries for that harness, in any directory.
+//! Ours: an entry whose command is exactly one shell word (no arguments)
+//! naming one of our binaries for that harness, in any directory; inside a
+//! user's group with a matcher, only one in the directory we install to
+//! (a same-named program of the user's, with its own arguments or matcher,
+//! is the user's and is left alone).
 
 use crate::table;
 use jsonc_parser::ast::{Array, Object, Value as Ast};
 use jsonc_parser::{CollectOptions, CommentCollectionStrategy, ParseOptions, parse_to_ast};
 use preloop_shared::Harness;
 use serde_json::Value;
+use std::path::Path;
 
 /// Why a config cannot be edited (shown with the file's path).
 pub type EditError = String;
 
-/// Parse strictly; the error names line and column.
+/// Whether the harness's own loader accepts comments in the file.
+pub fn comments_allowed(h: Harness) -> bool {
+    h == Harness::Gemini
+}
+
+/// The line (1-based) of byte offset `pos`.
+fn line_of(text: &str, pos: usize) -> usize {
+    text[..pos.min(text.len())].bytes().filter(|b| *b == b'\n').count() + 1
+}
+
+/// `text` with every comment replaced by spaces (line breaks kept, so
+/// positions stay), as Gemini's `strip-json-comments` does.
+fn strip_comments(text: &str) -> Result<String, EditError> {
+    let opts = CollectOptions { comments: CommentCollectionStrategy::Separate, tokens: false };
+    let parsed = parse_to_ast(text, &opts, &ParseOptions::default()).map_err(|e| e.to_string())?;
+    let mut bytes = text.as_bytes().to_vec();
+    for list in parsed.comments.iter().flat_map(|m| m.values()) {
+        for c in list.iter() {
+            let r = match c {
+                jsonc_parser::ast::Comment::Line(l) => l.range,
+                jsonc_parser::ast::Comment::Block(b) => b.range,
+            };
+            for b in bytes.iter_mut().take(r.end).skip(r.start) {
+                if *b != b'\n' && *b != b'\r' {
+                    *b = b' ';
+                }
+            }
+        }
+    }
+    // Whole multi-byte characters were blanked byte by byte: still UTF-8.
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())
+}
+
+/// Parse strictly; the error names line and column (once).
 pub fn parse_strict(text: &str) -> Result<Value, EditError> {
-    serde_json::from_str::<Value>(text).map_err(|e| format!("line {}, column {}: {e}", e.line(), e.column()))
+    serde_json::from_str::<Value>(text).map_err(|e| {
+        let msg = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let msg = msg.strip_suffix(&suffix).unwrap_or(&msg);
+        format!("line {}, column {}: {msg}", e.line(), e.column())
+    })
 }
 
-/// Quote a path for the POSIX shell every harness runs hook commands with.
-/// Plain paths stay bare; anything else is single-quoted.
+/// Parse a config of `harness` as the harness reads it: strict JSON, plus
+/// comments where the harness allows them. Duplicate keys in the root or
+/// under `"hooks"` are refused. An empty file is `{}`.
+pub fn parse_config(text: &str, harness: Harness) -> Result<Value, EditError> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    let stripped;
+    let source = if comments_allowed(harness) {
+        stripped = strip_comments(text)?;
+        &stripped
+    } else {
+        text
+    };
+    let v = parse_strict(source)?;
+    let ast = parse_ast(text)?;
+    if let Some(Ast::Object(root)) = &ast {
+        check_duplicates(text, root, true)?;
+    }
+    Ok(v)
+}
+
+/// Refuse an object that repeats a key: the harness (`JSON.parse`, serde)
+/// keeps the last, so an edit of the first would be lost. In the root only
+/// `hooks` and `version` matter; under `hooks` every key does.
+fn check_duplicates(text: &str, o: &Object, root: bool) -> Result<(), EditError> {
+    for (i, p) in o.properties.iter().enumerate() {
+        let name = p.name.as_str();
+        if o.properties[..i].iter().any(|q| q.name.as_str() == name) && (!root || matches!(name, "hooks" | "version")) {
+            return Err(format!(
+                "line {}: the key {name:?} appears twice in one object; the harness reads only the last one, so an edit could be lost (merge them into one)",
+                line_of(text, p.range.start)
+            ));
+        }
+        if root && name != "hooks" {
+            continue;
+        }
+        check_nested(text, &p.value)?;
+    }
+    Ok(())
+}
+
+fn check_nested(text: &str, v: &Ast) -> Result<(), EditError> {
+    match v {
+        Ast::Object(o) => check_duplicates(text, o, false),
+        Ast::Array(a) => a.elements.iter().try_for_each(|e| check_nested(text, e)),
+        _ => Ok(()),
+    }
+}
+
+/// Quote a path for the POSIX shell every harness runs hook commands with
+/// (`shlex`). Plain paths stay bare.
 pub fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_./+-:@%=,".contains(&b));
-    if plain { s.to_string() } else { format!("'{}'", s.replace('\'', r"'\''")) }
+    shlex::try_quote(s).map(|c| c.into_owned()).unwrap_or_else(|_| format!("'{}'", s.replace('\'', r"'\''")))
 }
 
-/// The first word of a shell command, unquoted (`'a b'/c`, `"a b"`, `a\ b`).
-pub fn first_word(cmd: &str) -> String {
-    let mut out = String::new();
-    let mut chars = cmd.trim_start().chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                for c in chars.by_ref() {
-                    if c == '\'' {
-                        break;
-                    }
-                    out.push(c);
-                }
-            }
-            '"' => {
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => break,
-                        '\\' => {
-                            if let Some(n) = chars.next() {
-                                out.push(n);
-                            }
+/// The words of a shell command (`shlex`), `None` when its quoting is broken.
+pub fn words(cmd: &str) -> Option<Vec<String>> {
+    shlex::split(cmd)
+}
+
+/// The program of a command: its first shell word.
+pub fn program_of(cmd: &str) -> String {
+    words(cmd).and_then(|w| w.into_iter().next()).unwrap_or_default()
+}
+
+fn basename(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or("")
+}
+
+/// Who owns which entries: our binaries for `harness`, installed to `hook_dir`.
+#[derive(Debug, Clone, Copy)]
+pub struct Owner<'a> {
+    pub harness: Harness,
+    pub hook_dir: &'a Path,
+}
+
+impl<'a> Owner<'a> {
+    pub fn new(harness: Harness, hook_dir: &'a Path) -> Owner<'a> {
+        Owner { harness, hook_dir }
+    }
+
+    /// Our binary a command runs, if the command is exactly one word naming it.
+    pub fn binary_of(&self, cmd: &str) -> Option<&'static str> {
+        let w = words(cmd)?;
+        let [prog] = w.as_slice() else { return None };
+        let name = basename(prog);
+        table::hooks_for(self.harness).map(|d| d.binary).find(|b| *b == name)
+    }
+
+    /// Whether an entry with this command (in a group with a matcher or
+    /// not) is ours.
+    pub fn owns(&self, cmd: &str, in_matcher_group: bool) -> bool {
+        if self.binary_of(cmd).is_none() {
+            return false;
+        }
+        !in_matcher_group || Path::new(&program_of(cmd)).parent() == Some(self.hook_dir)
+    }
+
+    /// A command whose program is named like one of ours but that is not
+    /// ours (arguments, another directory under a matcher).
+    pub fn looks_like_ours(&self, cmd: &str, in_matcher_group: bool) -> bool {
+        let name = basename(&program_of(cmd)).to_string();
+        !self.owns(cmd, in_matcher_group) && table::hooks_for(self.harness).any(|d| d.binary == name)
+    }
+}
+
+/// One hook entry of a config file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub event: String,
+    /// Grouped configs: the group's index in the event's array.
+    pub group: Option<usize>,
+    /// The entry's index (in the group's `hooks`, or in the event's array).
+    pub index: usize,
+    /// Its group has a `matcher` (or the flat entry has one).
+    pub matcher: bool,
+    pub command: String,
+    /// The entry object itself.
+    pub value: Value,
+}
+
+impl Entry {
+    /// Its `timeout` (`timeoutSec` for Copilot), if a number.
+    pub fn timeout(&self) -> Option<u64> {
+        self.value.get("timeout").or_else(|| self.value.get("timeoutSec")).and_then(Value::as_u64)
+    }
+}
+
+/// A handler's command (`command`, or Copilot's `bash`).
+fn command_of_value(v: &Value) -> Option<&str> {
+    v.get("command").or_else(|| v.get("bash")).and_then(Value::as_str)
+}
+
+/// Every hook entry of a parsed config, in file order: grouped
+/// (`{"hooks": {"E": [{"matcher"?, "hooks": [h, ..]}]}}`) and flat
+/// (`{"hooks": {"E": [h, ..]}}`) alike.
+pub fn entries(doc: &Value) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let Some(hooks) = doc.get("hooks").and_then(Value::as_object) else { return out };
+    for (event, arr) in hooks {
+        for (gi, item) in arr.as_array().into_iter().flatten().enumerate() {
+            let matcher = item.get("matcher").is_some_and(|m| !m.is_null());
+            match item.get("hooks").and_then(Value::as_array) {
+                Some(hs) => {
+                    for (hi, h) in hs.iter().enumerate() {
+                        if let Some(cmd) = command_of_value(h) {
+                            out.push(Entry {
+                                event: event.clone(),
+                                group: Some(gi),
+                                index: hi,
+                                matcher,
+                                command: cmd.to_string(),
+                                value: h.clone(),
+                            });
                         }
-                        _ => out.push(c),
+                    }
+                }
+                None => {
+                    if let Some(cmd) = command_of_value(item) {
+                        out.push(Entry {
+                            event: event.clone(),
+                            group: None,
+                            index: gi,
+                            matcher,
+                            command: cmd.to_string(),
+                            value: item.clone(),
+                        });
                     }
                 }
             }
-            '\\' => {
-                if let Some(n) = chars.next() {
-                    out.push(n);
-                }
-            }
-            c if c.is_whitespace() || c == ';' || c == '&' || c == '|' => break,
-            _ => out.push(c),
         }
     }
     out
 }
 
-/// Whether a hook command runs one of our binaries for `harness`.
-pub fn is_ours(harness: Harness, command: &str) -> bool {
-    let prog = first_word(command);
-    let name = prog.rsplit('/').next().unwrap_or("");
-    table::is_our_binary(harness, name)
+/// Our entries in a parsed config.
+pub fn our_entries(doc: &Value, owner: &Owner) -> Vec<Entry> {
+    entries(doc).into_iter().filter(|e| owner.owns(&e.command, e.matcher)).collect()
 }
 
-/// The program path of one of our commands.
-pub fn program_of(command: &str) -> String {
-    first_word(command)
+/// Entries named like ours that are the user's (left alone).
+pub fn lookalikes(doc: &Value, owner: &Owner) -> Vec<Entry> {
+    entries(doc).into_iter().filter(|e| owner.looks_like_ours(&e.command, e.matcher)).collect()
 }
 
-/// What we want in a file: per event, the entry (Claude/Codex: the handler
-/// object; Cursor: the flat entry). Empty means uninstall.
+/// Entries installed by Preloop's own CLI (`preloop agents onboard
+/// --approvals`: `preloop agents permission-hook …`, `preloop usage hook …`)
+/// or reading its onboarding files: with ours they check every tool call
+/// twice and claim notes twice.
+pub fn preloop_own_entries(doc: &Value) -> Vec<Entry> {
+    entries(doc)
+        .into_iter()
+        .filter(|e| {
+            let c = &e.command;
+            c.contains("agents permission-hook") || c.contains("usage hook") || c.contains("permission_hook.json")
+        })
+        .collect()
+}
+
+/// What we want in a file: per event, the entry (grouped: the handler
+/// object; flat: the entry). Empty means uninstall.
 pub type Desired = Vec<(String, Value)>;
 
 fn span(v: &Ast) -> (usize, usize) {
@@ -168,7 +360,9 @@ impl<'t> Splicer<'t> {
         let mut buf = Vec::new();
         let fmt = serde_json::ser::PrettyFormatter::with_indent(self.unit.as_bytes());
         let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-        serde::Serialize::serialize(v, &mut ser).expect("a JSON value serializes");
+        if serde::Serialize::serialize(v, &mut ser).is_err() {
+            return inline(v);
+        }
         String::from_utf8(buf).unwrap_or_default().replace('\n', &format!("{}{indent}", self.nl))
     }
 
@@ -258,8 +452,8 @@ impl<'t> Splicer<'t> {
             let text = pre.join(&sep) + &sep;
             self.edits.push((first.0, first.0, text));
         }
-        if !post.is_empty() {
-            let last = c.elems[*kept.last().expect("kept is not empty")].1;
+        if let (false, Some(last)) = (post.is_empty(), kept.last()) {
+            let last = c.elems[*last].1;
             let text = sep.clone() + &post.join(&sep);
             self.edits.push((last, last, text));
         }
@@ -304,9 +498,9 @@ fn command_of<'a>(v: &'a Ast<'a>) -> Option<&'a str> {
 }
 
 /// Whether an existing command runs the same binary as a wanted entry.
-fn same_binary(command: &str, want: &Value) -> bool {
-    let name = |c: &str| program_of(c).rsplit('/').next().unwrap_or("").to_string();
-    want.get("command").and_then(Value::as_str).is_some_and(|w| name(w) == name(command))
+fn same_binary(owner: &Owner, command: &str, want: &Value) -> bool {
+    let w = want.get("command").and_then(Value::as_str).and_then(|w| owner.binary_of(w));
+    w.is_some() && w == owner.binary_of(command)
 }
 
 fn parse_ast(text: &str) -> Result<Option<Ast<'_>>, EditError> {
@@ -314,17 +508,17 @@ fn parse_ast(text: &str) -> Result<Option<Ast<'_>>, EditError> {
     parse_to_ast(text, &opts, &ParseOptions::default()).map(|r| r.value).map_err(|e| e.to_string())
 }
 
-/// Claude Code `settings.json` and Codex `hooks.json`:
+/// Claude Code `settings.json`, Codex `hooks.json`, Gemini `settings.json`:
 /// `{"hooks": {"<Event>": [{"matcher"?: .., "hooks": [<handler>, ..]}, ..]}}`.
 /// Our handler sits alone in a group without a matcher, appended after the
 /// user's groups.
-pub fn edit_grouped(text: &str, harness: Harness, desired: &Desired) -> Result<String, EditError> {
+pub fn edit_grouped(text: &str, owner: &Owner, desired: &Desired) -> Result<String, EditError> {
     let fresh = text.trim().is_empty();
     if fresh && desired.is_empty() {
         return Ok(text.to_string());
     }
     let source = if fresh { "{}" } else { text };
-    parse_strict(source)?;
+    parse_config(source, owner.harness)?;
     let ast = parse_ast(source)?;
     let Some(Ast::Object(root)) = &ast else { return Err("the top level is not a JSON object".into()) };
     let mut sp = Splicer::new(source);
@@ -360,12 +554,13 @@ pub fn edit_grouped(text: &str, harness: Harness, desired: &Desired) -> Result<S
         for (gi, g) in arr.elements.iter().enumerate() {
             let Ast::Object(go) = g else { continue };
             let Some((_, Ast::Array(handlers))) = prop(go, "hooks") else { continue };
-            let plain = prop(go, "matcher").is_none() && handlers.elements.len() == 1;
+            let has_matcher = matches!(prop(go, "matcher"), Some((_, v)) if !matches!(v, Ast::NullKeyword(_)));
+            let plain = !has_matcher && handlers.elements.len() == 1;
             let mut handler_removed = vec![false; handlers.elements.len()];
             for (hi, h) in handlers.elements.iter().enumerate() {
-                let Some(cmd) = command_of(h).filter(|c| is_ours(harness, c)) else { continue };
+                let Some(cmd) = command_of(h).filter(|c| owner.owns(c, has_matcher)) else { continue };
                 // The wanted entry for the same binary, if not placed yet.
-                let slot = want.iter().enumerate().position(|(wi, w)| !kept[wi] && same_binary(cmd, w));
+                let slot = want.iter().enumerate().position(|(wi, w)| !kept[wi] && same_binary(owner, cmd, w));
                 match slot {
                     Some(wi) if plain => {
                         kept[wi] = true;
@@ -417,7 +612,7 @@ pub fn edit_grouped(text: &str, harness: Harness, desired: &Desired) -> Result<S
 /// Cursor `hooks.json`: `{"version": 1, "hooks": {"<event>": [<entry>, ..]}}`.
 /// Never removes `version` or `hooks`: an emptied file stays
 /// `{"version":1,"hooks":{}}` (deleting it does not unload hooks in Cursor).
-pub fn edit_flat(text: &str, harness: Harness, desired: &Desired) -> Result<String, EditError> {
+pub fn edit_flat(text: &str, owner: &Owner, desired: &Desired) -> Result<String, EditError> {
     let fresh = text.trim().is_empty();
     if fresh && desired.is_empty() {
         return Ok(text.to_string());
@@ -428,7 +623,7 @@ pub fn edit_flat(text: &str, harness: Harness, desired: &Desired) -> Result<Stri
         }
     }
     let source = if fresh { "{}" } else { text };
-    parse_strict(source)?;
+    parse_config(source, owner.harness)?;
     let ast = parse_ast(source)?;
     let Some(Ast::Object(root)) = &ast else { return Err("the top level is not a JSON object".into()) };
     let mut sp = Splicer::new(source);
@@ -467,12 +662,12 @@ pub fn edit_flat(text: &str, harness: Harness, desired: &Desired) -> Result<Stri
         let mut removed = vec![false; arr.elements.len()];
         let mut kept = false;
         for (i, entry) in arr.elements.iter().enumerate() {
-            if !command_of(entry).is_some_and(|c| is_ours(harness, c)) {
+            let has_matcher = matches!(entry, Ast::Object(o) if prop(o, "matcher").is_some());
+            if !command_of(entry).is_some_and(|c| owner.owns(c, has_matcher)) {
                 continue;
             }
-            let plain = matches!(entry, Ast::Object(o) if prop(o, "matcher").is_none());
             match want {
-                Some(w) if plain && !kept => {
+                Some(w) if !has_matcher && !kept => {
                     kept = true;
                     if value_of(source, span(entry)).as_ref() != Some(w) {
                         sp.replace_value(span(entry), w);
@@ -498,56 +693,96 @@ pub fn edit_flat(text: &str, harness: Harness, desired: &Desired) -> Result<Stri
     Ok(finish(text, sp.finish()))
 }
 
+/// Copilot's `preloop.json`, a file that is entirely ours:
+/// `{"version": 1, "hooks": {"<event>": [<entry>, ..]}}`, or nothing.
+pub fn copilot_file(desired: &Desired) -> String {
+    if desired.is_empty() {
+        return String::new();
+    }
+    let mut events = serde_json::Map::new();
+    for (e, w) in desired {
+        if let Value::Array(a) = events.entry(e.clone()).or_insert_with(|| Value::Array(Vec::new())) {
+            a.push(w.clone());
+        }
+    }
+    let doc = serde_json::json!({"version": 1, "hooks": Value::Object(events)});
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
 /// A new file ends with a newline; an existing one keeps its own ending.
 fn finish(original: &str, edited: String) -> String {
     if original.trim().is_empty() && !edited.ends_with('\n') { edited + "\n" } else { edited }
 }
 
-/// Our entries found in a parsed config: (event, command).
-pub fn our_entries(v: &Value, harness: Harness) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let Some(hooks) = v.get("hooks").and_then(Value::as_object) else { return out };
-    for (event, arr) in hooks {
-        for item in arr.as_array().into_iter().flatten() {
-            let handlers: Vec<&Value> = match item.get("hooks").and_then(Value::as_array) {
-                Some(hs) => hs.iter().collect(),
-                None => vec![item],
-            };
-            for h in handlers {
-                if let Some(cmd) = h.get("command").and_then(Value::as_str)
-                    && is_ours(harness, cmd)
-                {
-                    out.push((event.clone(), cmd.to_string()));
-                }
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    const DIR: &str = "/opt/my tools";
+
+    fn owner() -> Owner<'static> {
+        Owner::new(Harness::ClaudeCode, Path::new(DIR))
+    }
 
     #[test]
     fn quoting_round_trips() {
-        for p in ["/usr/local/bin/preloop-claude-code-stop", "/Users/a b/bin/x", "/it's/x", "/a\"b/c"] {
-            assert_eq!(first_word(&shell_quote(p)), p);
+        for p in ["/usr/local/bin/preloop-claude-code-stop", "/Users/a b/bin/x", "/it's/x", "/a\"b/c", "/a\nb/$(x)`y`"]
+        {
+            assert_eq!(words(&shell_quote(p)).unwrap(), vec![p.to_string()], "{p}");
         }
         assert_eq!(shell_quote("/usr/bin/x"), "/usr/bin/x");
-        assert_eq!(shell_quote("/a b/x"), "'/a b/x'");
-        assert_eq!(first_word("\"/a b/x\" --flag"), "/a b/x");
-        assert_eq!(first_word("/a\\ b/x arg"), "/a b/x");
-        assert!(is_ours(Harness::ClaudeCode, "'/opt/my tools/preloop-claude-code-stop'"));
-        assert!(!is_ours(Harness::ClaudeCode, "/opt/preloop-codex-stop"));
-        assert!(!is_ours(Harness::ClaudeCode, "echo preloop-claude-code-stop"));
+        assert_eq!(program_of("\"/a b/x\" --flag"), "/a b/x");
+        assert_eq!(program_of("/a\\ b/x arg"), "/a b/x");
     }
-}
 
-#[cfg(test)]
-mod splice_tests {
-    use super::*;
-    use serde_json::json;
+    #[test]
+    fn ours_is_the_whole_command() {
+        let o = owner();
+        assert!(o.owns("'/opt/my tools/preloop-claude-code-stop'", false));
+        assert!(o.owns("/elsewhere/preloop-claude-code-stop", false), "a stale install in another directory");
+        assert!(!o.owns("/opt/preloop-codex-stop", false), "another harness's binary");
+        assert!(!o.owns("echo preloop-claude-code-stop", false));
+        assert!(!o.owns("/opt/team-tools/preloop-claude-code-stop --audit-only", false), "arguments: the user's");
+        assert!(o.looks_like_ours("/opt/team-tools/preloop-claude-code-stop --audit-only", false));
+        assert!(!o.owns("/opt/team-tools/preloop-claude-code-pre-tool-use", true), "under a matcher, elsewhere");
+        assert!(o.owns("'/opt/my tools/preloop-claude-code-pre-tool-use'", true), "under a matcher, ours");
+        assert!(!o.owns("'unbalanced", false));
+    }
+
+    #[test]
+    fn duplicate_hooks_key_is_refused() {
+        let text = "{\"hooks\": {\"Stop\": []},\n \"hooks\": {\"PreToolUse\": []}}\n";
+        let err = edit_grouped(text, &owner(), &want()).unwrap_err();
+        assert!(err.contains("line 2") && err.contains("\"hooks\" appears twice"), "{err}");
+        let text = "{\"hooks\": {\"Stop\": [{\"hooks\": [], \"hooks\": []}]}}";
+        assert!(edit_grouped(text, &owner(), &want()).is_err());
+        // Elsewhere in the file a repeated key is not ours to judge.
+        let text = "{\"env\": {\"A\": \"1\", \"A\": \"2\"}}";
+        assert!(edit_grouped(text, &owner(), &want()).is_ok());
+    }
+
+    #[test]
+    fn parse_errors_name_the_position_once() {
+        let e = parse_strict("{\n  \"a\": ,\n}").unwrap_err();
+        assert_eq!(e, "line 2, column 8: expected value");
+    }
+
+    #[test]
+    fn gemini_comments_are_allowed_and_kept() {
+        let o = Owner::new(Harness::Gemini, Path::new("/b"));
+        let text = "{\n  // my settings\n  \"model\": {\"name\": \"x\"} /* inline */\n}\n";
+        let want =
+            vec![("AfterAgent".to_string(), json!({"type": "command", "command": "/b/preloop-gemini-after-agent"}))];
+        let out = edit_grouped(text, &o, &want).unwrap();
+        assert!(out.contains("// my settings") && out.contains("/* inline */"), "{out}");
+        assert_eq!(our_entries(&parse_config(&out, Harness::Gemini).unwrap(), &o).len(), 1);
+        assert_eq!(edit_grouped(&out, &o, &vec![]).unwrap(), text);
+        // Claude Code's settings take no comments.
+        assert!(parse_config(text, Harness::ClaudeCode).is_err());
+        // Trailing commas are still refused (Gemini's JSON.parse does).
+        assert!(parse_config("{\"a\": 1,}", Harness::Gemini).is_err());
+    }
 
     fn want() -> Desired {
         vec![("Stop".to_string(), json!({"type": "command", "command": "/b/preloop-claude-code-stop", "timeout": 20}))]
@@ -556,23 +791,54 @@ mod splice_tests {
     #[test]
     fn empty_hooks_object_gets_indented_entries() {
         let text = "{\n  \"hooks\": {}\n}\n";
-        let out = edit_grouped(text, Harness::ClaudeCode, &want()).unwrap();
+        let out = edit_grouped(text, &owner(), &want()).unwrap();
         assert_eq!(
             out,
             "{\n  \"hooks\": {\n    \"Stop\": [\n      {\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"/b/preloop-claude-code-stop\",\n            \"timeout\": 20\n          }\n        ]\n      }\n    ]\n  }\n}\n"
         );
         // An emptied "hooks" goes too (we cannot tell it was there, empty, before).
-        assert_eq!(edit_grouped(&out, Harness::ClaudeCode, &vec![]).unwrap(), "{}\n");
+        assert_eq!(edit_grouped(&out, &owner(), &vec![]).unwrap(), "{}\n");
     }
 
     #[test]
     fn inline_array_gets_an_inline_entry() {
         let text = "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"mine\"}]}]}}";
-        let out = edit_grouped(text, Harness::ClaudeCode, &want()).unwrap();
+        let out = edit_grouped(text, &owner(), &want()).unwrap();
         assert_eq!(
             out,
             "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"mine\"}]}, {\"hooks\": [{\"type\": \"command\", \"command\": \"/b/preloop-claude-code-stop\", \"timeout\": 20}]}]}}"
         );
-        assert_eq!(edit_grouped(&out, Harness::ClaudeCode, &vec![]).unwrap(), text);
+        assert_eq!(edit_grouped(&out, &owner(), &vec![]).unwrap(), text);
+    }
+
+    /// No input makes the editor panic: every prefix of a realistic file,
+    /// and bytes swapped for JSON's special characters, give a result or
+    /// an error.
+    #[test]
+    fn no_input_panics() {
+        let base = "{\n  \"hooks\": {\n    \"Stop\": [{\"matcher\": \"\", \"hooks\": [{\"type\": \"command\", \"command\": \"/b/preloop-claude-code-stop\"}]}],\n    \"PreToolUse\": [{\"hooks\": [{\"command\": \"x\"}, {\"command\": \"/o/preloop-claude-code-pre-tool-use\"}]}]\n  },\n  \"version\": 1 // c\n}\r\n";
+        let specials = ['{', '}', '[', ']', ',', ':', '"', '\\', '/', '*', ' ', '\n', 'é'];
+        let cursor = Owner::new(Harness::Cursor, Path::new("/b"));
+        let gemini = Owner::new(Harness::Gemini, Path::new("/b"));
+        let mut inputs: Vec<String> =
+            (0..=base.len()).filter(|i| base.is_char_boundary(*i)).map(|i| base[..i].to_string()).collect();
+        for (i, _) in base.char_indices() {
+            for s in specials {
+                let mut t = base.to_string();
+                let c = t[i..].chars().next().unwrap();
+                t.replace_range(i..i + c.len_utf8(), &s.to_string());
+                inputs.push(t);
+            }
+        }
+        for t in &inputs {
+            for w in [want(), vec![]] {
+                let _ = edit_grouped(t, &owner(), &w);
+                let _ = edit_grouped(t, &gemini, &w);
+                let _ = edit_flat(t, &cursor, &w);
+            }
+            if let Ok(v) = parse_config(t, Harness::Gemini) {
+                let _ = entries(&v);
+            }
+        }
     }
 }

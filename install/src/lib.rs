@@ -13,6 +13,7 @@ pub mod login;
 pub mod notes;
 pub mod ops;
 pub mod output;
+pub mod probe;
 pub mod server_op;
 pub mod sessions;
 pub mod table;

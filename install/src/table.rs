@@ -4,7 +4,7 @@
 
 use preloop_shared::Harness;
 use preloop_shared::config::Settings;
-pub use preloop_shared::registry::{HookDef, Role};
+pub use preloop_shared::registry::{HookDef, Role, TimeoutUnit};
 
 /// Every event name Cursor documents for `hooks.json` (contract
 /// cursor-hooks.md). One unknown key voids the whole file in some CLI builds,
@@ -42,6 +42,44 @@ pub fn is_our_binary(harness: Harness, file_name: &str) -> bool {
     hooks_for(harness).any(|d| d.binary == file_name)
 }
 
+/// Every event name Copilot CLI 1.0.102 knows in a camelCase hooks file
+/// (docs/contracts/copilot-cli.md §2).
+pub const COPILOT_KNOWN_EVENTS: &[&str] = &[
+    "sessionStart",
+    "sessionEnd",
+    "userPromptSubmitted",
+    "userPromptTransformed",
+    "preToolUse",
+    "postToolUse",
+    "postToolUseFailure",
+    "errorOccurred",
+    "agentStop",
+    "subagentStart",
+    "subagentStop",
+    "preCompact",
+    "permissionRequest",
+    "notification",
+    "preMcpToolCall",
+];
+
+/// The `timeout` to write for a hook, in its harness's unit (Gemini:
+/// milliseconds; everyone else: seconds).
+pub fn timeout_value(def: &HookDef, s: &Settings) -> u64 {
+    let secs = timeout_secs(def, s);
+    match def.harness().def().timeout_unit {
+        TimeoutUnit::Seconds => secs,
+        TimeoutUnit::Millis => secs * 1000,
+    }
+}
+
+/// The unit of [`timeout_value`], for people.
+pub fn timeout_unit(h: Harness) -> &'static str {
+    match h.def().timeout_unit {
+        TimeoutUnit::Seconds => "s",
+        TimeoutUnit::Millis => "ms",
+    }
+}
+
 /// Codex clamps a SessionEnd timeout to 3 s; we use the same everywhere.
 pub const END_TIMEOUT_SECS: u64 = 3;
 /// Headroom past our own permission budget (process start, the session
@@ -77,10 +115,17 @@ mod tests {
             if d.harness() == Harness::Cursor {
                 assert!(CURSOR_KNOWN_EVENTS.contains(&d.on), "{} is not a Cursor event", d.on);
             }
+            if d.harness() == Harness::Copilot {
+                assert!(COPILOT_KNOWN_EVENTS.contains(&d.on), "{} is not a Copilot event", d.on);
+            }
         }
         assert_eq!(hooks_for(Harness::ClaudeCode).count(), 7);
         assert_eq!(hooks_for(Harness::Codex).count(), 6);
         assert_eq!(hooks_for(Harness::Cursor).count(), 7);
+        assert_eq!(hooks_for(Harness::Gemini).count(), 6);
+        assert_eq!(hooks_for(Harness::Copilot).count(), 6);
+        let gemini_end = hooks_for(Harness::Gemini).find(|d| d.role == Role::End).unwrap();
+        assert_eq!(timeout_value(gemini_end, &Settings::default()), 3000, "Gemini counts milliseconds");
     }
 
     #[test]

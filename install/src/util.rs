@@ -1,6 +1,7 @@
-//! Small helpers: home and program lookup, safe writes, output.
+//! Small helpers: home and program lookup, safe writes, output, redaction.
 
-use preloop_shared::config::Env;
+use preloop_shared::config::{Config, Env, Secret};
+use preloop_shared::fsutil::io_text;
 use preloop_shared::{Error, Result};
 use std::fs;
 use std::io::{Read, Write};
@@ -9,16 +10,31 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub fn home_dir(env: &Env) -> PathBuf {
-    env.get("HOME").filter(|h| !h.is_empty()).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"))
+/// The user's home directory, resolved exactly as the hooks resolve it
+/// (`$HOME` when set and absolute, else the passwd entry).
+pub fn home_dir(env: &Env) -> Option<PathBuf> {
+    preloop_shared::config::user_home(env)
 }
 
-/// `~/x` for paths under the home directory (display only).
-pub fn tilde(env: &Env, p: &Path) -> String {
-    let home = home_dir(env);
-    match p.strip_prefix(&home) {
-        Ok(rest) if home != Path::new("/") => format!("~/{}", rest.display()),
+/// `~/x` for paths under `home` (display only).
+pub fn tilde_in(home: &Path, p: &Path) -> String {
+    match p.strip_prefix(home) {
+        Ok(rest) if home != Path::new("/") && !home.as_os_str().is_empty() => {
+            if rest.as_os_str().is_empty() {
+                "~".to_string()
+            } else {
+                format!("~/{}", rest.display())
+            }
+        }
         _ => p.display().to_string(),
+    }
+}
+
+/// `~/x` for paths under the home directory of `env` (display only).
+pub fn tilde(env: &Env, p: &Path) -> String {
+    match home_dir(env) {
+        Some(h) => tilde_in(&h, p),
+        None => p.display().to_string(),
     }
 }
 
@@ -26,8 +42,8 @@ pub fn is_executable(p: &Path) -> bool {
     fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
-/// A program: the first env override that names an executable, then `PATH`,
-/// then the extra directories.
+/// A program on `PATH` (of `env`), after the first env override that names
+/// an executable, then the extra directories.
 pub fn find_program(name: &str, env_keys: &[&str], extra_dirs: &[&str]) -> Option<PathBuf> {
     for k in env_keys {
         if let Some(p) = std::env::var_os(k).filter(|p| !p.is_empty()) {
@@ -81,38 +97,102 @@ pub fn stamp() -> String {
         + "Z"
 }
 
+/// Every token the configuration knows (runtime and user), for [`redact`].
+pub fn secrets(config: &Config) -> Vec<Secret> {
+    let mut out: Vec<Secret> = Vec::new();
+    if let Some(s) = &config.server {
+        out.push(s.token.clone());
+    }
+    if let Some((t, _)) = &config.user_token {
+        out.push(t.clone());
+    }
+    let env = Env::process();
+    for k in ["PRELOOP_TOKEN", "PRELOOP_USER_TOKEN"] {
+        if let Some(t) = env.get(k).filter(|t| !t.is_empty()) {
+            out.push(Secret::new(t));
+        }
+    }
+    out
+}
+
+/// `text` with every token in `secrets` replaced, plain or escaped (the
+/// engine's one redaction function, `preloop_shared::redact`).
+pub fn redact(text: &str, secrets: &[Secret]) -> String {
+    let refs: Vec<&Secret> = secrets.iter().collect();
+    preloop_shared::redact::redact(text, &refs)
+}
+
+/// Copy `src` to a new file `dst`, never through a symlink: the backup is
+/// created with `O_CREAT|O_EXCL|O_NOFOLLOW` (a name planted in advance,
+/// dangling link or not, makes it fail) and the bytes are copied.
+fn copy_new(src: &Path, dst: &Path, mode: u32) -> std::io::Result<()> {
+    let bytes = fs::read(src)?;
+    let mut f =
+        fs::OpenOptions::new().write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(dst)?;
+    f.write_all(&bytes)?;
+    f.sync_all()?;
+    f.set_permissions(fs::Permissions::from_mode(mode & 0o7777))
+}
+
+/// A backup of `target` next to it: `<name>.bak.preloop-<stamp>[-N]`,
+/// created fresh (never written through a link planted at that name).
+fn backup(target: &Path, mode: u32) -> Result<PathBuf> {
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("config").to_string();
+    let base = format!("{name}.bak.preloop-{}", stamp());
+    for n in 1..1000 {
+        let b = if n == 1 { dir.join(&base) } else { dir.join(format!("{base}-{n}")) };
+        match copy_new(target, &b, mode) {
+            Ok(()) => return Ok(b),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            // ELOOP: a symlink sits at that name.
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => continue,
+            Err(e) => {
+                return Err(Error::Io {
+                    context: format!("back up {} to {}", target.display(), b.display()),
+                    source: std::io::Error::new(e.kind(), io_text(&e)),
+                });
+            }
+        }
+    }
+    Err(Error::Refused(format!("back up {}: too many backups with this time stamp", target.display())))
+}
+
+fn io_err(context: String, e: std::io::Error) -> Error {
+    Error::Io { context, source: std::io::Error::new(e.kind(), io_text(&e)) }
+}
+
 /// Write `text` to `path` atomically (a temporary file in the same
 /// directory, fsync'd, renamed over it), first copying the previous file to
-/// `<name>.bak.preloop-<stamp>` when there is one. A symlinked config is
-/// written through to its target, so the link stays. The file keeps its
-/// mode (new files: 0644, they hold no secrets). Returns the backup path.
-pub fn write_with_backup(path: &Path, text: &str) -> Result<Option<PathBuf>> {
+/// `<name>.bak.preloop-<stamp>` when `keep_backup` and there is one. A
+/// symlinked config is written through to its target, so the link stays.
+/// The file keeps its mode (new files: 0644, they hold no secrets).
+/// Returns the backup path.
+pub fn write_file(path: &Path, text: &str, keep_backup: bool) -> Result<Option<PathBuf>> {
     let target = match fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => {
-            fs::canonicalize(path).map_err(|e| Error::io(format!("resolve {}", path.display()), e))?
+            fs::canonicalize(path).map_err(|e| io_err(format!("resolve {}", path.display()), e))?
         }
         _ => path.to_path_buf(),
     };
     let dir = target.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+    fs::create_dir_all(dir).map_err(|e| io_err(format!("create {}", dir.display()), e))?;
     let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("config").to_string();
     let (mode, backup) = match fs::metadata(&target) {
         Ok(m) => {
-            let mut b = dir.join(format!("{name}.bak.preloop-{}", stamp()));
-            let mut n = 1;
-            while b.exists() {
-                n += 1;
-                b = dir.join(format!("{name}.bak.preloop-{}-{n}", stamp()));
-            }
-            fs::copy(&target, &b)
-                .map_err(|e| Error::io(format!("back up {} to {}", target.display(), b.display()), e))?;
-            (m.permissions().mode() & 0o7777, Some(b))
+            let mode = m.permissions().mode() & 0o7777;
+            (mode, if keep_backup { Some(backup(&target, mode)?) } else { None })
         }
         Err(_) => (0o644, None),
     };
-    let tmp = dir.join(format!(".{name}.preloop-{}.tmp", std::process::id()));
+    let tmp = dir.join(format!(".{name}.preloop-{}-{}.tmp", std::process::id(), preloop_shared::fsutil::note_id()));
     let res = (|| -> std::io::Result<()> {
-        let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)?;
         f.write_all(text.as_bytes())?;
         f.sync_all()?;
         f.set_permissions(fs::Permissions::from_mode(mode))?;
@@ -120,19 +200,73 @@ pub fn write_with_backup(path: &Path, text: &str) -> Result<Option<PathBuf>> {
     })();
     if let Err(e) = res {
         let _ = fs::remove_file(&tmp);
-        return Err(Error::io(format!("write {}", target.display()), e));
+        return Err(io_err(format!("write {}", target.display()), e));
     }
     Ok(backup)
 }
 
-/// Remove a config file after copying it to a backup (see [`write_with_backup`]).
-pub fn remove_with_backup(path: &Path) -> Result<Option<PathBuf>> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("config");
-    let b = dir.join(format!("{name}.bak.preloop-{}", stamp()));
-    fs::copy(path, &b).map_err(|e| Error::io(format!("back up {}", path.display()), e))?;
-    fs::remove_file(path).map_err(|e| Error::io(format!("remove {}", path.display()), e))?;
-    Ok(Some(b))
+/// [`write_file`] with a backup.
+pub fn write_with_backup(path: &Path, text: &str) -> Result<Option<PathBuf>> {
+    write_file(path, text, true)
+}
+
+/// Remove a config file, after copying it to a backup when `keep_backup`
+/// (see [`write_file`]). A symlinked config: the link goes, its target stays.
+pub fn remove_file(path: &Path, keep_backup: bool) -> Result<Option<PathBuf>> {
+    let meta = fs::symlink_metadata(path).map_err(|e| io_err(format!("remove {}", path.display()), e))?;
+    let b = if keep_backup && meta.is_file() { Some(backup(path, meta.permissions().mode())?) } else { None };
+    fs::remove_file(path).map_err(|e| io_err(format!("remove {}", path.display()), e))?;
+    Ok(b)
+}
+
+/// Whether `dir` lies inside a cargo target directory (`cargo clean`
+/// deletes it): an ancestor holds cargo's `CACHEDIR.TAG` or `.rustc_info.json`.
+pub fn in_cargo_target_dir(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|a| {
+            a.join(".rustc_info.json").is_file()
+                || fs::read_to_string(a.join("CACHEDIR.TAG")).is_ok_and(|t| t.contains("created by cargo"))
+        })
+        .map(Path::to_path_buf)
+}
+
+/// Copy (hard link when possible) `names` from `from` into `to` (created
+/// 0755), replacing each by rename so a running hook keeps its old file.
+/// Returns the names that changed.
+pub fn sync_binaries(from: &Path, to: &Path, names: &[&str]) -> Result<Vec<String>> {
+    fs::create_dir_all(to).map_err(|e| io_err(format!("create {}", to.display()), e))?;
+    let mut changed = Vec::new();
+    for name in names {
+        let src = from.join(name);
+        let dst = to.join(name);
+        if same_file_content(&src, &dst) {
+            continue;
+        }
+        let tmp = to.join(format!(".{name}.preloop-{}.tmp", preloop_shared::fsutil::note_id()));
+        let res = fs::hard_link(&src, &tmp).or_else(|_| {
+            fs::copy(&src, &tmp)?;
+            fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755))
+        });
+        if let Err(e) = res.and_then(|_| fs::rename(&tmp, &dst)) {
+            let _ = fs::remove_file(&tmp);
+            return Err(io_err(format!("copy {} to {}", src.display(), dst.display()), e));
+        }
+        changed.push(name.to_string());
+    }
+    Ok(changed)
+}
+
+/// Whether two files hold the same bytes (both must exist).
+pub fn same_file_content(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(ma), Ok(mb)) if ma.dev() == mb.dev() && ma.ino() == mb.ino() => true,
+        (Ok(ma), Ok(mb)) if ma.len() == mb.len() => match (fs::read(a), fs::read(b)) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// Print rows as an aligned table (the last column is not padded).
@@ -151,7 +285,8 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
                 s.push_str(c);
             } else {
                 s.push_str(c);
-                s.push_str(&" ".repeat(widths[i] - c.chars().count() + 2));
+                let w = widths.get(i).copied().unwrap_or(0);
+                s.push_str(&" ".repeat(w.saturating_sub(c.chars().count()) + 2));
             }
         }
         println!("{}", s.trim_end());
@@ -171,4 +306,37 @@ pub fn read_stdin(what: &str) -> Result<String> {
     let mut s = String::new();
     std::io::stdin().read_to_string(&mut s).map_err(|e| Error::io(format!("read {what} from stdin"), e))?;
     Ok(s.strip_suffix('\n').map(|t| t.strip_suffix('\r').unwrap_or(t).to_string()).unwrap_or(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backups_never_follow_a_planted_link() {
+        let dir = std::env::temp_dir().join(format!("preloop-util-{}", preloop_shared::fsutil::note_id()));
+        fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("settings.json");
+        fs::write(&file, "{}\n").unwrap();
+        let outside = dir.join("outside");
+        // A link at every name the backup could take in the next few seconds.
+        let now = stamp();
+        std::os::unix::fs::symlink(&outside, dir.join(format!("settings.json.bak.preloop-{now}"))).unwrap();
+        let b = write_with_backup(&file, "{\"a\": 1}\n").unwrap().unwrap();
+        assert!(!outside.exists(), "nothing written through the link");
+        assert!(!fs::symlink_metadata(&b).unwrap().file_type().is_symlink());
+        assert_eq!(fs::read_to_string(&b).unwrap(), "{}\n");
+        assert_eq!(fs::read_to_string(&file).unwrap(), "{\"a\": 1}\n");
+        let b2 = remove_file(&file, true).unwrap().unwrap();
+        assert_eq!(fs::read_to_string(&b2).unwrap(), "{\"a\": 1}\n");
+        assert!(!outside.exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tilde_shortens_only_under_home() {
+        assert_eq!(tilde_in(Path::new("/h"), Path::new("/h/.claude/x")), "~/.claude/x");
+        assert_eq!(tilde_in(Path::new("/h"), Path::new("/hx/y")), "/hx/y");
+        assert_eq!(tilde_in(Path::new("/"), Path::new("/a")), "/a");
+    }
 }

@@ -3,9 +3,10 @@
 //! reports every hook of ours as trusted, and for every hook in the file
 //! (ours and the user's) its key and currentHash equal ours.
 //!
-//! Codex is found through `PRELOOP_E2E_CODEX`, then `PATH`, then
-//! `/tmp/harness/node_modules/.bin`; without it the test says so and passes
-//! (CI installs it).
+//! Codex is found through `PRELOOP_E2E_CODEX`, then `PATH`, then the e2e
+//! suite's harness cache (`$PRELOOP_E2E_HARNESS_DIR`, `e2e/.harness`), then
+//! `/tmp/harness`; without it the tests fail and say how to get it
+//! (`scripts/test` installs it first).
 
 mod common;
 
@@ -32,14 +33,16 @@ const USER_HOOKS: &str = r#"{
 
 const USER_CONFIG: &str = "# my codex config\nmodel = \"o3\" # favourite\ncheck_for_update_on_startup = false\n\n[profiles.fast]\nmodel = \"o4-mini\"\n";
 
-fn codex() -> Option<std::path::PathBuf> {
-    let found = codex_trust::find_codex();
-    if found.is_none() {
-        eprintln!(
-            "SKIPPED: no codex binary (set PRELOOP_E2E_CODEX, put codex on PATH, or install it in /tmp/harness); the Codex trust proof did not run"
-        );
-    }
-    found
+fn codex() -> std::path::PathBuf {
+    codex_trust::find_codex().unwrap_or_else(|| {
+        panic!(
+            "no codex binary, so the Codex trust proof cannot run: install it with `python3 -c 'import sys; sys.path.insert(0, \"e2e\"); import kit; kit.ensure_codex()'` (or set PRELOOP_E2E_CODEX, or put codex 0.169.0 on PATH)"
+        )
+    })
+}
+
+fn ours(bin: &Path, command: &str) -> bool {
+    preloop_hooks::edit::Owner::new(Harness::Codex, bin).owns(command, false)
 }
 
 fn list(codex: &Path, home: &Path, codex_home: &Path, cwd: &Path) -> Vec<ListedHook> {
@@ -75,7 +78,8 @@ fn cli(home: &Path, codex_home: &Path, cwd: &Path, args: &[&str]) -> std::proces
 fn assert_derivation_matches(listed: &[ListedHook], hooks_json: &Path) {
     let doc: Value = serde_json::from_str(&read(hooks_json)).unwrap();
     let key_path = codex_trust::canonical_dir(hooks_json.parent().unwrap()).join("hooks.json");
-    let ours = codex_trust::hook_keys(&key_path, &doc);
+    let ours =
+        codex_trust::hook_keys(&key_path, &doc, &preloop_hooks::edit::Owner::new(Harness::Codex, Path::new("/")));
     assert!(!ours.is_empty());
     for k in &ours {
         let l = listed.iter().find(|l| l.key == k.key).unwrap_or_else(|| {
@@ -91,7 +95,7 @@ fn assert_derivation_matches(listed: &[ListedHook], hooks_json: &Path) {
 
 #[test]
 fn codex_reports_our_hooks_trusted() {
-    let Some(codex) = codex() else { return };
+    let codex = codex();
     let t = TempDir::new("codex-real");
     let root = t.path();
     let home = root.join("home");
@@ -117,7 +121,7 @@ fn codex_reports_our_hooks_trusted() {
     let after = list(&codex, &home, &codex_home, &project);
     assert_eq!(after.len(), 8, "{after:?}");
     for h in &after {
-        let ours = preloop_hooks::edit::is_ours(Harness::Codex, &h.command);
+        let ours = ours(&bin, &h.command);
         if ours {
             assert_eq!(h.trust_status, "trusted", "codex does not trust our hook {} ({})", h.key, h.command);
         } else {
@@ -125,7 +129,7 @@ fn codex_reports_our_hooks_trusted() {
             assert_eq!(Some(h.trust_status.clone()), was, "the user's hook {} keeps its trust state", h.key);
         }
     }
-    assert_eq!(after.iter().filter(|h| preloop_hooks::edit::is_ours(Harness::Codex, &h.command)).count(), 6);
+    assert_eq!(after.iter().filter(|h| ours(&bin, &h.command)).count(), 6);
     assert_derivation_matches(&after, &hooks_json);
     assert!(read(&config).starts_with(USER_CONFIG), "config.toml keeps the user's lines:\n{}", read(&config));
 
@@ -143,8 +147,9 @@ fn codex_reports_our_hooks_trusted() {
         .unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let cx = report["harnesses"].as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap().clone();
-    assert_eq!(cx["trust_source"], "codex app-server hooks/list", "{cx}");
-    assert!(cx["entries"].as_array().unwrap().iter().all(|e| e["trust"] == "trusted"), "{cx}");
+    let user = &cx["scopes"][0];
+    assert_eq!(user["trust_source"], "codex app-server hooks/list", "{cx}");
+    assert!(user["entries"].as_array().unwrap().iter().all(|e| e["trust"] == "trusted"), "{cx}");
 
     cli(&home, &codex_home, &project, &["uninstall", "--harness", "codex"]);
     assert_eq!(read(&hooks_json), USER_HOOKS);
@@ -155,7 +160,7 @@ fn codex_reports_our_hooks_trusted() {
 
 #[test]
 fn codex_trusts_project_hooks_in_a_trusted_project() {
-    let Some(codex) = codex() else { return };
+    let codex = codex();
     let t = TempDir::new("codex-project");
     let root = t.path();
     let home = root.join("home");
@@ -175,8 +180,7 @@ fn codex_trusts_project_hooks_in_a_trusted_project() {
         &["install", "--harness", "codex", "--scope", "project", "--bin-dir", bin.to_str().unwrap()],
     );
     let listed = list(&codex, &home, &codex_home, &project);
-    let ours: Vec<&ListedHook> =
-        listed.iter().filter(|h| preloop_hooks::edit::is_ours(Harness::Codex, &h.command)).collect();
+    let ours: Vec<&ListedHook> = listed.iter().filter(|h| ours(&bin, &h.command)).collect();
     assert_eq!(ours.len(), 6, "{listed:?}");
     assert!(
         ours.iter().all(|h| h.trust_status == "trusted" && h.key.starts_with(&project.display().to_string())),

@@ -86,6 +86,14 @@ fn parse(p: &Path) -> Value {
     serde_json::from_str(&read(p)).unwrap()
 }
 
+fn ours(ctx: &Ctx, v: &Value, h: Harness) -> usize {
+    edit::our_entries(v, &edit::Owner::new(h, &ctx.bin_dir)).len()
+}
+
+fn owner(ctx: &Ctx) -> edit::Owner<'_> {
+    edit::Owner::new(Harness::Codex, &ctx.bin_dir)
+}
+
 /// Install, check, install again (no change), uninstall: the file is back
 /// byte for byte.
 fn round_trip(ctx: &Ctx, h: Harness, files: &[(&Path, &str)]) {
@@ -101,7 +109,7 @@ fn round_trip(ctx: &Ctx, h: Harness, files: &[(&Path, &str)]) {
             !e.changed(),
             "{h:?}: a second install must change nothing, but {} would change:\n{}",
             e.path.display(),
-            install::diff(e)
+            install::diff(ctx, e)
         );
     }
     run(ctx, h, Action::Uninstall);
@@ -174,7 +182,7 @@ fn fresh_claude_file_is_created_and_removed() {
     run(&ctx, Harness::ClaudeCode, Action::Install);
     assert!(read(&settings).ends_with("}\n"));
     assert_eq!(
-        edit::our_entries(&parse(&settings), Harness::ClaudeCode).len(),
+        ours(&ctx, &parse(&settings), Harness::ClaudeCode),
         7,
         "5 hooks and the watcher on SessionStart and Stop"
     );
@@ -242,10 +250,24 @@ fn stale_entries_are_updated_in_place_and_duplicates_removed() {
     assert_eq!(stop[1]["hooks"][0]["asyncRewake"], true);
     assert_eq!(stop[0]["hooks"][0]["command"], format!("'{}'", ctx.bin_dir.join("preloop-claude-code-stop").display()));
     let pre = v["hooks"]["PreToolUse"].as_array().unwrap();
-    assert_eq!(pre[0]["hooks"].as_array().unwrap().len(), 1, "ours left the user's matcher group: {pre:?}");
+    assert_eq!(
+        pre[0]["hooks"].as_array().unwrap().len(),
+        2,
+        "a same-named program under the user's matcher, outside our bin dir, is the user's: {pre:?}"
+    );
     assert_eq!(pre[0]["hooks"][0]["command"], "mine");
     assert_eq!(pre.len(), 2);
-    assert_eq!(edit::our_entries(&v, Harness::ClaudeCode).len(), 7);
+    assert_eq!(ours(&ctx, &v, Harness::ClaudeCode), 7);
+    // One of ours (in our bin dir) under a matcher is moved out: it would not fire for every tool.
+    let cmd = edit::shell_quote(&ctx.bin_dir.join("preloop-claude-code-pre-tool-use").display().to_string());
+    let inside = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "mine"}, {"type": "command", "command": cmd}]}]}});
+    write(&settings, &serde_json::to_string_pretty(&inside).unwrap());
+    run(&ctx, Harness::ClaudeCode, Action::Install);
+    let v = parse(&settings);
+    let pre = v["hooks"]["PreToolUse"].as_array().unwrap();
+    assert_eq!(pre[0]["hooks"].as_array().unwrap().len(), 1, "ours left the user's matcher group: {pre:?}");
+    assert_eq!(pre.len(), 2);
 }
 
 #[test]
@@ -257,7 +279,7 @@ fn codex_round_trip_with_trust_and_comments() {
     write(&hooks, CODEX_HOOKS);
     // The user already trusted their own hook.
     let key_path = codex_trust::canonical_dir(hooks.parent().unwrap()).join("hooks.json");
-    let user_keys = codex_trust::hook_keys(&key_path, &serde_json::from_str(CODEX_HOOKS).unwrap());
+    let user_keys = codex_trust::hook_keys(&key_path, &serde_json::from_str(CODEX_HOOKS).unwrap(), &owner(&ctx));
     let user_pre = user_keys.iter().find(|k| k.event == "PreToolUse").unwrap();
     let config = format!("{CODEX_CONFIG}\n[hooks.state.\"{}\"]\ntrusted_hash = \"{}\"\n", user_pre.key, user_pre.hash);
     write(&cfg, &config);
@@ -267,12 +289,12 @@ fn codex_round_trip_with_trust_and_comments() {
     let doc = parse(&hooks);
     assert_eq!(doc.as_object().unwrap().keys().collect::<Vec<_>>(), ["description", "hooks"], "no extra top-level key");
     let trusted = codex_trust::trusted_hashes(&after);
-    for k in codex_trust::hook_keys(&key_path, &doc) {
+    for k in codex_trust::hook_keys(&key_path, &doc, &owner(&ctx)) {
         if k.ours {
             assert_eq!(trusted.get(&k.key), Some(&k.hash), "{} trusted", k.key);
         }
     }
-    assert_eq!(codex_trust::hook_keys(&key_path, &doc).iter().filter(|k| k.ours).count(), 6);
+    assert_eq!(codex_trust::hook_keys(&key_path, &doc, &owner(&ctx)).iter().filter(|k| k.ours).count(), 6);
     assert_eq!(trusted.get(&user_pre.key), Some(&user_pre.hash), "the user's own trust stays");
     run(&ctx, Harness::Codex, Action::Uninstall);
     assert_eq!(read(&hooks), CODEX_HOOKS);
@@ -294,13 +316,13 @@ fn codex_user_hook_added_after_ours_keeps_its_trust_on_uninstall() {
         .push(serde_json::json!({"hooks": [{"type": "command", "command": "/usr/bin/true"}]}));
     write(&hooks, &serde_json::to_string_pretty(&doc).unwrap());
     let key_path = codex_trust::canonical_dir(hooks.parent().unwrap()).join("hooks.json");
-    let user = codex_trust::hook_keys(&key_path, &doc).into_iter().find(|k| !k.ours).unwrap();
+    let user = codex_trust::hook_keys(&key_path, &doc, &owner(&ctx)).into_iter().find(|k| !k.ours).unwrap();
     assert!(user.key.ends_with(":stop:1:0"));
     let cfg = ctx.codex_config();
     write(&cfg, &format!("{}\n[hooks.state.\"{}\"]\ntrusted_hash = \"{}\"\n", read(&cfg), user.key, user.hash));
     run(&ctx, Harness::Codex, Action::Uninstall);
     let left = parse(&hooks);
-    let moved = codex_trust::hook_keys(&key_path, &left).into_iter().find(|k| !k.ours).unwrap();
+    let moved = codex_trust::hook_keys(&key_path, &left, &owner(&ctx)).into_iter().find(|k| !k.ours).unwrap();
     assert!(moved.key.ends_with(":stop:0:0"), "{}", moved.key);
     let trusted = codex_trust::trusted_hashes(&read(&cfg));
     assert_eq!(trusted.get(&moved.key), Some(&moved.hash), "the moved hook is still trusted: {trusted:?}");
@@ -365,7 +387,7 @@ fn project_scope_writes_project_files() {
         let plan = install::plan(&ctx, h, Scope::Project, Action::Install).unwrap();
         assert_eq!(plan.edits[0].path, p);
         install::apply(&ctx, &plan).unwrap();
-        assert_eq!(edit::our_entries(&parse(&p), h).len(), table::hooks_for(h).count());
+        assert_eq!(ours(&ctx, &parse(&p), h), table::hooks_for(h).count());
     }
     let codex = install::plan(&ctx, Harness::Codex, Scope::Project, Action::Install).unwrap();
     assert!(codex.notes.iter().any(|n| n.contains("trusted project")), "{:?}", codex.notes);
@@ -382,7 +404,7 @@ fn symlinked_config_is_written_through() {
     std::os::unix::fs::symlink(&real, &settings).unwrap();
     run(&ctx, Harness::ClaudeCode, Action::Install);
     assert!(std::fs::symlink_metadata(&settings).unwrap().file_type().is_symlink(), "the link stays");
-    assert_eq!(edit::our_entries(&parse(&real), Harness::ClaudeCode).len(), 7);
+    assert_eq!(ours(&ctx, &parse(&real), Harness::ClaudeCode), 7);
 }
 
 #[test]

@@ -1,0 +1,908 @@
+//! `install`, `uninstall`, `doctor`, `login`, `logout` through the real CLI,
+//! one test per reported problem (docs: install/README.md; reports:
+//! redteam-2 M1-M3, L8-L12, L14; newcomer-ux-2 1-4, 10-12, 15, 16, 20,
+//! 29-35, 39-41): the exit code, the one stderr line, and nothing written
+//! where nothing may be.
+//!
+//! Every run gets an empty environment (`PATH=/usr/bin:/bin`, its own
+//! `HOME` and `PRELOOP_HOME`), so no harness program, no server setting and
+//! no real home directory of the machine leaks in.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+struct Env {
+    _t: TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    preloop: PathBuf,
+    bin: PathBuf,
+    vars: Vec<(String, String)>,
+}
+
+impl Env {
+    fn new(tag: &str) -> Env {
+        let t = TempDir::new(tag);
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let home = root.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(root.join("project")).unwrap();
+        let bin = fake_bin_dir(&root);
+        let preloop = home.join(".preloop");
+        Env { _t: t, root, home, preloop, bin, vars: Vec::new() }
+    }
+    fn set(&mut self, k: &str, v: &str) {
+        self.vars.push((k.to_string(), v.to_string()));
+    }
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(cli());
+        c.args(args)
+            .current_dir(self.root.join("project"))
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &self.home)
+            .env("PRELOOP_HOME", &self.preloop)
+            .env("LANG", "C.UTF-8")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in &self.vars {
+            c.env(k, v);
+        }
+        c
+    }
+    fn run_in(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut child = self.cmd(args).spawn().unwrap();
+        let mut pipe = child.stdin.take().unwrap();
+        if let Some(s) = stdin {
+            let _ = pipe.write_all(s.as_bytes());
+        }
+        drop(pipe);
+        child.wait_with_output().unwrap()
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_in(args, None)
+    }
+    fn bin_arg(&self) -> String {
+        self.bin.display().to_string()
+    }
+    fn install(&self, harness: &str) -> Output {
+        let out = self.run(&["install", "--harness", harness, "--bin-dir", &self.bin_arg()]);
+        assert_eq!(code(&out), 0, "install {harness}: {}{}", stdout(&out), stderr(&out));
+        out
+    }
+    fn doctor(&self) -> (i32, Value) {
+        let out = self.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", &self.bin_arg()]);
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("doctor --json: {e}: {}{}", stdout(&out), stderr(&out)));
+        check_schema(&v);
+        (code(&out), v)
+    }
+    fn claude(&self) -> PathBuf {
+        self.home.join(".claude/settings.json")
+    }
+    /// Every file under the root except the bin dir, with its bytes.
+    fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.root.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.starts_with(&self.bin) {
+                    continue;
+                }
+                let m = std::fs::symlink_metadata(&p).unwrap();
+                if m.is_dir() {
+                    stack.push(p);
+                } else {
+                    out.push((p.clone(), std::fs::read(&p).unwrap_or_default()));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Errors are one line on stderr, prefixed, naming what to do.
+fn one_error_line(o: &Output) -> String {
+    let e = stderr(o);
+    let lines: Vec<&str> = e.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line on stderr: {e:?}");
+    assert!(lines[0].starts_with("preloop-hooks: "), "{e}");
+    lines[0].to_string()
+}
+
+fn problems(v: &Value) -> Vec<String> {
+    v["problems"].as_array().unwrap().iter().map(|p| format!("{} (fix: {})", p["what"], p["fix"])).collect()
+}
+fn warnings(v: &Value) -> Vec<String> {
+    v["warnings"].as_array().unwrap().iter().map(|p| format!("{} (fix: {})", p["what"], p["fix"])).collect()
+}
+
+fn check_schema(doc: &Value) {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/preloop-hooks/doctor.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "doctor --json does not match its schema: {errors:?}\n{doc:#}");
+}
+
+/// A loopback HTTP server answering every request with `answer(path, authorization)`.
+fn serve(answer: fn(&str, &str) -> (u16, &'static str, String)) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let head = String::from_utf8_lossy(&buf).to_string();
+            let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+            let auth = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Authorization: ").or_else(|| l.strip_prefix("authorization: ")))
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_string()))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let have = buf.len() - head.find("\r\n\r\n").map(|i| i + 4).unwrap_or(buf.len());
+            let mut rest = vec![0u8; len.saturating_sub(have)];
+            let _ = s.read_exact(&mut rest);
+            let (status, ctype, body) = answer(&path, &auth);
+            let _ = write!(
+                s,
+                "HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
+fn html_server(_: &str, _: &str) -> (u16, &'static str, String) {
+    (
+        404,
+        "text/html; charset=utf-8",
+        "<!DOCTYPE HTML>\n<html lang=\"en\"><body><h1>Not Found</h1></body></html>".into(),
+    )
+}
+
+/// Healthy, and every other route answers 401 with the bearer token echoed
+/// plainly and JSON-escaped.
+fn echo_server(path: &str, auth: &str) -> (u16, &'static str, String) {
+    if path.ends_with("/health") {
+        return (200, "application/json", "{\"status\": \"healthy\"}".into());
+    }
+    let esc: String = auth.chars().map(|c| format!("\\u{:04x}", c as u32)).collect();
+    (401, "application/json", format!("{{\"detail\": \"bad {auth} / {esc}\"}}"))
+}
+
+// ---------------------------------------------------------------- newcomer 1
+
+#[test]
+fn uninstall_without_a_codex_hooks_json_succeeds() {
+    let e = Env::new("un-nocodex");
+    e.install("claude-code");
+    let before_codex = e.home.join(".codex").exists();
+    for args in [vec!["uninstall", "--dry-run"], vec!["uninstall", "--harness", "codex"], vec!["uninstall"]] {
+        let out = e.run(&args);
+        assert_eq!(code(&out), 0, "{args:?}: {}{}", stdout(&out), stderr(&out));
+        assert!(stderr(&out).is_empty(), "{args:?}: {}", stderr(&out));
+        assert!(stdout(&out).contains("codex        nothing of ours to remove"), "{}", stdout(&out));
+    }
+    assert!(!before_codex && !e.home.join(".codex").exists(), "uninstall creates no Codex files");
+    // A CODEX_HOME that does not exist: the same.
+    let mut e2 = Env::new("un-nocodexhome");
+    let missing = e2.root.join("nowhere/codex");
+    e2.set("CODEX_HOME", missing.to_str().unwrap());
+    let out = e2.run(&["uninstall", "--harness", "codex"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!missing.exists());
+}
+
+// -------------------------------------------------------- M1, newcomer 2 and 4
+
+#[test]
+fn an_unusable_config_json_is_a_problem_and_operator_commands_refuse() {
+    let e = Env::new("cfg-bad");
+    e.install("claude-code");
+    let cfg = e.preloop.join("config.json");
+    for bad in [
+        "{\"url\": \"http://127.0.0.1:9\", \"token\": \"agt_x\",}",
+        "{\"url\": \"http://127.0.0.1:9\", \"tok",
+        "[1, 2]",
+    ] {
+        write(&cfg, bad);
+        std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let (rc, v) = e.doctor();
+        assert_eq!(rc, 6, "{bad}: {v:#}");
+        assert_eq!(v["healthy"], false);
+        assert!(problems(&v).iter().any(|p| p.contains("config.json")), "{bad}: {:?}", problems(&v));
+        // install, login, logout refuse with one line, and change nothing.
+        let snap = e.snapshot();
+        let out = e.run(&["install", "--harness", "cursor", "--bin-dir", &e.bin_arg()]);
+        assert_eq!(code(&out), 1, "{}", stdout(&out));
+        assert!(one_error_line(&out).contains("config.json"), "{}", stderr(&out));
+        let out = e.run_in(&["login", "--url", "http://127.0.0.1:9", "--no-verify"], Some("agt_abc"));
+        assert_eq!(code(&out), 1);
+        assert!(one_error_line(&out).contains("config.json"));
+        let out = e.run(&["logout"]);
+        assert_eq!(code(&out), 1);
+        assert!(one_error_line(&out).contains("config.json"));
+        assert_eq!(e.snapshot(), snap, "{bad}: nothing was written");
+    }
+    // The spellings the README documents are accepted; a symlinked config
+    // (dotfile managers) is followed.
+    let real = e.root.join("dotfiles/preloop-config.json");
+    write(&real, "{\"watch\": \"off\", \"stop_rescue_cap\": 2}");
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::remove_file(&cfg).unwrap();
+    std::os::unix::fs::symlink(&real, &cfg).unwrap();
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 0, "{:?}", problems(&v));
+    assert_eq!(v["mode"], "local");
+}
+
+#[test]
+fn a_preloop_home_that_is_not_a_directory_is_refused_before_anything_is_written() {
+    let mut e = Env::new("home-file");
+    let file = e.root.join("not-a-dir");
+    write(&file, "x");
+    e.set("PRELOOP_HOME", file.to_str().unwrap());
+    let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", &e.bin_arg()]);
+    assert_eq!(code(&out), 1);
+    let line = one_error_line(&out);
+    assert!(line.contains("PRELOOP_HOME") && line.contains("not a directory"), "{line}");
+    assert!(!e.claude().exists(), "no harness config touched");
+    let out = e.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", &e.bin_arg()]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ne!(code(&out), 0);
+    assert!(problems(&v).iter().any(|p| p.contains("PRELOOP_HOME") && p.contains("not a directory")), "{v:#}");
+}
+
+// ------------------------------------------------------------------------ M2
+
+#[test]
+fn files_other_users_can_write_are_refused() {
+    let e = Env::new("m2");
+    e.install("claude-code");
+    // A PRELOOP_HOME others can write.
+    std::fs::set_permissions(&e.preloop, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 6);
+    assert!(problems(&v).iter().any(|p| p.contains("writable by other users") && p.contains("chmod 700")), "{v:#}");
+    let out = e.run_in(&["login", "--url", "http://127.0.0.1:9", "--no-verify"], Some("agt_abc"));
+    assert_eq!(code(&out), 1);
+    assert!(one_error_line(&out).contains("writable by other users"));
+    assert!(!e.preloop.join("config.json").exists());
+    std::fs::set_permissions(&e.preloop, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // A config.json others can write: refused; one others can only read: a warning.
+    let cfg = e.preloop.join("config.json");
+    write(&cfg, "{\"url\": \"http://127.0.0.1:9\", \"token\": \"agt_planted\"}");
+    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 6);
+    assert_eq!(v["mode"], "unknown", "an untrusted file may name a server: the mode is unknown");
+    assert!(problems(&v).iter().any(|p| p.contains("config.json") && p.contains("writable by other users")));
+    let out = e.run(&["install", "--harness", "cursor", "--bin-dir", &e.bin_arg()]);
+    assert_eq!(code(&out), 1);
+    assert!(!e.home.join(".cursor").exists());
+    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (_, v) = e.doctor();
+    assert!(warnings(&v).iter().any(|w| w.contains("other users can read it") && w.contains("chmod 600")), "{v:#}");
+}
+
+// ------------------------------------------------------------------------ M3
+
+#[test]
+fn tokens_a_server_echoes_are_never_printed() {
+    let url = serve(echo_server);
+    let mut e = Env::new("m3");
+    e.install("claude-code");
+    let rt = "agt_RuntimeSecret_0123456789";
+    let ut = "usrSecretKey0123456789012345678901234567";
+    e.set("PRELOOP_URL", &url);
+    e.set("PRELOOP_TOKEN", rt);
+    e.set("PRELOOP_USER_TOKEN", ut);
+    for args in [vec!["doctor", "--no-codex-query", "--verbose"], vec!["doctor", "--json", "--no-codex-query"]] {
+        let mut a = args.clone();
+        let bin = e.bin_arg();
+        a.extend(["--bin-dir", &bin]);
+        let out = e.run(&a);
+        assert_eq!(code(&out), 7, "{}", stdout(&out));
+        let all = stdout(&out) + &stderr(&out);
+        for t in [rt, ut] {
+            assert!(!all.contains(t) && !all.contains(&t[4..]), "{args:?} printed a token:\n{all}");
+        }
+        assert!(all.contains("[redacted]"), "{all}");
+    }
+    // login's check: rejected, not saved, not printed.
+    let mut e2 = Env::new("m3-login");
+    e2.vars.clear();
+    let out = e2.run_in(&["login", "--url", &url], Some(rt));
+    assert_eq!(code(&out), 1);
+    let line = one_error_line(&out);
+    assert!(line.contains("rejected") && !line.contains("RuntimeSecret"), "{line}");
+    assert!(!e2.preloop.join("config.json").exists());
+}
+
+// ------------------------------------------------------------ newcomer 3, 11
+
+#[test]
+fn login_user_with_a_url_is_enough_for_the_operator_and_doctor_says_so() {
+    let server = preloop_testkit::FakeServer::start();
+    let e = Env::new("login-user");
+    e.install("claude-code");
+    let out = e.run_in(&["login", "--user", "--url", &server.url()], Some(&server.user_token()));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("and the URL"), "{}", stdout(&out));
+    let cfg: Value = serde_json::from_str(&read(&e.preloop.join("config.json"))).unwrap();
+    assert_eq!(cfg["url"], server.url().as_str());
+    assert!(cfg.get("token").is_none());
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 0, "{:?}", problems(&v));
+    assert_eq!(v["modes"]["hooks"], "local");
+    assert!(v["modes"]["hooks_why"].as_str().unwrap().contains("no runtime token"), "{v:#}");
+    assert_eq!(v["modes"]["operator"], "server");
+    assert!(v["modes"]["operator_why"].as_str().unwrap().contains("user token from"), "{v:#}");
+    assert_eq!(v["server"]["user_token"], "accepted");
+    assert!(warnings(&v).iter().any(|w| w.contains("no runtime token")), "{:?}", warnings(&v));
+    // The human report names both modes.
+    let out = e.run(&["doctor", "--no-codex-query", "--bin-dir", &e.bin_arg()]);
+    assert!(
+        stdout(&out).contains("hooks      local") && stdout(&out).contains("notes      server"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+// ---------------------------------------------------------------- newcomer 12
+
+#[test]
+fn a_rejected_user_token_gets_a_fix_for_where_it_comes_from() {
+    let server = preloop_testkit::FakeServer::start();
+    let mut e = Env::new("bad-user-token");
+    e.install("claude-code");
+    e.set("PRELOOP_URL", &server.url());
+    e.set("PRELOOP_TOKEN", &server.runtime_token());
+    e.set("PRELOOP_USER_TOKEN", "bad");
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 7);
+    let p = problems(&v).into_iter().find(|p| p.contains("user token")).unwrap();
+    assert!(p.contains("environment") && p.contains("unset PRELOOP_USER_TOKEN"), "{p}");
+    assert!(!p.contains("login --user\""), "{p}");
+    // login --user with a bad key: not saved, and the hint is not "run login --user".
+    let e2 = Env::new("bad-user-login");
+    let out = e2.run_in(&["login", "--user", "--url", &server.url()], Some(&"x".repeat(40)));
+    assert_eq!(code(&out), 1);
+    let line = one_error_line(&out);
+    assert!(line.contains("not saved") && line.contains("valid personal API key"), "{line}");
+    assert!(!e2.preloop.join("config.json").exists());
+}
+
+// ---------------------------------------------------------------- newcomer 10
+
+#[test]
+fn an_untrusted_codex_project_is_one_problem_with_a_fix_that_works() {
+    let e = Env::new("codex-project");
+    let out = e.run(&["install", "--harness", "codex", "--scope", "project", "--bin-dir", &e.bin_arg()]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("only in a trusted project"), "{}", stdout(&out));
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 6);
+    let ps = problems(&v);
+    assert_eq!(ps.len(), 1, "one problem, not one per hook: {ps:?}");
+    assert!(ps[0].contains("not a trusted project") && ps[0].contains("trust_level"), "{ps:?}");
+    // Once the user scope holds our hooks too, doctor says both do.
+    e.install("codex");
+    let (_, v) = e.doctor();
+    assert!(warnings(&v).iter().any(|w| w.contains("both") && w.contains("--scope project")), "{:?}", warnings(&v));
+    let cx = v["harnesses"].as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap();
+    assert_eq!(cx["scopes"].as_array().unwrap().len(), 2, "{cx:#}");
+}
+
+// ---------------------------------------------------------------- newcomer 15
+
+#[test]
+fn a_moved_bin_dir_is_one_line_with_its_fix() {
+    let e = Env::new("moved");
+    e.install("claude-code");
+    e.install("cursor");
+    let moved = e.root.join("moved bin");
+    std::fs::rename(&e.bin, &moved).unwrap();
+    let out = e.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", moved.to_str().unwrap()]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(code(&out), 6);
+    let ps = problems(&v);
+    assert_eq!(ps.len(), 1, "{ps:?}");
+    assert!(ps[0].contains("claude-code, cursor") && ps[0].contains("no longer holds the binaries"), "{ps:?}");
+    assert!(ps[0].contains("moved bin") && ps[0].contains("(fix: \"preloop-hooks install\")"), "{ps:?}");
+    let out = e.run(&["doctor", "--no-codex-query", "--bin-dir", moved.to_str().unwrap()]);
+    assert!(stdout(&out).contains("7/7, 7 broken"), "the table says so too:\n{}", stdout(&out));
+    // The fix works as written.
+    let out = e.run(&["install", "--bin-dir", moved.to_str().unwrap()]);
+    assert_eq!(code(&out), 0);
+    let out = e.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", moved.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+}
+
+// ---------------------------------------------------------- newcomer 16, 32
+
+#[test]
+fn a_url_that_is_not_a_preloop_server_says_so_without_its_body() {
+    let url = serve(html_server);
+    let mut e = Env::new("not-preloop");
+    e.install("claude-code");
+    e.set("PRELOOP_URL", &url);
+    e.set("PRELOOP_TOKEN", "agt_abcdefgh");
+    e.set("PRELOOP_USER_TOKEN", "user.jwt.x");
+    let out = e.run(&["doctor", "--no-codex-query", "--bin-dir", &e.bin_arg()]);
+    assert_eq!(code(&out), 7);
+    let text = stdout(&out);
+    assert!(text.contains("answers but is not a Preloop server (GET /api/v1/health → 404, text/html)"), "{text}");
+    assert!(text.contains("NOT a Preloop server") && !text.contains("UNREACHABLE"), "{text}");
+    assert!(!text.contains("DOCTYPE") && !text.contains("<html"), "{text}");
+    let e2 = Env::new("not-preloop-login");
+    let out = e2.run_in(&["login", "--url", &url], Some("agt_abcdefgh"));
+    assert_eq!(code(&out), 1);
+    let line = one_error_line(&out);
+    assert!(line.contains("is not a Preloop server") && !line.contains("DOCTYPE"), "{line}");
+    // Nothing listens: a sentence, no raw OS error.
+    let dead = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://127.0.0.1:{}", l.local_addr().unwrap().port())
+    };
+    let mut e3 = Env::new("unreachable");
+    e3.install("claude-code");
+    e3.set("PRELOOP_URL", &dead);
+    e3.set("PRELOOP_TOKEN", "agt_abcdefgh");
+    let (rc, v) = e3.doctor();
+    assert_eq!(rc, 7);
+    let p = problems(&v).join("\n");
+    assert!(p.contains("connection refused: is the server running at") && !p.contains("os error"), "{p}");
+}
+
+// ---------------------------------------------------------------- newcomer 20
+
+#[test]
+fn binaries_in_a_cargo_target_dir_are_copied_to_a_stable_place() {
+    let e = Env::new("target");
+    let target = e.root.join("checkout/target");
+    let release = target.join("release");
+    std::fs::create_dir_all(&release).unwrap();
+    write(
+        &target.join("CACHEDIR.TAG"),
+        "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cargo.\n",
+    );
+    for f in std::fs::read_dir(&e.bin).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), release.join(f.file_name())).unwrap();
+    }
+    let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", release.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("copied 6 hook binaries") && stdout(&out).contains("cargo clean"),
+        "{}",
+        stdout(&out)
+    );
+    let v: Value = serde_json::from_str(&read(&e.claude())).unwrap();
+    let cmd = v["hooks"]["Stop"][0]["hooks"][0]["command"].as_str().unwrap();
+    assert_eq!(cmd, e.preloop.join("bin/preloop-claude-code-stop").to_str().unwrap());
+    // `cargo clean`: the hooks still run.
+    std::fs::remove_dir_all(&target).unwrap();
+    assert!(Command::new("/bin/sh").arg("-c").arg(cmd).status().unwrap().success());
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 0, "{:?}", problems(&v));
+}
+
+// -------------------------------------------------------- newcomer 29, usage
+
+#[test]
+fn usage_errors_exit_2_and_name_the_valid_values() {
+    let e = Env::new("usage");
+    let out = e.run_in(&["login", "--url", "127.0.0.1:8765", "--no-verify"], Some("agt_x1234"));
+    assert_eq!(code(&out), 2);
+    let line = one_error_line(&out);
+    assert!(line.contains("\"127.0.0.1:8765\"") && line.contains("did you mean --url http://127.0.0.1:8765"), "{line}");
+    let out = e.run_in(&["login", "--url", "http://", "--no-verify"], Some("agt_x1234"));
+    assert_eq!(code(&out), 2);
+    assert!(one_error_line(&out).contains("\"http://\""));
+    let out = e.run(&["install", "--harness", "claude"]);
+    assert_eq!(code(&out), 2);
+    for v in ["claude-code", "codex", "cursor", "gemini", "copilot", "all"] {
+        assert!(stderr(&out).contains(v), "{v} listed: {}", stderr(&out));
+    }
+    let out = e.run(&["install", "--scope", "global"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("user") && stderr(&out).contains("project"));
+    assert!(e.snapshot().iter().all(|(p, _)| !p.starts_with(&e.home)), "nothing written");
+}
+
+// ---------------------------------------------------------- newcomer 30, 39
+
+#[test]
+fn doctor_is_short_by_default_and_has_a_check_alias() {
+    let e = Env::new("short");
+    e.install("codex");
+    std::fs::remove_file(e.home.join(".codex/config.toml")).unwrap();
+    let out = e.run(&["check", "--no-codex-query", "--bin-dir", &e.bin_arg()]);
+    assert_eq!(code(&out), 6);
+    let text = stdout(&out);
+    assert!(!text.contains("known limits"), "{text}");
+    let mut seen = std::collections::HashSet::new();
+    for l in text.lines().filter(|l| !l.trim().is_empty()) {
+        assert!(seen.insert(l), "a line repeats: {l}\n{text}");
+    }
+    assert_eq!(text.lines().filter(|l| l.contains("not trusted")).count(), 1, "{text}");
+    let out = e.run(&["doctor", "--verbose", "--no-codex-query", "--bin-dir", &e.bin_arg()]);
+    assert!(stdout(&out).contains("known limits") && stdout(&out).contains("PermissionRequest"), "{}", stdout(&out));
+    let out = e.run(&["status", "--no-codex-query", "--bin-dir", &e.bin_arg()]);
+    assert_eq!(code(&out), 6, "the old name still works");
+    let help = stdout(&e.run(&["--help"]));
+    assert!(help.contains("[alias: check]") && !help.contains("status"), "{help}");
+}
+
+// ---------------------------------------------------------------- newcomer 31
+
+#[test]
+fn a_file_that_does_not_parse_names_its_position_once() {
+    let e = Env::new("parse");
+    let bad = "{\n  \"model\": \"opus\",\n  \"hooks\": {,}\n}\n";
+    write(&e.claude(), bad);
+    let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", &e.bin_arg()]);
+    assert_eq!(code(&out), 1);
+    let line = one_error_line(&out);
+    assert!(line.contains("line 3, column 13") && !line.contains("at line 3 column 13"), "{line}");
+    assert_eq!(read(&e.claude()), bad);
+    let (_, v) = e.doctor();
+    let p = problems(&v).join("\n");
+    assert!(p.contains("line 3, column 13") && !p.contains("at line 3"), "{p}");
+}
+
+// ------------------------------------------------------------ newcomer 33, 34
+
+#[test]
+fn install_says_once_when_a_harness_is_not_on_path_and_diffs_show_real_paths() {
+    let e = Env::new("path");
+    let out = e.run(&["install", "--harness", "cursor", "--dry-run", "--bin-dir", &e.bin_arg()]);
+    assert_eq!(code(&out), 0);
+    let text = stdout(&out);
+    assert!(text.contains("--- ~/.cursor/hooks.json (new)\n+++ ~/.cursor/hooks.json (new)"), "{text}");
+    assert!(!text.contains("+++ b/"), "{text}");
+    assert!(!e.home.join(".cursor").exists() && !e.preloop.exists(), "a dry run writes nothing");
+    let out = e.install("all");
+    let text = stdout(&out);
+    for p in ["claude", "codex", "cursor-agent", "gemini", "copilot"] {
+        assert_eq!(text.matches(&format!("note: {p} not found on PATH; installed anyway")).count(), 1, "{p}:\n{text}");
+    }
+    assert_eq!(text.matches("headless `cursor-agent -p`").count(), 1, "{text}");
+    let again = stdout(&e.install("all"));
+    assert!(!again.contains("headless"), "not on an unchanged install:\n{again}");
+    assert!(again.contains("already installed"), "{again}");
+}
+
+// ------------------------------------------------------------ newcomer 35, 40
+
+#[test]
+fn uninstall_says_what_is_left_and_needs_no_bin_dir() {
+    let e = Env::new("leftovers");
+    write(&e.claude(), "{\"model\": \"opus\"}\n");
+    e.install("claude-code");
+    let out = e.run(&["uninstall", "--harness", "claude-code"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(read(&e.claude()), "{\"model\": \"opus\"}\n");
+    let last = stdout(&out).lines().last().unwrap().to_string();
+    assert!(last.starts_with("left in place: ~/.preloop"), "{last}");
+    assert!(last.contains("2 backup file(s): ~/.claude/settings.json.bak.preloop-*"), "{last}");
+    let help = stdout(&e.run(&["uninstall", "--help"]));
+    assert!(!help.contains("--bin-dir"), "{help}");
+}
+
+// ---------------------------------------------------------------- newcomer 41
+
+#[test]
+fn doctor_says_when_it_asks_codex_and_how_not_to() {
+    let e = Env::new("codex-query");
+    e.install("codex");
+    let fake = e.root.join("fakebin");
+    write(&fake.join("codex"), "#!/bin/sh\n[ \"$1\" = --version ] && echo 'codex-cli 0.169.0'\nexit 1\n");
+    std::fs::set_permissions(fake.join("codex"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut c = e.cmd(&["doctor", "--json", "--bin-dir", &e.bin_arg()]);
+    c.env("PATH", format!("{}:/usr/bin:/bin", fake.display()));
+    let v: Value = serde_json::from_slice(&c.output().unwrap().stdout).unwrap();
+    assert!(warnings(&v).iter().any(|w| w.contains("codex app-server") && w.contains("--no-codex-query")), "{v:#}");
+}
+
+// ------------------------------------------------------------------------ L8
+
+#[test]
+fn backups_are_never_written_through_a_planted_link() {
+    let e = Env::new("l8");
+    write(&e.claude(), "{\"model\": \"opus\"}\n");
+    let outside = e.root.join("outside");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    for i in 0..6 {
+        let ts = preloop_shared::time::Timestamp::from_secs(now + i).to_iso_z();
+        let stamp: String = ts.chars().take(19).filter(|c| c.is_ascii_digit() || *c == 'T').collect::<String>() + "Z";
+        std::os::unix::fs::symlink(
+            outside.join(format!("t{i}")),
+            e.home.join(format!(".claude/settings.json.bak.preloop-{stamp}")),
+        )
+        .unwrap();
+    }
+    std::fs::create_dir_all(&outside).unwrap();
+    e.install("claude-code");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing created through a link");
+}
+
+// ------------------------------------------------------------------------ L9
+
+#[test]
+fn a_duplicate_hooks_key_is_refused() {
+    let e = Env::new("l9");
+    let text = "{\"hooks\": {\"Stop\": []},\n \"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"/usr/local/bin/my-guard\"}]}]}}\n";
+    write(&e.claude(), text);
+    let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", &e.bin_arg()]);
+    assert_eq!(code(&out), 1);
+    let line = one_error_line(&out);
+    assert!(line.contains("line 2") && line.contains("\"hooks\" appears twice"), "{line}");
+    assert_eq!(read(&e.claude()), text);
+}
+
+// ----------------------------------------------------------------------- L10
+
+#[test]
+fn a_users_same_named_entries_survive_install_and_uninstall() {
+    let e = Env::new("l10");
+    let text = r#"{"hooks": {
+  "Stop": [{"hooks": [{"type": "command", "command": "/opt/team-tools/preloop-claude-code-stop --audit-only"}]}],
+  "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "/opt/team-tools/preloop-claude-code-pre-tool-use --policy strict"},
+                                              {"type": "command", "command": "/usr/local/bin/my-guard"}]}]}}
+"#;
+    write(&e.claude(), text);
+    let out = e.install("claude-code");
+    assert!(
+        stdout(&out).contains("left alone: Stop `/opt/team-tools/preloop-claude-code-stop --audit-only`"),
+        "{}",
+        stdout(&out)
+    );
+    let out = e.run(&["uninstall", "--harness", "claude-code"]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(read(&e.claude()), text, "the user's entries are back byte for byte");
+}
+
+// ----------------------------------------------------------------------- L11
+
+#[test]
+fn concurrent_installs_do_not_lose_state() {
+    for round in 0..4 {
+        let e = Env::new("l11");
+        let children: Vec<_> = ["claude-code", "codex", "cursor", "gemini", "copilot"]
+            .iter()
+            .map(|h| e.cmd(&["install", "--harness", h, "--bin-dir", &e.bin_arg()]).spawn().unwrap())
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            assert_eq!(code(&out), 0, "round {round}: {}", stderr(&out));
+        }
+        let state: Value = serde_json::from_str(&read(&e.preloop.join("install-state.json"))).unwrap();
+        assert_eq!(state["created"].as_array().unwrap().len(), 5, "round {round}: {state}");
+        let out = e.run(&["uninstall"]);
+        assert_eq!(code(&out), 0);
+        assert!(!e.claude().exists() && !e.home.join(".codex/hooks.json").exists(), "round {round}");
+        assert!(!e.home.join(".gemini/settings.json").exists() && !e.home.join(".copilot/hooks/preloop.json").exists());
+    }
+}
+
+// ----------------------------------------------------------------------- L12
+
+#[test]
+fn a_missing_home_is_resolved_as_the_hooks_resolve_it() {
+    let e = Env::new("l12");
+    let mut c = e.cmd(&["install", "--harness", "claude-code", "--dry-run", "--bin-dir", &e.bin_arg()]);
+    c.env_remove("HOME");
+    let out = c.output().unwrap();
+    let expected = preloop_shared::config::user_home(&preloop_shared::config::Env::default());
+    match expected {
+        Some(h) => {
+            assert_eq!(code(&out), 0, "{}", stderr(&out));
+            let want = h.join(".claude/settings.json");
+            assert!(
+                stdout(&out).contains(&want.display().to_string()) || stdout(&out).contains("~/.claude/settings.json"),
+                "{}",
+                stdout(&out)
+            );
+            assert!(!stdout(&out).contains(" /.claude/"), "{}", stdout(&out));
+        }
+        None => {
+            assert_eq!(code(&out), 1);
+            assert!(one_error_line(&out).contains("set HOME"));
+        }
+    }
+}
+
+// ----------------------------------------------------------------------- L14
+
+#[test]
+fn odd_input_never_panics_the_cli() {
+    use std::os::unix::ffi::OsStrExt;
+    let e = Env::new("l14");
+    let weird = std::ffi::OsStr::from_bytes(b"/tmp/\xff\xfe");
+    let out = e.cmd(&["install", "--harness", "cursor"]).arg("--bin-dir").arg(weird).output().unwrap();
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    for text in
+        ["", "\u{feff}{}", "{\"hooks\": {\"Stop\": [null, 1, \"x\", {\"hooks\": 3}]}}", "{\"hooks\": null}", "\0"]
+    {
+        write(&e.claude(), text);
+        let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", &e.bin_arg()]);
+        assert!(matches!(code(&out), 0 | 1), "{text:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{text:?}: {}", stderr(&out));
+        let out = e.run(&["doctor", "--no-codex-query", "--bin-dir", &e.bin_arg()]);
+        assert!(!stderr(&out).contains("panicked"), "{text:?}: {}", stderr(&out));
+    }
+}
+
+// ---------------------------------------------------- Gemini CLI, Copilot CLI
+
+#[test]
+fn gemini_settings_with_comments_get_our_hooks_in_milliseconds() {
+    let mut e = Env::new("gemini");
+    let gh = e.root.join("gemini home");
+    e.set("GEMINI_CLI_HOME", gh.to_str().unwrap());
+    let settings = gh.join(".gemini/settings.json");
+    let text = "{\n  // mine\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}},\n  \"hooks\": {\n    \"BeforeTool\": [{\"matcher\": \"run_shell_command\", \"hooks\": [{\"type\": \"command\", \"command\": \"/usr/local/bin/guard\"}]}]\n  }\n}\n";
+    write(&settings, text);
+    e.install("gemini");
+    let after = read(&settings);
+    assert!(after.contains("// mine"), "{after}");
+    let v = preloop_hooks::edit::parse_config(&after, preloop_shared::Harness::Gemini).unwrap();
+    let ours = &v["hooks"]["BeforeTool"][1]["hooks"][0];
+    assert_eq!(ours["timeout"], 340_000, "milliseconds: {ours}");
+    assert_eq!(ours["name"], "preloop-gemini-before-tool");
+    assert_eq!(v["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 3000);
+    let (rc, d) = e.doctor();
+    assert_eq!(rc, 0, "{:?}", problems(&d));
+    let out = e.run(&["uninstall", "--harness", "gemini"]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(read(&settings), text);
+    // Project scope: Gemini loads it only in a trusted folder.
+    let out = e.run(&["install", "--harness", "gemini", "--scope", "project", "--bin-dir", &e.bin_arg()]);
+    assert!(
+        stdout(&out).contains("only in a trusted folder") && stdout(&out).contains("GEMINI_CLI_TRUST_WORKSPACE=true")
+    );
+    let (rc, d) = e.doctor();
+    assert_eq!(rc, 6);
+    assert!(problems(&d).iter().any(|p| p.contains("not a trusted folder")), "{:?}", problems(&d));
+    write(
+        &gh.join(".gemini/trustedFolders.json"),
+        &json!({e.root.join("project").to_str().unwrap(): "TRUST_FOLDER"}).to_string(),
+    );
+    let (rc, d) = e.doctor();
+    assert_eq!(rc, 0, "{:?}", problems(&d));
+}
+
+#[test]
+fn gemini_with_the_server_only_in_the_environment_is_warned_about() {
+    let server = preloop_testkit::FakeServer::start();
+    let mut e = Env::new("gemini-env");
+    e.install("gemini");
+    e.set("PRELOOP_URL", &server.url());
+    e.set("PRELOOP_TOKEN", &server.runtime_token());
+    e.set("PRELOOP_USER_TOKEN", &server.user_token());
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 0, "{:?}", problems(&v));
+    assert!(
+        warnings(&v).iter().any(|w| w.contains("GITHUB_SHA") && w.contains("preloop-hooks login --url URL")),
+        "{:?}",
+        warnings(&v)
+    );
+}
+
+#[test]
+fn copilot_gets_a_file_of_its_own() {
+    let mut e = Env::new("copilot");
+    let ch = e.root.join("copilot home");
+    e.set("COPILOT_HOME", ch.to_str().unwrap());
+    let other = ch.join("hooks/mine.json");
+    write(&other, "{\"version\": 1, \"hooks\": {}}");
+    e.install("copilot");
+    let file = ch.join("hooks/preloop.json");
+    let v: Value = serde_json::from_str(&read(&file)).unwrap();
+    assert_eq!(v["version"], 1);
+    let pre = &v["hooks"]["preToolUse"][0];
+    assert_eq!(pre["type"], "command");
+    assert_eq!(pre["timeoutSec"], 340);
+    assert!(pre["bash"].as_str().unwrap().ends_with("preloop-copilot-pre-tool-use'"), "{pre}");
+    assert_eq!(v["hooks"].as_object().unwrap().len(), 6);
+    let (rc, d) = e.doctor();
+    assert_eq!(rc, 0, "{:?}", problems(&d));
+    assert!(stdout(&e.install("copilot")).contains("already installed (6 hooks)"));
+    let out = e.run(&["uninstall", "--harness", "copilot"]);
+    assert_eq!(code(&out), 0);
+    assert!(!file.exists() && other.exists(), "ours goes, the user's stays");
+    assert!(std::fs::read_dir(ch.join("hooks")).unwrap().count() == 1, "no backup of our own file");
+    let out = e.run(&["install", "--harness", "copilot", "--scope", "project", "--bin-dir", &e.bin_arg()]);
+    assert!(e.root.join("project/.github/hooks/preloop.json").exists());
+    assert!(stdout(&out).contains("--trust-folder"), "{}", stdout(&out));
+}
+
+// --------------------------------------------------- Preloop's own hooks, Cursor
+
+#[test]
+fn preloop_s_own_hooks_are_found_and_named() {
+    let e = Env::new("own");
+    write(
+        &e.claude(),
+        r#"{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "/usr/local/bin/preloop agents permission-hook --source claude_code", "timeout": 86430}]}]}}"#,
+    );
+    let out = e.install("claude-code");
+    assert!(stdout(&out).contains("Preloop's own hooks") && stdout(&out).contains("checked twice"), "{}", stdout(&out));
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 6);
+    let p = problems(&v).join("\n");
+    assert!(p.contains("Preloop's own hooks") && p.contains("remove the entries that run"), "{p}");
+}
+
+#[test]
+fn doctor_checks_cursors_loop_limit() {
+    let e = Env::new("looplimit");
+    e.install("cursor");
+    let path = e.home.join(".cursor/hooks.json");
+    let text = read(&path)
+        .replace(&format!("\"loop_limit\": {}", preloop_shared::registry::CURSOR_LOOP_LIMIT), "\"loop_limit\": 50");
+    write(&path, &text);
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 6);
+    assert!(problems(&v).iter().any(|p| p.contains("loop_limit 50, expected 5")), "{:?}", problems(&v));
+}
+
+#[test]
+fn doctor_json_has_one_shape_in_both_modes() {
+    let e = Env::new("shape-local");
+    e.install("claude-code");
+    let (_, local) = e.doctor();
+    let server = preloop_testkit::FakeServer::start();
+    let mut e2 = Env::new("shape-server");
+    e2.install("claude-code");
+    e2.set("PRELOOP_URL", &server.url());
+    e2.set("PRELOOP_TOKEN", &server.runtime_token());
+    e2.set("PRELOOP_USER_TOKEN", &server.user_token());
+    let (rc, remote) = e2.doctor();
+    assert_eq!(rc, 0, "{:?}", problems(&remote));
+    fn keys(v: &Value) -> Vec<String> {
+        v.as_object().unwrap().keys().cloned().collect()
+    }
+    assert_eq!(keys(&local), keys(&remote));
+    assert_eq!(keys(&local["server"]), keys(&remote["server"]));
+    assert_eq!(local["schema"], 1);
+    assert_eq!(local["server"]["configured"], false);
+    assert_eq!(remote["server"]["health"], "preloop");
+}
