@@ -188,7 +188,7 @@ impl View {
         }
         let line = clip_width(&line, self.width);
         let mut out = std::io::stdout().lock();
-        write!(out, "\r\x1b[2K{line}\r\n").map_err(|e| Error::io("write to stdout", e))?;
+        write!(out, "\r\x1b[2K{line}\n").map_err(|e| Error::io("write to stdout", e))?;
         drop(out);
         self.prompt()
     }

@@ -64,7 +64,7 @@ fn say(first: &str, rest: &str, text: &str) -> Result<()> {
             }
             cur.push_str(&w);
         }
-        output::line(&format!("{prefix}{cur}").trim_end().to_string())?;
+        output::line(format!("{prefix}{cur}").trim_end())?;
     }
     Ok(())
 }

@@ -940,10 +940,8 @@ fn list_local(ops: &Ops, ib: &LocalInbox, a: &ListArgs) -> Result<Vec<Receipt>> 
             kids.truncate(1);
         }
         Some(kids.into_iter().filter_map(|r| r.external_session_id).collect())
-    } else if let Some(e) = &a.execution {
-        Some(ib.execution_sessions(e).into_iter().map(|f| f.external_session_id).collect())
     } else {
-        None
+        a.execution.as_ref().map(|e| ib.execution_sessions(e).into_iter().map(|f| f.external_session_id).collect())
     };
     Ok(match sessions {
         None => all,

@@ -284,7 +284,7 @@ fn local_targets_children_execution_alias_and_ids() {
     std::fs::write(&f, v.to_string()).unwrap();
     let v = w.json(&["notes", "send", "--execution", "exec-1", "--json", "for the execution"]);
     assert_eq!(v["notes"][0]["session"], "kid-b");
-    assert_eq!(w.json(&["notes", "list", "--execution", "exec-1", "--json"])["total"].as_u64().unwrap() >= 1, true);
+    assert!(w.json(&["notes", "list", "--execution", "exec-1", "--json"])["total"].as_u64().unwrap() >= 1);
     let out = w.run(&["notes", "send", "--execution", "exec-2", "x"]);
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("execution exec-2"), "{}", stderr(&out));

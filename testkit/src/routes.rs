@@ -387,7 +387,7 @@ fn permission_check(shared: &Shared, req: &Request) -> Response {
     // The activity timeline's tool call (§4.2 side effects, §5.8): not for
     // codex_cli + permission_request, which would count twice.
     if let Some(o) = origin
-        && !(p.source.as_deref() == Some("codex_cli") && !p.pre_tool_use)
+        && (p.source.as_deref() != Some("codex_cli") || p.pre_tool_use)
     {
         let sizes: Map<String, Value> = p
             .tool_input

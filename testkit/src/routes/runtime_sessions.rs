@@ -262,7 +262,10 @@ pub(crate) fn is_attach(req: &Request) -> bool {
 }
 
 /// The 101 answer and what runs on the socket afterwards.
-pub(crate) fn attach(shared: &Shared, req: &Request) -> Option<(Response, Value, Option<(u16, Value)>)> {
+/// The 101 answer, the first message, and a refusal (close code, message) if any.
+pub(crate) type Attach = (Response, Value, Option<(u16, Value)>);
+
+pub(crate) fn attach(shared: &Shared, req: &Request) -> Option<Attach> {
     let key = req.header("sec-websocket-key")?;
     let accept = accept_key(key);
     let resp = Response::empty(101)
