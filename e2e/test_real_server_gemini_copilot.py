@@ -11,8 +11,9 @@ as they run locally, plus what only the server has: its claim rules for these so
 Gemini (gemini_cli: permission-check claims immediately, receipt `delivered` at once):
   b  a note sent while the mock answers with a shell call is claimed by BeforeTool's
      permission check; the hook HOLDS the call (deny): request #1's functionResponse.error
-     is "Tool execution blocked: " + the held sentence + the server's block; the tool did
-     not run; receipt delivered / pre_tool_use
+     is "Tool execution blocked: " + the held sentence + the server's block; the model
+     re-issues the call, which then runs (nothing pending any more); receipt delivered /
+     pre_tool_use
   e  central deny (run_shell_command disabled in an account of its own): the tool does not
      run; "Tool execution blocked: Tool blocked in Preloop"
   g  a CI runner (GITHUB_SHA set): PRELOOP_URL / PRELOOP_TOKEN / PRELOOP_HOME in Gemini's
@@ -94,12 +95,16 @@ class TestRealServerGemini(_Server, test_gemini.GeminiScenarios, unittest.TestCa
         tok = self.token("B")
         body = "%s Mid-run: after this command, stop and summarise." % tok
         ran = os.path.join(self.sb.proj, "ran.txt")
+        call = {"calls": [{"name": "run_shell_command", "args": {"command": "echo hi > ran.txt"}}]}
         run = self.run_gemini({"turns": [
-            {"calls": [{"name": "run_shell_command", "args": {"command": "echo hi > ran.txt"}}],
-             "before_reply_cmd": self.note_to_run_argv(body)},
-            {"text": "Understood the operator note."}]})
+            dict(call, before_reply_cmd=self.note_to_run_argv(body)),
+            call,                                   # the model re-issues the held call
+            {"text": "Done, after reading the operator note."}]})
         note_id = self.sent_in_turn(run, 0)["note_id"]
-        self.check(not os.path.exists(ran), "the held tool call ran")
+        # Held once: the re-issued call (nothing pending any more) ran.
+        self.check(os.path.exists(ran), "the re-issued call did not run")
+        outputs = [h for h in kit.gemini_find_marker(run.requests[2:], "Output:") if h.kind == "function_response_output"]
+        self.check(outputs, "request #2 holds no output of the re-issued call")
         hits = self.landings(run, tok)
         first = kit.first_landing(hits)
         self.check(first is not None, "the note never reached the model")
@@ -113,7 +118,7 @@ class TestRealServerGemini(_Server, test_gemini.GeminiScenarios, unittest.TestCa
         self.check(block.startswith("<operator-notes ") and block.endswith("</operator-notes>"),
                    "the reason does not end with the server's block verbatim: %r" % kit.shorten(block, 300))
         self.check_once(hits)
-        self.check(len(run.requests) == 2, "%d model requests, want 2" % len(run.requests))
+        self.check(len(run.requests) == 3, "%d model requests, want 3 (held, re-issued, answer)" % len(run.requests))
         self.check_receipt(note_id, "delivered", event="pre_tool_use")
 
     def test_e_central_deny_rule_denies_tool(self):
