@@ -59,6 +59,23 @@ impl Ops {
         Ok(ops)
     }
 
+    /// For `sessions list`: with a server URL but no user token, the
+    /// session files on this machine (which server-mode hooks write) are
+    /// still listed, and stderr says so.
+    pub fn load_for_listing() -> Result<Ops> {
+        let config = Config::load(None);
+        refuse_problems(&config)?;
+        if config.url.is_some() && config.user_token.is_none() {
+            eprintln!(
+                "preloop-hooks: no user token for {}: showing the sessions on this machine only (for the whole account: `preloop-hooks login --user`, or set PRELOOP_USER_TOKEN)",
+                config.url.as_ref().map(|(u, _)| u.as_str()).unwrap_or("the server")
+            );
+            let backend = Backend::Local(LocalInbox::new(&config.home, config.settings.note_ttl_secs));
+            return Ok(Ops { config, backend });
+        }
+        Ops::load()
+    }
+
     pub fn is_local(&self) -> bool {
         matches!(self.backend, Backend::Local(_))
     }

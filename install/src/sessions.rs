@@ -100,7 +100,7 @@ fn list(a: ListArgs) -> Result<()> {
         (None, true) => "json".into(),
         (None, false) => "table".into(),
     };
-    let ops = Ops::load()?;
+    let ops = Ops::load_for_listing()?;
     if a.agent.is_some() && ops.is_local() {
         return Err(preloop_shared::Error::Usage(
             "--agent needs server mode (`preloop-hooks login --user --url URL`): the local inbox has no managed agents"

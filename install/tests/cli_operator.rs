@@ -591,6 +591,13 @@ fn server_sessions_list_filters_run_server_side_and_hide_the_identity_session() 
     ] {
         assert!(queries.iter().any(|q| q.contains(p)), "{p} not sent: {queries:?}");
     }
+    // Without a user token: this machine's session files, and stderr says why.
+    let mut nt = World::server("op-srv-notoken", &s);
+    nt.home = w.home.clone();
+    nt.env.retain(|(k, _)| k != "PRELOOP_USER_TOKEN");
+    let o = nt.run(&["sessions", "list", "-o", "id"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).lines().count() >= 3 && stderr(&o).contains("no user token"), "{}{}", stdout(&o), stderr(&o));
     // -o id prints ids that notes send --session takes, as written in the help.
     let out = w.run(&["sessions", "list", "--active", "-o", "id"]);
     for id in stdout(&out).lines() {
