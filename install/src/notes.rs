@@ -452,6 +452,19 @@ fn announce(ops: &Ops, r: &Resolved) {
         ),
         Some(_) => {}
     }
+    // A session whose hooks use the local inbox never reads the server, and
+    // the other way round: say which mode this note went through and why.
+    if let Some(f) = found.as_ref().and_then(|s| s.file.clone()).or_else(|| ops.local_file(id))
+        && f.mode != ops.mode()
+    {
+        eprintln!(
+            "preloop-hooks: {} mode ({}), but the hooks of session {} ran in {} mode: they will not read this note there",
+            ops.mode(),
+            if ops.is_local() { "no server URL configured" } else { "a server URL and a user token are configured" },
+            safe_line(&f.external_session_id),
+            f.mode
+        );
+    }
 }
 
 fn send(a: SendArgs) -> Result<()> {

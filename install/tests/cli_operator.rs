@@ -318,6 +318,16 @@ fn local_send_rules_ended_unknown_whitespace_durations_states() {
     assert_eq!(code(&out), 4, "{}", stderr(&out));
     assert!(stderr(&out).contains("no session typo has started on this machine yet"), "{}", stderr(&out));
     assert!(stderr(&out).contains("still pending") && stderr(&out).contains("notes cancel"), "{}", stderr(&out));
+    // Ctrl-C while waiting: the note stays pending, and stderr says how to cancel it.
+    start_local(&w, "live", None, None, None);
+    let child =
+        w.cmd(&["notes", "send", "--session", "live", "--wait", "1m", "wait"]).stdin(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    // SAFETY: signalling the child we started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(stderr(&out).contains("Ctrl-C") && stderr(&out).contains("notes cancel"), "{}", stderr(&out));
     // Whitespace-only and empty notes are refused, as too long ones are.
     for body in ["   ", "\n\t \n"] {
         let out = w.run_env(&["notes", "send", "--session", "done"], &[], Some(body));
@@ -663,6 +673,22 @@ fn server_targets_children_alias_execution_and_warnings() {
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     assert!(
         stderr(&out).contains("session kid-a ended at") && stderr(&out).contains("notes cancel"),
+        "{}",
+        stderr(&out)
+    );
+    // A session whose hooks ran on the local inbox: the mode and why are named.
+    std::fs::write(
+        w.home.join("sessions/loc.json"),
+        json!({"runtime_session_id": "00000000-0000-4000-8000-0000000000aa", "started_at": "2026-12-02T09:00:00Z",
+               "agent_kind": "claude_code", "external_session_id": "loc", "mode": "local"})
+        .to_string(),
+    )
+    .unwrap();
+    let out = w.run(&["notes", "send", "--session", "loc", "x"]);
+    assert!(
+        stderr(&out).contains(
+            "server mode (a server URL and a user token are configured), but the hooks of session loc ran in local mode"
+        ),
         "{}",
         stderr(&out)
     );
