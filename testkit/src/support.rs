@@ -89,10 +89,28 @@ pub fn validate(schema: &Value, instance: &Value) -> Result<(), String> {
 
 // ----- notes and blocks ----------------------------------------------------------
 
-/// The note ids in a block, in order. The block must be well formed (one
-/// `<operator-notes>` frame of whole elements): a test never accepts a
-/// block the model could misread.
+/// The note ids in a block, in order. An XML block must be well formed
+/// (one `<operator-notes>` frame of whole elements): a test never accepts a
+/// block the model could misread. A block that opens with a bracket frame
+/// (Gemini's escaped carriers) is scanned for its bracket elements, and any
+/// other text for the elements it holds.
 pub fn ids_in(block: &str) -> Vec<String> {
+    if block.starts_with("[operator-notes") {
+        let open = "[operator-note id=\"";
+        return block
+            .match_indices(open)
+            .filter_map(|(i, m)| block[i + m.len()..].split('"').next().map(str::to_string))
+            .collect();
+    }
+    if !block.starts_with("<operator-notes") {
+        // Not a block (a deny reason in the same field, a carrier's own
+        // prefix): the elements it holds, if any.
+        let open = "<operator-note id=\"";
+        return block
+            .match_indices(open)
+            .filter_map(|(i, m)| block[i + m.len()..].split('"').next().map(str::to_string))
+            .collect();
+    }
     preloop_shared::render::parse_block(block)
         .unwrap_or_else(|| panic!("not a well-formed note block: {:?}", block.chars().take(400).collect::<String>()))
         .into_iter()
@@ -101,14 +119,17 @@ pub fn ids_in(block: &str) -> Vec<String> {
 }
 
 /// The model-visible text of any harness's output, whichever field carries
-/// it (Claude/Codex `additionalContext`, Codex Stop `reason`, Cursor
-/// `additional_context` / `followup_message`).
+/// it: Claude/Codex `additionalContext`, Cursor `additional_context` /
+/// `followup_message`, a flat `additionalContext` (Copilot), a Stop-like
+/// `reason` of `decision: block`, and the `reason` of a Gemini BeforeTool
+/// that holds the call with its note (`decision: deny`).
 pub fn context_of(v: &Option<Value>) -> Option<String> {
     let v = v.as_ref()?;
     v.pointer("/hookSpecificOutput/additionalContext")
         .or_else(|| v.get("additional_context"))
         .or_else(|| v.get("followup_message"))
-        .or_else(|| v.get("reason").filter(|_| v.get("decision") == Some(&json!("block"))))
+        .or_else(|| v.get("additionalContext"))
+        .or_else(|| v.get("reason").filter(|_| matches!(v.get("decision"), Some(d) if d == "block" || d == "deny")))
         .and_then(Value::as_str)
         .map(str::to_string)
 }
@@ -119,6 +140,8 @@ pub fn is_deny(v: &Option<Value>) -> bool {
     v.pointer("/hookSpecificOutput/permissionDecision") == Some(&json!("deny"))
         || v.pointer("/hookSpecificOutput/decision/behavior") == Some(&json!("deny"))
         || v.get("permission") == Some(&json!("deny"))
+        || v.get("permissionDecision") == Some(&json!("deny"))
+        || v.get("decision") == Some(&json!("deny"))
 }
 
 /// A fresh harness session id for one test.

@@ -1,29 +1,24 @@
-//! Helpers of the hardening suite: every hook of the three harnesses as one
-//! table, the built binaries, private homes, process runs with a deadline,
-//! output checks against the output schemas, a seeded PRNG and a payload
-//! mutator.
+//! Helpers of the hardening suite: every hook of every harness as one
+//! table (from the registry), the built binaries, output checks against the
+//! output schemas, running a hook in-process, a seeded PRNG and a payload
+//! mutator. The generic pieces (homes, process runs with a deadline, blocks,
+//! paths) are `preloop_testkit::support`'s.
 //!
 //! Binaries: Cargo sets `CARGO_BIN_EXE_*` only for a package's own
-//! binaries, so [`bins`] runs `cargo build -p preloop-claude-code -p
-//! preloop-codex -p preloop-cursor --bins` once per test binary (a no-op when
-//! they are fresh, so a stale binary is never tested) into the target
-//! directory of the running test executable, and finds them there.
-#![allow(dead_code)]
+//! binaries, so [`bins`] runs `cargo build -p preloop-<harness> ... --bins`
+//! once per test binary (a no-op when they are fresh, so a stale binary is
+//! never tested) into the target directory of the running test executable,
+//! and finds them there.
 
 use preloop_shared::Harness;
-use preloop_shared::local::LocalInbox;
-use preloop_shared::operator::{Receipt, Target};
+pub use preloop_testkit::support::{
+    Home, Run, context_of, dead_url, ids_in, is_deny, read_json, repo_root, run_cmd, temp_path, walk,
+};
 use serde_json::{Value, json};
-use std::io::{Read, Write};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
-
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
-}
+use std::time::Duration;
 
 // ----- the hook table ---------------------------------------------------------
 
@@ -182,16 +177,10 @@ pub fn hook(h: Harness, event: &str) -> Hook {
     hooks().into_iter().find(|k| k.harness == h && k.event == event).unwrap_or_else(|| panic!("no hook {event}"))
 }
 
-pub fn read_json(p: &Path) -> Value {
-    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&t).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
 // ----- output checks ----------------------------------------------------------
 
 /// Checks one hook's stdout the way its harness reads it.
 pub struct Checker {
-    harness: Harness,
     event: &'static str,
     may_print_nothing: bool,
     validator: Option<jsonschema::Validator>,
@@ -200,7 +189,7 @@ pub struct Checker {
 impl Checker {
     pub fn new(h: &Hook) -> Checker {
         let validator = h.schema.as_ref().map(|p| jsonschema::validator_for(&read_json(p)).unwrap());
-        Checker { harness: h.harness, event: h.event, may_print_nothing: h.may_print_nothing(), validator }
+        Checker { event: h.event, may_print_nothing: h.may_print_nothing(), validator }
     }
 
     /// Nothing (where allowed) or exactly one line holding one JSON object
@@ -233,28 +222,6 @@ pub fn excerpt(s: &str) -> String {
     s.chars().take(300).collect()
 }
 
-/// The model-visible text of an output, whichever field carries it.
-pub fn context_of(v: &Option<Value>) -> Option<String> {
-    let v = v.as_ref()?;
-    v.pointer("/hookSpecificOutput/additionalContext")
-        .or_else(|| v.get("additional_context"))
-        .or_else(|| v.get("followup_message"))
-        .or_else(|| v.get("additionalContext"))
-        // Stop-like continuations; Gemini's BeforeTool holds a call with its note.
-        .or_else(|| v.get("reason").filter(|_| matches!(v.get("decision"), Some(d) if d == "block" || d == "deny")))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-}
-
-pub fn is_deny(v: &Option<Value>) -> bool {
-    let Some(v) = v else { return false };
-    v.pointer("/hookSpecificOutput/permissionDecision") == Some(&json!("deny"))
-        || v.pointer("/hookSpecificOutput/decision/behavior") == Some(&json!("deny"))
-        || v.get("permission") == Some(&json!("deny"))
-        || v.get("permissionDecision") == Some(&json!("deny"))
-        || v.get("decision") == Some(&json!("deny"))
-}
-
 /// The neutral answer of a hook (what it prints when anything fails).
 pub fn neutral_of(h: &Hook) -> Option<Value> {
     use preloop_shared::registry::Event;
@@ -266,14 +233,6 @@ pub fn neutral_of(h: &Hook) -> Option<Value> {
         Event::Gemini(e) => preloop_gemini::Gemini::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
         Event::Copilot(e) => preloop_copilot::Copilot::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
     }
-}
-
-/// The note ids in a block, in order.
-/// XML frames, or (a block that opens with one) the bracket frames of
-/// Gemini's escaped carriers; inside an XML block a bracket is body text.
-pub fn ids_in(block: &str) -> Vec<String> {
-    let open = if block.starts_with("[operator-notes") { "[operator-note id=\"" } else { "<operator-note id=\"" };
-    block.match_indices(open).map(|(i, m)| block[i + m.len()..].split('"').next().unwrap().to_string()).collect()
 }
 
 // ----- binaries -----------------------------------------------------------------
@@ -317,207 +276,62 @@ pub fn bin(h: &Hook) -> PathBuf {
 
 // ----- homes and runs ----------------------------------------------------------
 
-/// A private PRELOOP_HOME, removed on drop.
-pub struct Home {
-    pub dir: PathBuf,
-    /// Environment for every run (besides PATH and PRELOOP_HOME).
-    pub env: Vec<(String, String)>,
+/// A home in server mode against `url` with `token`; Claude Code and Codex
+/// SessionEnd run in-process (no detached worker) so every run is observable.
+pub fn server_home(tag: &str, url: &str, token: &str) -> Home {
+    Home::server(tag, url, token).with_env("PRELOOP_SESSION_END_DETACH", "0")
 }
 
-pub fn temp_path(tag: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "preloop-hardening-{tag}-{}-{}",
-        std::process::id(),
-        preloop_shared::fsutil::note_id()
-    ))
+/// Running the hook table's binaries in a [`Home`].
+pub trait HookHome {
+    /// Run a hook's binary with `stdin` (killed after 30 s).
+    fn run(&self, h: &Hook, stdin: &[u8]) -> Run;
+    fn run_env(&self, h: &Hook, stdin: &[u8], extra: &[(&str, &str)]) -> Run;
+    /// Run a hook with its canonical payload for `session`; asserts exit 0
+    /// and a valid output.
+    fn hook(&self, h: &Hook, session: &str) -> (Option<Value>, Run);
+    /// The session's run state, typed (a panic if it is corrupt).
+    fn run_state_of(&self, session: &str) -> Option<preloop_shared::session::RunState>;
 }
 
-impl Home {
-    pub fn new(tag: &str) -> Home {
-        let dir = temp_path(tag);
-        std::fs::create_dir_all(&dir).unwrap();
-        Home { dir, env: Vec::new() }
+impl HookHome for Home {
+    fn run(&self, h: &Hook, stdin: &[u8]) -> Run {
+        self.run_env(h, stdin, &[])
     }
 
-    /// Server mode against `url` with `token`; Codex SessionEnd runs
-    /// in-process (no detached worker) so every run is observable.
-    pub fn server(tag: &str, url: &str, token: &str) -> Home {
-        Home::new(tag)
-            .with_env("PRELOOP_URL", url)
-            .with_env("PRELOOP_TOKEN", token)
-            .with_env("PRELOOP_SESSION_END_DETACH", "0")
+    fn run_env(&self, h: &Hook, stdin: &[u8], extra: &[(&str, &str)]) -> Run {
+        run_cmd(self.command(&bin(h), extra), stdin, Duration::from_secs(30))
     }
 
-    pub fn with_env(mut self, k: &str, v: &str) -> Home {
-        self.env.retain(|(key, _)| key != k);
-        self.env.push((k.into(), v.into()));
-        self
+    fn hook(&self, h: &Hook, session: &str) -> (Option<Value>, Run) {
+        let r = self.run(h, serde_json::to_string(&h.payload(session)).unwrap().as_bytes());
+        r.assert_ok(h);
+        (Checker::new(h).check(&r.stdout).unwrap_or_else(|e| panic!("{}: {e}", h.name())), r)
     }
 
-    pub fn inbox(&self) -> LocalInbox {
-        LocalInbox::new(&self.dir, 86_400)
-    }
-
-    /// Register a local session the way a SessionStart would (for notes).
-    pub fn send_local(&self, session: &str, text: &str) -> String {
-        preloop_testkit::send_local_note(&self.inbox(), Target::Session(session.to_string()), text)
-    }
-
-    pub fn receipt(&self, id: &str) -> Receipt {
-        self.inbox().status(id).unwrap()
-    }
-
-    pub fn log(&self) -> String {
-        let mut s = std::fs::read_to_string(self.dir.join("log/hooks.log.1")).unwrap_or_default();
-        s.push_str(&std::fs::read_to_string(self.dir.join("log/hooks.log")).unwrap_or_default());
-        s
-    }
-
-    pub fn log_lines(&self) -> usize {
-        self.log().lines().count()
-    }
-
-    pub fn run_state_path(&self, session: &str) -> PathBuf {
-        self.dir.join("run").join(format!("{}.json", preloop_shared::fsutil::session_file_stem(session)))
-    }
-
-    pub fn run_state(&self, session: &str) -> Option<preloop_shared::session::RunState> {
+    fn run_state_of(&self, session: &str) -> Option<preloop_shared::session::RunState> {
         let t = std::fs::read(self.run_state_path(session)).ok()?;
         Some(
             serde_json::from_slice(&t)
                 .unwrap_or_else(|e| panic!("run state is corrupt: {e}: {}", String::from_utf8_lossy(&t))),
         )
     }
-
-    pub fn run(&self, h: &Hook, stdin: &[u8]) -> Run {
-        self.run_env(h, stdin, &[])
-    }
-
-    pub fn run_env(&self, h: &Hook, stdin: &[u8], extra: &[(&str, &str)]) -> Run {
-        let mut cmd = Command::new(bin(h));
-        self.prepare(&mut cmd, extra);
-        run_cmd(cmd, stdin, Duration::from_secs(30))
-    }
-
-    pub fn prepare(&self, cmd: &mut Command, extra: &[(&str, &str)]) {
-        cmd.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).env("PRELOOP_HOME", &self.dir);
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        for (k, v) in extra {
-            cmd.env(k, v);
-        }
-    }
-
-    /// Run a hook with its canonical payload for `session`; asserts exit 0
-    /// and a valid output.
-    pub fn hook(&self, h: &Hook, session: &str) -> (Option<Value>, Run) {
-        let r = self.run(h, serde_json::to_string(&h.payload(session)).unwrap().as_bytes());
-        r.assert_ok(h);
-        (Checker::new(h).check(&r.stdout).unwrap_or_else(|e| panic!("{}: {e}", h.name())), r)
-    }
 }
 
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// The hook table's checks of a finished run.
+pub trait RunExt {
+    /// Exit 0 within the deadline.
+    fn assert_ok(&self, h: &Hook);
 }
 
-#[derive(Debug)]
-pub struct Run {
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    pub status: ExitStatus,
-    pub elapsed: Duration,
-    pub timed_out: bool,
-}
-
-impl Run {
-    pub fn assert_ok(&self, h: &Hook) {
-        assert!(!self.timed_out, "{} did not finish", h.name());
-        assert_eq!(
-            self.status.code(),
-            Some(0),
-            "{} exited {:?}; stderr: {}",
-            h.name(),
-            self.status,
-            String::from_utf8_lossy(&self.stderr)
-        );
+impl RunExt for Run {
+    fn assert_ok(&self, h: &Hook) {
+        self.assert_exit_0(&h.name());
     }
-    pub fn killed(&self) -> bool {
-        self.status.signal() == Some(9)
-    }
-}
-
-/// Run a command with `stdin`, killing it past `deadline`.
-pub fn run_cmd(mut cmd: Command, stdin: &[u8], deadline: Duration) -> Run {
-    let started = Instant::now();
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut pin = child.stdin.take().unwrap();
-    let input = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = pin.write_all(&input);
-    });
-    let mut so = child.stdout.take().unwrap();
-    let mut se = child.stderr.take().unwrap();
-    let ro = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = so.read_to_end(&mut b);
-        b
-    });
-    let re = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = se.read_to_end(&mut b);
-        b
-    });
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > deadline {
-            timed_out = true;
-            let _ = child.kill();
-            break child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    let elapsed = started.elapsed();
-    let _ = writer.join();
-    Run { stdout: ro.join().unwrap(), stderr: re.join().unwrap(), status, elapsed, timed_out }
 }
 
 pub fn unique_session(tag: &str) -> String {
-    format!("hard-{tag}-{}", preloop_shared::fsutil::uuid_v4())
-}
-
-/// Every file under `dir` (recursively, symlinks not followed).
-pub fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        out.push(d.clone());
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
-/// A URL nothing listens on.
-pub fn dead_url() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    drop(l);
-    format!("http://127.0.0.1:{port}")
+    preloop_testkit::support::unique_session(&format!("hard-{tag}"))
 }
 
 // ----- PRNG and mutation --------------------------------------------------------
@@ -612,9 +426,15 @@ pub fn nested(depth: usize) -> Value {
     v
 }
 
-/// One fuzz case for a hook: its own seeds, another hook's payloads, and
-/// byte-level damage.
+/// One fuzz case for a hook: its own seeds, another hook's payloads, a
+/// gate's tool input with a lone surrogate or nesting past serde_json's
+/// limit, and byte-level damage.
 pub fn mutate(r: &mut Rng, h: &Hook, all_seeds: &[(Harness, Value)], sessions: &[String]) -> Vec<u8> {
+    if matches!(h.kind, Kind::Tool { .. }) && r.chance(6) {
+        // A valid call whose tool input serde_json alone refuses (H1).
+        let session = r.pick(sessions).clone();
+        return mutate_tool_input(r, h, &session);
+    }
     let mut v = if r.chance(4) {
         r.pick(all_seeds).1.clone() // another harness's or event's payload
     } else {
@@ -737,4 +557,97 @@ pub fn all_seeds() -> Vec<(Harness, Value)> {
         .iter()
         .flat_map(|h| h.seeds.iter().map(move |s| (h.harness, read_json(&repo_root().join("fixtures").join(s)))))
         .collect()
+}
+
+// ----- tool inputs a JSON parser alone refuses ------------------------------------
+
+/// What goes into a gate's tool input that `serde_json` alone cannot parse
+/// (red-team 2, H1): the harness must still get the central check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unparseable {
+    /// A lone UTF-16 surrogate escape (Node's JSON.stringify writes one).
+    LoneHigh,
+    LoneLow,
+    /// A high surrogate followed by something that is not a low one.
+    BrokenPair,
+    /// Arrays and objects nested this deep (serde_json stops at 128).
+    Deep(usize),
+}
+
+/// The placeholder a payload carries until [`splice_unparseable`] puts the
+/// raw JSON text in its place.
+const MARK: &str = "\u{e000}preloop-mark\u{e000}";
+
+/// The canonical payload of gate `h` for `session`, serialized, with `what`
+/// inside its tool input (Cursor beforeShellExecution has a command string
+/// instead: a surrogate goes there, nesting elsewhere in the payload).
+pub fn gate_payload(h: &Hook, session: &str, what: Unparseable) -> Vec<u8> {
+    let mut v = h.payload(session);
+    let o = v.as_object_mut().expect("a gate payload is an object");
+    let surrogate = !matches!(what, Unparseable::Deep(_));
+    let key = ["tool_input", "toolArgs"].into_iter().find(|k| o.contains_key(*k));
+    match key {
+        Some(k) => {
+            let mut input = match o.get(k) {
+                Some(Value::Object(m)) => m.clone(),
+                // Cursor's MCP input arrives JSON-encoded; an object is taken too.
+                _ => serde_json::Map::new(),
+            };
+            if surrogate {
+                input.insert("command".into(), json!(MARK));
+            } else {
+                input.insert("command".into(), json!("rm -rf /srv/prod"));
+                input.insert("o".into(), json!(MARK));
+            }
+            o.insert(k.into(), Value::Object(input));
+        }
+        None => {
+            assert!(o.contains_key("command"), "{}: where does its tool input go?", h.name());
+            if surrogate {
+                o.insert("command".into(), json!(MARK));
+            } else {
+                o.insert("o".into(), json!(MARK));
+            }
+        }
+    }
+    splice_unparseable(serde_json::to_vec(&v).unwrap(), what)
+}
+
+/// Replace the placeholder string (quotes included) by `what`'s raw text.
+pub fn splice_unparseable(bytes: Vec<u8>, what: Unparseable) -> Vec<u8> {
+    let mark = format!("\"{MARK}\"").into_bytes();
+    let Some(at) = bytes.windows(mark.len()).position(|w| w == mark) else { return bytes };
+    let raw: Vec<u8> = match what {
+        Unparseable::LoneHigh => br#""rm -rf /srv/prod # \ud800""#.to_vec(),
+        Unparseable::LoneLow => br#""\udc00rm -rf /srv/prod""#.to_vec(),
+        Unparseable::BrokenPair => br#""rm -rf /srv/prod \ud83d\u0041 \ud83d""#.to_vec(),
+        Unparseable::Deep(d) => {
+            let mut s = Vec::with_capacity(4 * d);
+            for i in 0..d {
+                s.extend_from_slice(if i % 2 == 0 { b"[" } else { b"{\"k\":" });
+            }
+            s.extend_from_slice(b"1");
+            for i in (0..d).rev() {
+                s.extend_from_slice(if i % 2 == 0 { b"]" } else { b"}" });
+            }
+            s
+        }
+    };
+    let mut out = bytes[..at].to_vec();
+    out.extend_from_slice(&raw);
+    out.extend_from_slice(&bytes[at + mark.len()..]);
+    out
+}
+
+/// A fuzz case for a gate: its payload with a lone surrogate or nesting
+/// past serde_json's limit inside the tool input (the mutators of H1).
+pub fn mutate_tool_input(r: &mut Rng, h: &Hook, session: &str) -> Vec<u8> {
+    let what = match r.below(5) {
+        0 => Unparseable::LoneHigh,
+        1 => Unparseable::LoneLow,
+        2 => Unparseable::BrokenPair,
+        3 => Unparseable::Deep(129 + r.below(200)),
+        _ => Unparseable::Deep(if r.chance(10) { 100_000 } else { 129 + r.below(5000) }),
+    };
+    gate_payload(h, session, what)
 }

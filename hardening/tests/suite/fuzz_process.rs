@@ -4,9 +4,7 @@
 //! bounded time, prints nothing on stderr, and prints nothing or one valid
 //! object; the log holds no panic. Volume is in `fuzz.rs` (in-process).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use preloop_testkit::FakeServer;
 use std::time::Duration;
 

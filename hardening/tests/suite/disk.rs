@@ -1,15 +1,13 @@
 //! Disk faults: a read-only PRELOOP_HOME (a read-only bind mount in a
 //! private mount namespace: the tests run as root, which ignores permission
-//! bits), a file where the home should be, a home that does not exist yet,
+//! bits; without one the test fails rather than skips), a file where the home should be, a home that does not exist yet,
 //! a run state (spool) replaced by garbage, and symlinks planted in place of
 //! our files and directories. Every hook answers (exit 0, a valid and
 //! neutral output where nothing can work), nothing is written through a
 //! symlink (the targets are byte-for-byte unchanged and their directories
 //! gain no file), and no note is acked that no output carried.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use preloop_shared::Harness;
 use preloop_testkit::FakeServer;
 use serde_json::{Value, json};
@@ -77,6 +75,15 @@ fn can_bind_ro() -> bool {
     ok
 }
 
+/// Fail, loudly, where a read-only bind mount is impossible: these tests
+/// must not pass by skipping (CI runs them as root).
+fn require_bind_ro() {
+    assert!(
+        can_bind_ro(),
+        "a read-only bind mount is needed (unshare -m and mount, as root); run the hardening suite as root"
+    );
+}
+
 fn read_only(home: &Path) -> impl Fn(&Hook) -> Command + '_ {
     move |h: &Hook| {
         let mut c = Command::new("unshare");
@@ -89,15 +96,12 @@ fn read_only(home: &Path) -> impl Fn(&Hook) -> Command + '_ {
 
 #[test]
 fn read_only_home_local() {
-    if !can_bind_ro() {
-        eprintln!("SKIPPED: no read-only bind mount here (needs unshare -m and mount as root)");
-        return;
-    }
+    require_bind_ro();
     let home = Home::new("ro-local");
     let session = unique_session("ro");
     // A live session with a pending note, then the home turns read-only.
     home.hook(&hook(Harness::ClaudeCode, "SessionStart"), &session);
-    let id = home.send_local(&session, "cannot be claimed on a read-only disk");
+    let id = home.send(&session, "cannot be claimed on a read-only disk");
     let before = snapshot(&home.dir);
     let outs = every_hook(&home, &session, &read_only(&home.dir));
     assert_neutral(&outs);
@@ -111,14 +115,11 @@ fn read_only_home_local() {
 
 #[test]
 fn read_only_home_server() {
-    if !can_bind_ro() {
-        eprintln!("SKIPPED: no read-only bind mount here");
-        return;
-    }
+    require_bind_ro();
     let server = FakeServer::start();
     server.set_native_tool_approvals(&server.agent_id(), true);
     server.set_rate_limit(None);
-    let home = Home::server("ro-server", &server.url(), &server.runtime_token());
+    let home = server_home("ro-server", &server.url(), &server.runtime_token());
     let session = unique_session("ro");
     home.hook(&hook(Harness::Codex, "SessionStart"), &session);
     let ids: Vec<String> = (0..3)
@@ -200,7 +201,7 @@ fn garbage_run_state_and_session_file() {
         let home = Home::new("garbage");
         let session = unique_session("garbage");
         home.hook(&hook(Harness::ClaudeCode, "SessionStart"), &session);
-        let id = home.send_local(&session, "still delivered");
+        let id = home.send(&session, "still delivered");
         std::fs::write(home.run_state_path(&session), garbage).unwrap();
         std::fs::write(home.dir.join("sessions").join(format!("{session}.json")), garbage).unwrap();
         let outs = every_hook(&home, &session, &plain);
@@ -255,7 +256,7 @@ fn planted(rel: &dyn Fn(&str) -> String, to_dir: bool) {
         let home = if mode == "local" {
             Home::new("planted")
         } else {
-            Home::server("planted", &server.url(), &server.runtime_token())
+            server_home("planted", &server.url(), &server.runtime_token())
         };
         let session = unique_session("planted");
         let link = home.dir.join(rel(&session));

@@ -14,12 +14,10 @@
 //! `PRELOOP_FUZZ_CASES=100000 cargo test --release -p preloop-hardening --test fuzz -- --nocapture`
 //! (counts in docs/hardening.md).
 //!
-//! The runner reads the process environment, so this file holds a single
-//! test that sets it once.
+//! Each phase hands the hooks an explicit environment (`Env`), so the test
+//! never changes this process's environment and runs beside the others.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use preloop_testkit::FakeServer;
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,6 +38,7 @@ fn env_usize(k: &str, d: usize) -> usize {
 
 fn phase(
     mode: &str,
+    env: &preloop_shared::config::Env,
     home: &Home,
     server: Option<&FakeServer>,
     per_hook: usize,
@@ -87,7 +86,7 @@ fn phase(
                     let input = mutate(&mut rng, h, seeds, &sessions);
                     let mut out = Vec::new();
                     let started = Instant::now();
-                    let code = run_in_process(h.def, &preloop_shared::config::Env::process(), &input, &mut out);
+                    let code = run_in_process(h.def, env, &input, &mut out);
                     let took = started.elapsed();
                     let fail = |why: String| -> ! {
                         let path = std::env::temp_dir().join(format!("preloop-fuzz-failure-{}-{case}.bin", h.binary));
@@ -144,24 +143,10 @@ fn every_hook_survives_fuzzed_stdin() {
     let home = Home::new("fuzz");
     // Keep every log line (no rotation) so a panic cannot hide in a rotated file.
     std::fs::write(home.dir.join("config.json"), r#"{"log_max_bytes": 1099511627776}"#).unwrap();
-    // SAFETY: the only test of this binary; set before any thread starts.
-    unsafe {
-        for k in [
-            "PRELOOP_URL",
-            "PRELOOP_TOKEN",
-            "PRELOOP_PARENT_SESSION_ID",
-            "PRELOOP_SESSION_ALIAS",
-            "CLAUDE_ENV_FILE",
-            "CLAUDE_CODE_ENTRYPOINT",
-            "CURSOR_PROJECT_DIR",
-            "PRELOOP_TEST_KILL_AT",
-        ] {
-            std::env::remove_var(k);
-        }
-        std::env::set_var("PRELOOP_HOME", &home.dir);
-    }
+    let dir = home.dir.to_str().unwrap().to_string();
+    let local_env = preloop_shared::config::Env::of(&[("PRELOOP_HOME", &dir)]);
     let started = Instant::now();
-    let local = phase("local", &home, None, per_hook, seed, only.as_deref());
+    let local = phase("local", &local_env, &home, None, per_hook, seed, only.as_deref());
     eprintln!("fuzz: local phase {:?}", started.elapsed());
 
     let server = FakeServer::start();
@@ -169,13 +154,14 @@ fn every_hook_survives_fuzzed_stdin() {
     server.set_rate_limit(None);
     // Gated calls wait for an approval that never comes: decide fast.
     server.set_approval_timeout(Duration::from_millis(20));
-    // SAFETY: every thread of the local phase has ended.
-    unsafe {
-        std::env::set_var("PRELOOP_URL", server.url());
-        std::env::set_var("PRELOOP_TOKEN", server.runtime_token());
-        std::env::set_var("PRELOOP_PERMISSION_TIMEOUT_SECS", "5");
-    }
-    let remote = phase("server", &home, Some(&server), per_hook.div_ceil(3), seed, only.as_deref());
+    let (url, token) = (server.url(), server.runtime_token());
+    let server_env = preloop_shared::config::Env::of(&[
+        ("PRELOOP_HOME", &dir),
+        ("PRELOOP_URL", &url),
+        ("PRELOOP_TOKEN", &token),
+        ("PRELOOP_PERMISSION_TIMEOUT_SECS", "5"),
+    ]);
+    let remote = phase("server", &server_env, &home, Some(&server), per_hook.div_ceil(3), seed, only.as_deref());
 
     let log = home.log();
     for needle in ["outcome=panic", "panic after output"] {

@@ -11,9 +11,7 @@
 //! deferred claim stays spooled until a hook carries it (or it is acked
 //! `spool_dropped`), and nothing is acked delivered that no output carried.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use preloop_shared::Harness;
 use preloop_testkit::{FakeServer, FaultSpec};
 use serde_json::{Value, json};
@@ -59,7 +57,7 @@ fn every_hook_against(label: &str, url: &str, token: &str, expect_neutral: bool)
         for h in &hooks {
             let results = &results;
             s.spawn(move || {
-                let home = tight(Home::server(&format!("hostile-{label}"), url, token));
+                let home = tight(server_home(&format!("hostile-{label}"), url, token));
                 let session = unique_session("hostile");
                 let r = home.run(h, serde_json::to_string(&h.payload(&session)).unwrap().as_bytes());
                 r.assert_ok(h);
@@ -267,7 +265,7 @@ fn no_note_lost(harness: Harness, fault: FaultSpec, immediate_lost: bool) {
     let server = FakeServer::start();
     server.set_native_tool_approvals(&server.agent_id(), true);
     server.set_rate_limit(None);
-    let home = tight(Home::server("lost", &server.url(), &server.runtime_token()));
+    let home = tight(server_home("lost", &server.url(), &server.runtime_token()));
     let session = unique_session("lost");
     let (start, gate, carriers, end) = match harness {
         Harness::Codex => {
@@ -285,7 +283,7 @@ fn no_note_lost(harness: Harness, fault: FaultSpec, immediate_lost: bool) {
         .unwrap()
         .to_string();
     home.hook(&hook(harness, gate), &session);
-    let spool = home.run_state(&session).expect("run state").spool;
+    let spool = home.run_state_of(&session).expect("run state").spool;
     assert_eq!(
         spool.iter().map(|e| e.note.id.clone()).collect::<Vec<_>>(),
         vec![a.clone()],
@@ -351,7 +349,7 @@ fn no_note_lost(harness: Harness, fault: FaultSpec, immediate_lost: bool) {
 fn no_note_lost_pulling(harness: Harness, fault: FaultSpec, immediate_lost: bool, claims_lost: bool) {
     let server = FakeServer::start();
     server.set_rate_limit(None);
-    let home = tight(Home::server("lostp", &server.url(), &server.runtime_token()));
+    let home = tight(server_home("lostp", &server.url(), &server.runtime_token()));
     let session = unique_session("lostp");
     let (start, carriers, end) = match harness {
         Harness::Gemini => ("SessionStart", ["BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent"], "SessionEnd"),
@@ -480,4 +478,66 @@ fn oversized_notes_from_the_server() {
     let outs = every_hook_against("oversized", &url, "agt_oversized", false);
     let carried = outs.values().filter(|o| context_of(o).is_some()).count();
     assert_eq!(carried, 0, "an oversized note is never shown cut: {outs:?}");
+}
+
+// ----- the transport in pieces -------------------------------------------------
+
+/// A server whose every answer arrives in short writes, or one byte at a
+/// time, still answers: each hook gets the real answer (the gates print the
+/// server's deny, not a fail policy) within its budget.
+#[test]
+fn answers_in_short_writes_and_byte_by_byte_are_read_whole() {
+    use preloop_testkit::stub_server::{StubServer, Writes};
+    for (label, writes) in [
+        ("short-writes", Writes::Chunks(7, Duration::from_millis(2))),
+        ("byte-by-byte", Writes::Chunks(1, Duration::from_millis(1))),
+    ] {
+        let server = StubServer::deny_all();
+        server.set_writes(writes);
+        let outs = every_hook_against(label, &server.url(), "agt_pieces", false);
+        for h in hooks().iter().filter(|h| matches!(h.kind, Kind::Tool { .. })) {
+            assert!(is_deny(&outs[&h.name()]), "{label}: {} got the server's deny: {:?}", h.name(), outs[&h.name()]);
+        }
+        assert!(server.count("permission-check") > 0);
+    }
+}
+
+/// A server that echoes the token JSON-`\u`-escaped in every answer (red-team
+/// 2, L5) gets it into no output, file or log line of any hook.
+#[test]
+fn a_json_escaped_token_echo_reaches_nothing() {
+    use preloop_testkit::stub_server::StubServer;
+    use preloop_testkit::support::unescape_json_escapes;
+    let server = StubServer::escaped_token_echo();
+    let token = "agt_EscapedSecret_4242";
+    let hooks = hooks();
+    std::thread::scope(|s| {
+        for h in &hooks {
+            let server = &server;
+            s.spawn(move || {
+                let home = tight(server_home("escaped", &server.url(), token));
+                let env_file = home.dir.join("claude-env");
+                let env_file = env_file.to_str().unwrap();
+                let session = unique_session("escaped");
+                let r = home.run_env(
+                    h,
+                    serde_json::to_string(&h.payload(&session)).unwrap().as_bytes(),
+                    &[("CLAUDE_ENV_FILE", env_file)],
+                );
+                r.assert_ok(h);
+                Checker::new(h).check(&r.stdout).unwrap_or_else(|e| panic!("{}: {e}", h.name()));
+                let mut seen = String::from_utf8_lossy(&r.stdout).into_owned();
+                seen.push_str(&String::from_utf8_lossy(&r.stderr));
+                for p in walk(&home.dir).into_iter().filter(|p| p.is_file()) {
+                    seen.push_str(&String::from_utf8_lossy(&std::fs::read(&p).unwrap()));
+                }
+                assert!(!seen.contains(token), "{}: the token leaked verbatim", h.name());
+                assert!(
+                    !unescape_json_escapes(&seen).contains(token),
+                    "{}: the token leaked escaped: {seen}",
+                    h.name()
+                );
+            });
+        }
+    });
 }

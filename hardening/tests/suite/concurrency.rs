@@ -4,9 +4,7 @@
 //! spend more than the rescue cap. Two sessions hammered at once never see
 //! each other's notes.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use preloop_shared::Harness;
 use preloop_testkit::FakeServer;
 use serde_json::{Value, json};
@@ -21,7 +19,7 @@ struct Mode<'a> {
 impl<'a> Mode<'a> {
     fn new(server: Option<&'a FakeServer>, tag: &str) -> Mode<'a> {
         let home = match server {
-            Some(s) => Home::server(tag, &s.url(), &s.runtime_token()),
+            Some(s) => server_home(tag, &s.url(), &s.runtime_token()),
             None => Home::new(tag),
         };
         Mode { server, home }
@@ -32,7 +30,7 @@ impl<'a> Mode<'a> {
                 .as_str()
                 .unwrap()
                 .to_string(),
-            None => self.home.send_local(session, text),
+            None => self.home.send(session, text),
         }
     }
     fn state(&self, id: &str) -> String {
@@ -105,7 +103,7 @@ fn one_session_32_hooks(m: &Mode) {
         let (out, _) = m.home.hook(&h("UserPromptSubmit"), &session);
         carried.extend(ids_in(&context_of(&out).unwrap()));
     }
-    let spooled = m.home.run_state(&session).unwrap().spool.len();
+    let spooled = m.home.run_state_of(&session).unwrap().spool.len();
     assert!(spooled >= 1, "{}: a spool to start with", m.label());
     for i in 0..5 {
         notes.push(m.send(&session, &format!("pending {i}")));
@@ -124,7 +122,7 @@ fn one_session_32_hooks(m: &Mode) {
         assert_eq!(c.get(id).copied().unwrap_or(0), 1, "{}: {id} must reach exactly one output: {c:?}", m.label());
         assert_eq!(m.state(id), "delivered", "{}: {id}", m.label());
     }
-    assert!(m.home.run_state(&session).unwrap().spool.is_empty());
+    assert!(m.home.run_state_of(&session).unwrap().spool.is_empty());
     // No hook waited out a lock.
     assert!(!m.home.log().contains("still held"), "{}: {}", m.label(), m.home.log());
 }
@@ -152,7 +150,7 @@ fn one_session_32_hooks_pulling(m: &Mode, harness: Harness) {
     }
     let (out, _) = m.home.hook(&h(prompt), &session);
     let mut carried = ids_in(&context_of(&out).unwrap());
-    assert!(!m.home.run_state(&session).unwrap().spool.is_empty(), "{}: a spool to start with", m.label());
+    assert!(!m.home.run_state_of(&session).unwrap().spool.is_empty(), "{}: a spool to start with", m.label());
     for i in 0..5 {
         notes.push(m.send(&session, &format!("pending {i}")));
     }
@@ -172,7 +170,7 @@ fn one_session_32_hooks_pulling(m: &Mode, harness: Harness) {
         );
         assert_eq!(m.state(id), "delivered", "{harness:?} {}: {id}", m.label());
     }
-    assert!(m.home.run_state(&session).unwrap().spool.is_empty());
+    assert!(m.home.run_state_of(&session).unwrap().spool.is_empty());
     assert!(!m.home.log().contains("still held"), "{}: {}", m.label(), m.home.log());
 }
 
@@ -207,7 +205,7 @@ fn stop_cap(m: &Mode) {
     let outs = at_once(&m.home, &jobs);
     let rescues = outs.iter().filter(|(_, o)| o.as_ref().is_some_and(|v| v["decision"] == json!("block"))).count();
     assert!((1..=3).contains(&rescues), "{}: {rescues} continuations, the cap is 3", m.label());
-    assert_eq!(m.home.run_state(&session).unwrap().stop_rescues as usize, rescues);
+    assert_eq!(m.home.run_state_of(&session).unwrap().stop_rescues as usize, rescues);
     let c = counts(&ids_of(&outs));
     assert!(c.values().all(|&n| n == 1), "{}: a note twice: {c:?}", m.label());
     for id in &notes {

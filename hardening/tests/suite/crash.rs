@@ -15,9 +15,7 @@
 //! killed by a signal, not exit 0). The matrix of which guarantee holds
 //! where is in docs/guarantees.md.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use preloop_shared::Harness;
 use preloop_testkit::FakeServer;
 use serde_json::json;
@@ -52,7 +50,7 @@ impl Backend<'_> {
                 .as_str()
                 .unwrap()
                 .to_string(),
-            None => self.home.send_local(session, text),
+            None => self.home.send(session, text),
         }
     }
     /// (state, delivery_event)
@@ -73,7 +71,7 @@ impl Backend<'_> {
 /// One scenario; returns whether the victim was killed.
 fn scenario(server: Option<&FakeServer>, victim: Victim, point: &str) -> bool {
     let home = match server {
-        Some(s) => Home::server("crash", &s.url(), &s.runtime_token()),
+        Some(s) => server_home("crash", &s.url(), &s.runtime_token()),
         None => Home::new("crash"),
     };
     let b = Backend { server, home };
@@ -100,7 +98,7 @@ fn scenario(server: Option<&FakeServer>, victim: Victim, point: &str) -> bool {
             let (out, _) = b.home.hook(&h("UserPromptSubmit"), &session);
             carry(&out, &mut carried);
         }
-        assert_eq!(b.home.run_state(&session).unwrap().spool.len(), 1, "{label}: one note spooled");
+        assert_eq!(b.home.run_state_of(&session).unwrap().spool.len(), 1, "{label}: one note spooled");
     }
     let pending = if victim == Victim::Spool { 1 } else { 2 };
     for i in 0..pending {
@@ -124,7 +122,7 @@ fn scenario(server: Option<&FakeServer>, victim: Victim, point: &str) -> bool {
     let check_spool = |carried: &[String]| {
         // Never corrupt (run_state panics on a bad file), never a duplicate,
         // never a note already carried.
-        if let Some(st) = b.home.run_state(&session) {
+        if let Some(st) = b.home.run_state_of(&session) {
             let ids: Vec<String> = st.spool.iter().map(|e| e.note.id.clone()).collect();
             let set: BTreeSet<&String> = ids.iter().collect();
             assert_eq!(set.len(), ids.len(), "{label}: a note is spooled twice: {ids:?}");
@@ -220,7 +218,7 @@ fn unknown_kill_point_does_nothing() {
     let home = Home::new("crash-inert");
     let h = hook(Harness::ClaudeCode, "UserPromptSubmit");
     let session = unique_session("inert");
-    home.send_local(&session, "hello");
+    home.send(&session, "hello");
     let r = home.run_env(
         &h,
         serde_json::to_string(&h.payload(&session)).unwrap().as_bytes(),

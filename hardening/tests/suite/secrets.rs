@@ -11,9 +11,7 @@
 //! (Quoting of paths in installed harness configs belongs to the installer
 //! and is tested there.)
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use preloop_shared::Harness;
 use preloop_shared::operator::{Author, SendRequest, Target};
 use preloop_testkit::{FakeServer, FaultSpec};
@@ -103,7 +101,7 @@ fn the_token_never_leaks_from_an_echoing_server() {
         ] {
             s.spawn(move || {
                 let url = echo_server(status, wrap);
-                let home = Home::server("secret-echo", &url, TOKEN).with_env("PRELOOP_PERMISSION_TIMEOUT_SECS", "2");
+                let home = server_home("secret-echo", &url, TOKEN).with_env("PRELOOP_PERMISSION_TIMEOUT_SECS", "2");
                 let runs = every_hook_with(&home, &unique_session("echo"));
                 assert!(home.log().lines().count() >= 18);
                 assert_no_token(&home, &runs, &format!("echo {status} wrap={wrap}"));
@@ -136,7 +134,7 @@ fn the_token_never_leaks_on_a_full_session_or_under_faults() {
         Some(FaultSpec::route("/api/v1/agents/*").garbage()),
     ] {
         server.clear_faults();
-        let home = Home::server("secret-full", &server.url(), &token);
+        let home = server_home("secret-full", &server.url(), &token);
         let session = unique_session("full");
         home.hook(&hook(Harness::Codex, "SessionStart"), &session);
         let _ = server.try_send_note(json!({"external_session_id": session, "text": "hello"}));
@@ -297,7 +295,7 @@ fn files_are_private_under_umask_000() {
         let home = if mode == "local" {
             Home::new("umask")
         } else {
-            Home::server("umask", &server.url(), &server.runtime_token())
+            server_home("umask", &server.url(), &server.runtime_token())
         };
         let session = unique_session("umask");
         let seq = [
@@ -310,7 +308,7 @@ fn files_are_private_under_umask_000() {
         ];
         for (i, (hn, ev)) in seq.iter().enumerate() {
             if mode == "local" {
-                home.send_local(&session, &format!("n{i}"));
+                home.send(&session, &format!("n{i}"));
             } else {
                 let _ = server.try_send_note(json!({"external_session_id": session, "text": format!("n{i}")}));
             }

@@ -1,0 +1,9 @@
+mod bad_config;
+mod concurrency;
+mod crash;
+mod disk;
+mod fuzz;
+mod fuzz_process;
+mod hostile;
+mod regressions;
+mod secrets;
