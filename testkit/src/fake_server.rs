@@ -9,6 +9,12 @@
 //! * human routes §5: `POST|GET /api/v1/operator-notes`, `GET
 //!   /api/v1/operator-notes/session-targets`, `GET /api/v1/operator-notes/{id}`,
 //!   `POST /api/v1/operator-notes/{id}/cancel`, `GET /api/v1/health`;
+//! * runtime sessions §5.7-§5.9 (`routes/runtime_sessions.rs`): `GET
+//!   /api/v1/runtime-sessions` with its filters, `GET /api/v1/runtime-sessions/{id}`
+//!   and `…/{id}/activity` (tool calls with argument sizes, delivered notes),
+//!   `GET /api/v1/agents`, and the attach socket `/api/v1/ws/runtime-sessions/{id}`
+//!   (`attached`, `ping`/`pong`, then only what `POST /_fake/sessions/{id}/events`
+//!   publishes, as hooks publish nothing there on the real server);
 //! * test helpers of the real server §2.2/§5.6: `POST /api/v1/agents`, `POST
 //!   /api/v1/agents/{id}/credentials`, `DELETE
 //!   /api/v1/agents/{id}/credentials/{credential_id}`, `PUT
@@ -38,7 +44,8 @@
 //!   like an API-created agent on the real server it is never set, so
 //!   agent-addressed notes are sent unbound and a durable credential's
 //!   permission-check without a registered `session_id` has no session;
-//! * audit log, webhooks, timeline rows, live events, titles beyond a
+//! * audit log, webhooks, model-gateway timeline rows and usage (model calls
+//!   are always 0, as for hook-only runs), titles beyond a
 //!   stored string, the 503 `PRELOOP_URL is not configured` and pool
 //!   saturation errors (use a fault to simulate them), FastAPI's trailing-slash
 //!   redirects, `X-Total-Count` on anything but the approval list;
