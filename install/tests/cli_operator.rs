@@ -810,3 +810,61 @@ fn tokens_are_never_printed_and_html_is_never_shown() {
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("connection refused") && !stderr(&o).contains("os error"), "{}", stderr(&o));
 }
+
+#[test]
+fn attach_on_a_terminal_edits_a_line_survives_a_resize_and_leaves_on_ctrl_c() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let w = World::local("op-tty");
+    start_local(&w, "tty", None, None, None);
+    let (mut master, mut slave) = (0, 0);
+    let mut ws = libc::winsize { ws_row: 30, ws_col: 100, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: openpty fills two fds we then own.
+    let rc = unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), &ws) };
+    assert_eq!(rc, 0, "openpty");
+    // SAFETY: both fds were just opened and are owned here.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut c = w.cmd(&["sessions", "attach", "tty"]);
+    c.stdin(slave.try_clone().unwrap()).stdout(slave.try_clone().unwrap()).stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    drop(slave);
+    let mut m = std::fs::File::from(master);
+    let mut reader = m.try_clone().unwrap();
+    let screen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sc = screen.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sc.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    std::thread::sleep(Duration::from_millis(800));
+    m.write_all(b"hel\x7flp me").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    ws.ws_col = 50;
+    // SAFETY: TIOCSWINSZ on the pty master we own; SIGWINCH to our child.
+    unsafe {
+        libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&m), libc::TIOCSWINSZ, &ws);
+        libc::kill(child.id() as i32, libc::SIGWINCH);
+    }
+    m.write_all(b"\r").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while w.inbox().list().unwrap().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    m.write_all(b"\x03").unwrap();
+    let status = wait_exit(&mut child, 10).expect("Ctrl-C leaves");
+    assert!(status.success(), "exit {status:?}");
+    let notes = w.inbox().list().unwrap();
+    assert_eq!(notes.len(), 1);
+    assert_eq!(notes[0].text, "help me", "backspace edited the line");
+    let out = String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
+    assert!(out.contains("note> "), "the input line is drawn: {out:?}");
+    let sent_line =
+        out.split("\r\n").chain(out.split('\n')).find(|l| l.contains("note sent")).unwrap_or_default().to_string();
+    let visible = sent_line.rsplit("\x1b[2K").next().unwrap_or("");
+    assert!(visible.trim_end().chars().count() <= 50, "events fit the resized width: {visible:?}");
+}
