@@ -609,8 +609,8 @@ fn spawn_server_poller(
     });
 }
 
-/// The attach socket (plain `ws://`; an `https` server is followed over
-/// REST only). Relays what arrives; answers nothing but pings.
+/// The attach socket (`ws://`, or `wss://` for an https server, with the
+/// web PKI roots). Relays what arrives; answers nothing but pings.
 fn spawn_socket(config: Config, rid: String, tx: Sender<Msg>, shared: Arc<Shared>) {
     std::thread::spawn(move || {
         let Ok(Some(srv)) = ServerOperator::from_config(&config) else { return };
@@ -620,10 +620,6 @@ fn spawn_socket(config: Config, rid: String, tx: Sender<Msg>, shared: Arc<Shared
             let _ = tx.send(Msg::Event(e));
         };
         let url = srv.socket_url(&rid);
-        if !url.starts_with("ws://") {
-            info("the attach socket needs a plain http server URL here; following the session over REST".into());
-            return;
-        }
         let mut ws = match connect_socket(&url, &srv) {
             Ok(ws) => ws,
             Err(why) => {
@@ -687,31 +683,52 @@ fn spawn_socket(config: Config, rid: String, tx: Sender<Msg>, shared: Arc<Shared
     });
 }
 
-type Socket = tungstenite::WebSocket<std::net::TcpStream>;
+type Socket = tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<std::net::TcpStream>>;
 
 fn connect_socket(url: &str, srv: &ServerOperator) -> std::result::Result<Socket, String> {
     use tungstenite::client::IntoClientRequest;
-    let authority = url.strip_prefix("ws://").and_then(|r| r.split('/').next()).unwrap_or("");
-    let addr = std::net::ToSocketAddrs::to_socket_addrs(
-        &(if authority.contains(':') { authority.to_string() } else { format!("{authority}:80") }),
-    )
-    .ok()
-    .and_then(|mut a| a.next())
-    .ok_or_else(|| "cannot resolve the server".to_string())?;
+    let (tls, rest) = match url.split_once("://") {
+        Some(("wss", r)) => (true, r),
+        Some((_, r)) => (false, r),
+        None => (false, url),
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    let host_port = if authority.contains(':') {
+        authority.to_string()
+    } else {
+        format!("{authority}:{}", if tls { 443 } else { 80 })
+    };
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&host_port)
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| "cannot resolve the server".to_string())?;
     let stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
         .map_err(|e| preloop_shared::http::describe_io(&e))?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    // A handle on the same socket, to shorten its read timeout after the handshake.
+    let same = stream.try_clone().map_err(|e| preloop_shared::http::describe_io(&e))?;
     let mut req = url.into_client_request().map_err(|e| e.to_string())?;
     let auth = format!("Bearer {}", srv.token().expose());
     req.headers_mut().insert(
         "Authorization",
         tungstenite::http::HeaderValue::from_str(&auth).map_err(|_| "unusable token".to_string())?,
     );
-    let (ws, _) = tungstenite::client(req, stream).map_err(|e| match e {
+    let connector = if tls {
+        let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        tungstenite::Connector::Rustls(Arc::new(config))
+    } else {
+        tungstenite::Connector::Plain
+    };
+    let (ws, _) = tungstenite::client_tls_with_config(req, stream, None, Some(connector)).map_err(|e| match e {
         tungstenite::HandshakeError::Failure(f) => srv.clean(&f.to_string()),
         tungstenite::HandshakeError::Interrupted(_) => "the handshake timed out".into(),
     })?;
-    let _ = ws.get_ref().set_read_timeout(Some(Duration::from_millis(500)));
+    let _ = same.set_read_timeout(Some(Duration::from_millis(500)));
     Ok(ws)
 }
 
