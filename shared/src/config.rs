@@ -248,7 +248,12 @@ impl Config {
         if home_ok {
             match fsutil::read_owned_json_value(&file_path) {
                 Ok(None) => {}
-                Ok(Some(v)) => file = config_from_value(&file_path, &v, &mut problems),
+                Ok(Some(v)) => {
+                    // Not an object: nothing in it can be read, so nothing
+                    // is known about the server either.
+                    unusable_source |= !v.is_object();
+                    file = config_from_value(&file_path, &v, &mut problems);
+                }
                 Err(e) => {
                     unusable_source = true;
                     problems.push(Problem {

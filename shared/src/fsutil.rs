@@ -162,6 +162,10 @@ pub fn check_owned_dir(dir: &Path) -> std::result::Result<(), TrustError> {
 pub fn read_owned_json_value(path: &Path) -> std::result::Result<Option<serde_json::Value>, TrustError> {
     let f = match OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
         Ok(f) => f,
+        // A link that points nowhere is a config someone meant to have.
+        Err(e) if e.kind() == io::ErrorKind::NotFound && fs::symlink_metadata(path).is_ok() => {
+            return Err(TrustError::Io("a symlink to a file that does not exist".into()));
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(TrustError::Io(io_text(&e))),
     };
@@ -337,10 +341,31 @@ impl Write for StdoutFd {
 }
 
 /// Whether fd 1 is open for writing (a harness that closed it reads nothing).
+///
+/// Rust's runtime reopens a closed fd 1 as `/dev/null` before `main`, so
+/// stdout on the null device counts as closed too: nothing would read what
+/// we print there.
 pub fn stdout_is_open() -> bool {
     // SAFETY: fcntl with F_GETFL on any descriptor number is harmless.
     let flags = unsafe { libc::fcntl(1, libc::F_GETFL) };
-    flags != -1 && (flags & libc::O_ACCMODE) != libc::O_RDONLY
+    if flags == -1 || (flags & libc::O_ACCMODE) == libc::O_RDONLY {
+        return false;
+    }
+    !is_null_device(1)
+}
+
+/// Whether `fd` is the null device.
+fn is_null_device(fd: i32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: fstat fills a zeroed stat buffer for a descriptor number.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return false;
+    }
+    if st.st_mode & libc::S_IFMT != libc::S_IFCHR {
+        return false;
+    }
+    fs::metadata("/dev/null").is_ok_and(|m| m.rdev() == st.st_rdev)
 }
 
 /// Read `fd` to its end, at most `max` bytes, within `deadline`. A stream

@@ -26,8 +26,8 @@ pub struct Wrapped<T> {
 }
 
 /// Model-visible context: SessionStart and UserPromptSubmit show it beside
-/// the event; on Stop it continues the turn once ("Stop hook additional
-/// context: &lt;block&gt;").
+/// the event; on Stop it continues the turn once (the model reads
+/// `Stop hook additional context: ` and the block).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
