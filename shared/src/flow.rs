@@ -38,10 +38,14 @@ use std::time::Duration;
 
 pub use crate::registry::CarrierLimit;
 
-/// Most notes a spool keeps of those it may give up (deferred ones); past
-/// it they are reported `spool_dropped` rather than kept silently. Notes the
-/// server already recorded `delivered` are never given up.
-pub const SPOOL_CAP: usize = 5;
+/// Most deferred notes a spool keeps; past it they are reported
+/// `spool_dropped` rather than kept silently. Notes the server already
+/// recorded `delivered` are never given up. A carrying hook does not pull
+/// while the spool holds a block's worth ([`BLOCK_CAP`]), so only gates the
+/// server hands notes to (Codex PermissionRequest, Cursor before*) fill it;
+/// the server's own limits (20 notes per author per agent per hour) keep
+/// that far below the cap.
+pub const SPOOL_CAP: usize = 50;
 /// Most notes in one block (the server's contract: 1 to 5).
 pub const BLOCK_CAP: usize = 5;
 const RUN_LOCK_WAIT: Duration = Duration::from_secs(5);
@@ -574,6 +578,12 @@ impl Engine {
     // ----- notes ------------------------------------------------------------
 
     fn pull(&mut self, event: DeliveryEvent) -> Result<Option<Claimed>> {
+        // The spool already fills a block: carry it, claim nothing more (what
+        // is claimed now could not go out in this output and would only grow
+        // the spool; it stays pending on the server for a later hook).
+        if self.run.read().0.spool.len() >= BLOCK_CAP {
+            return Ok(None);
+        }
         let claimed = self.backend.pull(&PendingRequest {
             channel: "hook",
             event,

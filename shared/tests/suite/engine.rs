@@ -230,12 +230,39 @@ fn the_spool_keeps_immediate_claims_first_then_the_spool_then_new_deferred_ones(
     assert_eq!(carried, [immediate, deferred, vec![later]].concat(), "oldest promise first");
 }
 
+/// Fill the spool to its cap through a gate the server hands notes to,
+/// five claims at a time (the server's claim limit).
+fn fill_spool(rig: &Rig, what: &str) -> Vec<String> {
+    let mut kept = Vec::new();
+    while kept.len() < SPOOL_CAP {
+        kept.extend(rig.mem.queue_n(BLOCK_CAP.min(SPOOL_CAP - kept.len()), what));
+        rig.hook(cx(event::Codex::PermissionRequest), tool(Carry::None));
+    }
+    kept
+}
+
+/// A pull made while the spool already fills a block claims nothing: the
+/// notes stay pending on the server instead of being claimed into a spool
+/// that could have to give them up.
+#[test]
+fn a_full_block_in_the_spool_means_no_pull() {
+    let rig = Rig::server();
+    rig.start(cx(event::Codex::SessionStart));
+    let spooled = rig.mem.queue_n(BLOCK_CAP, "spooled");
+    rig.hook(cx(event::Codex::PermissionRequest), tool(Carry::None));
+    let pending = rig.mem.queue("pending");
+    let (_, carried) = rig.hook(cx(event::Codex::UserPromptSubmit), prompt());
+    assert_eq!(carried, spooled);
+    assert_eq!(rig.mem.state(&pending), NoteState::Pending, "not claimed while the spool was full");
+    let (_, carried) = rig.hook(cx(event::Codex::UserPromptSubmit), prompt());
+    assert_eq!(carried, vec![pending]);
+}
+
 #[test]
 fn past_the_cap_deferred_notes_are_acked_spool_dropped_and_immediate_ones_kept() {
     let rig = Rig::server();
     rig.start(cx(event::Codex::SessionStart));
-    let kept = rig.mem.queue_n(SPOOL_CAP, "kept");
-    rig.hook(cx(event::Codex::PermissionRequest), tool(Carry::None));
+    let kept = fill_spool(&rig, "kept");
     let over = rig.mem.queue_n(3, "over the cap");
     let (_, _, dropped) = rig.hook_written(cx(event::Codex::PermissionRequest), tool(Carry::None), true);
     assert_eq!(dropped, over, "the newest deferred notes are given up");
@@ -250,7 +277,7 @@ fn past_the_cap_deferred_notes_are_acked_spool_dropped_and_immediate_ones_kept()
     assert_eq!(rig.spool_ids(), [immediate.clone(), kept.clone()].concat());
     // And every kept note still goes out, five per block, once.
     let mut carried = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..(SPOOL_CAP + 5).div_ceil(BLOCK_CAP) {
         let (_, ids) = rig.hook(cx(event::Codex::UserPromptSubmit), prompt());
         assert!(ids.len() <= BLOCK_CAP);
         carried.extend(ids);
@@ -460,8 +487,7 @@ fn owed_acks_are_paid_at_session_end() {
 fn a_dropped_ack_that_fails_is_owed_as_dropped() {
     let rig = Rig::server();
     rig.start(cx(event::Codex::SessionStart));
-    rig.mem.queue_n(SPOOL_CAP, "kept");
-    rig.hook(cx(event::Codex::PermissionRequest), tool(Carry::None));
+    fill_spool(&rig, "kept");
     let over = rig.mem.queue("over");
     rig.mem.fail("notes/ack", 1);
     rig.hook(cx(event::Codex::PermissionRequest), tool(Carry::None));
