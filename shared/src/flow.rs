@@ -333,6 +333,8 @@ impl Engine {
                 .transcript_path
                 .clone()
                 .or_else(|| existing.as_ref().and_then(|e| e.transcript_path.clone())),
+            execution_id: execution_id(&crate::config::Env::process())
+                .or_else(|| existing.as_ref().and_then(|e| e.execution_id.clone())),
             ended_at: None,
             end_reason: None,
         };
@@ -405,6 +407,7 @@ impl Engine {
             model: model.as_deref().map(|m| cut_chars(m, 255)),
             cwd: input.cwd.clone(),
             evaluation_phase: gate.phase,
+            flow_execution_id: execution_id(&crate::config::Env::process()),
         };
         let mut out = Outcome::default();
         let mut after = AfterFlush::default();
@@ -881,6 +884,12 @@ pub fn fail_closed_reason(kind: &str) -> String {
 const MAX_CWD_CHARS: usize = 4096;
 const MAX_FIRST_PROMPT_CHARS: usize = 20_000;
 const MAX_TOOL_NAME_CHARS: usize = 255;
+
+/// The flow execution a run belongs to, as the environment says, if it is
+/// one the server can take (1-64 characters).
+pub fn execution_id(env: &crate::config::Env) -> Option<String> {
+    env.get("PRELOOP_EXECUTION_ID").map(|e| e.trim().to_string()).filter(|e| !e.is_empty() && e.chars().count() <= 64)
+}
 
 fn cut_chars(s: &str, n: usize) -> String {
     s.chars().take(n).collect()

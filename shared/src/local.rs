@@ -574,6 +574,7 @@ impl Backend for LocalInbox {
                 title: None,
                 last_prompt_at: None,
                 transcript_path: None,
+                execution_id: None,
                 ended_at: None,
                 end_reason: None,
             },
@@ -600,6 +601,11 @@ impl Backend for LocalInbox {
             && let Some(a) = req.alias.as_deref().map(sanitize_alias).filter(|a| !a.is_empty())
         {
             file.alias = Some(self.unique_alias(&a, &file));
+        }
+        if file.execution_id.is_none() {
+            // The hook's own environment (`PRELOOP_EXECUTION_ID`): the
+            // server learns it on permission-check, not at session-start.
+            file.execution_id = crate::flow::execution_id(&crate::config::Env::process());
         }
         if let Some(t) = req.transcript_path.as_ref().filter(|t| !t.is_empty())
             && file.transcript_path.as_ref() != Some(t)

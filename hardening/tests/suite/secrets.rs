@@ -255,6 +255,7 @@ fn a_note_cannot_forge_the_frame() {
                 title: None,
                 last_prompt_at: None,
                 transcript_path: None,
+                execution_id: None,
                 ended_at: None,
                 end_reason: None,
             };

@@ -294,3 +294,26 @@ fn a_block_past_the_carrier_limit_is_split_at_note_boundaries() {
         assert_eq!(home.receipt(id).state, "delivered");
     }
 }
+
+/// A run started for a Preloop flow execution (`PRELOOP_EXECUTION_ID`)
+/// records it in its session file, so `notes send --execution` finds it on
+/// the local inbox; the transcript path the payload names is recorded too.
+#[test]
+fn the_flow_execution_and_the_transcript_are_recorded() {
+    let home = Home::new("cc");
+    let mut start = payload("SessionStart", S);
+    start["transcript_path"] = json!("/tmp/transcripts/cc.jsonl");
+    run("SessionStart", home.path(), &[("PRELOOP_EXECUTION_ID", "exec-42")], &start);
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join(format!("sessions/{S}.json"))).unwrap())
+            .unwrap();
+    assert_eq!(file["execution_id"], "exec-42");
+    assert_eq!(file["transcript_path"], "/tmp/transcripts/cc.jsonl");
+    // Over the server's 64 characters: not recorded.
+    let other = "0e2a7a5c-8b1f-4c55-9a63-8a2d3b1c9f00";
+    run("SessionStart", home.path(), &[("PRELOOP_EXECUTION_ID", &"x".repeat(65))], &payload("SessionStart", other));
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join(format!("sessions/{other}.json"))).unwrap())
+            .unwrap();
+    assert!(file.get("execution_id").is_none());
+}
