@@ -171,6 +171,16 @@ pub struct Report {
     pub warnings: Vec<Finding>,
 }
 
+/// Whether `src` exists and is a newer build than its copy `dst` (a hard
+/// link is the same file; otherwise size or modification time tell).
+fn newer(src: &Path, dst: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(src), std::fs::metadata(dst)) {
+        (Ok(s), Ok(d)) => (s.dev(), s.ino()) != (d.dev(), d.ino()) && (s.len() != d.len() || s.mtime() > d.mtime()),
+        _ => false,
+    }
+}
+
 fn harness_program(h: Harness) -> Option<PathBuf> {
     let env_key = format!("PRELOOP_E2E_{}", h.slug().replace('-', "_").to_uppercase());
     util::find_program(h.def().program, &[env_key.as_str()], &[])
@@ -968,6 +978,21 @@ pub fn run(ctx: &Ctx, config: &Config, json: bool, deep_codex: bool, verbose: bo
             ),
             "preloop-hooks install (it copies them to $PRELOOP_HOME/bin), or scripts/install",
         ));
+    }
+    if ctx.target_dir().is_some() && hook_dir.exists() && any_installed {
+        let stale: Vec<&str> =
+            registry::binaries().into_iter().filter(|b| newer(&ctx.bin_dir.join(b), &hook_dir.join(b))).collect();
+        if !stale.is_empty() {
+            c.warn(Finding::new(
+                format!(
+                    "{} hook binaries in {} are newer than their copies in {} (the hooks run the copies)",
+                    stale.len(),
+                    util::tilde(&ctx.env, &ctx.bin_dir),
+                    util::tilde(&ctx.env, &hook_dir)
+                ),
+                "preloop-hooks install (it copies them again)",
+            ));
+        }
     }
     if deep_codex && harnesses.iter().any(|r| r.harness == "codex" && r.hooks_present > 0 && r.installed) {
         c.warn(Finding::new(

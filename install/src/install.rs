@@ -248,11 +248,14 @@ impl FileEdit {
     pub fn changed(&self) -> bool {
         self.delete || self.before.as_deref().unwrap_or("") != self.after
     }
-    /// On uninstall: a Claude settings.json, Codex hooks.json or Gemini
-    /// settings.json that install created and that now holds only `{}` is
-    /// removed again.
+    /// On uninstall: a Claude settings.json, Codex hooks.json or
+    /// config.toml, or Gemini settings.json that install created and that
+    /// now holds nothing (`{}`, or no TOML at all) is removed again.
     fn delete_if_emptied(mut self, ctx: &Ctx) -> FileEdit {
-        let empty = |t: &str| matches!(serde_json::from_str::<Value>(t), Ok(Value::Object(m)) if m.is_empty());
+        // `{}` (a JSON config) or nothing at all (Codex's config.toml).
+        let empty = |t: &str| {
+            t.trim().is_empty() || matches!(serde_json::from_str::<Value>(t), Ok(Value::Object(m)) if m.is_empty())
+        };
         if let Some(b) = &self.before
             && !empty(b)
             && empty(&self.after)
@@ -354,7 +357,7 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
             let project_untrusted =
                 scope == Scope::Project && action == Action::Install && !codex_project_trusted(cfg_text, &ctx.cwd);
             edits.push(FileEdit::new(path.clone(), before.clone(), after).delete_if_emptied(ctx));
-            edits.push(FileEdit::new(cfg_path, cfg_before, cfg_after));
+            edits.push(FileEdit::new(cfg_path, cfg_before, cfg_after).delete_if_emptied(ctx));
             if project_untrusted {
                 notes.push(format!(
                     "Codex loads {} only in a trusted project: trust {} in Codex (accept its prompt there, or add [projects.\"{}\"] trust_level = \"trusted\" to {})",
@@ -556,6 +559,11 @@ fn make_stable_copy(ctx: &Ctx, harnesses: &[Harness], dry_run: bool) -> Result<(
     if names.is_empty() {
         return Ok(());
     }
+    // This CLI too, so `$PRELOOP_HOME/bin/preloop-hooks doctor` still runs after `cargo clean`.
+    let mut names = names;
+    if util::is_executable(&ctx.bin_dir.join("preloop-hooks")) {
+        names.push("preloop-hooks");
+    }
     let dest = ctx.hook_dir();
     if dry_run {
         println!(
@@ -568,8 +576,9 @@ fn make_stable_copy(ctx: &Ctx, harnesses: &[Harness], dry_run: bool) -> Result<(
     let changed = util::sync_binaries(&ctx.bin_dir, &dest, &names)?;
     if !changed.is_empty() {
         println!(
-            "copied {} hook binaries from {} to {} (cargo's target dir is deleted by `cargo clean`; run install again after a rebuild)",
+            "copied {} {} from {} to {} (cargo's target dir is deleted by `cargo clean`; run install again after a rebuild)",
             changed.len(),
+            if changed.len() == 1 { "binary" } else { "binaries" },
             util::tilde(&ctx.env, &ctx.bin_dir),
             util::tilde(&ctx.env, &dest)
         );

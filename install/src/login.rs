@@ -31,11 +31,20 @@ fn config_path(env: &Env) -> PathBuf {
     preloop_home(env).join("config.json")
 }
 
-/// Refuse when the configuration has a problem (it names its fix).
+/// Refuse when the configuration has a problem: one line, the first
+/// problem with its fix (and how many more `doctor` lists).
 pub fn refuse_on_problems(config: &Config) -> Result<()> {
     match config.problems.first() {
         None => Ok(()),
-        Some(p) => Err(Error::Config(format!("{} (fix: {}); nothing was changed", p.what, p.fix))),
+        Some(p) => Err(Error::Config(format!(
+            "{} (fix: {}); nothing was changed{}",
+            p.what,
+            p.fix,
+            match config.problems.len() {
+                1 => String::new(),
+                n => format!(" ({} more: preloop-hooks doctor)", n - 1),
+            }
+        ))),
     }
 }
 

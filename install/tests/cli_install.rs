@@ -508,19 +508,29 @@ fn binaries_in_a_cargo_target_dir_are_copied_to_a_stable_place() {
     }
     let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", release.to_str().unwrap()]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("copied 6 hook binaries") && stdout(&out).contains("cargo clean"),
-        "{}",
-        stdout(&out)
-    );
+    assert!(stdout(&out).contains("copied 6 binaries") && stdout(&out).contains("cargo clean"), "{}", stdout(&out));
     let v: Value = serde_json::from_str(&read(&e.claude())).unwrap();
     let cmd = v["hooks"]["Stop"][0]["hooks"][0]["command"].as_str().unwrap();
     assert_eq!(cmd, e.preloop.join("bin/preloop-claude-code-stop").to_str().unwrap());
+    // A rebuild: doctor says the copies are older, and install copies again.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let stop = release.join("preloop-claude-code-stop");
+    std::fs::remove_file(&stop).unwrap();
+    write(&stop, "#!/bin/sh\n# rebuilt\nexit 0\n");
+    std::fs::set_permissions(&stop, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = e.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", release.to_str().unwrap()]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(warnings(&v).iter().any(|w| w.contains("newer than their copies")), "{:?}", warnings(&v));
+    let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", release.to_str().unwrap()]);
+    assert!(stdout(&out).contains("copied 1 binary"), "{}", stdout(&out));
     // `cargo clean`: the hooks still run.
     std::fs::remove_dir_all(&target).unwrap();
     assert!(Command::new("/bin/sh").arg("-c").arg(cmd).status().unwrap().success());
-    let (rc, v) = e.doctor();
-    assert_eq!(rc, 0, "{:?}", problems(&v));
+    // doctor from the stable copy (where `$PRELOOP_HOME/bin/preloop-hooks` would run).
+    let stable = e.preloop.join("bin");
+    let out = e.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", stable.to_str().unwrap()]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(code(&out), 0, "{:?}", problems(&v));
 }
 
 // -------------------------------------------------------- newcomer 29, usage
@@ -719,6 +729,7 @@ fn concurrent_installs_do_not_lose_state() {
         assert_eq!(code(&out), 0);
         assert!(!e.claude().exists() && !e.home.join(".codex/hooks.json").exists(), "round {round}");
         assert!(!e.home.join(".gemini/settings.json").exists() && !e.home.join(".copilot/hooks/preloop.json").exists());
+        assert!(!e.home.join(".codex/config.toml").exists(), "a config.toml install created is removed again");
     }
 }
 
