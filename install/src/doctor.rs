@@ -1185,18 +1185,19 @@ fn print_human(ctx: &Ctx, r: &Report, verbose: bool) {
             println!("  - {l}");
         }
     }
+    let width = terminal_width();
     if !r.warnings.is_empty() {
         println!();
         println!("warnings");
         for w in &r.warnings {
-            println!("  - {}", w.line());
+            println!("{}", bullet(&w.line(), width));
         }
     }
     if !r.problems.is_empty() {
         println!();
         println!("problems");
         for p in &r.problems {
-            println!("  - {}", p.line());
+            println!("{}", bullet(&p.line(), width));
         }
     }
     println!();
@@ -1209,5 +1210,57 @@ fn print_human(ctx: &Ctx, r: &Report, verbose: bool) {
             r.exit,
             if verbose { "" } else { "; every hook: --verbose" }
         );
+    }
+}
+
+/// The terminal's width when stdout is one (`COLUMNS`, else the tty's),
+/// else None: piped output keeps one line per item.
+fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse::<usize>().ok()) {
+        return Some(c);
+    }
+    let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCGWINSZ writes one winsize through a valid pointer to ours.
+    let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_col > 0).then_some(ws.ws_col as usize)
+}
+
+/// `  - text`, wrapped at word boundaries to `width` with a hanging indent.
+fn bullet(text: &str, width: Option<usize>) -> String {
+    let Some(width) = width.filter(|w| *w >= 40) else { return format!("  - {text}") };
+    let mut out = String::from("  -");
+    let mut col = 3;
+    for word in text.split(' ') {
+        let n = word.chars().count();
+        if col > 4 && col + 1 + n > width {
+            out.push_str("\n    ");
+            col = 4;
+            out.push_str(word);
+        } else {
+            out.push(' ');
+            out.push_str(word);
+            col += 1;
+        }
+        col += n;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bullets_wrap_only_on_a_terminal() {
+        let t = "the hooks point at /tmp/dd/bin, which no longer holds the binaries (fix: preloop-hooks install)";
+        assert_eq!(bullet(t, None), format!("  - {t}"));
+        let w = bullet(t, Some(40));
+        assert!(w.lines().all(|l| l.chars().count() <= 40), "{w}");
+        assert!(w.lines().skip(1).all(|l| l.starts_with("    ")), "{w}");
+        assert_eq!(w.split_whitespace().filter(|x| *x != "-").collect::<Vec<_>>().join(" "), t);
     }
 }
