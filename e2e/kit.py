@@ -69,7 +69,7 @@ MOCKS = {"anthropic": "mock_anthropic.py", "openai": "mock_openai.py",
          "gemini": "mock_gemini.py", "copilot": "mock_copilot.py"}
 MOCK_SCRIPT = os.path.join(E2E_DIR, MOCKS["anthropic"])
 
-# The models that select each Claude Code wire shape (contract §3).
+# The models that select each Claude Code wire shape (docs/contracts/claude-code.md §3).
 MODEL_DEFAULT = None                                # claude-opus-5-5: role:"system" messages
 MODEL_SONNET_45 = "claude-sonnet-4-5-20250929"      # <system-reminder> blocks in user messages
 GEMINI_MODEL = "gemini-2.5-flash"
@@ -88,7 +88,7 @@ CODEX_HOOK_BINARIES = ("preloop-codex-session-start", "preloop-codex-user-prompt
                        "preloop-codex-stop", "preloop-codex-session-end")
 HOOK_TIMEOUT_S = 10
 
-# Copilot CLI's two hook-file dialects (contract §2): event names per style.
+# Copilot CLI's two hook-file dialects (docs/contracts/copilot-cli.md §2): event names per style.
 COPILOT_CAMEL_EVENTS = ("sessionStart", "sessionEnd", "userPromptSubmitted", "userPromptTransformed",
                         "preToolUse", "postToolUse", "postToolUseFailure", "errorOccurred",
                         "agentStop", "subagentStart", "subagentStop", "preCompact",
@@ -821,7 +821,7 @@ class Sandbox:
         return self.settings_path
 
     def write_gemini_settings(self, hooks=None, extra=None):
-        """$HOME/.gemini/settings.json: API-key auth (required with a base URL, contract §1),
+        """$HOME/.gemini/settings.json: API-key auth (required with a base URL, docs/contracts/gemini-cli.md §1),
         no telemetry, no update checks, plus `hooks` (Gemini's {"<Event>": [groups]}) and
         `extra` (top-level keys, merged one level deep). `preloop-hooks install --harness
         gemini` is to add its hooks to this file."""
@@ -1783,7 +1783,7 @@ class CodexScenarios(Scenario):
 
 def seed_claude_json(home, proj, api_key=MOCK_API_KEY):
     """Pre-seed $HOME/.claude.json so interactive Claude Code starts straight at its
-    prompt (no onboarding, theme, API-key or trust dialog; contract section 1)."""
+    prompt (no onboarding, theme, API-key or trust dialog; docs/contracts/claude-code.md §1)."""
     path = os.path.join(home, ".claude.json")
     data = {"hasCompletedOnboarding": True, "theme": "dark",
             "bypassPermissionsModeAccepted": True,

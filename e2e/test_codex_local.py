@@ -62,7 +62,7 @@ class TestCodexLocal(kit.CodexScenarios, kit.LocalMode, unittest.TestCase):
 
     def test_e_permission_request_local_mode_prints_no_decision(self):
         # `codex exec --approve-for-me` + an escalated exec_command is the one exec setup
-        # that fires PermissionRequest (contract codex-hooks-observed.md 5). Our hook prints
+        # that fires PermissionRequest (docs/contracts/codex.md §5). Our hook prints
         # nothing in local mode, so Codex's own flow decides: with no hook decision it asks
         # its automatic reviewer (a "guardian" /v1/responses request; the mock allows).
         # A hook allow would have skipped the guardian; a deny would have blocked the command.

@@ -5,8 +5,8 @@
 //!   (what the server's event bus relays; on Preloop 0.17.1 only `attached`),
 //!   and, polled every 2 s, the REST activity timeline (tool calls with the
 //!   sizes of their arguments, model calls through the gateway), the note
-//!   receipts of the session, its pending approvals and its end (contract
-//!   §5.7-§5.9);
+//!   receipts of the session, its pending approvals and its end
+//!   (docs/contracts/preloop-server.md §5.7-§5.9);
 //! * this machine: the harness transcript the hooks recorded
 //!   (`transcript_path` in the session file): prompts, tool calls with their
 //!   arguments, model calls;

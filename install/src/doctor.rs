@@ -310,6 +310,61 @@ fn codex_trust_states(
     }
 }
 
+/// Hooks switched off by the harness's own settings: Claude Code's
+/// `disableAllHooks`, Gemini's `hooksConfig` (`enabled: false`, or ours in
+/// `disabled`), Copilot's `disableAllHooks` in `$COPILOT_HOME/settings.json`
+/// or `config.json`.
+fn switched_off(ctx: &Ctx, h: Harness, path: &Path, doc: &Value, found: &[Entry], c: &mut Collector) {
+    let file = util::tilde(&ctx.env, path);
+    match h {
+        Harness::ClaudeCode if doc.get("disableAllHooks") == Some(&Value::Bool(true)) => c.install(Finding::new(
+            format!("claude-code: {file} sets \"disableAllHooks\": true, so Claude Code runs no hooks"),
+            format!("remove disableAllHooks from {file}"),
+        )),
+        Harness::Gemini => {
+            if doc.pointer("/hooksConfig/enabled") == Some(&Value::Bool(false)) {
+                c.install(Finding::new(
+                    format!("gemini: {file} sets hooksConfig.enabled to false, so Gemini CLI runs no hooks"),
+                    format!("set hooksConfig.enabled to true in {file}"),
+                ));
+            }
+            let disabled: Vec<&str> = doc
+                .pointer("/hooksConfig/disabled")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .filter(|d| {
+                    found.iter().any(|e| e.command == *d || e.value.get("name").and_then(Value::as_str) == Some(*d))
+                })
+                .collect();
+            if !disabled.is_empty() {
+                c.install(Finding::new(
+                    format!("gemini: {file} lists our hooks in hooksConfig.disabled ({})", disabled.join(", ")),
+                    format!("remove them from hooksConfig.disabled in {file}"),
+                ));
+            }
+        }
+        Harness::Copilot => {
+            for name in ["settings.json", "config.json"] {
+                let f = ctx.copilot_home().join(name);
+                let off = std::fs::read_to_string(&f)
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                    .is_some_and(|v| v.get("disableAllHooks") == Some(&Value::Bool(true)));
+                if off {
+                    let f = util::tilde(&ctx.env, &f);
+                    c.install(Finding::new(
+                        format!("copilot: {f} sets \"disableAllHooks\": true, so Copilot CLI runs no hooks"),
+                        format!("remove disableAllHooks from {f}"),
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Binaries whose entries point at a directory that no longer holds them:
 /// (scope, old dir) → harnesses, reported as one line each.
 type Moved = Vec<(Scope, PathBuf, Vec<Harness>)>;
@@ -379,6 +434,9 @@ fn check_scope(
     }
     if found.is_empty() && scope == Scope::Project {
         return None;
+    }
+    if !found.is_empty() {
+        switched_off(ctx, h, &path, &doc, &found, c);
     }
     // Codex: trust, the project, the file's shape.
     let mut trust: Vec<(String, String, String)> = Vec::new();

@@ -77,7 +77,7 @@ fn write_config(path: &Path, m: &Map<String, Value>) -> Result<()> {
     fsutil::write_atomic(&target, &bytes)
 }
 
-/// What kind of credential a token looks like (contract §2.1).
+/// What kind of credential a token looks like (docs/contracts/preloop-server.md §2.1).
 pub fn token_kind(t: &str) -> &'static str {
     if t.starts_with("agt_") || t.starts_with("flow_") {
         "runtime"

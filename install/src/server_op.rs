@@ -1,4 +1,4 @@
-//! The operator's side of the Preloop server: the human routes (contract §5)
+//! The operator's side of the Preloop server: the human routes (docs/contracts/preloop-server.md §5)
 //! with a user credential (personal API key or JWT), over the shared HTTP
 //! layer (`preloop_shared::http`), with typed requests and answers
 //! (`preloop_shared::operator`).

@@ -6,8 +6,8 @@ use preloop_shared::Harness;
 use preloop_shared::config::Settings;
 pub use preloop_shared::registry::{HookDef, Role, TimeoutUnit};
 
-/// Every event name Cursor documents for `hooks.json` (contract
-/// cursor-hooks.md). One unknown key voids the whole file in some CLI builds,
+/// Every event name Cursor documents for `hooks.json` (docs/contracts/cursor.md §1.2,
+/// "Event names"). One unknown key voids the whole file in some CLI builds,
 /// so we never write a name outside this list.
 pub const CURSOR_KNOWN_EVENTS: &[&str] = &[
     "sessionStart",

@@ -917,3 +917,28 @@ fn doctor_json_has_one_shape_in_both_modes() {
     assert_eq!(local["server"]["configured"], false);
     assert_eq!(remote["server"]["health"], "preloop");
 }
+
+#[test]
+fn doctor_notices_hooks_switched_off_by_the_harness() {
+    let mut e = Env::new("switched-off");
+    let ch = e.root.join("copilot home");
+    e.set("COPILOT_HOME", ch.to_str().unwrap());
+    write(&e.claude(), "{\"disableAllHooks\": true}\n");
+    write(
+        &e.home.join(".gemini/settings.json"),
+        "{\"hooksConfig\": {\"enabled\": false, \"disabled\": [\"preloop-gemini-before-tool\"]}}\n",
+    );
+    write(&ch.join("settings.json"), "{\"disableAllHooks\": true}");
+    e.install("claude-code");
+    e.install("gemini");
+    e.install("copilot");
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 6);
+    let p = problems(&v).join("\n");
+    assert!(p.contains("claude-code: ~/.claude/settings.json sets \\\"disableAllHooks\\\": true"), "{p}");
+    assert!(
+        p.contains("hooksConfig.enabled to false") && p.contains("hooksConfig.disabled (preloop-gemini-before-tool)"),
+        "{p}"
+    );
+    assert!(p.contains("copilot:") && p.contains("settings.json sets"), "{p}");
+}

@@ -1,5 +1,5 @@
 //! The embedded default: a file-backed inbox under `$PRELOOP_HOME/inbox` with
-//! the server's note semantics (contract §4.3, §4.4, §4.6, §8), so one machine
+//! the server's note semantics (docs/contracts/preloop-server.md §4.3, §4.4, §4.6, §8), so one machine
 //! works with no infrastructure.
 //!
 //! Layout (0700 directories, 0600 files, every write an atomic rename):

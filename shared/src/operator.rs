@@ -1,7 +1,7 @@
 //! The operator's side: sending notes, reading receipts, listing sessions.
 //! One set of types for the local inbox and the server's human routes, so
 //! the CLI prints both the same way, plus the typed requests and answers of
-//! every operator route the CLI calls (contract §5): no untyped JSON bodies.
+//! every operator route the CLI calls (docs/contracts/preloop-server.md §5): no untyped JSON bodies.
 
 use crate::Harness;
 use crate::session::SessionFile;
@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// `"schema"` field; `schemas/preloop-hooks/*.schema.json`).
 pub const JSON_SCHEMA_VERSION: u32 = 1;
 
-/// The most live children one `children` target reaches (contract §9).
+/// The most live children one `children` target reaches (docs/contracts/preloop-server.md §9).
 pub const MAX_CHILDREN: usize = 20;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -97,7 +97,7 @@ pub struct Receipt {
     pub expired_at: Option<Timestamp>,
 }
 
-/// Every public note state (contract §8).
+/// Every public note state (docs/contracts/preloop-server.md §8).
 pub const NOTE_STATES: &[&str] =
     &["pending", "claimed", "delivered", "acknowledged", "cancelled", "expired", "failed", "undeliverable"];
 
@@ -250,7 +250,7 @@ pub struct SessionFilter {
     pub alias: Option<String>,
 }
 
-// ----- the server's human routes, typed (contract §5) ----------------------
+// ----- the server's human routes, typed (docs/contracts/preloop-server.md §5) ----------------------
 
 /// `POST /api/v1/operator-notes` (§5.1): exactly one target field is set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -334,7 +334,7 @@ pub struct RuntimeSessionItem {
 }
 
 impl RuntimeSessionItem {
-    /// The agent's identity session (contract §3, traps 23-24): keyed on the
+    /// The agent's identity session (docs/contracts/preloop-server.md §3, traps 23-24): keyed on the
     /// bare agent principal, never ends, never picks up a note. Runs
     /// registered by hooks are keyed `<principal>:<harness session id>`.
     pub fn is_identity(&self) -> bool {

@@ -272,7 +272,7 @@ pub mod event {
         ClaudeCode { SessionStart, UserPromptSubmit, PreToolUse, Stop, SessionEnd, Watch }
         /// Codex CLI 0.169.0.
         Codex { SessionStart, UserPromptSubmit, PreToolUse, PermissionRequest, Stop, SessionEnd }
-        /// Cursor CLI (documented contract).
+        /// Cursor CLI (documented contract: docs/contracts/cursor.md).
         Cursor {
             SessionStart,
             BeforeSubmitPrompt,

@@ -295,7 +295,7 @@ fn is_word_char(c: char) -> bool {
 mod tests {
     use super::*;
 
-    /// The literal example of the contract (§6.3), produced by the server's
+    /// The literal example of docs/contracts/preloop-server.md §6.3, produced by the server's
     /// own renderer.
     #[test]
     fn matches_server_rendering_byte_for_byte() {

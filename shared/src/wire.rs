@@ -1,4 +1,4 @@
-//! Wire types of the Preloop server's hook routes (contract: preloop 0.17.1,
+//! Wire types of the Preloop server's hook routes (contract: `docs/contracts/preloop-server.md` §4, preloop 0.17.1,
 //! `/api/v1/agents/*`). Requests serialize exactly the documented fields;
 //! responses require the fields we act on and ignore the rest, so a newer
 //! server that adds fields keeps working. The local inbox takes the same

@@ -1,9 +1,9 @@
 //! A faithful loopback fake of the Preloop server's hook and operator-note
-//! routes (contract: `/work/shared/contracts/preloop-hook-api.md`, PyPI
+//! routes (contract: `docs/contracts/preloop-server.md`, PyPI
 //! `preloop` 0.17.1), with test controls: fault injection, a request log,
 //! more agents/tokens/users/accounts, and the approval API.
 //!
-//! What it serves (each handler cites its contract section, see `routes.rs`):
+//! What it serves (each handler cites its section of docs/contracts/preloop-server.md, see `routes.rs`):
 //! * hook routes §4.1-4.6: `POST /api/v1/agents/{session-start,
 //!   permission-check, notes/pending, notes/ack, session-event, session-end}`;
 //! * human routes §5: `POST|GET /api/v1/operator-notes`, `GET
@@ -24,7 +24,7 @@
 //! * controls under `/_fake/` (no auth, never logged, never faulted): see
 //!   "Control routes" below.
 //!
-//! Left out of the contract (answered simply, or not at all):
+//! Left out of docs/contracts/preloop-server.md (answered simply, or not at all):
 //! * flow executions: `execution_id` targets answer 404 `This execution has
 //!   no runtime session yet...`, `GET /operator-notes?execution_id=` answers an
 //!   empty list; `flow_execution_id` on permission-check is validated and

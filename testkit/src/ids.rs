@@ -1,4 +1,4 @@
-//! Identifiers and secrets in the shapes the real server mints (§1, §2.1),
+//! Identifiers and secrets in the shapes the real server mints (docs/contracts/preloop-server.md §1, §2.1),
 //! from a small process-wide RNG (splitmix64 seeded from `/dev/urandom`, or
 //! from the clock, pid and a counter when that is unavailable). No crates.
 

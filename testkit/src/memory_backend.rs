@@ -1,5 +1,5 @@
 //! An in-memory [`Backend`] for engine unit tests (`Engine::with_backend`):
-//! the server's note semantics (contract §4.2-§4.6) without a socket, every
+//! the server's note semantics (docs/contracts/preloop-server.md §4.2-§4.6) without a socket, every
 //! call recorded, every answer scriptable, any route made to fail.
 //!
 //! ```ignore

@@ -1,5 +1,5 @@
-//! The Preloop routes the fake serves, each mirroring the contract section
-//! cited on it (`/work/shared/contracts/preloop-hook-api.md`, preloop 0.17.1).
+//! The Preloop routes the fake serves, each mirroring the section of docs/contracts/preloop-server.md
+//! cited on it (`docs/contracts/preloop-server.md`, preloop 0.17.1).
 //!
 //! Order of checks, as FastAPI runs them:
 //! * hook routes (`/api/v1/agents/...`): body validation (422) first, then the
@@ -45,10 +45,9 @@ pub(crate) fn api(shared: &Shared, req: &Request) -> Response {
         ["api", "v1", "agents", "session-end"] => Some((&["POST"], |sh, r, _| session_end(sh, r))),
         ["api", "v1", "agents", "notes", "pending"] => Some((&["POST"], |sh, r, _| notes_pending(sh, r))),
         ["api", "v1", "agents", "notes", "ack"] => Some((&["POST"], |sh, r, _| notes_ack(sh, r))),
-        ["api", "v1", "agents"] => Some((
-            &["GET", "POST"],
-            |sh, r, _| if r.method == "GET" { runtime_sessions::agents(sh, r) } else { create_agent(sh, r) },
-        )),
+        ["api", "v1", "agents"] => Some((&["GET", "POST"], |sh, r, _| {
+            if r.method == "GET" { runtime_sessions::agents(sh, r) } else { create_agent(sh, r) }
+        })),
         ["api", "v1", "agents", _, "credentials"] => Some((&["POST"], |sh, r, s| create_credential(sh, r, s[3]))),
         ["api", "v1", "agents", _, "credentials", _] => {
             Some((&["DELETE"], |sh, r, s| revoke_credential(sh, r, s[3], s[5])))
@@ -330,7 +329,7 @@ fn permission_check(shared: &Shared, req: &Request) -> Response {
         tool_input.insert("_preloop_repository".into(), Value::Object(repo.clone()));
     }
 
-    // Decision, in the contract's order.
+    // Decision, in the order of docs/contracts/preloop-server.md §4.2.
     let client = p.client_decision.as_deref().unwrap_or("").trim().to_lowercase();
     let (decision, reason, request_id, timed_out): (&str, String, Option<String>, bool) = if client == "deny" {
         ("deny", "Denied by client policy".into(), None, false)

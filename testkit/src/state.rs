@@ -1,4 +1,4 @@
-//! The fake's data and the contract's algorithms over it (contract §11's
+//! The fake's data and the contract's algorithms over it (docs/contracts/preloop-server.md §11's
 //! "minimal state"): accounts, users, managed agents, credentials, runtime
 //! sessions, notes, tool configurations, approval workflows and approval
 //! requests. Everything is account-scoped like the server: an id from another
@@ -20,7 +20,7 @@ pub(crate) const DEFAULT_NOTE_TTL_SECONDS: i64 = 86_400;
 pub(crate) const NOTE_RATE_LIMIT_PER_HOUR: u32 = 20;
 /// §9: harness session id length.
 pub(crate) const SESSION_ID_MAX_LEN: usize = 200;
-/// §5.3 `children`: at most this many live children.
+/// §5.1 `children`: at most this many live children.
 const MAX_CHILDREN_FANOUT: usize = 20;
 /// §4.2: sources that never get an `operator_note` on permission-check.
 pub(crate) const NEVER_NOTE_SOURCES: &[&str] =

@@ -1,4 +1,4 @@
-//! Request validation with FastAPI/pydantic v2 error bodies (§1): 422
+//! Request validation with FastAPI/pydantic v2 error bodies (docs/contracts/preloop-server.md §1): 422
 //! `{"detail": [{"type", "loc", "msg", "input", "ctx"?}, ...]}`, every field
 //! error collected in field order, model validators only when the fields
 //! passed. The messages are pydantic's own wording.

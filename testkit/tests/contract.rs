@@ -1,5 +1,5 @@
-//! The fake against the facts of the contract
-//! (`/work/shared/contracts/preloop-hook-api.md`, preloop 0.17.1). Section
+//! The fake against the facts of docs/contracts/preloop-server.md
+//! (`docs/contracts/preloop-server.md`, preloop 0.17.1). Section
 //! numbers refer to it.
 
 mod common;

@@ -99,7 +99,7 @@ fn dropping_the_server_releases_hung_connections() {
 
 #[test]
 fn a_fault_after_handling_keeps_the_state_change() {
-    // "Claiming is the delivery" (trap 5): the claim happened, the answer was lost.
+    // "Claiming is the delivery" (docs/contracts/preloop-server.md §10 trap 5): the claim happened, the answer was lost.
     let s = FakeServer::start();
     let id = note_to_agent(&s, "lost in transit");
     s.set_fault(FaultSpec::route(PENDING).close().after_handling().times(1));

@@ -258,7 +258,7 @@ fn state_of(server: &FakeServer, id: &str) -> (String, Option<String>) {
 ///
 /// `immediate_lost`: the fault loses the answer of a permission check that
 /// claimed immediately (Claude/Codex PreToolUse, Cursor preToolUse: the
-/// server records those `delivered` at claim time, contract §4.2), the one
+/// server records those `delivered` at claim time, docs/contracts/preloop-server.md §4.2), the one
 /// documented case where a receipt says delivered though no output carried
 /// the note (docs/guarantees.md). The test then proves it is that case only.
 fn no_note_lost(harness: Harness, fault: FaultSpec, immediate_lost: bool) {
