@@ -149,7 +149,9 @@ impl Case {
             .env_clear()
             .envs(self.env.iter().cloned())
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            // A pipe, as a harness gives: a hook whose stdout is /dev/null
+            // knows nobody reads it and claims nothing.
+            .stdout(Stdio::piped())
             .stderr(Stdio::null());
         let t = Instant::now();
         let mut child = c.spawn().ok()?;
@@ -157,6 +159,8 @@ impl Case {
             let mut sin = child.stdin.take()?;
             let _ = sin.write_all(&input);
         }
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut child.stdout.take()?, &mut sink);
         let (ok, _) = wait_rss(&child)?;
         let d = t.elapsed();
         if !ok {
@@ -343,6 +347,34 @@ fn harnesses() -> Vec<HarnessDef> {
                 ev!("sessionEnd", "session-end", "cursor/sessionEnd-1.json"),
             ],
         },
+        HarnessDef {
+            slug: "gemini",
+            cursor: false,
+            events: vec![
+                ev!("SessionStart", "session-start", "gemini-cli-0.61.0/SessionStart.json"),
+                ev!("BeforeAgent", "before-agent", "gemini-cli-0.61.0/BeforeAgent.json"),
+                ev!("BeforeTool", "before-tool", "gemini-cli-0.61.0/BeforeTool.json"),
+                ev!("AfterTool", "after-tool", "gemini-cli-0.61.0/AfterTool.json"),
+                ev!("AfterAgent", "after-agent", "gemini-cli-0.61.0/AfterAgent.json"),
+                ev!("SessionEnd", "session-end", "gemini-cli-0.61.0/SessionEnd.json"),
+            ],
+        },
+        HarnessDef {
+            slug: "copilot",
+            cursor: false,
+            events: vec![
+                ev!("sessionStart", "session-start", "copilot-cli-1.0.102/camel/sessionStart.json"),
+                ev!(
+                    "userPromptSubmitted",
+                    "user-prompt-submitted",
+                    "copilot-cli-1.0.102/camel/userPromptSubmitted.json"
+                ),
+                ev!("preToolUse", "pre-tool-use", "copilot-cli-1.0.102/camel/preToolUse.json"),
+                ev!("postToolUse", "post-tool-use", "copilot-cli-1.0.102/camel/postToolUse.json"),
+                ev!("agentStop", "agent-stop", "copilot-cli-1.0.102/camel/agentStop.json"),
+                ev!("sessionEnd", "session-end", "copilot-cli-1.0.102/camel/sessionEnd.json"),
+            ],
+        },
     ]
 }
 
@@ -351,6 +383,11 @@ fn payload(fixture: &str, cursor: bool, sid: &str) -> Vec<u8> {
     let mut v: Value = serde_json::from_str(fixture).expect("fixture is JSON");
     let o = v.as_object_mut().expect("fixture is an object");
     o.remove("_source");
+    if o.contains_key("sessionId") {
+        // Copilot's camelCase payloads.
+        o.insert("sessionId".into(), json!(sid));
+        return serde_json::to_vec(&v).unwrap();
+    }
     o.insert("session_id".into(), json!(sid));
     if cursor {
         o.insert("conversation_id".into(), json!(sid));
@@ -469,7 +506,7 @@ impl ServerNotes {
             .header("Authorization", &format!("Bearer {}", self.user_token))
             .header("Content-Type", "application/json")
             .send(body.as_bytes())
-            .expect("send a note to the fake server");
+            .unwrap_or_else(|e| panic!("send a note to the fake server for {sid}: {e}"));
     }
 }
 
@@ -1132,7 +1169,7 @@ fn report(
             continue;
         }
         let rss = cases.iter().filter(|c| c.meta.binary.as_deref() == Some(n.as_str())).map(|c| c.max_rss_kib).max();
-        let is_hook = ["preloop-claude-code-", "preloop-codex-", "preloop-cursor-"].iter().any(|p| n.starts_with(p));
+        let is_hook = preloop_shared::registry::binaries().contains(&n.as_str());
         if is_hook && m.len() > max_hook_size.0 {
             max_hook_size = (m.len(), n.clone());
         }

@@ -143,6 +143,23 @@ pub enum InputKind {
     },
 }
 
+impl InputKind {
+    /// The same input for a hook whose output no one reads (a closed
+    /// stdout): nothing is pulled or carried, a Stop does not continue.
+    pub fn without_output(self) -> InputKind {
+        match self {
+            InputKind::SessionStart { .. } => InputKind::SessionStart { pull: false },
+            InputKind::Prompt { prompt, .. } => InputKind::Prompt { prompt, pull: false },
+            InputKind::Tool { tool_name, tool_input, model, .. } => {
+                InputKind::Tool { tool_name, tool_input, model, carry: Carry::None }
+            }
+            InputKind::AfterTool { .. } => InputKind::AfterTool { carry: false },
+            InputKind::Stop { .. } => InputKind::Stop { may_continue: false },
+            end @ InputKind::SessionEnd { .. } => end,
+        }
+    }
+}
+
 /// What the hook should answer.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outcome {

@@ -183,10 +183,13 @@ fn decide<A: Adapter>(
         line.mode = "unknown";
         return Err("configuration unusable: no server is known and the local inbox is not assumed".into());
     }
+    let mut input = input;
     if crate::flow::needs_stdout(def) && !crate::fsutil::stdout_is_open() {
-        // Nothing we print would arrive: claim nothing.
-        line.outcome = "no_stdout";
-        return Ok((None, None));
+        // Nothing we print would arrive: register and check as usual, but
+        // claim nothing and carry nothing (what the server hands a gate is
+        // spooled for a later hook whose output is read).
+        line.warnings.push("stdout is closed: nothing is claimed or carried".into());
+        input.kind = input.kind.without_output();
     }
     let mut config = config.clone();
     if def.budget == Budget::SessionEnd
