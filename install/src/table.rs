@@ -98,7 +98,16 @@ pub fn timeout_secs(def: &HookDef, s: &Settings) -> u64 {
             let secs = (3 * s.call_timeout_ms).div_ceil(1000) + 5;
             secs.div_ceil(5) * 5
         }
-        Role::End => END_TIMEOUT_SECS,
+        // A harness that kills SessionEnd early (Claude Code, Codex) gets 3 s
+        // (Codex clamps to it; the server calls run in a detached worker).
+        // One that waits for it (Cursor, Gemini, Copilot) runs the calls
+        // in-process with the ordinary call timeouts: as long as a
+        // lifecycle hook, so the harness never cuts `session-end` short.
+        Role::End if def.harness().def().session_end_kill_ms.is_some() => END_TIMEOUT_SECS,
+        Role::End => {
+            let secs = (3 * s.call_timeout_ms).div_ceil(1000) + 5;
+            secs.div_ceil(5) * 5
+        }
         // The watcher's own lifetime bound plus a minute: it always leaves by itself first.
         Role::Watch => s.watch_max_secs + 60,
     }
@@ -125,7 +134,8 @@ mod tests {
         assert_eq!(hooks_for(Harness::Gemini).count(), 6);
         assert_eq!(hooks_for(Harness::Copilot).count(), 6);
         let gemini_end = hooks_for(Harness::Gemini).find(|d| d.role == Role::End).unwrap();
-        assert_eq!(timeout_value(gemini_end, &Settings::default()), 3000, "Gemini counts milliseconds");
+        // Gemini awaits SessionEnd: the ordinary lifecycle budget, in milliseconds.
+        assert_eq!(timeout_value(gemini_end, &Settings::default()), 20_000, "Gemini counts milliseconds");
     }
 
     #[test]
@@ -136,7 +146,10 @@ mod tests {
             match d.role {
                 Role::Permission => assert!(t > s.permission_timeout_secs + 10 && t < 600, "{t}"),
                 Role::Lifecycle => assert!(t * 1000 > 3 * s.call_timeout_ms && t <= 30, "{t}"),
-                Role::End => assert!(t * 1000 > s.session_end_budget_ms && t <= 3),
+                Role::End if d.harness().def().session_end_kill_ms.is_some() => {
+                    assert!(t * 1000 > s.session_end_budget_ms && t <= 3)
+                }
+                Role::End => assert!(t * 1000 > 3 * s.call_timeout_ms && t <= 30, "{t}"),
                 Role::Watch => assert!(t > s.watch_max_secs),
             }
         }

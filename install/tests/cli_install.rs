@@ -798,7 +798,8 @@ fn gemini_settings_with_comments_get_our_hooks_in_milliseconds() {
     let ours = &v["hooks"]["BeforeTool"][1]["hooks"][0];
     assert_eq!(ours["timeout"], 340_000, "milliseconds: {ours}");
     assert_eq!(ours["name"], "preloop-gemini-before-tool");
-    assert_eq!(v["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 3000);
+    // Gemini awaits SessionEnd: the lifecycle budget (20 s), in milliseconds.
+    assert_eq!(v["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 20_000);
     let (rc, d) = e.doctor();
     assert_eq!(rc, 0, "{:?}", problems(&d));
     let out = e.run(&["uninstall", "--harness", "gemini"]);
