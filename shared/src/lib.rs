@@ -30,3 +30,20 @@ pub mod wire;
 pub use error::{Error, Exit, Result};
 
 pub use registry::{Harness, HarnessDef, HookDef};
+
+/// The fixed string values of harness outputs (`"PreToolUse"`, `"deny"`,
+/// `"block"`...) as one-value enums, so an output type can hold no other
+/// value: `preloop_shared::output_names! { Deny => "deny" }`. The calling
+/// crate depends on serde (and, for its schema tests, schemars).
+#[macro_export]
+macro_rules! output_names {
+    ($($(#[$m:meta])* $name:ident => $text:literal),* $(,)?) => {$(
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
+        pub enum $name {
+            #[serde(rename = $text)]
+            $name,
+        }
+    )*};
+}

@@ -54,19 +54,7 @@ pub struct PreToolUseOutput {
     pub additional_context: Option<String>,
 }
 
-macro_rules! names {
-    ($($(#[$m:meta])* $name:ident => $text:literal),* $(,)?) => {$(
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-        #[cfg_attr(test, derive(schemars::JsonSchema))]
-        pub enum $name {
-            #[serde(rename = $text)]
-            $name,
-        }
-    )*};
-}
-
-names! {
+preloop_shared::output_names! {
     /// `"SessionStart"`
     SessionStart => "SessionStart",
     /// `"UserPromptSubmit"`

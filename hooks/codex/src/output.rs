@@ -85,19 +85,7 @@ pub struct StopOutput {
     pub reason: String,
 }
 
-macro_rules! names {
-    ($($(#[$m:meta])* $name:ident => $text:literal),* $(,)?) => {$(
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-        #[cfg_attr(test, derive(schemars::JsonSchema))]
-        pub enum $name {
-            #[serde(rename = $text)]
-            $name,
-        }
-    )*};
-}
-
-names! {
+preloop_shared::output_names! {
     SessionStart => "SessionStart",
     UserPromptSubmit => "UserPromptSubmit",
     PreToolUse => "PreToolUse",

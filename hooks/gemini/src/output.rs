@@ -71,19 +71,7 @@ pub struct BlockOutput {
     pub reason: String,
 }
 
-macro_rules! names {
-    ($($(#[$m:meta])* $name:ident => $text:literal),* $(,)?) => {$(
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-        #[cfg_attr(test, derive(schemars::JsonSchema))]
-        pub enum $name {
-            #[serde(rename = $text)]
-            $name,
-        }
-    )*};
-}
-
-names! {
+preloop_shared::output_names! {
     /// `"deny"`
     Deny => "deny",
     /// `"block"`
