@@ -1,5 +1,4 @@
 //! Shared helpers for the preloop-hooks tests.
-#![allow(dead_code)]
 
 use preloop_hooks::install::Ctx;
 use preloop_shared::config::{Env, Settings};

@@ -3,9 +3,8 @@
 //! nothing, uninstall removes exactly what install added, a corrupt file is
 //! refused.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use preloop_hooks::codex_trust;
 use preloop_hooks::edit;
 use preloop_hooks::install::{self, Action, Ctx, Scope};
@@ -366,7 +365,7 @@ fn cursor_round_trip_and_empty_file_is_kept() {
     assert_eq!(parse(&path), serde_json::json!({"version": 1, "hooks": {}}));
     // Uninstall where nothing was installed creates nothing.
     let t2 = TempDir::new("cursor-none");
-    let ctx2 = common::ctx(t2.path());
+    let ctx2 = crate::common::ctx(t2.path());
     let p = install::plan(&ctx2, Harness::Cursor, Scope::User, Action::Uninstall).unwrap();
     assert!(p.edits.iter().all(|e| !e.changed()));
 }

@@ -2,9 +2,8 @@
 //! server (human routes with the user token), `--wait` exit codes, the
 //! server's reasons on errors, login/logout, and doctor's server checks.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use preloop_testkit::FakeServer;
 use preloop_testkit::client;
 use serde_json::{Value, json};

@@ -8,9 +8,8 @@
 //! `HOME` and `PRELOOP_HOME`), so no harness program, no server setting and
 //! no real home directory of the machine leaks in.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -7,9 +7,8 @@
 //! errors with their values, redaction, HTML bodies, broken pipes, a broken
 //! configuration, terminal-safe text).
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use preloop_shared::backend::Backend;
 use preloop_shared::local::LocalInbox;
 use preloop_shared::wire::{DeliveryEvent, PendingRequest, SessionEndRequest, SessionStartRequest};

@@ -8,9 +8,8 @@
 //! `/tmp/harness`; without it the tests fail and say how to get it
 //! (`scripts/test` installs it first).
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use preloop_hooks::codex_trust::{self, ListedHook};
 use preloop_shared::Harness;
 use serde_json::Value;
@@ -55,7 +54,7 @@ fn list(codex: &Path, home: &Path, codex_home: &Path, cwd: &Path) -> Vec<ListedH
 }
 
 fn cli(home: &Path, codex_home: &Path, cwd: &Path, args: &[&str]) -> std::process::Output {
-    let out = Command::new(common::cli())
+    let out = Command::new(crate::common::cli())
         .args(args)
         .current_dir(cwd)
         .env("HOME", home)
@@ -134,7 +133,7 @@ fn codex_reports_our_hooks_trusted() {
     assert!(read(&config).starts_with(USER_CONFIG), "config.toml keeps the user's lines:\n{}", read(&config));
 
     // doctor agrees, asking the same app-server.
-    let out = Command::new(common::cli())
+    let out = Command::new(crate::common::cli())
         .args(["doctor", "--json", "--bin-dir", bin.to_str().unwrap()])
         .current_dir(&project)
         .env("HOME", &home)

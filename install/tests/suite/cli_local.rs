@@ -2,9 +2,8 @@
 //! stdin input, the one-target rule, `--json` shapes, `--wait` exit codes,
 //! cancel, sessions; plus install --dry-run, doctor and the demo.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use preloop_shared::backend::Backend;
 use preloop_shared::local::LocalInbox;
 use preloop_shared::wire::{DeliveryEvent, PendingRequest, SessionEndRequest, SessionStartRequest};
