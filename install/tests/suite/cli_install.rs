@@ -8,7 +8,6 @@
 //! `HOME` and `PRELOOP_HOME`), so no harness program, no server setting and
 //! no real home directory of the machine leaks in.
 
-
 use crate::common::*;
 use serde_json::{Value, json};
 use std::io::{Read, Write};

@@ -2,7 +2,6 @@
 //! stdin input, the one-target rule, `--json` shapes, `--wait` exit codes,
 //! cancel, sessions; plus install --dry-run, doctor and the demo.
 
-
 use crate::common::*;
 use preloop_shared::backend::Backend;
 use preloop_shared::local::LocalInbox;

@@ -7,7 +7,6 @@
 //! errors with their values, redaction, HTML bodies, broken pipes, a broken
 //! configuration, terminal-safe text).
 
-
 use crate::common::*;
 use preloop_shared::backend::Backend;
 use preloop_shared::local::LocalInbox;

@@ -2,7 +2,6 @@
 //! server (human routes with the user token), `--wait` exit codes, the
 //! server's reasons on errors, login/logout, and doctor's server checks.
 
-
 use crate::common::*;
 use preloop_testkit::FakeServer;
 use preloop_testkit::client;

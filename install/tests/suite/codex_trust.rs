@@ -8,7 +8,6 @@
 //! `/tmp/harness`; without it the tests fail and say how to get it
 //! (`scripts/test` installs it first).
 
-
 use crate::common::*;
 use preloop_hooks::codex_trust::{self, ListedHook};
 use preloop_shared::Harness;

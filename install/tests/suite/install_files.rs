@@ -3,7 +3,6 @@
 //! nothing, uninstall removes exactly what install added, a corrupt file is
 //! refused.
 
-
 use crate::common::*;
 use preloop_hooks::codex_trust;
 use preloop_hooks::edit;
