@@ -1111,20 +1111,20 @@ pub fn run(ctx: &Ctx, config: &Config, json: bool, deep_codex: bool, verbose: bo
 
 fn print_human(ctx: &Ctx, r: &Report, verbose: bool) {
     let t = |p: &str| util::tilde(&ctx.env, Path::new(p));
-    println!("hooks      {}: {}", r.modes.hooks, r.modes.hooks_why);
-    println!("notes      {}: {}", r.modes.operator, r.modes.operator_why);
+    crate::outln!("hooks      {}: {}", r.modes.hooks, r.modes.hooks_why);
+    crate::outln!("notes      {}: {}", r.modes.operator, r.modes.operator_why);
     if r.bin_dir == r.hook_dir {
-        println!("binaries   {}", t(&r.bin_dir));
+        crate::outln!("binaries   {}", t(&r.bin_dir));
     } else if Path::new(&r.hook_dir).exists() {
-        println!("binaries   {} (copied from {})", t(&r.hook_dir), t(&r.bin_dir));
+        crate::outln!("binaries   {} (copied from {})", t(&r.hook_dir), t(&r.bin_dir));
     } else {
-        println!(
+        crate::outln!(
             "binaries   {} (install copies them to {}: `cargo clean` deletes target/)",
             t(&r.bin_dir),
             t(&r.hook_dir)
         );
     }
-    println!();
+    crate::outln!();
     let mut rows: Vec<Vec<String>> = Vec::new();
     for h in &r.harnesses {
         let base = vec![
@@ -1160,8 +1160,8 @@ fn print_human(ctx: &Ctx, r: &Report, verbose: bool) {
     if verbose {
         for h in &r.harnesses {
             for s in h.scopes.iter().filter(|s| s.hooks_present > 0) {
-                println!();
-                println!(
+                crate::outln!();
+                crate::outln!(
                     "{} hooks in {}{}",
                     h.harness,
                     t(&s.config),
@@ -1199,8 +1199,8 @@ fn print_human(ctx: &Ctx, r: &Report, verbose: bool) {
         }
     }
     if r.server.configured {
-        println!();
-        println!(
+        crate::outln!();
+        crate::outln!(
             "server     {}: {}; runtime token {}; user token {}",
             r.server.url.as_deref().unwrap_or(""),
             match r.server.health.as_str() {
@@ -1214,9 +1214,9 @@ fn print_human(ctx: &Ctx, r: &Report, verbose: bool) {
             r.server.user_token
         );
     }
-    println!();
+    crate::outln!();
     let st = &r.state;
-    println!(
+    crate::outln!(
         "sessions   {} live, {} ended; spool: {} note(s){}; owed acks: {}{}",
         st.sessions_live,
         st.sessions_ended,
@@ -1230,39 +1230,39 @@ fn print_human(ctx: &Ctx, r: &Report, verbose: bool) {
         st.inbox_pending.map(|n| format!("; inbox: {n} pending")).unwrap_or_default()
     );
     if !r.last_errors.is_empty() {
-        println!();
-        println!("last errors ({})", t(&format!("{}/log/hooks.log", r.preloop_home)));
+        crate::outln!();
+        crate::outln!("last errors ({})", t(&format!("{}/log/hooks.log", r.preloop_home)));
         for e in &r.last_errors {
-            println!("  {e}");
+            crate::outln!("  {e}");
         }
     }
     if verbose && !r.limits.is_empty() {
-        println!();
-        println!("known limits");
+        crate::outln!();
+        crate::outln!("known limits");
         for l in &r.limits {
-            println!("  - {l}");
+            crate::outln!("  - {l}");
         }
     }
     let width = terminal_width();
     if !r.warnings.is_empty() {
-        println!();
-        println!("warnings");
+        crate::outln!();
+        crate::outln!("warnings");
         for w in &r.warnings {
-            println!("{}", bullet(&w.line(), width));
+            crate::outln!("{}", bullet(&w.line(), width));
         }
     }
     if !r.problems.is_empty() {
-        println!();
-        println!("problems");
+        crate::outln!();
+        crate::outln!("problems");
         for p in &r.problems {
-            println!("{}", bullet(&p.line(), width));
+            crate::outln!("{}", bullet(&p.line(), width));
         }
     }
-    println!();
+    crate::outln!();
     if r.healthy {
-        println!("healthy{}", if verbose { "" } else { " (known limits and every hook: --verbose)" });
+        crate::outln!("healthy{}", if verbose { "" } else { " (known limits and every hook: --verbose)" });
     } else {
-        println!(
+        crate::outln!(
             "not healthy (exit {} {}){}",
             r.exit_code,
             r.exit,

@@ -566,7 +566,7 @@ fn make_stable_copy(ctx: &Ctx, harnesses: &[Harness], dry_run: bool) -> Result<(
     }
     let dest = ctx.hook_dir();
     if dry_run {
-        println!(
+        crate::outln!(
             "(the binaries are in cargo's {}, which `cargo clean` deletes: install would copy them to {})",
             util::tilde(&ctx.env, &target),
             util::tilde(&ctx.env, &dest)
@@ -575,7 +575,7 @@ fn make_stable_copy(ctx: &Ctx, harnesses: &[Harness], dry_run: bool) -> Result<(
     }
     let changed = util::sync_binaries(&ctx.bin_dir, &dest, &names)?;
     if !changed.is_empty() {
-        println!(
+        crate::outln!(
             "copied {} {} from {} to {} (cargo's target dir is deleted by `cargo clean`; run install again after a rebuild)",
             changed.len(),
             if changed.len() == 1 { "binary" } else { "binaries" },
@@ -636,15 +636,15 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
             } else {
                 "nothing of ours to remove".into()
             };
-            println!("{:<12} {state} in {main_file}", h.slug());
+            crate::outln!("{:<12} {state} in {main_file}", h.slug());
         } else if req.dry_run {
-            println!(
+            crate::outln!(
                 "{:<12} would {verb}: {}",
                 h.slug(),
                 changed.iter().map(|e| util::tilde(&ctx.env, &e.path)).collect::<Vec<_>>().join(", ")
             );
             for e in &changed {
-                print!("{}", diff(ctx, e));
+                crate::output::text_or_exit(&diff(ctx, e));
             }
         } else {
             let written = apply(ctx, &plan)?;
@@ -653,7 +653,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
             } else {
                 "removed our hooks from".into()
             };
-            println!("{:<12} {what} {main_file}", h.slug());
+            crate::outln!("{:<12} {what} {main_file}", h.slug());
             for (p, b) in written {
                 if let Some(d) = p.parent()
                     && !touched_dirs.iter().any(|t| t == d)
@@ -662,25 +662,25 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
                 }
                 let deleted = plan.edits.iter().any(|e| e.delete && e.path == p);
                 match b {
-                    Some(b) if deleted => println!(
+                    Some(b) if deleted => crate::outln!(
                         "{:<12}   removed {}: nothing else was in it (backup {})",
                         "",
                         util::tilde(&ctx.env, &p),
                         util::tilde(&ctx.env, &b)
                     ),
                     None if deleted => {
-                        println!("{:<12}   removed {} (it was ours alone)", "", util::tilde(&ctx.env, &p))
+                        crate::outln!("{:<12}   removed {} (it was ours alone)", "", util::tilde(&ctx.env, &p))
                     }
-                    Some(b) => println!(
+                    Some(b) => crate::outln!(
                         "{:<12}   wrote {} (backup {})",
                         "",
                         util::tilde(&ctx.env, &p),
                         util::tilde(&ctx.env, &b)
                     ),
                     None if plan.edits.iter().any(|e| e.path == p && e.before.is_some()) => {
-                        println!("{:<12}   wrote {}", "", util::tilde(&ctx.env, &p))
+                        crate::outln!("{:<12}   wrote {}", "", util::tilde(&ctx.env, &p))
                     }
-                    None => println!("{:<12}   created {}", "", util::tilde(&ctx.env, &p)),
+                    None => crate::outln!("{:<12}   created {}", "", util::tilde(&ctx.env, &p)),
                 }
             }
         }
@@ -696,11 +696,11 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
             }
         }
         for n in &notes {
-            println!("{:<12}   note: {n}", "");
+            crate::outln!("{:<12}   note: {n}", "");
         }
     }
     if req.dry_run && failures.is_empty() {
-        println!("(dry run: nothing was written)");
+        crate::outln!("(dry run: nothing was written)");
     }
     if req.action == Action::Uninstall && !req.dry_run && failures.is_empty() {
         leftovers(ctx, &touched_dirs);
@@ -755,6 +755,6 @@ fn leftovers(ctx: &Ctx, dirs: &[PathBuf]) {
         parts.push(format!("{} backup file(s): {}", backups.len(), globs.join(" ")));
     }
     if !parts.is_empty() {
-        println!("left in place: {}", parts.join("; "));
+        crate::outln!("left in place: {}", parts.join("; "));
     }
 }

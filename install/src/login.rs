@@ -204,7 +204,7 @@ pub fn login(a: LoginArgs) -> Result<()> {
     cfg.insert("url".into(), Value::String(url.clone()));
     cfg.insert(key.into(), Value::String(secret.expose().to_string()));
     write_config(&path, &cfg)?;
-    println!("saved the {what} {} and the URL {url} in {} (mode 0600)", secret.hint(), util::tilde(&env, &path));
+    crate::outln!("saved the {what} {} and the URL {url} in {} (mode 0600)", secret.hint(), util::tilde(&env, &path));
     if !a.user && (env.get("PRELOOP_URL").is_some() || env.get("PRELOOP_TOKEN").is_some()) {
         eprintln!("note: PRELOOP_URL/PRELOOP_TOKEN are set in this environment and take precedence over the file");
     }
@@ -227,12 +227,12 @@ pub fn logout(user_only: bool) -> Result<()> {
     let keys: &[&str] = if user_only { &["user_token"] } else { &["url", "token", "user_token"] };
     let removed: Vec<&str> = keys.iter().copied().filter(|k| cfg.shift_remove(*k).is_some()).collect();
     if removed.is_empty() {
-        println!("nothing to remove in {}", util::tilde(&env, &path));
+        crate::outln!("nothing to remove in {}", util::tilde(&env, &path));
     } else {
         write_config(&path, &cfg)?;
-        println!("removed {} from {}", removed.join(", "), util::tilde(&env, &path));
+        crate::outln!("removed {} from {}", removed.join(", "), util::tilde(&env, &path));
         if !user_only {
-            println!(
+            crate::outln!(
                 "the hooks now use the local inbox (unless PRELOOP_URL/PRELOOP_TOKEN or a Preloop onboarding file configure a server)"
             );
         }

@@ -17,6 +17,28 @@ pub fn line(text: &str) -> Result<()> {
         .map_err(|e| Error::io("write to stdout", e))
 }
 
+/// [`line()`] for output that is not threaded through a `Result` (doctor,
+/// install, login): a closed stdout ends the program quietly with exit 0,
+/// decided by the error's kind; any other write error is ignored as
+/// `println!` would panic on it.
+pub fn line_or_exit(text: &str) {
+    if let Err(e) = line(text)
+        && is_broken_pipe(&e)
+    {
+        std::process::exit(0);
+    }
+}
+
+/// `text` without a newline, as [`line_or_exit`].
+pub fn text_or_exit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
+    }
+}
+
 /// Pretty JSON on stdout.
 pub fn json<T: serde::Serialize>(v: &T) -> Result<()> {
     line(&serde_json::to_string_pretty(v).unwrap_or_default())
@@ -201,6 +223,17 @@ pub fn parse_duration(flag: &str, input: &str) -> Result<u64> {
         return Err(bad("a duration is more than 0"));
     }
     Ok(secs)
+}
+
+/// `println!` through [`line_or_exit`]: a closed pipe is a quiet exit 0.
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::output::line_or_exit("")
+    };
+    ($($arg:tt)*) => {
+        $crate::output::line_or_exit(&format!($($arg)*))
+    };
 }
 
 #[cfg(test)]

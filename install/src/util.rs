@@ -289,7 +289,7 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
                 s.push_str(&" ".repeat(w.saturating_sub(c.chars().count()) + 2));
             }
         }
-        println!("{}", s.trim_end());
+        crate::outln!("{}", s.trim_end());
     };
     line(header.iter().map(|h| h.to_string()).collect());
     for r in rows {
@@ -298,7 +298,7 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
 }
 
 pub fn print_json<T: serde::Serialize>(v: &T) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    crate::outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
 /// Read all of stdin, dropping one trailing newline.

@@ -866,3 +866,25 @@ fn attach_on_a_terminal_edits_a_line_survives_a_resize_and_leaves_on_ctrl_c() {
     let visible = sent_line.rsplit("\x1b[2K").next().unwrap_or("");
     assert!(visible.trim_end().chars().count() <= 50, "events fit the resized width: {visible:?}");
 }
+
+/// `doctor --verbose | head -1` and `install --dry-run | head -1`: stdout
+/// closed after the first bytes ends the command quietly with exit 0, by
+/// the error's kind (no panic, no message).
+#[test]
+fn doctor_and_install_end_quietly_on_a_closed_pipe() {
+    let w = World::local("op-pipe-doctor");
+    let bins = Path::new(env!("CARGO_BIN_EXE_preloop-hooks")).parent().unwrap().display().to_string();
+    for args in [
+        vec!["doctor", "--verbose", "--no-codex-query"],
+        vec!["install", "--harness", "all", "--dry-run", "--bin-dir", &bins],
+    ] {
+        let mut child = w.cmd(&args).stdin(Stdio::null()).spawn().unwrap();
+        let mut out = child.stdout.take().unwrap();
+        let mut first = [0u8; 4];
+        out.read_exact(&mut first).unwrap();
+        drop(out);
+        let o = child.wait_with_output().unwrap();
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+        assert_ne!(code(&o), 101, "{args:?}: {}", stderr(&o));
+    }
+}
