@@ -45,7 +45,7 @@ pub fn worker_main<A: Adapter>(event: A::Event, env: &Env) -> ! {
     IN_WORKER.store(true, Ordering::Relaxed);
     let def = event.into().def();
     let stdin = crate::runner::read_stdin(std::time::Duration::from_secs(5));
-    let config = Config::load(Some(def.harness()));
+    let config = Config::load_from(env, Some(def.harness()));
     let code = crate::runner::run_with::<A>(event, env, &config, stdin, &mut std::io::sink());
     std::process::exit(code)
 }

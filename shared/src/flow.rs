@@ -218,6 +218,8 @@ pub struct Engine {
     pub warnings: Vec<String>,
     /// The input's transcript path, recorded at registration.
     transcript_path: Option<String>,
+    /// The run's flow execution, read once ([`execution_id`]).
+    execution_id: Option<String>,
 }
 
 impl Engine {
@@ -240,6 +242,7 @@ impl Engine {
             limit: def.limit,
             warnings: Vec::new(),
             transcript_path: None,
+            execution_id: execution_id(),
         }
     }
 
@@ -350,8 +353,7 @@ impl Engine {
                 .transcript_path
                 .clone()
                 .or_else(|| existing.as_ref().and_then(|e| e.transcript_path.clone())),
-            execution_id: execution_id(&crate::config::Env::process())
-                .or_else(|| existing.as_ref().and_then(|e| e.execution_id.clone())),
+            execution_id: self.execution_id.clone().or_else(|| existing.as_ref().and_then(|e| e.execution_id.clone())),
             ended_at: None,
             end_reason: None,
         };
@@ -424,7 +426,7 @@ impl Engine {
             model: model.as_deref().map(|m| cut_chars(m, 255)),
             cwd: input.cwd.clone(),
             evaluation_phase: gate.phase,
-            flow_execution_id: execution_id(&crate::config::Env::process()),
+            flow_execution_id: self.execution_id.clone(),
         };
         let mut out = Outcome::default();
         let mut after = AfterFlush::default();
@@ -902,10 +904,14 @@ const MAX_CWD_CHARS: usize = 4096;
 const MAX_FIRST_PROMPT_CHARS: usize = 20_000;
 const MAX_TOOL_NAME_CHARS: usize = 255;
 
-/// The flow execution a run belongs to, as the environment says, if it is
-/// one the server can take (1-64 characters).
-pub fn execution_id(env: &crate::config::Env) -> Option<String> {
-    env.get("PRELOOP_EXECUTION_ID").map(|e| e.trim().to_string()).filter(|e| !e.is_empty() && e.chars().count() <= 64)
+/// The flow execution a run belongs to (`PRELOOP_EXECUTION_ID`), if it is
+/// one the server can take (1-64 characters). Reads that one variable, not
+/// a copy of the whole environment.
+pub fn execution_id() -> Option<String> {
+    std::env::var("PRELOOP_EXECUTION_ID")
+        .ok()
+        .map(|e| e.trim().to_string())
+        .filter(|e| !e.is_empty() && e.chars().count() <= 64)
 }
 
 fn cut_chars(s: &str, n: usize) -> String {

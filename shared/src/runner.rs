@@ -62,7 +62,7 @@ pub fn main<A: Adapter>(event: A::Event) -> ! {
         crate::detach::worker_main::<A>(event, &env);
     }
     let stdin = read_stdin(stdin_deadline(def));
-    let config = Config::load(Some(def.harness()));
+    let config = Config::load_from(&env, Some(def.harness()));
     if let Ok(buf) = &stdin
         && crate::detach::wanted(def, &config, &env)
         && crate::detach::hand_off::<A>(event, &config, &env, buf)
