@@ -342,9 +342,10 @@ impl Write for StdoutFd {
 
 /// Whether fd 1 is open for writing (a harness that closed it reads nothing).
 ///
-/// Rust's runtime reopens a closed fd 1 as `/dev/null` before `main`, so
-/// stdout on the null device counts as closed too: nothing would read what
-/// we print there.
+/// A closed fd 1 is reopened as `/dev/null` before `main` (by Rust's
+/// runtime, or by [`sanitize_standard_fds`] in the hook binaries), so stdout
+/// on the null device counts as closed too: nothing would read what we
+/// print there.
 pub fn stdout_is_open() -> bool {
     // SAFETY: fcntl with F_GETFL on any descriptor number is harmless.
     let flags = unsafe { libc::fcntl(1, libc::F_GETFL) };
@@ -373,8 +374,10 @@ fn is_null_device(fd: i32) -> bool {
 /// payload at once and closes it.
 pub fn read_fd_with_deadline(fd: i32, max: usize, deadline: Duration) -> std::result::Result<Vec<u8>, String> {
     let end = Instant::now() + deadline;
-    let mut buf = Vec::new();
-    let mut chunk = vec![0u8; 64 * 1024];
+    // A hook payload is a few KiB: start small and read straight into the
+    // buffer's spare room (no zero-filled staging chunk), doubling it as
+    // needed.
+    let mut buf: Vec<u8> = Vec::with_capacity(8 * 1024);
     loop {
         let left = end.saturating_duration_since(Instant::now());
         let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
@@ -397,8 +400,16 @@ pub fn read_fd_with_deadline(fd: i32, max: usize, deadline: Duration) -> std::re
         if pfd.revents & libc::POLLNVAL != 0 {
             return Err("closed".into());
         }
-        // SAFETY: `chunk` is a valid, writable buffer.
-        let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+        if buf.capacity() - buf.len() < 1024 {
+            buf.reserve(buf.capacity());
+        }
+        // One byte past `max` is enough to know the payload is too large.
+        let room = (buf.capacity() - buf.len()).min(max + 1 - buf.len().min(max));
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: `spare` is writable memory of at least `room` bytes that
+        // read(2) fills; only the `n` bytes it reports are then marked
+        // initialised.
+        let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), room) };
         if n < 0 {
             let e = io::Error::last_os_error();
             match e.kind() {
@@ -409,9 +420,44 @@ pub fn read_fd_with_deadline(fd: i32, max: usize, deadline: Duration) -> std::re
         if n == 0 {
             return Ok(buf);
         }
-        buf.extend_from_slice(&chunk[..n as usize]);
+        // SAFETY: read(2) initialised the first `n` bytes of the spare room.
+        unsafe { buf.set_len(buf.len() + n as usize) };
         if buf.len() > max {
             return Err(format!("larger than {max} bytes"));
+        }
+    }
+}
+
+/// Make sure fds 0, 1 and 2 are open, as std's runtime does before `main`
+/// (the hook binaries start without it, `#![no_main]`): a closed one is
+/// reopened on `/dev/null`, so no file the hook opens later can take fd 1
+/// and receive the output meant for the harness. Aborts if that fails.
+pub fn sanitize_standard_fds() {
+    let mut fds = [0, 1, 2].map(|fd| libc::pollfd { fd, events: 0, revents: 0 });
+    // SAFETY: three valid pollfds; a zero timeout only reports state.
+    while unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } == -1 {
+        match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => continue,
+            // poll(2) unusable (as std allows for): ask each fd instead.
+            _ => {
+                for pfd in &mut fds {
+                    // SAFETY: F_GETFD on a descriptor number is harmless.
+                    let closed = unsafe { libc::fcntl(pfd.fd, libc::F_GETFD) } == -1
+                        && io::Error::last_os_error().raw_os_error() == Some(libc::EBADF);
+                    pfd.revents = if closed { libc::POLLNVAL } else { 0 };
+                }
+                break;
+            }
+        }
+    }
+    for pfd in fds {
+        if pfd.revents & libc::POLLNVAL != 0 {
+            // SAFETY: a NUL-terminated path; the lowest free descriptor is
+            // the closed one we are filling.
+            let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+            if fd != pfd.fd {
+                std::process::abort();
+            }
         }
     }
 }

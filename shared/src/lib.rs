@@ -7,6 +7,7 @@
 //! inbox), the spool and session state, the note renderer, the hook log, and
 //! the [`runner`] that makes every binary answer the harness no matter what.
 
+pub mod adapter;
 pub mod backend;
 pub mod config;
 pub mod detach;
@@ -14,6 +15,7 @@ pub mod error;
 pub mod flow;
 pub mod fsutil;
 pub mod http;
+pub mod http_plain;
 pub mod json;
 pub mod local;
 pub mod log;
@@ -30,6 +32,31 @@ pub mod wire;
 pub use error::{Error, Exit, Result};
 
 pub use registry::{Harness, HarnessDef, HookDef};
+
+/// The `main` of a hook binary, without std's runtime start-up: the binary
+/// says `#![cfg_attr(not(test), no_main)]` and `preloop_shared::hook_main!(adapter::main(Event::X));`.
+///
+/// std's start-up costs a hook about a tenth of a millisecond (it parses
+/// `/proc/self/maps` for the main thread's stack guard and installs signal
+/// handlers; docs/performance.md, "Round two"). What of it a hook needs is
+/// done here and in [`runner::prepare_process`]: fds 0-2 are made sure to be
+/// open ([`fsutil::sanitize_standard_fds`]) before anything else, SIGPIPE is
+/// ignored. `std::env` and `std::process::exit` work as usual.
+#[macro_export]
+macro_rules! hook_main {
+    ($run:expr) => {
+        // A test build of the binary keeps the test harness's `main`.
+        #[cfg(not(test))]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn main(
+            _argc: ::core::ffi::c_int,
+            _argv: *const *const ::core::ffi::c_char,
+        ) -> ::core::ffi::c_int {
+            $crate::fsutil::sanitize_standard_fds();
+            $run
+        }
+    };
+}
 
 /// The fixed string values of harness outputs (`"PreToolUse"`, `"deny"`,
 /// `"block"`...) as one-value enums, so an output type can hold no other

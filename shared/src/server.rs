@@ -1,4 +1,6 @@
-//! The Preloop server backend (hook routes, runtime bearer token) over ureq.
+//! The Preloop server backend (hook routes, runtime bearer token): our own
+//! HTTP/1.1 client for `http://` + an IP address ([`crate::http_plain`]),
+//! ureq for everything else.
 //!
 //! Every call is bounded: a short connect timeout and a whole-call budget
 //! (`call_timeout_ms` for notes and lifecycle calls, `permission_timeout_secs`
@@ -9,11 +11,13 @@
 use crate::backend::{Backend, Claimed, PermissionAnswer};
 use crate::config::{Secret, ServerConfig, Settings};
 use crate::error::{Error, Result};
+use crate::http_plain;
 use crate::registry::ServerClaim;
 use crate::render::{self, NoteElement};
 use crate::wire::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::cell::OnceCell;
 use std::time::Duration;
 
 /// Largest response body we read from a hook route.
@@ -22,38 +26,50 @@ const MAX_BODY: u64 = 1 << 20;
 pub struct ServerBackend {
     base: String,
     token: Secret,
-    agent: ureq::Agent,
+    /// `http://` + an IP literal: our own client ([`crate::http_plain`]).
+    plain: Option<http_plain::Origin>,
+    /// Everything else (TLS, host names): ureq, built on first use.
+    agent: OnceCell<ureq::Agent>,
+    connect_timeout: Duration,
     call_timeout: Duration,
     permission_timeout: Duration,
 }
 
 impl ServerBackend {
     pub fn new(server: &ServerConfig, settings: &Settings) -> ServerBackend {
-        let agent = ureq::Agent::config_builder()
-            .timeout_connect(Some(Duration::from_millis(settings.connect_timeout_ms)))
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .user_agent(concat!("preloop-hooks/", env!("CARGO_PKG_VERSION")))
-            // ureq zero-fills 128 KiB input and output buffers per
-            // connection by default: a third of a hook's instructions and 64
-            // page faults. Our requests and answers are small (the body is
-            // streamed through the buffer); 32 KiB still holds any header block.
-            .input_buffer_size(32 * 1024)
-            .max_response_header_size(32 * 1024)
-            .output_buffer_size(16 * 1024)
-            .build();
-        let agent = ureq::Agent::with_parts(
-            agent,
-            ureq::unversioned::transport::DefaultConnector::default(),
-            LiteralResolver::default(),
-        );
         ServerBackend {
             base: server.url.clone(),
             token: server.token.clone(),
-            agent,
+            plain: http_plain::Origin::parse(&server.url),
+            agent: OnceCell::new(),
+            connect_timeout: Duration::from_millis(settings.connect_timeout_ms),
             call_timeout: Duration::from_millis(settings.call_timeout_ms),
             permission_timeout: Duration::from_secs(settings.permission_timeout_secs),
         }
+    }
+
+    fn agent(&self) -> &ureq::Agent {
+        self.agent.get_or_init(|| {
+            let config = ureq::Agent::config_builder()
+                .timeout_connect(Some(self.connect_timeout))
+                .http_status_as_error(false)
+                .max_redirects(0)
+                .user_agent(concat!("preloop-hooks/", env!("CARGO_PKG_VERSION")))
+                // ureq zero-fills 128 KiB input and output buffers per
+                // connection by default: a third of a hook's instructions and
+                // 64 page faults. Our requests and answers are small (the body
+                // is streamed through the buffer); 32 KiB still holds any
+                // header block.
+                .input_buffer_size(32 * 1024)
+                .max_response_header_size(32 * 1024)
+                .output_buffer_size(16 * 1024)
+                .build();
+            ureq::Agent::with_parts(
+                config,
+                ureq::unversioned::transport::DefaultConnector::default(),
+                LiteralResolver::default(),
+            )
+        })
     }
 
     /// Shrink the budget of every later call (SessionEnd must fit in ~1 s).
@@ -67,27 +83,49 @@ impl ServerBackend {
         body: &B,
         timeout: Duration,
     ) -> Result<Option<R>> {
-        let url = format!("{}/api/v1/agents/{route}", self.base);
         let payload =
             serde_json::to_vec(body).map_err(|e| Error::Protocol { route, detail: format!("encode: {e}") })?;
-        let resp = self
-            .agent
-            .post(&url)
-            .config()
-            .timeout_global(Some(timeout))
-            .build()
-            .header("Authorization", &format!("Bearer {}", self.token.expose()))
-            .header("Accept", "application/json")
-            .header("Content-Type", "application/json")
-            .send(&payload[..]);
-        let mut resp = resp.map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
-        let status = resp.status().as_u16();
-        let text = resp
-            .body_mut()
-            .with_config()
-            .limit(MAX_BODY)
-            .read_to_string()
-            .map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
+        let auth = format!("Bearer {}", self.token.expose());
+        let (status, text) = match &self.plain {
+            Some(origin) => {
+                let path = format!("/api/v1/agents/{route}");
+                let r = http_plain::post_json(
+                    origin,
+                    &path,
+                    &[("Authorization", &auth)],
+                    &payload,
+                    self.connect_timeout,
+                    timeout,
+                    MAX_BODY,
+                )
+                .map_err(|e| Error::Unreachable { route, detail: e.describe() })?;
+                let text = String::from_utf8(r.body)
+                    .map_err(|_| Error::Protocol { route, detail: "the answer is not UTF-8".into() })?;
+                (r.status, text)
+            }
+            None => {
+                let url = format!("{}/api/v1/agents/{route}", self.base);
+                let resp = self
+                    .agent()
+                    .post(&url)
+                    .config()
+                    .timeout_global(Some(timeout))
+                    .build()
+                    .header("Authorization", &auth)
+                    .header("Accept", "application/json")
+                    .header("Content-Type", "application/json")
+                    .send(&payload[..]);
+                let mut resp = resp.map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
+                let status = resp.status().as_u16();
+                let text = resp
+                    .body_mut()
+                    .with_config()
+                    .limit(MAX_BODY)
+                    .read_to_string()
+                    .map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
+                (status, text)
+            }
+        };
         // No hook route ever returns our token: a body that echoes it (a
         // hostile server, a proxy's error page), plainly or escaped, must
         // not carry it into a note, a file or the log.

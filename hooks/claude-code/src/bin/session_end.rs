@@ -1,4 +1,3 @@
 //! `preloop-claude-code-session-end`: the Claude Code SessionEnd hook.
-fn main() {
-    preloop_claude_code::main(preloop_claude_code::Event::SessionEnd)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_claude_code::main(preloop_claude_code::Event::SessionEnd));

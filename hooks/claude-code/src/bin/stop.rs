@@ -1,4 +1,3 @@
 //! `preloop-claude-code-stop`: the Claude Code Stop hook.
-fn main() {
-    preloop_claude_code::main(preloop_claude_code::Event::Stop)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_claude_code::main(preloop_claude_code::Event::Stop));

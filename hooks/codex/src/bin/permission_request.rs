@@ -1,4 +1,3 @@
 //! `preloop-codex-permission-request`: the Codex CLI PermissionRequest hook.
-fn main() {
-    preloop_codex::main(preloop_codex::Event::PermissionRequest)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_codex::main(preloop_codex::Event::PermissionRequest));

@@ -1,4 +1,3 @@
 //! `preloop-codex-pre-tool-use`: the Codex CLI PreToolUse hook.
-fn main() {
-    preloop_codex::main(preloop_codex::Event::PreToolUse)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_codex::main(preloop_codex::Event::PreToolUse));

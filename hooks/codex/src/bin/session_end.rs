@@ -1,4 +1,3 @@
 //! `preloop-codex-session-end`: the Codex CLI SessionEnd hook.
-fn main() {
-    preloop_codex::main(preloop_codex::Event::SessionEnd)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_codex::main(preloop_codex::Event::SessionEnd));

@@ -1,4 +1,3 @@
 //! `preloop-codex-session-start`: the Codex CLI SessionStart hook.
-fn main() {
-    preloop_codex::main(preloop_codex::Event::SessionStart)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_codex::main(preloop_codex::Event::SessionStart));

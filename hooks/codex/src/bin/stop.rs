@@ -1,4 +1,3 @@
 //! `preloop-codex-stop`: the Codex CLI Stop hook.
-fn main() {
-    preloop_codex::main(preloop_codex::Event::Stop)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_codex::main(preloop_codex::Event::Stop));

@@ -1,4 +1,3 @@
 //! `preloop-copilot-post-tool-use`: the Copilot CLI postToolUse hook.
-fn main() {
-    preloop_copilot::main(preloop_copilot::Event::PostToolUse)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_copilot::main(preloop_copilot::Event::PostToolUse));

@@ -1,4 +1,3 @@
 //! `preloop-copilot-session-start`: the Copilot CLI sessionStart hook.
-fn main() {
-    preloop_copilot::main(preloop_copilot::Event::SessionStart)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_copilot::main(preloop_copilot::Event::SessionStart));

@@ -1,4 +1,3 @@
 //! `preloop-cursor-before-shell-execution`: the Cursor beforeShellExecution hook.
-fn main() {
-    preloop_cursor::main(preloop_cursor::Event::BeforeShellExecution)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_cursor::main(preloop_cursor::Event::BeforeShellExecution));

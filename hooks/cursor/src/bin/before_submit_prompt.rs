@@ -1,4 +1,3 @@
 //! `preloop-cursor-before-submit-prompt`: the Cursor beforeSubmitPrompt hook.
-fn main() {
-    preloop_cursor::main(preloop_cursor::Event::BeforeSubmitPrompt)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_cursor::main(preloop_cursor::Event::BeforeSubmitPrompt));

@@ -1,4 +1,3 @@
 //! `preloop-cursor-pre-tool-use`: the Cursor preToolUse hook.
-fn main() {
-    preloop_cursor::main(preloop_cursor::Event::PreToolUse)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_cursor::main(preloop_cursor::Event::PreToolUse));

@@ -1,4 +1,3 @@
 //! `preloop-cursor-session-end`: the Cursor sessionEnd hook.
-fn main() {
-    preloop_cursor::main(preloop_cursor::Event::SessionEnd)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_cursor::main(preloop_cursor::Event::SessionEnd));

@@ -1,4 +1,3 @@
 //! `preloop-gemini-after-agent`: the Gemini CLI AfterAgent hook.
-fn main() {
-    preloop_gemini::main(preloop_gemini::Event::AfterAgent)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_gemini::main(preloop_gemini::Event::AfterAgent));

@@ -1,4 +1,3 @@
 //! `preloop-gemini-after-tool`: the Gemini CLI AfterTool hook.
-fn main() {
-    preloop_gemini::main(preloop_gemini::Event::AfterTool)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_gemini::main(preloop_gemini::Event::AfterTool));

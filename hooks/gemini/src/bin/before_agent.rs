@@ -1,4 +1,3 @@
 //! `preloop-gemini-before-agent`: the Gemini CLI BeforeAgent hook.
-fn main() {
-    preloop_gemini::main(preloop_gemini::Event::BeforeAgent)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_gemini::main(preloop_gemini::Event::BeforeAgent));

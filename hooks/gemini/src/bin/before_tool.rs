@@ -1,4 +1,3 @@
 //! `preloop-gemini-before-tool`: the Gemini CLI BeforeTool hook.
-fn main() {
-    preloop_gemini::main(preloop_gemini::Event::BeforeTool)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_gemini::main(preloop_gemini::Event::BeforeTool));

@@ -1,4 +1,3 @@
 //! `preloop-gemini-session-end`: the Gemini CLI SessionEnd hook.
-fn main() {
-    preloop_gemini::main(preloop_gemini::Event::SessionEnd)
-}
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_gemini::main(preloop_gemini::Event::SessionEnd));
