@@ -41,6 +41,17 @@ pub fn parse_payload(buf: &[u8]) -> Result<Value, String> {
     Ok(v)
 }
 
+/// A payload's string field; `None` when it is missing or not a string.
+pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// A payload's string field, trimmed; `None` when it is missing, not a
+/// string, or blank.
+pub fn non_blank<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    str_field(v, key).map(str::trim).filter(|s| !s.is_empty())
+}
+
 /// The text with lone surrogate escapes replaced and over-deep containers
 /// turned into strings, or `None` when it needs neither.
 fn normalize(text: &str) -> Option<String> {

@@ -16,8 +16,10 @@
 //! Plus a background watcher (`preloop-claude-code-watch`, [`watch`]) that
 //! wakes an idle interactive session when a note arrives; SessionEnd stops it.
 
+use preloop_shared::adapter::deny_reason_verbatim;
 use preloop_shared::config::Env;
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
+use preloop_shared::json::{non_blank, str_field};
 use preloop_shared::registry::def_of;
 use preloop_shared::runner::{self, Adapter, Parsed};
 use preloop_shared::wire::Decision;
@@ -63,10 +65,6 @@ pub fn main(event: Event) -> ! {
     runner::main::<ClaudeCode>(event)
 }
 
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
 /// A tool call, prompt or stop inside a sub-agent (the payload names
 /// `agent_id`). Observed on 2.1.328 (docs/contracts/measurements-2026-12.md
 /// §1): context returned there reaches only the sub-agent's own requests;
@@ -89,8 +87,7 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
     {
         return Err(format!("hook_event_name {name:?} given to the {} hook", def.on));
     }
-    let session_id =
-        str_field(v, "session_id").map(str::trim).filter(|s| !s.is_empty()).ok_or("no session_id")?.to_string();
+    let session_id = non_blank(v, "session_id").ok_or("no session_id")?.to_string();
     let cwd = str_field(v, "cwd").filter(|s| !s.is_empty()).map(str::to_string);
     let transcript_path = str_field(v, "transcript_path").filter(|s| !s.is_empty()).map(str::to_string);
     let kind = match event {
@@ -128,42 +125,19 @@ pub fn render(event: Event, o: &Outcome) -> Option<Output> {
     use output::*;
     let ctx = o.context.clone().filter(|c| !c.is_empty());
     match event {
-        Event::SessionStart => ctx.map(|c| {
-            Output::SessionStart(Wrapped {
-                hook_specific_output: Context { hook_event_name: SessionStart::SessionStart, additional_context: c },
-            })
-        }),
-        Event::UserPromptSubmit => ctx.map(|c| {
-            Output::UserPromptSubmit(Wrapped {
-                hook_specific_output: Context {
-                    hook_event_name: UserPromptSubmit::UserPromptSubmit,
-                    additional_context: c,
-                },
-            })
-        }),
+        Event::SessionStart => ctx.map(|c| Output::SessionStart(Context::wrapped(SessionStart::SessionStart, c))),
+        Event::UserPromptSubmit => {
+            ctx.map(|c| Output::UserPromptSubmit(Context::wrapped(UserPromptSubmit::UserPromptSubmit, c)))
+        }
         Event::PreToolUse => {
-            let deny = o.decision == Some(Decision::Deny);
-            if !deny && ctx.is_none() {
-                return None;
-            }
-            Some(Output::PreToolUse(Wrapped {
-                hook_specific_output: PreToolUseOutput {
-                    hook_event_name: PreToolUse::PreToolUse,
-                    permission_decision: deny.then_some(Deny::Deny),
-                    permission_decision_reason: deny
-                        .then(|| o.reason.clone().filter(|r| !r.trim().is_empty()))
-                        .map(|r| r.unwrap_or_else(|| "Denied by Preloop".into())),
-                    additional_context: ctx,
-                },
-            }))
+            let reason = (o.decision == Some(Decision::Deny)).then(|| deny_reason_verbatim(o));
+            PreToolUseOutput::wrapped(reason, ctx).map(Output::PreToolUse)
         }
         // Stop's additionalContext continues the turn once and reaches the model
         // as "Stop hook additional context: <block>" without our command line
         // (a `decision: block` reason would show it and repeat the block).
         Event::Stop => match (o.continue_turn, ctx) {
-            (true, Some(c)) => Some(Output::Stop(Wrapped {
-                hook_specific_output: Context { hook_event_name: Stop::Stop, additional_context: c },
-            })),
+            (true, Some(c)) => Some(Output::Stop(Context::wrapped(Stop::Stop, c))),
             _ => None,
         },
         Event::SessionEnd | Event::Watch => None,

@@ -17,41 +17,17 @@ pub enum Output {
     Stop(Wrapped<Context<Stop>>),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-#[serde(rename_all = "camelCase")]
-pub struct Wrapped<T> {
-    pub hook_specific_output: T,
-}
+pub use preloop_shared::adapter::Wrapped;
 
-/// Model-visible context: SessionStart and UserPromptSubmit show it beside
-/// the event; on Stop it continues the turn once (the model reads
-/// `Stop hook additional context: ` and the block).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-#[serde(rename_all = "camelCase")]
-pub struct Context<E> {
-    pub hook_event_name: E,
-    pub additional_context: String,
-}
-
-/// PreToolUse: a deny is the only decision (an allow would grant Claude
-/// Code's own permission, which a central "no rule" must not); the note
-/// rides beside it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-#[serde(rename_all = "camelCase")]
-pub struct PreToolUseOutput {
-    pub hook_event_name: PreToolUse,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub permission_decision: Option<Deny>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub permission_decision_reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub additional_context: Option<String>,
+preloop_shared::hook_specific_bodies! {
+    /// Model-visible context: SessionStart and UserPromptSubmit show it beside
+    /// the event; on Stop it continues the turn once (the model reads
+    /// `Stop hook additional context: ` and the block).
+    Context;
+    /// PreToolUse: a deny is the only decision (an allow would grant Claude
+    /// Code's own permission, which a central "no rule" must not); the note
+    /// rides beside it.
+    PreToolUseOutput;
 }
 
 preloop_shared::output_names! {

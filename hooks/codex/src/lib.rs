@@ -14,10 +14,11 @@
 //! | Stop | `reason` of `decision: "block"` (continues the turn once) | block + reason | nothing |
 //! | SessionEnd | none | nothing | nothing |
 
-use preloop_shared::config::Env;
+use preloop_shared::adapter::deny_reason;
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
+use preloop_shared::json::{non_blank, str_field};
 use preloop_shared::registry::def_of;
-use preloop_shared::runner::{self, Adapter, Parsed};
+use preloop_shared::runner::Parsed;
 use preloop_shared::wire::Decision;
 use serde_json::{Value, json};
 
@@ -26,24 +27,9 @@ pub mod output;
 pub use output::Output;
 pub use preloop_shared::registry::event::Codex as Event;
 
-/// The Codex adapter.
-pub struct Codex;
-
-impl Adapter for Codex {
-    type Event = Event;
-    type Output = Output;
-
-    fn parse(event: Event, stdin: &Value, _env: &Env) -> Result<Parsed, String> {
-        parse(event, stdin)
-    }
-    fn render(event: Event, outcome: &Outcome) -> Option<Output> {
-        render(event, outcome)
-    }
-}
-
-/// Run one hook binary.
-pub fn main(event: Event) -> ! {
-    runner::main::<Codex>(event)
+preloop_shared::pure_adapter! {
+    /// The Codex adapter.
+    Codex
 }
 
 /// The stem of an event's schema files in the Codex binary
@@ -64,10 +50,6 @@ pub fn schema_stem(event: Event) -> String {
     out
 }
 
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
 /// A sub-agent's hooks carry `agent_id` (and the parent's `session_id`);
 /// their context reaches only the sub-agent's own thread.
 fn is_subagent(v: &Value) -> bool {
@@ -83,8 +65,7 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
     {
         return Err(format!("hook_event_name {name:?} given to the {} hook", def.on));
     }
-    let session_id =
-        str_field(v, "session_id").map(str::trim).filter(|s| !s.is_empty()).ok_or("no session_id")?.to_string();
+    let session_id = non_blank(v, "session_id").ok_or("no session_id")?.to_string();
     let cwd = str_field(v, "cwd").filter(|s| !s.is_empty()).map(str::to_string);
     let transcript_path = str_field(v, "transcript_path").filter(|s| !s.is_empty()).map(str::to_string);
     let tool = |carry: Carry| -> Result<InputKind, String> {
@@ -131,34 +112,15 @@ pub fn render(event: Event, o: &Outcome) -> Option<Output> {
     use output::*;
     let ctx = o.context.clone().filter(|c| !c.is_empty());
     match event {
-        Event::SessionStart => ctx.map(|c| {
-            Output::SessionStart(Wrapped {
-                hook_specific_output: Context { hook_event_name: SessionStart::SessionStart, additional_context: c },
-            })
-        }),
-        Event::UserPromptSubmit => ctx.map(|c| {
-            Output::UserPromptSubmit(Wrapped {
-                hook_specific_output: Context {
-                    hook_event_name: UserPromptSubmit::UserPromptSubmit,
-                    additional_context: c,
-                },
-            })
-        }),
+        Event::SessionStart => ctx.map(|c| Output::SessionStart(Context::wrapped(SessionStart::SessionStart, c))),
+        Event::UserPromptSubmit => {
+            ctx.map(|c| Output::UserPromptSubmit(Context::wrapped(UserPromptSubmit::UserPromptSubmit, c)))
+        }
+        // Only a deny is a decision: `allow` (and `ask`) make Codex discard
+        // the whole output, note included.
         Event::PreToolUse => {
-            // Only a deny is a decision: `allow` (and `ask`) make Codex
-            // discard the whole output, note included.
-            let deny = o.decision == Some(Decision::Deny);
-            if !deny && ctx.is_none() {
-                return None;
-            }
-            Some(Output::PreToolUse(Wrapped {
-                hook_specific_output: PreToolUseOutput {
-                    hook_event_name: PreToolUse::PreToolUse,
-                    permission_decision: deny.then_some(Deny::Deny),
-                    permission_decision_reason: deny.then(|| deny_reason(o)),
-                    additional_context: ctx,
-                },
-            }))
+            let reason = (o.decision == Some(Decision::Deny)).then(|| deny_reason(o));
+            PreToolUseOutput::wrapped(reason, ctx).map(Output::PreToolUse)
         }
         // No context here, ever: the engine spooled the note for the next
         // carrying hook.
@@ -167,12 +129,10 @@ pub fn render(event: Event, o: &Outcome) -> Option<Output> {
                 Decision::Allow => PermissionDecision::Allow,
                 Decision::Deny => PermissionDecision::Deny { message: deny_reason(o) },
             };
-            Some(Output::PermissionRequest(Wrapped {
-                hook_specific_output: PermissionRequestOutput {
-                    hook_event_name: PermissionRequest::PermissionRequest,
-                    decision,
-                },
-            }))
+            Some(Output::PermissionRequest(Wrapped::new(PermissionRequestOutput {
+                hook_event_name: PermissionRequest::PermissionRequest,
+                decision,
+            })))
         }
         // Stop has no hookSpecificOutput in 0.169.0 (it gives Failed);
         // `decision: "block"` + a non-empty `reason` is the one output that
@@ -183,8 +143,4 @@ pub fn render(event: Event, o: &Outcome) -> Option<Output> {
         },
         Event::SessionEnd => None,
     }
-}
-
-fn deny_reason(o: &Outcome) -> String {
-    o.reason.as_deref().map(str::trim).filter(|r| !r.is_empty()).unwrap_or("Denied by Preloop").to_string()
 }

@@ -22,37 +22,13 @@ pub enum Output {
     Stop(StopOutput),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-#[serde(rename_all = "camelCase")]
-pub struct Wrapped<T> {
-    pub hook_specific_output: T,
-}
+pub use preloop_shared::adapter::Wrapped;
 
-/// SessionStart, UserPromptSubmit: context only.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-#[serde(rename_all = "camelCase")]
-pub struct Context<E> {
-    pub hook_event_name: E,
-    pub additional_context: String,
-}
-
-/// PreToolUse: deny is the only decision (allow and ask void the output).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-#[serde(rename_all = "camelCase")]
-pub struct PreToolUseOutput {
-    pub hook_event_name: PreToolUse,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub permission_decision: Option<Deny>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub permission_decision_reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub additional_context: Option<String>,
+preloop_shared::hook_specific_bodies! {
+    /// SessionStart, UserPromptSubmit: context only.
+    Context;
+    /// PreToolUse: deny is the only decision (allow and ask void the output).
+    PreToolUseOutput;
 }
 
 /// PermissionRequest: a decision and nothing else, never a context.

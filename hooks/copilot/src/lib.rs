@@ -22,10 +22,10 @@
 //! the sub-agent, so they register nothing and carry nothing. Their tool
 //! calls are still checked, under the session's id, and a deny holds.
 
-use preloop_shared::config::Env;
+use preloop_shared::adapter::deny_reason;
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::registry::def_of;
-use preloop_shared::runner::{self, Adapter, Parsed};
+use preloop_shared::runner::Parsed;
 use preloop_shared::wire::Decision;
 use serde_json::{Value, json};
 
@@ -34,24 +34,9 @@ pub mod output;
 pub use output::Output;
 pub use preloop_shared::registry::event::Copilot as Event;
 
-/// The Copilot CLI adapter.
-pub struct Copilot;
-
-impl Adapter for Copilot {
-    type Event = Event;
-    type Output = Output;
-
-    fn parse(event: Event, stdin: &Value, _env: &Env) -> Result<Parsed, String> {
-        parse(event, stdin)
-    }
-    fn render(event: Event, outcome: &Outcome) -> Option<Output> {
-        render(event, outcome)
-    }
-}
-
-/// Run one hook binary.
-pub fn main(event: Event) -> ! {
-    runner::main::<Copilot>(event)
+preloop_shared::pure_adapter! {
+    /// The Copilot CLI adapter.
+    Copilot
 }
 
 /// The PascalCase ("Claude" style) name of an event, as a snake_case
@@ -224,8 +209,4 @@ pub fn render(event: Event, o: &Outcome) -> Option<Output> {
         },
         Event::SessionEnd => None,
     }
-}
-
-fn deny_reason(o: &Outcome) -> String {
-    o.reason.as_deref().map(str::trim).filter(|r| !r.is_empty()).unwrap_or("Denied by Preloop").to_string()
 }

@@ -18,8 +18,10 @@
 //! | stop | notes/pending `stop` (completed, `loop_count` < `loop_limit`, rescues < 3) | `followup_message` | follow-up or `{}` | `{}` |
 //! | sessionEnd | notes/ack `spool_dropped`; session-end | none | `{}` | `{}` |
 
+use preloop_shared::adapter::deny_reason_verbatim;
 use preloop_shared::config::Env;
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
+use preloop_shared::json::{non_blank, str_field};
 use preloop_shared::registry::{CURSOR_LOOP_LIMIT, def_of};
 use preloop_shared::runner::{self, Adapter, Parsed};
 use preloop_shared::wire::Decision;
@@ -75,25 +77,17 @@ pub fn neutral(event: Event) -> Output {
     render(event, &Outcome::default())
 }
 
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn non_empty<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    str_field(v, key).map(str::trim).filter(|s| !s.is_empty())
-}
-
 /// The harness session id: `conversation_id` (stable across the turns of a
 /// chat, present on every event), falling back to `session_id` (equal to it
 /// since 3.1, absent on some older builds).
 pub fn session_id_of(v: &Value) -> Option<String> {
-    non_empty(v, "conversation_id").or_else(|| non_empty(v, "session_id")).map(str::to_string)
+    non_blank(v, "conversation_id").or_else(|| non_blank(v, "session_id")).map(str::to_string)
 }
 
 /// The working directory: the payload's `cwd` is usually `""`, so fall back
 /// to `workspace_roots[0]`, then to `$CURSOR_PROJECT_DIR`.
 pub fn cwd_of(v: &Value, project_dir: Option<&str>) -> Option<String> {
-    non_empty(v, "cwd")
+    non_blank(v, "cwd")
         .or_else(|| {
             v.get("workspace_roots")
                 .and_then(Value::as_array)
@@ -154,8 +148,8 @@ pub fn parse_with(event: Event, v: &Value, project_dir: Option<&str>) -> Result<
     }
     let session_id = session_id_of(v).ok_or("no conversation_id or session_id")?;
     let cwd = cwd_of(v, project_dir);
-    let transcript_path = non_empty(v, "transcript_path").map(str::to_string);
-    let model = non_empty(v, "model").map(str::to_string);
+    let transcript_path = non_blank(v, "transcript_path").map(str::to_string);
+    let model = non_blank(v, "model").map(str::to_string);
     let kind = match event {
         // The IDE drops sessionStart's additional_context in a race with the
         // composer (3.12.17, acknowledged by staff) while the CLI delivers it:
@@ -177,7 +171,7 @@ pub fn parse_with(event: Event, v: &Value, project_dir: Option<&str>) -> Result<
             carry: Carry::of(def.carrier),
         },
         Event::BeforeMcpExecution | Event::PreToolUse => InputKind::Tool {
-            tool_name: non_empty(v, "tool_name").ok_or("no tool_name")?.to_string(),
+            tool_name: non_blank(v, "tool_name").ok_or("no tool_name")?.to_string(),
             tool_input: decode_tool_input(v.get("tool_input")),
             model,
             carry: Carry::of(def.carrier),
@@ -193,7 +187,7 @@ pub fn parse_with(event: Event, v: &Value, project_dir: Option<&str>) -> Result<
             InputKind::Stop { may_continue: completed && loop_count.is_some_and(|n| n < u64::from(CURSOR_LOOP_LIMIT)) }
         }
         Event::SessionEnd => {
-            InputKind::SessionEnd { reason: non_empty(v, "reason").unwrap_or("session_end").to_string() }
+            InputKind::SessionEnd { reason: non_blank(v, "reason").unwrap_or("session_end").to_string() }
         }
     };
     Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
@@ -210,8 +204,7 @@ pub fn render(event: Event, o: &Outcome) -> Output {
     use output::*;
     let ctx = o.context.clone().filter(|c| !c.is_empty());
     // Never `ask`: it drops the context and prompts on every call.
-    let deny = (o.decision == Some(Decision::Deny))
-        .then(|| o.reason.clone().filter(|r| !r.trim().is_empty()).unwrap_or_else(|| "Denied by Preloop".into()));
+    let deny = (o.decision == Some(Decision::Deny)).then(|| deny_reason_verbatim(o));
     match event {
         Event::SessionStart => Output::SessionStart(SessionStartOutput {
             env: o

@@ -21,11 +21,12 @@
 //! Nothing is ever printed on stderr: Gemini parses stderr as the hook's
 //! output when stdout is empty (§4).
 
-use preloop_shared::config::Env;
+use preloop_shared::adapter::deny_reason;
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
+use preloop_shared::json::{non_blank, str_field};
 use preloop_shared::registry::{CarrierLimit, def_of};
 use preloop_shared::render::{escape_body, parse_block};
-use preloop_shared::runner::{self, Adapter, Parsed};
+use preloop_shared::runner::Parsed;
 use preloop_shared::wire::Decision;
 use serde_json::{Value, json};
 
@@ -34,32 +35,9 @@ pub mod output;
 pub use output::Output;
 pub use preloop_shared::registry::event::Gemini as Event;
 
-/// The Gemini CLI adapter.
-pub struct Gemini;
-
-impl Adapter for Gemini {
-    type Event = Event;
-    type Output = Output;
-
-    fn parse(event: Event, stdin: &Value, _env: &Env) -> Result<Parsed, String> {
-        parse(event, stdin)
-    }
-    fn render(event: Event, outcome: &Outcome) -> Option<Output> {
-        render(event, outcome)
-    }
-}
-
-/// Run one hook binary.
-pub fn main(event: Event) -> ! {
-    runner::main::<Gemini>(event)
-}
-
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn non_empty<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    str_field(v, key).map(str::trim).filter(|s| !s.is_empty())
+preloop_shared::pure_adapter! {
+    /// The Gemini CLI adapter.
+    Gemini
 }
 
 /// Whether a prompt is one of our own note blocks coming back: an AfterAgent
@@ -82,9 +60,9 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
     {
         return Err(format!("hook_event_name {name:?} given to the {} hook", def.on));
     }
-    let session_id = non_empty(v, "session_id").ok_or("no session_id")?.to_string();
-    let cwd = non_empty(v, "cwd").map(str::to_string);
-    let transcript_path = non_empty(v, "transcript_path").map(str::to_string);
+    let session_id = non_blank(v, "session_id").ok_or("no session_id")?.to_string();
+    let cwd = non_blank(v, "cwd").map(str::to_string);
+    let transcript_path = non_blank(v, "transcript_path").map(str::to_string);
     let kind = match event {
         Event::SessionStart => InputKind::SessionStart { pull: true },
         Event::BeforeAgent => {
@@ -93,7 +71,7 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
             InputKind::Prompt { prompt: prompt.to_string(), pull: true }
         }
         Event::BeforeTool => InputKind::Tool {
-            tool_name: non_empty(v, "tool_name").ok_or("no tool_name")?.to_string(),
+            tool_name: non_blank(v, "tool_name").ok_or("no tool_name")?.to_string(),
             tool_input: v.get("tool_input").filter(|t| t.is_object()).cloned().unwrap_or_else(|| json!({})),
             model: None,
             // Only what the server claims on this very check goes out, by
@@ -104,7 +82,7 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         Event::AfterAgent => {
             InputKind::Stop { may_continue: !v.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false) }
         }
-        Event::SessionEnd => InputKind::SessionEnd { reason: non_empty(v, "reason").unwrap_or("other").to_string() },
+        Event::SessionEnd => InputKind::SessionEnd { reason: non_blank(v, "reason").unwrap_or("other").to_string() },
     };
     Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
 }
@@ -118,12 +96,10 @@ pub fn render(event: Event, o: &Outcome) -> Option<Output> {
     let ctx = o.context.clone().filter(|c| !c.is_empty());
     let context = |name: EventName| {
         ctx.as_deref().map(|c| {
-            Output::Context(Wrapped {
-                hook_specific_output: Context {
-                    hook_event_name: name,
-                    additional_context: for_escaped_carrier(c, def_of(event).limit),
-                },
-            })
+            Output::Context(Wrapped::new(Context {
+                hook_event_name: name,
+                additional_context: for_escaped_carrier(c, def_of(event).limit),
+            }))
         })
     };
     match event {
@@ -149,10 +125,6 @@ pub fn render(event: Event, o: &Outcome) -> Option<Output> {
         },
         Event::SessionEnd => None,
     }
-}
-
-fn deny_reason(o: &Outcome) -> String {
-    o.reason.as_deref().map(str::trim).filter(|r| !r.is_empty()).unwrap_or("Denied by Preloop").to_string()
 }
 
 /// A note block as it should be written into one of Gemini's escaped

@@ -22,13 +22,7 @@ pub enum Output {
     Block(BlockOutput),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-#[serde(rename_all = "camelCase")]
-pub struct Wrapped<T> {
-    pub hook_specific_output: T,
-}
+pub use preloop_shared::adapter::Wrapped;
 
 /// A context carrier: Gemini wraps it in `<hook_context>` and escapes every
 /// `<`/`>` in it.
