@@ -1022,6 +1022,45 @@ impl FakeServer {
 
     /// Stop now (the same as dropping it).
     pub fn stop(self) {}
+
+    // ----- what the hook tests ask of the fake, once ---------------------------
+
+    /// Send a note to one harness session (by its own id) as the default
+    /// operator; the note id.
+    pub fn send_to_session(&self, session: &str, text: &str) -> String {
+        let r = self.send_note(json!({"external_session_id": session, "text": text}));
+        r["note_id"].as_str().unwrap_or_else(|| panic!("no note id in {r}")).to_string()
+    }
+
+    /// A note's receipt as `(state, delivery_event, undeliverable_reason)`.
+    pub fn note_state(&self, note_id: &str) -> (String, Option<String>, Option<String>) {
+        let r = self.receipt(note_id);
+        let s = |k: &str| r[k].as_str().map(str::to_string);
+        (s("state").unwrap_or_else(|| panic!("no state in {r}")), s("delivery_event"), s("undeliverable_reason"))
+    }
+
+    /// The hook routes (`/api/v1/agents/<route>`) the fake saw, in order, as
+    /// `(route, body)`.
+    pub fn hook_calls(&self) -> Vec<(String, Value)> {
+        self.requests()
+            .into_iter()
+            .filter_map(|r| Some((r.path.strip_prefix("/api/v1/agents/")?.to_string(), r.body.unwrap_or(Value::Null))))
+            .collect()
+    }
+
+    /// The routes of [`FakeServer::hook_calls`].
+    pub fn hook_routes(&self) -> Vec<String> {
+        self.hook_calls().into_iter().map(|(r, _)| r).collect()
+    }
+
+    /// The body of the first call to a hook route, or a panic naming it.
+    pub fn hook_call(&self, route: &str) -> Value {
+        self.hook_calls()
+            .into_iter()
+            .find(|(r, _)| r == route)
+            .unwrap_or_else(|| panic!("no {route} call among {:?}", self.hook_routes()))
+            .1
+    }
 }
 
 impl FakeServerRef<'_> {

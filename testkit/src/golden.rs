@@ -1,7 +1,14 @@
-//! The one golden-file helper of the workspace. Set `PRELOOP_BLESS=1` to
-//! rewrite the expected files instead of comparing against them.
+//! The one golden-file helper of the workspace, and the adapter goldens
+//! every harness checks the same way (parsed captures, rendered outcomes).
+//! Set `PRELOOP_BLESS=1` to rewrite the expected files instead of comparing
+//! against them.
 
+use crate::hooks::Hooks;
+use preloop_shared::flow::{Input, InputKind, Outcome};
+use preloop_shared::runner::Parsed;
+use preloop_shared::wire::Decision;
 use serde::Serialize;
+use serde_json::{Value, json};
 use std::path::Path;
 
 /// Whether this run rewrites expected files.
@@ -22,7 +29,7 @@ pub fn check_json<T: Serialize + ?Sized>(path: &Path, actual: &T) {
     }
     let expected = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("{}: {e} (run with PRELOOP_BLESS=1 to create it)", path.display()));
-    let expected: serde_json::Value =
+    let expected: Value =
         serde_json::from_str(&expected).unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()));
     if expected != actual {
         let expected_text = serde_json::to_string_pretty(&sorted(expected)).unwrap_or_default() + "\n";
@@ -60,14 +67,14 @@ pub fn check_schemas<'a, T: Serialize + 'a>(dir: &Path, schemas: impl IntoIterat
 
 /// `v` with every object's keys in order, whether or not serde_json's
 /// `preserve_order` is on in this build.
-pub fn sorted(v: serde_json::Value) -> serde_json::Value {
+pub fn sorted(v: Value) -> Value {
     match v {
-        serde_json::Value::Object(m) => {
-            let mut pairs: Vec<(String, serde_json::Value)> = m.into_iter().collect();
+        Value::Object(m) => {
+            let mut pairs: Vec<(String, Value)> = m.into_iter().collect();
             pairs.sort_by(|a, b| a.0.cmp(&b.0));
-            serde_json::Value::Object(pairs.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+            Value::Object(pairs.into_iter().map(|(k, v)| (k, sorted(v))).collect())
         }
-        serde_json::Value::Array(a) => serde_json::Value::Array(a.into_iter().map(sorted).collect()),
+        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
         other => other,
     }
 }
@@ -84,23 +91,22 @@ pub fn schema<T: schemars::JsonSchema>() -> schemars::Schema {
 
 fn strip_null(schema: &mut schemars::Schema) {
     let Some(obj) = schema.as_object_mut() else { return };
-    if let Some(serde_json::Value::Array(types)) = obj.get_mut("type") {
+    if let Some(Value::Array(types)) = obj.get_mut("type") {
         types.retain(|t| t != "null");
         if types.len() == 1 {
             let only = types[0].clone();
             obj.insert("type".into(), only);
         }
     }
-    if let Some(serde_json::Value::Array(any)) = obj.get("anyOf") {
-        let kept: Vec<serde_json::Value> =
-            any.iter().filter(|s| s.get("type") != Some(&serde_json::Value::from("null"))).cloned().collect();
+    if let Some(Value::Array(any)) = obj.get("anyOf") {
+        let kept: Vec<Value> = any.iter().filter(|s| s.get("type") != Some(&Value::from("null"))).cloned().collect();
         if kept.len() == 1 {
             obj.remove("anyOf");
-            if let Some(serde_json::Value::Object(inner)) = kept.into_iter().next() {
+            if let Some(Value::Object(inner)) = kept.into_iter().next() {
                 obj.extend(inner);
             }
         } else {
-            obj.insert("anyOf".into(), serde_json::Value::Array(kept));
+            obj.insert("anyOf".into(), Value::Array(kept));
         }
     }
 }
@@ -122,4 +128,163 @@ fn similar_lines(expected: &str, actual: &str) -> String {
         }
     }
     out
+}
+
+// ----- the adapters' goldens, for every harness ---------------------------------------
+
+/// Compare `actual` with `fixtures/<H::FIXTURES>/expected/<rel>` (or write
+/// it when blessing).
+pub fn check_expected<H: Hooks>(rel: &str, actual: &Value) {
+    check_json(&crate::support::fixtures_dir(H::FIXTURES).join("expected").join(rel), actual);
+}
+
+/// A parse as the input goldens hold it; `transcript_path` only `with_transcript`.
+pub fn input_json(p: &Parsed, with_transcript: bool) -> Value {
+    let Input { session_id, cwd, kind, transcript_path } = match p {
+        Parsed::StandDown(why) => return json!({"stand_down": why}),
+        Parsed::Run(i) => i,
+    };
+    let kind = match kind {
+        InputKind::SessionStart { pull } => json!({"session_start": {"pull": pull}}),
+        InputKind::Prompt { prompt, pull } => json!({"user_prompt": {"prompt": prompt, "pull": pull}}),
+        InputKind::Tool { tool_name, tool_input, model, carry } => json!({"tool": {
+            "tool_name": tool_name, "tool_input": tool_input, "model": model, "carry": format!("{carry:?}")}}),
+        InputKind::AfterTool { carry } => json!({"after_tool": {"carry": carry}}),
+        InputKind::Stop { may_continue } => json!({"stop": {"may_continue": may_continue}}),
+        InputKind::SessionEnd { reason } => json!({"session_end": {"reason": reason}}),
+    };
+    let mut v = json!({"session_id": session_id, "cwd": cwd, "kind": kind});
+    if with_transcript {
+        v["transcript_path"] = json!(transcript_path);
+    }
+    v
+}
+
+/// Each capture in `names` parses, for the hook of its own event (`own`),
+/// into the input checked in under `expected/<capture>.input.json`, and every
+/// other hook refuses it. How many goldens were compared.
+pub fn check_parse_goldens<H: Hooks>(
+    names: &[String],
+    own: impl Fn(&str, &Value) -> Option<H::Event>,
+    with_transcript: bool,
+) -> usize {
+    let mut ran = 0;
+    for name in names {
+        let v = crate::support::fixture(H::FIXTURES, name);
+        let own = own(name, &v);
+        for event in H::events() {
+            let parsed = H::parse(event, &v);
+            if Some(event) == own {
+                let parsed = parsed.unwrap_or_else(|e| panic!("{name}: {e}"));
+                let rel = format!("{}.input.json", name.trim_end_matches(".json"));
+                check_expected::<H>(&rel, &input_json(&parsed, with_transcript));
+                ran += 1;
+            } else if let Ok(p) = parsed {
+                panic!("{name} was accepted by the {} hook: {}", H::name(event), input_json(&p, with_transcript));
+            }
+        }
+    }
+    ran
+}
+
+/// The goldens' note block: one note with fixed attributes.
+pub fn note_block() -> String {
+    let t = preloop_shared::time::Timestamp::parse("2026-12-02T09:20:38.291972").unwrap();
+    let a = preloop_shared::render::render_element(
+        "3f2a9c0d1e4b5a6c",
+        "Olive Operator",
+        "jwt",
+        t,
+        "Stop editing the parser; run the tests first.",
+    );
+    preloop_shared::render::frame(&[a]).unwrap()
+}
+
+/// The outcomes every harness's render goldens cover, by case name:
+/// nothing, notes, a deny (with `deny_reason`, with notes, without a
+/// reason), an allow (with and without notes), and a continuation.
+pub fn render_cases(deny_reason: &str) -> Vec<(&'static str, Outcome)> {
+    let block = note_block();
+    let notes =
+        Outcome { context: Some(block.clone()), note_ids: vec!["3f2a9c0d1e4b5a6c".into()], ..Outcome::default() };
+    let deny = Outcome { decision: Some(Decision::Deny), reason: Some(deny_reason.into()), ..Outcome::default() };
+    let allow = Outcome {
+        decision: Some(Decision::Allow),
+        reason: Some("No central native rule requires approval".into()),
+        ..Outcome::default()
+    };
+    vec![
+        ("nothing", Outcome::default()),
+        ("notes", notes.clone()),
+        ("deny", deny.clone()),
+        ("deny_notes", Outcome { context: Some(block.clone()), note_ids: notes.note_ids.clone(), ..deny.clone() }),
+        ("deny_no_reason", Outcome { reason: None, ..deny }),
+        ("allow", allow.clone()),
+        ("allow_notes", Outcome { context: Some(block), ..allow }),
+        ("continue", Outcome { continue_turn: true, ..notes }),
+    ]
+}
+
+/// What each event renders for each case, checked in under
+/// `expected/render/<name>.<case>.json` (`null`: prints nothing).
+pub fn check_render_goldens<H: Hooks>(cases: &[(&str, Outcome)]) {
+    for event in H::events() {
+        for (case, o) in cases {
+            let out = H::render(event, o).unwrap_or(Value::Null);
+            check_expected::<H>(&format!("render/{}.{case}.json", H::name(event)), &out);
+        }
+    }
+}
+
+/// Every combination of context (none, empty, [`note_block`], 4,000 'é',
+/// and `extra`), decision, reason (none, empty, blank, one) and
+/// `continue_turn`.
+pub fn outcome_grid(extra: &[String]) -> Vec<Outcome> {
+    let mut contexts = vec![None, Some(String::new()), Some(note_block()), Some("é".repeat(4000))];
+    contexts.extend(extra.iter().cloned().map(Some));
+    let reasons = [None, Some(String::new()), Some("  ".to_string()), Some("Blocked by access rule".to_string())];
+    let mut grid = Vec::new();
+    for context in &contexts {
+        for decision in [None, Some(Decision::Allow), Some(Decision::Deny)] {
+            for reason in &reasons {
+                for continue_turn in [false, true] {
+                    grid.push(Outcome {
+                        context: context.clone(),
+                        decision,
+                        reason: reason.clone(),
+                        continue_turn,
+                        ..Outcome::default()
+                    });
+                }
+            }
+        }
+    }
+    grid
+}
+
+/// Every event's render of every [`outcome_grid`] outcome is nothing or an
+/// output that passes its output schema and names none of `banned` (keys
+/// and values the harness would act on beyond the ones we mean); `more`
+/// checks each `(event, outcome, output)` further. How many rendered.
+pub fn every_render_passes_schema<H: Hooks>(
+    extra: &[String],
+    banned: &[&str],
+    more: impl Fn(H::Event, &Outcome, &Value),
+) -> usize {
+    let mut rendered = 0;
+    for event in H::events() {
+        for o in outcome_grid(extra) {
+            let Some(v) = H::render(event, &o) else { continue };
+            rendered += 1;
+            let s =
+                H::output_schema(event).unwrap_or_else(|| panic!("{} rendered {v} but has no schema", H::name(event)));
+            crate::support::validate(&s, &v).unwrap_or_else(|e| panic!("{} {o:?}: {e}", H::name(event)));
+            let text = v.to_string();
+            for bad in banned {
+                assert!(!text.contains(bad), "{} emitted {bad}: {text}", H::name(event));
+            }
+            more(event, &o, &v);
+        }
+    }
+    rendered
 }

@@ -10,6 +10,7 @@
 pub mod client;
 pub mod fake_server;
 pub mod golden;
+pub mod hooks;
 mod http;
 mod ids;
 pub mod memory_backend;

@@ -218,6 +218,17 @@ impl Home {
         Home::new(tag).with_env("PRELOOP_URL", url).with_env("PRELOOP_TOKEN", token)
     }
 
+    /// Server mode against a [`FakeServer`](crate::FakeServer), with its
+    /// runtime token.
+    pub fn for_server(tag: &str, server: &crate::FakeServer) -> Home {
+        Home::server(tag, &server.url(), &server.runtime_token())
+    }
+
+    /// Server mode against a URL nothing listens on.
+    pub fn dead_server(tag: &str) -> Home {
+        Home::server(tag, &dead_url(), "agt_dead")
+    }
+
     /// Set (or replace) an environment variable for every run.
     pub fn with_env(mut self, k: &str, v: &str) -> Home {
         self.env.retain(|(key, _)| key != k);

@@ -7,31 +7,21 @@
 //! --test all golden` and review the diff.
 
 use crate::common::*;
-use preloop_copilot::{Event, parse, pascal_name, render};
+use preloop_copilot::{Event, parse, pascal_name};
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
-use preloop_shared::render::{frame, render_element};
 use preloop_shared::runner::Parsed;
-use preloop_shared::time::Timestamp;
 use preloop_shared::wire::Decision;
+use preloop_testkit::golden::{self, note_block};
+use preloop_testkit::support::{fixtures_dir, json_names};
 use serde_json::{Value, json};
 
-fn golden(rel: &str, actual: &Value) {
-    preloop_testkit::golden::check_json(&fixtures_dir().join("expected").join(rel), actual);
-}
-
 fn render_json(event: Event, o: &Outcome) -> Option<Value> {
-    render(event, o).map(|out| serde_json::to_value(out).unwrap())
+    Copilot::render(event, o)
 }
 
+/// The captures of one dialect, as `<dialect>/<file>`.
 fn names(dialect: &str) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(fixtures_dir().join(dialect))
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".json"))
-        .map(|n| format!("{dialect}/{n}"))
-        .collect();
-    names.sort();
-    names
+    json_names(&fixtures_dir(Copilot::FIXTURES).join(dialect)).into_iter().map(|n| format!("{dialect}/{n}")).collect()
 }
 
 /// The event a capture belongs to, from its file name (`camel/preToolUse.task.json`).
@@ -40,51 +30,15 @@ fn event_of(name: &str) -> Option<Event> {
     Event::ALL.into_iter().find(|e| e.name() == stem || pascal_name(*e) == stem)
 }
 
-fn input_json(p: &Parsed) -> Value {
-    let Input { session_id, cwd, kind, transcript_path } = match p {
-        Parsed::StandDown(why) => return json!({"stand_down": why}),
-        Parsed::Run(i) => i,
-    };
-    let kind = match kind {
-        InputKind::SessionStart { pull } => json!({"session_start": {"pull": pull}}),
-        InputKind::Prompt { prompt, pull } => json!({"user_prompt": {"prompt": prompt, "pull": pull}}),
-        InputKind::Tool { tool_name, tool_input, model, carry } => json!({"tool": {
-            "tool_name": tool_name, "tool_input": tool_input, "model": model, "carry": format!("{carry:?}")}}),
-        InputKind::AfterTool { carry } => json!({"after_tool": {"carry": carry}}),
-        InputKind::Stop { may_continue } => json!({"stop": {"may_continue": may_continue}}),
-        InputKind::SessionEnd { reason } => json!({"session_end": {"reason": reason}}),
-    };
-    json!({"session_id": session_id, "cwd": cwd, "transcript_path": transcript_path, "kind": kind})
-}
-
 /// Each binary parses the captures of its own event, in both dialects, into
 /// the input checked in under `expected/<dialect>/<capture>.input.json`, and
 /// refuses every other event's: by `hook_event_name` (PascalCase style) or
 /// by the payload's shape (camelCase payloads name no event).
 #[test]
 fn captures_parse_to_the_golden_inputs() {
-    let mut ran = 0;
     let all: Vec<String> = names("camel").into_iter().chain(names("pascal")).collect();
     assert_eq!(all.len(), 36, "the Copilot CLI 1.0.102 captures: {all:?}");
-    for name in all {
-        let v = fixture(&name);
-        let own = event_of(&name);
-        for event in Event::ALL {
-            let parsed = parse(event, &v);
-            if Some(event) == own {
-                let parsed = parsed.unwrap_or_else(|e| panic!("{name}: {e}"));
-                golden(&format!("{}.input.json", name.trim_end_matches(".json")), &input_json(&parsed));
-                ran += 1;
-            } else {
-                assert!(
-                    parsed.is_err(),
-                    "{name} was accepted by the {} hook: {parsed:?}",
-                    event.name(),
-                    parsed = parsed.ok().map(|p| input_json(&p))
-                );
-            }
-        }
-    }
+    let ran = golden::check_parse_goldens::<Copilot>(&all, |name, _| event_of(name), true);
     assert_eq!(ran, 25, "one golden per capture of the six events we hook, both dialects");
 }
 
@@ -159,47 +113,9 @@ fn parse_details() {
     }
 }
 
-fn note_block() -> String {
-    let t = Timestamp::parse("2026-12-02T09:20:38.291972").unwrap();
-    let a =
-        render_element("3f2a9c0d1e4b5a6c", "Olive Operator", "jwt", t, "Stop editing the parser; run the tests first.");
-    frame(&[a]).unwrap()
-}
-
-fn cases() -> Vec<(&'static str, Outcome)> {
-    let block = note_block();
-    let notes =
-        Outcome { context: Some(block.clone()), note_ids: vec!["3f2a9c0d1e4b5a6c".into()], ..Outcome::default() };
-    let deny = Outcome {
-        decision: Some(Decision::Deny),
-        reason: Some("Tool blocked in Preloop".into()),
-        ..Outcome::default()
-    };
-    let allow = Outcome {
-        decision: Some(Decision::Allow),
-        reason: Some("No central native rule requires approval".into()),
-        ..Outcome::default()
-    };
-    vec![
-        ("nothing", Outcome::default()),
-        ("notes", notes.clone()),
-        ("deny", deny.clone()),
-        ("deny_notes", Outcome { context: Some(block.clone()), note_ids: notes.note_ids.clone(), ..deny.clone() }),
-        ("deny_no_reason", Outcome { reason: None, ..deny.clone() }),
-        ("allow", allow.clone()),
-        ("allow_notes", Outcome { context: Some(block.clone()), ..allow }),
-        ("continue", Outcome { continue_turn: true, ..notes }),
-    ]
-}
-
 #[test]
 fn renders_match_the_goldens() {
-    for event in Event::ALL {
-        for (case, o) in cases() {
-            let out = render_json(event, &o);
-            golden(&format!("render/{}.{case}.json", event.name()), &out.clone().unwrap_or(Value::Null));
-        }
-    }
+    golden::check_render_goldens::<Copilot>(&golden::render_cases("Tool blocked in Preloop"));
 }
 
 #[test]
@@ -223,38 +139,8 @@ fn carriers_hold_what_the_design_says() {
 
 #[test]
 fn every_render_passes_schema() {
-    let block = note_block();
-    let contexts = [None, Some(String::new()), Some(block.clone()), Some("é".repeat(4000))];
-    let decisions = [None, Some(Decision::Allow), Some(Decision::Deny)];
-    let reasons = [None, Some(String::new()), Some("  ".to_string()), Some("Blocked by access rule".to_string())];
-    let mut rendered = 0;
-    for event in Event::ALL {
-        for context in &contexts {
-            for decision in decisions {
-                for reason in &reasons {
-                    for continue_turn in [false, true] {
-                        let o = Outcome {
-                            context: context.clone(),
-                            decision,
-                            reason: reason.clone(),
-                            continue_turn,
-                            ..Outcome::default()
-                        };
-                        let Some(v) = render_json(event, &o) else { continue };
-                        rendered += 1;
-                        let s = output_schema(event).unwrap_or_else(|| panic!("{} has no schema", event.name()));
-                        validate(&s, &v).unwrap_or_else(|e| panic!("{} {o:?}: {e}", event.name()));
-                        let text = v.to_string();
-                        for bad in
-                            ["hookSpecificOutput", "\"allow\"", "\"ask\"", "modified", "systemMessage", "\"continue\""]
-                        {
-                            assert!(!text.contains(bad), "{} emitted {bad}: {text}", event.name());
-                        }
-                    }
-                }
-            }
-        }
-    }
+    let banned = ["hookSpecificOutput", "\"allow\"", "\"ask\"", "modified", "systemMessage", "\"continue\""];
+    let rendered = golden::every_render_passes_schema::<Copilot>(&[], &banned, |_, _, _| {});
     assert!(rendered > 40);
 }
 

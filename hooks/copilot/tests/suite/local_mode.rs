@@ -3,47 +3,20 @@
 
 use crate::common::*;
 use preloop_copilot::Event;
-use serde_json::json;
+use preloop_testkit::hooks;
 use std::time::Duration;
 
 #[test]
 fn every_binary_exits_0_with_nothing_on_bad_stdin() {
-    let home = Home::new("bad");
-    let bad: Vec<Vec<u8>> = vec![
-        b"".to_vec(),
-        b"{".to_vec(),
-        b"not json".to_vec(),
-        b"[]".to_vec(),
-        b"null".to_vec(),
-        b"{}".to_vec(),
-        br#"{"sessionId": 7}"#.to_vec(),
-        vec![0xff, 0xfe, 0x00],
-        serde_json::to_vec(&fixture("camel/permissionRequest.json")).unwrap(),
-    ];
-    for event in Event::ALL {
-        for stdin in &bad {
-            let r = home.run_raw(event, stdin);
-            assert_eq!(
-                r.code,
-                Some(0),
-                "{} on {:?}: a non-zero exit denies the tool",
-                event.name(),
-                String::from_utf8_lossy(stdin)
-            );
-            assert_eq!(r.stdout, "", "{} printed on {:?}", event.name(), String::from_utf8_lossy(stdin));
-        }
-    }
+    let extra =
+        [br#"{"sessionId": 7}"#.to_vec(), serde_json::to_vec(&fixture("camel/permissionRequest.json")).unwrap()];
+    hooks::bad_stdin_is_ignored::<Copilot>(&Home::new("bad"), &extra);
 }
 
 #[test]
 fn a_session_with_nothing_pending_prints_nothing() {
-    let home = Home::new("quiet");
     let s = unique_session("q");
-    for event in Event::ALL {
-        let (out, r) = home.run(event, &fixture_for(&own_fixture(event), &s));
-        assert_eq!(out, None, "{}", event.name());
-        assert!(r.elapsed < Duration::from_secs(2), "{} took {:?}", event.name(), r.elapsed);
-    }
+    hooks::nothing_pending_prints_nothing::<Copilot>(&Home::new("quiet"), || s.clone(), Duration::from_secs(2));
 }
 
 #[test]
@@ -61,8 +34,8 @@ fn session_start_and_prompt_carry_the_block_verbatim() {
     let (out, _) = home.run(Event::UserPromptSubmitted, &fixture_for("userPromptSubmitted.json", &s));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![b.clone()]);
     assert_eq!(home.receipt(&b).state, "delivered");
-    let file = home.session_file(&s);
-    assert_eq!((file["agent_kind"].clone(), file["title"].clone()), (json!("copilot_cli"), json!("Run echo hi")));
+    let file = home.session_file(&s).unwrap();
+    assert_eq!((file.agent_kind.as_str(), file.title.as_deref()), ("copilot_cli", Some("Run echo hi")));
 }
 
 /// preToolUse claims nothing (the server never hands copilot_cli a note, and
@@ -104,25 +77,18 @@ fn pre_tool_use_carries_the_spool_only() {
     }
 }
 
+/// Within Copilot's 8 consecutive blocks and our cap of 3.
 #[test]
 fn agent_stop_rescues_once_per_stop_and_three_times_per_session() {
+    let stop_hook_active = "agentStop.stop_hook_active.json";
     let home = Home::new("stop");
-    let s = unique_session("as");
-    home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
-    let mut rescued = 0;
-    for round in 0..5 {
-        let id = home.send(&s, &format!("late note {round}"));
-        let (out, _) = home.run(Event::AgentStop, &fixture_for("agentStop.stop_hook_active.json", &s));
-        assert_eq!(out, None);
-        let (out, _) = home.run(Event::AgentStop, &fixture_for("agentStop.json", &s));
-        if let Some(v) = out {
-            rescued += 1;
-            assert_eq!(v["decision"], json!("block"));
-            assert_eq!(ids_in(v["reason"].as_str().unwrap()), vec![id.clone()]);
-            assert_eq!(home.receipt(&id).delivery_event.as_deref(), Some("stop"));
-        }
-    }
-    assert_eq!(rescued, 3, "within Copilot's 8 consecutive blocks and our cap of 3");
+    hooks::local_stop_rescues_three_times::<Copilot>(
+        &home,
+        "as",
+        Event::SessionStart,
+        Event::AgentStop,
+        stop_hook_active,
+    );
 }
 
 #[test]
@@ -151,12 +117,5 @@ fn sub_agent_hooks_register_and_carry_nothing() {
 
 #[test]
 fn session_end_makes_pending_notes_undeliverable() {
-    let home = Home::new("end");
-    let s = unique_session("se");
-    home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
-    let id = home.send(&s, "too late");
-    let (out, _) = home.run(Event::SessionEnd, &fixture_for("sessionEnd.json", &s));
-    assert_eq!(out, None);
-    let r = home.receipt(&id);
-    assert_eq!((r.state.as_str(), r.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));
+    hooks::local_end_drops_pending::<Copilot>(&Home::new("end"), "se", Event::SessionStart, Event::SessionEnd);
 }

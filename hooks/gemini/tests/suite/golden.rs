@@ -7,48 +7,18 @@
 //! and review the diff.
 
 use crate::common::*;
-use preloop_gemini::{Event, HELD, parse, render};
+use preloop_gemini::{Event, HELD, parse};
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::render::{frame, render_element};
 use preloop_shared::runner::Parsed;
 use preloop_shared::time::Timestamp;
 use preloop_shared::wire::Decision;
+use preloop_testkit::golden::{self, note_block};
+use preloop_testkit::support::{fixtures_dir, json_names};
 use serde_json::{Value, json};
 
-fn golden(rel: &str, actual: &Value) {
-    preloop_testkit::golden::check_json(&fixtures_dir().join("expected").join(rel), actual);
-}
-
 fn render_json(event: Event, o: &Outcome) -> Option<Value> {
-    render(event, o).map(|out| serde_json::to_value(out).unwrap())
-}
-
-fn fixture_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(fixtures_dir())
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".json") && !n.starts_with("hook-env"))
-        .collect();
-    names.sort();
-    assert_eq!(names.len(), 15, "the Gemini CLI 0.61.0 captures: {names:?}");
-    names
-}
-
-fn input_json(p: &Parsed) -> Value {
-    let Input { session_id, cwd, kind, transcript_path } = match p {
-        Parsed::StandDown(why) => return json!({"stand_down": why}),
-        Parsed::Run(i) => i,
-    };
-    let kind = match kind {
-        InputKind::SessionStart { pull } => json!({"session_start": {"pull": pull}}),
-        InputKind::Prompt { prompt, pull } => json!({"user_prompt": {"prompt": prompt, "pull": pull}}),
-        InputKind::Tool { tool_name, tool_input, model, carry } => json!({"tool": {
-            "tool_name": tool_name, "tool_input": tool_input, "model": model, "carry": format!("{carry:?}")}}),
-        InputKind::AfterTool { carry } => json!({"after_tool": {"carry": carry}}),
-        InputKind::Stop { may_continue } => json!({"stop": {"may_continue": may_continue}}),
-        InputKind::SessionEnd { reason } => json!({"session_end": {"reason": reason}}),
-    };
-    json!({"session_id": session_id, "cwd": cwd, "transcript_path": transcript_path, "kind": kind})
+    Gemini::render(event, o)
 }
 
 /// Each binary parses the captures of its own event into the input checked
@@ -56,21 +26,11 @@ fn input_json(p: &Parsed) -> Value {
 /// event's (Gemini names the event in every payload).
 #[test]
 fn captures_parse_to_the_golden_inputs() {
-    let mut ran = 0;
-    for name in fixture_names() {
-        let v = fixture(&name);
-        let own = Event::from_name(v["hook_event_name"].as_str().unwrap());
-        for event in Event::ALL {
-            let parsed = parse(event, &v);
-            if Some(event) == own {
-                let parsed = parsed.unwrap_or_else(|e| panic!("{name}: {e}"));
-                golden(&format!("{}.input.json", name.trim_end_matches(".json")), &input_json(&parsed));
-                ran += 1;
-            } else {
-                assert!(parsed.is_err(), "{name} was accepted by the {} hook", event.name());
-            }
-        }
-    }
+    let names: Vec<String> =
+        json_names(&fixtures_dir(Gemini::FIXTURES)).into_iter().filter(|n| !n.starts_with("hook-env")).collect();
+    assert_eq!(names.len(), 15, "the Gemini CLI 0.61.0 captures: {names:?}");
+    let own = |_: &str, v: &Value| Event::from_name(v["hook_event_name"].as_str().unwrap());
+    let ran = golden::check_parse_goldens::<Gemini>(&names, own, true);
     assert_eq!(ran, 9, "one golden per capture of the six events we hook");
 }
 
@@ -119,13 +79,6 @@ fn parse_details() {
     assert!(parse(Event::BeforeTool, &json!({"session_id": "s"})).is_err(), "a tool hook needs tool_name");
 }
 
-fn note_block() -> String {
-    let t = Timestamp::parse("2026-12-02T09:20:38.291972").unwrap();
-    let a =
-        render_element("3f2a9c0d1e4b5a6c", "Olive Operator", "jwt", t, "Stop editing the parser; run the tests first.");
-    frame(&[a]).unwrap()
-}
-
 fn hostile_block() -> String {
     let t = Timestamp::parse("2026-12-02T09:21:05+00:00").unwrap();
     let a = render_element(
@@ -139,42 +92,17 @@ fn hostile_block() -> String {
 }
 
 fn cases() -> Vec<(&'static str, Outcome)> {
-    let block = note_block();
-    let notes =
-        Outcome { context: Some(block.clone()), note_ids: vec!["3f2a9c0d1e4b5a6c".into()], ..Outcome::default() };
-    let deny = Outcome {
-        decision: Some(Decision::Deny),
-        reason: Some("Tool blocked in Preloop".into()),
-        ..Outcome::default()
-    };
-    let allow = Outcome {
-        decision: Some(Decision::Allow),
-        reason: Some("No central native rule requires approval".into()),
-        ..Outcome::default()
-    };
-    vec![
-        ("nothing", Outcome::default()),
-        ("notes", notes.clone()),
-        ("hostile_notes", Outcome { context: Some(hostile_block()), ..notes.clone() }),
-        ("deny", deny.clone()),
-        ("deny_notes", Outcome { context: Some(block.clone()), note_ids: notes.note_ids.clone(), ..deny.clone() }),
-        ("deny_no_reason", Outcome { reason: None, ..deny.clone() }),
-        ("allow", allow.clone()),
-        ("allow_notes", Outcome { context: Some(block.clone()), ..allow }),
-        ("continue", Outcome { continue_turn: true, ..notes }),
-    ]
+    let mut cases = golden::render_cases("Tool blocked in Preloop");
+    let notes = cases.iter().find(|(c, _)| *c == "notes").unwrap().1.clone();
+    cases.push(("hostile_notes", Outcome { context: Some(hostile_block()), ..notes }));
+    cases
 }
 
 /// What each event prints for each outcome, checked in under
 /// `expected/render/<Event>.<case>.json` (`null`: prints nothing).
 #[test]
 fn renders_match_the_goldens() {
-    for event in Event::ALL {
-        for (case, o) in cases() {
-            let out = render_json(event, &o);
-            golden(&format!("render/{}.{case}.json", event.name()), &out.clone().unwrap_or(Value::Null));
-        }
-    }
+    golden::check_render_goldens::<Gemini>(&cases());
 }
 
 /// The exact carrier texts, spelled out once (the goldens hold the rest).
@@ -206,45 +134,17 @@ fn carriers_hold_what_the_design_says() {
 /// beyond the ones we mean.
 #[test]
 fn every_render_passes_schema() {
-    let block = note_block();
-    let contexts = [None, Some(String::new()), Some(block.clone()), Some(hostile_block()), Some("é".repeat(4000))];
-    let decisions = [None, Some(Decision::Allow), Some(Decision::Deny)];
-    let reasons = [None, Some(String::new()), Some("  ".to_string()), Some("Blocked by access rule".to_string())];
-    let mut rendered = 0;
-    for event in Event::ALL {
-        for context in &contexts {
-            for decision in decisions {
-                for reason in &reasons {
-                    for continue_turn in [false, true] {
-                        let o = Outcome {
-                            context: context.clone(),
-                            decision,
-                            reason: reason.clone(),
-                            continue_turn,
-                            ..Outcome::default()
-                        };
-                        let Some(v) = render_json(event, &o) else { continue };
-                        rendered += 1;
-                        let s = output_schema(event).unwrap_or_else(|| panic!("{} has no schema", event.name()));
-                        validate(&s, &v).unwrap_or_else(|e| panic!("{} {o:?}: {e}", event.name()));
-                        let text = v.to_string();
-                        for bad in [
-                            "\"continue\"",
-                            "suppressOutput",
-                            "systemMessage",
-                            "tool_input",
-                            "\"allow\"",
-                            "\"ask\"",
-                            "clearContext",
-                            "tailToolCallRequest",
-                        ] {
-                            assert!(!text.contains(bad), "{} emitted {bad}: {text}", event.name());
-                        }
-                    }
-                }
-            }
-        }
-    }
+    let banned = [
+        "\"continue\"",
+        "suppressOutput",
+        "systemMessage",
+        "tool_input",
+        "\"allow\"",
+        "\"ask\"",
+        "clearContext",
+        "tailToolCallRequest",
+    ];
+    let rendered = golden::every_render_passes_schema::<Gemini>(&[hostile_block()], &banned, |_, _, _| {});
     assert!(rendered > 40);
 }
 

@@ -3,43 +3,20 @@
 
 use crate::common::*;
 use preloop_gemini::Event;
+use preloop_testkit::hooks;
 use serde_json::json;
 use std::time::Duration;
 
 #[test]
 fn every_binary_exits_0_quietly_on_bad_stdin() {
-    let home = Home::new("bad");
-    let bad: Vec<Vec<u8>> = vec![
-        b"".to_vec(),
-        b"   \n".to_vec(),
-        b"{".to_vec(),
-        b"not json".to_vec(),
-        b"[]".to_vec(),
-        b"null".to_vec(),
-        b"{}".to_vec(),
-        br#"{"session_id": 7}"#.to_vec(),
-        vec![0xff, 0xfe, 0x00],
-        serde_json::to_vec(&fixture("BeforeModel.json")).unwrap(),
-    ];
-    for event in Event::ALL {
-        for stdin in &bad {
-            let r = home.run_raw(event, stdin);
-            assert_eq!(r.code, Some(0), "{} on {:?}", event.name(), String::from_utf8_lossy(stdin));
-            assert_eq!(r.stdout, "", "{} printed on {:?}", event.name(), String::from_utf8_lossy(stdin));
-            assert_eq!(r.stderr, "", "{}: stderr must stay empty (Gemini parses it)", event.name());
-        }
-    }
+    let extra = [br#"{"session_id": 7}"#.to_vec(), serde_json::to_vec(&fixture("BeforeModel.json")).unwrap()];
+    hooks::bad_stdin_is_ignored::<Gemini>(&Home::new("bad"), &extra);
 }
 
 #[test]
 fn a_session_with_nothing_pending_prints_nothing() {
-    let home = Home::new("quiet");
     let s = unique_session("q");
-    for event in Event::ALL {
-        let (out, r) = home.run(event, &fixture_for(&own_fixture(event), &s));
-        assert_eq!(out, None, "{}", event.name());
-        assert!(r.elapsed < Duration::from_secs(2), "{} took {:?}", event.name(), r.elapsed);
-    }
+    hooks::nothing_pending_prints_nothing::<Gemini>(&Home::new("quiet"), || s.clone(), Duration::from_secs(2));
 }
 
 #[test]
@@ -56,7 +33,7 @@ fn session_start_carries_a_bracket_block_and_acks() {
     let r = home.receipt(&id);
     assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("session_start")));
     // The session file names the harness.
-    assert_eq!(home.session_file(&s)["agent_kind"], json!("gemini_cli"));
+    assert_eq!(home.session_file(&s).unwrap().agent_kind, "gemini_cli");
 }
 
 #[test]
@@ -68,7 +45,7 @@ fn before_agent_titles_with_the_prompt_and_pulls() {
     let (out, _) = home.run(Event::BeforeAgent, &fixture_for("BeforeAgent.json", &s));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
     assert_eq!(home.receipt(&id).state, "delivered");
-    assert_eq!(home.session_file(&s)["title"], json!("Run echo hi"));
+    assert_eq!(home.session_file(&s).unwrap().title.as_deref(), Some("Run echo hi"));
 }
 
 #[test]
@@ -90,41 +67,20 @@ fn before_tool_never_claims_on_the_local_inbox() {
 
 #[test]
 fn after_agent_rescues_once_per_stop_and_three_times_per_session() {
+    let stop_hook_active = "AfterAgent.stop_hook_active.json";
     let home = Home::new("stop");
-    let s = unique_session("aa");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
-    let mut rescued = 0;
-    for round in 0..5 {
-        let id = home.send(&s, &format!("late note {round}"));
-        // stop_hook_active: never a second continuation in a row.
-        let (out, _) = home.run(Event::AfterAgent, &fixture_for("AfterAgent.stop_hook_active.json", &s));
-        assert_eq!(out, None);
-        let (out, _) = home.run(Event::AfterAgent, &fixture_for("AfterAgent.json", &s));
-        match out {
-            Some(v) => {
-                rescued += 1;
-                assert_eq!(v["decision"], json!("block"));
-                let reason = v["reason"].as_str().unwrap();
-                assert!(reason.starts_with("<operator-notes count=\"1\""), "verbatim XML: {reason}");
-                assert_eq!(ids_in(reason), vec![id.clone()]);
-                assert_eq!(home.receipt(&id).delivery_event.as_deref(), Some("stop"));
-            }
-            None => assert_eq!(home.receipt(&id).state, "pending"),
-        }
-    }
-    assert_eq!(rescued, 3, "our stop_rescue_cap is Gemini's only brake");
+    hooks::local_stop_rescues_three_times::<Gemini>(
+        &home,
+        "aa",
+        Event::SessionStart,
+        Event::AfterAgent,
+        stop_hook_active,
+    );
 }
 
 #[test]
 fn session_end_makes_pending_notes_undeliverable() {
-    let home = Home::new("end");
-    let s = unique_session("se");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
-    let id = home.send(&s, "too late");
-    let (out, _) = home.run(Event::SessionEnd, &fixture_for("SessionEnd.json", &s));
-    assert_eq!(out, None);
-    let r = home.receipt(&id);
-    assert_eq!((r.state.as_str(), r.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));
+    hooks::local_end_drops_pending::<Gemini>(&Home::new("end"), "se", Event::SessionStart, Event::SessionEnd);
 }
 
 /// Notes that do not fit one escaped carrier wait in the spool for the next

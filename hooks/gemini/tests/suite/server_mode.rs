@@ -6,42 +6,17 @@
 use crate::common::*;
 use preloop_gemini::{Event, HELD};
 use preloop_testkit::FakeServer;
-use serde_json::{Value, json};
-
-fn server_home(server: &FakeServer, tag: &str) -> Home {
-    Home::new(tag).with_env("PRELOOP_URL", &server.url()).with_env("PRELOOP_TOKEN", &server.runtime_token())
-}
-
-fn send(server: &FakeServer, session: &str, text: &str) -> String {
-    server.send_note(json!({"external_session_id": session, "text": text}))["note_id"].as_str().unwrap().to_string()
-}
-
-fn state(server: &FakeServer, id: &str) -> (String, Option<String>, Option<String>) {
-    let r = server.receipt(id);
-    let s = |k: &str| r[k].as_str().map(str::to_string);
-    (s("state").unwrap(), s("delivery_event"), s("undeliverable_reason"))
-}
-
-fn hook_calls(server: &FakeServer) -> Vec<(String, Value)> {
-    server
-        .requests()
-        .into_iter()
-        .filter_map(|r| Some((r.path.strip_prefix("/api/v1/agents/")?.to_string(), r.body.unwrap_or(Value::Null))))
-        .collect()
-}
-
-fn routes(server: &FakeServer) -> Vec<String> {
-    hook_calls(server).into_iter().map(|(r, _)| r).collect()
-}
+use preloop_testkit::hooks;
+use serde_json::json;
 
 #[test]
 fn session_start_registers_as_gemini_cli_and_before_agent_records_the_prompt() {
     let server = FakeServer::start();
-    let home = server_home(&server, "reg");
+    let home = Home::for_server("reg", &server);
     let s = unique_session("rg");
     let (out, _) = home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
     assert_eq!(out, None);
-    let calls = hook_calls(&server);
+    let calls = server.hook_calls();
     assert_eq!(calls[0].0, "session-start");
     assert_eq!(calls[0].1["source"], json!("gemini_cli"));
     assert_eq!(calls[0].1["cwd"], json!("/tmp/gemini-e2e/full/proj"));
@@ -49,16 +24,16 @@ fn session_start_registers_as_gemini_cli_and_before_agent_records_the_prompt() {
     assert_eq!(calls[1].1["defer_delivery"], json!(true));
     assert_eq!(calls[1].1["event"], json!("session_start"));
     server.clear_requests();
-    let id = send(&server, &s, "run the tests first");
+    let id = server.send_to_session(&s, "run the tests first");
     let (out, _) = home.run(Event::BeforeAgent, &fixture_for("BeforeAgent.json", &s));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
-    let calls = hook_calls(&server);
+    let calls = server.hook_calls();
     let start = calls.iter().find(|(r, _)| r == "session-start").expect("the first prompt registers");
     assert_eq!(start.1["first_prompt"], json!("Run echo hi"));
     assert_eq!(start.1["hook_event_name"], json!("UserPromptSubmit"), "the name the server records a prompt time for");
     let ack = calls.iter().find(|(r, _)| r == "notes/ack").expect("acked after the output");
     assert_eq!(ack.1["note_ids"], json!([id]));
-    assert_eq!(state(&server, &id), ("delivered".into(), Some("session_start".into()), None));
+    assert_eq!(server.note_state(&id), ("delivered".into(), Some("session_start".into()), None));
 }
 
 /// The server claims immediately on the check and records `delivered`: the
@@ -66,10 +41,10 @@ fn session_start_registers_as_gemini_cli_and_before_agent_records_the_prompt() {
 #[test]
 fn before_tool_holds_the_call_with_the_note_the_server_claimed() {
     let server = FakeServer::start();
-    let home = server_home(&server, "hold");
+    let home = Home::for_server("hold", &server);
     let s = unique_session("hd");
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
-    let id = send(&server, &s, "use eu-west-1");
+    let id = server.send_to_session(&s, "use eu-west-1");
     server.clear_requests();
     let (out, _) = home.run(Event::BeforeTool, &fixture_for("BeforeTool.json", &s));
     let out = out.expect("held");
@@ -77,8 +52,8 @@ fn before_tool_holds_the_call_with_the_note_the_server_claimed() {
     let reason = out["reason"].as_str().unwrap();
     assert!(reason.starts_with(&format!("{HELD}\n\n<operator-notes count=\"1\"")), "{reason}");
     assert_eq!(ids_in(reason), vec![id.clone()]);
-    assert_eq!(state(&server, &id), ("delivered".into(), Some("pre_tool_use".into()), None));
-    let calls = hook_calls(&server);
+    assert_eq!(server.note_state(&id), ("delivered".into(), Some("pre_tool_use".into()), None));
+    let calls = server.hook_calls();
     assert_eq!(calls.len(), 1, "one permission-check: {calls:?}");
     let body = &calls[0].1;
     assert_eq!(body["source"], json!("gemini_cli"));
@@ -94,13 +69,13 @@ fn before_tool_holds_the_call_with_the_note_the_server_claimed() {
 #[test]
 fn before_tool_deny_keeps_the_servers_reason_first() {
     let server = FakeServer::start();
-    let home = server_home(&server, "deny");
+    let home = Home::for_server("deny", &server);
     let s = unique_session("dn");
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
     server.set_tool_enabled("run_shell_command", false);
     let (out, _) = home.run(Event::BeforeTool, &fixture_for("BeforeTool.json", &s));
     assert_eq!(out, Some(json!({"decision": "deny", "reason": "Tool blocked in Preloop"})));
-    let id = send(&server, &s, "stop");
+    let id = server.send_to_session(&s, "stop");
     let (out, _) = home.run(Event::BeforeTool, &fixture_for("BeforeTool.json", &s));
     let reason = out.unwrap()["reason"].as_str().unwrap().to_string();
     assert!(reason.starts_with("Tool blocked in Preloop\n\n<operator-notes"), "{reason}");
@@ -112,92 +87,63 @@ fn before_tool_deny_keeps_the_servers_reason_first() {
 #[test]
 fn before_tool_leaves_the_spool_to_after_tool() {
     let server = FakeServer::start();
-    let home = server_home(&server, "spool");
+    let home = Home::for_server("spool", &server);
     let s = unique_session("sp");
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
-    let a = send(&server, &s, &format!("a{}", "<".repeat(2000)));
-    let b = send(&server, &s, &format!("b{}", "<".repeat(2000)));
+    let a = server.send_to_session(&s, &format!("a{}", "<".repeat(2000)));
+    let b = server.send_to_session(&s, &format!("b{}", "<".repeat(2000)));
     let (out, _) = home.run(Event::BeforeAgent, &fixture_for("BeforeAgent.json", &s));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![a.clone()]);
-    assert_eq!(state(&server, &b).0, "claimed", "spooled, deferred");
+    assert_eq!(server.note_state(&b).0, "claimed", "spooled, deferred");
     server.clear_requests();
     let (out, _) = home.run(Event::BeforeTool, &fixture_for("BeforeTool.json", &s));
     assert_eq!(out, None, "the spool is not carried by holding a call");
-    assert_eq!(routes(&server), vec!["permission-check"]);
+    assert_eq!(server.hook_routes(), vec!["permission-check"]);
     let (out, _) = home.run(Event::AfterTool, &fixture_for("AfterTool.json", &s));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![b.clone()]);
-    assert_eq!(state(&server, &b), ("delivered".into(), Some("session_start".into()), None));
+    assert_eq!(server.note_state(&b), ("delivered".into(), Some("session_start".into()), None));
 }
 
 #[test]
 fn after_tool_pulls_deferred_and_acks() {
     let server = FakeServer::start();
-    let home = server_home(&server, "after");
+    let home = Home::for_server("after", &server);
     let s = unique_session("at");
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
-    let id = send(&server, &s, "mid-run");
+    let id = server.send_to_session(&s, "mid-run");
     server.clear_requests();
     let (out, _) = home.run(Event::AfterTool, &fixture_for("AfterTool.json", &s));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
-    let calls = hook_calls(&server);
+    let calls = server.hook_calls();
     assert_eq!(calls[0].0, "notes/pending");
     assert_eq!(
         (calls[0].1["event"].clone(), calls[0].1["defer_delivery"].clone()),
         (json!("pre_tool_use"), json!(true))
     );
     assert_eq!(calls[1].0, "notes/ack");
-    assert_eq!(state(&server, &id), ("delivered".into(), Some("pre_tool_use".into()), None));
+    assert_eq!(server.note_state(&id), ("delivered".into(), Some("pre_tool_use".into()), None));
 }
 
 #[test]
 fn after_agent_continues_and_reports_the_turn_end() {
     let server = FakeServer::start();
-    let home = server_home(&server, "stop");
-    let s = unique_session("st");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
-    let id = send(&server, &s, "late");
-    server.clear_requests();
-    let (out, _) = home.run(Event::AfterAgent, &fixture_for("AfterAgent.json", &s));
-    let out = out.unwrap();
-    assert_eq!(out["decision"], json!("block"));
-    assert_eq!(ids_in(out["reason"].as_str().unwrap()), vec![id.clone()]);
-    assert_eq!(state(&server, &id), ("delivered".into(), Some("stop".into()), None));
-    let calls = hook_calls(&server);
-    let ev = calls.iter().find(|(r, _)| r == "session-event").expect("turn end reported");
-    assert_eq!(ev.1["hook_event_name"], json!("Stop"));
-    // The continuation's AfterAgent (stop_hook_active) does not pull.
-    server.clear_requests();
-    send(&server, &s, "later");
-    let (out, _) = home.run(Event::AfterAgent, &fixture_for("AfterAgent.stop_hook_active.json", &s));
-    assert_eq!(out, None);
-    assert_eq!(routes(&server), vec!["session-event"]);
+    let home = Home::for_server("stop", &server);
+    let stop_hook_active = "AfterAgent.stop_hook_active.json";
+    hooks::server_stop_continues::<Gemini>(&server, &home, Event::SessionStart, Event::AfterAgent, stop_hook_active);
 }
 
 #[test]
 fn session_end_is_awaited_in_process() {
     let server = FakeServer::start();
-    let home = server_home(&server, "end");
-    let s = unique_session("en");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
-    let id = send(&server, &s, "never read");
-    let (out, _) = home.run(Event::SessionEnd, &fixture_for("SessionEnd.json", &s));
-    assert_eq!(out, None);
-    // Done when the binary returns: no detached worker for Gemini.
-    assert_eq!(state(&server, &id), ("undeliverable".into(), None, Some("session_ended".into())));
-    let end = hook_calls(&server).into_iter().find(|(r, _)| r == "session-end").unwrap();
-    assert_eq!(end.1["external_session_id"], json!(s));
-    assert_eq!(end.1["reason"], json!("exit"));
+    let home = Home::for_server("end", &server);
+    hooks::server_end_in_process::<Gemini>(&server, &home, Event::SessionStart, Event::SessionEnd, "exit");
 }
 
 #[test]
 fn an_unreachable_server_follows_the_fail_policy() {
     let s = unique_session("un");
-    let home = Home::new("dead").with_env("PRELOOP_URL", &dead_url()).with_env("PRELOOP_TOKEN", "agt_x");
-    for event in Event::ALL {
-        let (out, r) = home.run(event, &fixture_for(&own_fixture(event), &s));
-        assert_eq!(out, None, "{}: fail open by default", event.name());
-        assert!(r.elapsed.as_secs() < 5, "{} took {:?}", event.name(), r.elapsed);
-    }
+    let home = Home::dead_server("dead");
+    hooks::unreachable_server_fails_open::<Gemini>(&home, &s, &[]);
     let home = home.with_env("PRELOOP_PRE_TOOL_USE_ON_ERROR", "deny");
     let (out, _) = home.run(Event::BeforeTool, &fixture_for("BeforeTool.json", &s));
     let out = out.expect("fail closed");

@@ -1,0 +1,338 @@
+//! One harness's hook binaries as the tests drive them ([`Hooks`]), and the
+//! scenarios more than one harness shares, written once here and run by each
+//! harness's suite with its own events and captures.
+//!
+//! A test crate implements [`Hooks`] on a marker type (only its own
+//! integration tests can name its binaries) and gives [`Home`] a small
+//! extension trait whose methods call [`run`] and [`run_raw`], so that its
+//! suites read `home.run(Event::Stop, &payload)`.
+
+use crate::FakeServer;
+use crate::support::{Home, Run, context_of, ids_in, one_object, read_json, schemas_dir, validate};
+use preloop_shared::flow::Outcome;
+use preloop_shared::registry::event;
+use preloop_shared::runner::Parsed;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// An adapter's `parse`.
+pub type ParseFn<E> = fn(E, &Value) -> Result<Parsed, String>;
+/// An adapter's `render` (`None`: the hook prints nothing).
+pub type RenderFn<E, O> = fn(E, &Outcome) -> Option<O>;
+
+/// A harness's events (`preloop_shared::registry::event::*`): every one,
+/// the harness's name for it, and our binary's name, from the registry.
+pub trait HookEvent: Copy + PartialEq + std::fmt::Debug + 'static {
+    /// Every event of the harness, in registry order.
+    fn all() -> Vec<Self>;
+    /// The harness's own name for the event.
+    fn name(self) -> &'static str;
+    /// Our binary's file name for the event.
+    fn binary(self) -> &'static str;
+}
+
+macro_rules! hook_events {
+    ($($harness:ident),*) => {$(
+        impl HookEvent for event::$harness {
+            fn all() -> Vec<Self> {
+                Self::ALL.to_vec()
+            }
+            fn name(self) -> &'static str {
+                event::$harness::name(self)
+            }
+            fn binary(self) -> &'static str {
+                event::$harness::binary(self)
+            }
+        }
+    )*};
+}
+hook_events!(ClaudeCode, Codex, Cursor, Gemini, Copilot);
+
+/// What a test crate says about its harness: where its binaries are, the
+/// pure adapter, its captures, and how the harness reads a hook's output.
+pub trait Hooks {
+    /// The harness's events.
+    type Event: HookEvent;
+    /// What the adapter renders.
+    type Output: serde::Serialize;
+    /// The captures' directory, under `fixtures/` and `schemas/`.
+    const FIXTURES: &'static str;
+    /// One built binary of the harness (`env!("CARGO_BIN_EXE_<name>")`):
+    /// the others are beside it, by their registry names.
+    const ANY_BIN: &'static str;
+    /// The adapter's parse.
+    const PARSE: ParseFn<Self::Event>;
+    /// The adapter's render (`None`: the hook prints nothing).
+    const RENDER: RenderFn<Self::Event, Self::Output>;
+    /// Whether a hook must leave stderr empty (Gemini parses stderr when
+    /// stdout is empty).
+    const QUIET_STDERR: bool = false;
+
+    /// Every event we hook, in registry order.
+    fn events() -> Vec<Self::Event> {
+        Self::Event::all()
+    }
+    /// The harness's own name for the event.
+    fn name(event: Self::Event) -> &'static str {
+        event.name()
+    }
+    /// The built binary of the event.
+    fn bin(event: Self::Event) -> PathBuf {
+        std::path::Path::new(Self::ANY_BIN).with_file_name(event.binary())
+    }
+    /// The adapter's parse of a payload.
+    fn parse(event: Self::Event, v: &Value) -> Result<Parsed, String> {
+        (Self::PARSE)(event, v)
+    }
+    /// The adapter's render as JSON.
+    fn render(event: Self::Event, o: &Outcome) -> Option<Value> {
+        (Self::RENDER)(event, o).map(|out| serde_json::to_value(out).expect("an output serializes"))
+    }
+    /// The capture of the event's own payload (`<name>.json`).
+    fn own_fixture(event: Self::Event) -> String {
+        format!("{}.json", Self::name(event))
+    }
+    /// A capture as a fresh session.
+    fn fixture_for(name: &str, session: &str) -> Value {
+        crate::support::fixture_for(Self::FIXTURES, name, session)
+    }
+    /// Our output schema of the event
+    /// (`schemas/<FIXTURES>/<name>.output.schema.json`), if it has one.
+    fn output_schema(event: Self::Event) -> Option<Value> {
+        let path = schemas_dir(Self::FIXTURES).join(format!("{}.output.schema.json", Self::name(event)));
+        path.exists().then(|| read_json(&path))
+    }
+    /// A finished run's stdout as the harness reads it: nothing, or one
+    /// object that passes the output schema ([`check_output`]).
+    fn check(event: Self::Event, run: &Run) -> Option<Value> {
+        check_output::<Self>(event, run)
+    }
+}
+
+/// Declare a harness's [`Hooks`] on a new marker type, from its adapter
+/// crate (`Event`, `Output`, `parse`, `render`), its captures' directory and
+/// one of its binaries, with the extension trait (named in parentheses) that
+/// gives [`Home`] `run` and `run_raw` for its events. Further items of the
+/// `Hooks` impl (`const QUIET_STDERR`, an own `fn fixture_for`) follow the
+/// `;`.
+///
+/// ```ignore
+/// preloop_testkit::hooks! {
+///     /// Gemini CLI 0.61.0's hooks.
+///     pub Gemini(GeminiHome) = preloop_gemini, "gemini-cli-0.61.0", "preloop-gemini-session-start";
+///     const QUIET_STDERR: bool = true;
+/// }
+/// ```
+#[macro_export]
+macro_rules! hooks {
+    (
+        $(#[$m:meta])* $vis:vis $name:ident($home:ident) = $adapter:ident, $fixtures:literal, $any_bin:literal;
+        $($item:item)*
+    ) => {
+        $(#[$m])*
+        $vis struct $name;
+
+        impl $crate::hooks::Hooks for $name {
+            type Event = $adapter::Event;
+            type Output = $adapter::Output;
+            const FIXTURES: &'static str = $fixtures;
+            const ANY_BIN: &'static str = env!(concat!("CARGO_BIN_EXE_", $any_bin));
+            const PARSE: $crate::hooks::ParseFn<$adapter::Event> = $adapter::parse;
+            const RENDER: $crate::hooks::RenderFn<$adapter::Event, $adapter::Output> = $adapter::render;
+            $($item)*
+        }
+
+        /// Running the harness's hook binaries in a `Home`.
+        $vis trait $home {
+            /// Run a hook binary with raw `stdin`.
+            #[allow(dead_code)]
+            fn run_raw(&self, event: $adapter::Event, stdin: &[u8]) -> $crate::support::Run;
+            /// Run a hook with a JSON payload: exit 0, and stdout as the
+            /// harness reads it (`Hooks::check`).
+            fn run(
+                &self,
+                event: $adapter::Event,
+                payload: &::serde_json::Value,
+            ) -> (Option<::serde_json::Value>, $crate::support::Run);
+        }
+
+        impl $home for $crate::support::Home {
+            fn run_raw(&self, event: $adapter::Event, stdin: &[u8]) -> $crate::support::Run {
+                $crate::hooks::run_raw::<$name>(self, event, stdin)
+            }
+            fn run(
+                &self,
+                event: $adapter::Event,
+                payload: &::serde_json::Value,
+            ) -> (Option<::serde_json::Value>, $crate::support::Run) {
+                $crate::hooks::run::<$name>(self, event, payload)
+            }
+        }
+    };
+}
+
+/// Nothing, or exactly one line of one JSON object that passes the event's
+/// [`Hooks::output_schema`]; stderr empty when [`Hooks::QUIET_STDERR`].
+pub fn check_output<H: Hooks + ?Sized>(event: H::Event, run: &Run) -> Option<Value> {
+    let what = H::name(event);
+    if H::QUIET_STDERR {
+        assert_eq!(run.err(), "", "{what} wrote on stderr (the harness would parse it)");
+    }
+    let v = one_object(&run.stdout).unwrap_or_else(|e| panic!("{what}: {e}"))?;
+    let schema = H::output_schema(event).unwrap_or_else(|| panic!("{what} has no output schema, yet printed {v}"));
+    validate(&schema, &v).unwrap_or_else(|e| panic!("{what} output fails its schema: {e}: {v}"));
+    Some(v)
+}
+
+/// Run the event's binary with raw `stdin` in `home`.
+pub fn run_raw<H: Hooks>(home: &Home, event: H::Event, stdin: &[u8]) -> Run {
+    home.run_bin(&H::bin(event), stdin, &[])
+}
+
+/// Run the event's binary with a JSON payload: exit 0, and stdout as the
+/// harness reads it ([`Hooks::check`]).
+pub fn run<H: Hooks>(home: &Home, event: H::Event, payload: &Value) -> (Option<Value>, Run) {
+    let r = run_raw::<H>(home, event, serde_json::to_string(payload).unwrap().as_bytes());
+    r.assert_exit_0(H::name(event));
+    (H::check(event, &r), r)
+}
+
+/// Run the event's binary on its own capture for `session`.
+pub fn run_own<H: Hooks>(home: &Home, event: H::Event, session: &str) -> Option<Value> {
+    run::<H>(home, event, &H::fixture_for(&H::own_fixture(event), session)).0
+}
+
+// ----- every mode ------------------------------------------------------------------
+
+/// What no harness sends and every hook must survive (exit 0, nothing on
+/// stdout): empty, blank, cut, not JSON, not an object, no session, not UTF-8.
+pub const BAD_STDIN: [&[u8]; 8] = [b"", b"   \n", b"{", b"not json", b"[]", b"null", b"{}", &[0xff, 0xfe, 0x00]];
+
+/// Every binary exits 0 and prints nothing on each of [`BAD_STDIN`] and
+/// `extra` (a harness's own near misses), and nothing on stderr where
+/// [`Hooks::QUIET_STDERR`].
+pub fn bad_stdin_is_ignored<H: Hooks>(home: &Home, extra: &[Vec<u8>]) {
+    let inputs = BAD_STDIN.iter().map(|b| b.to_vec()).chain(extra.iter().cloned());
+    let inputs: Vec<Vec<u8>> = inputs.collect();
+    for event in H::events() {
+        for stdin in &inputs {
+            let r = run_raw::<H>(home, event, stdin);
+            let what = format!("{} on {:?}", H::name(event), String::from_utf8_lossy(stdin));
+            assert_eq!(r.code(), Some(0), "{what}: a non-zero exit is an error to the harness");
+            assert_eq!(r.out(), "", "{what} printed");
+            if H::QUIET_STDERR {
+                assert_eq!(r.err(), "", "{what}: stderr must stay empty");
+            }
+        }
+    }
+}
+
+/// Each binary, fed its own capture for `session()` with nothing pending,
+/// prints nothing, within `within`.
+pub fn nothing_pending_prints_nothing<H: Hooks>(home: &Home, mut session: impl FnMut() -> String, within: Duration) {
+    for event in H::events() {
+        let (out, r) = run::<H>(home, event, &H::fixture_for(&H::own_fixture(event), &session()));
+        assert_eq!(out, None, "{}: nothing to say without notes", H::name(event));
+        assert!(r.elapsed < within, "{} took {:?}", H::name(event), r.elapsed);
+    }
+}
+
+/// A server nothing listens on ([`Home::dead_server`]): every binary answers
+/// its own capture within 5 s, and all but the `closed` ones (their fail
+/// policy is to deny) print nothing. The outputs of `closed`, in order.
+pub fn unreachable_server_fails_open<H: Hooks>(home: &Home, session: &str, closed: &[H::Event]) -> Vec<Value> {
+    let mut denied = Vec::new();
+    for event in H::events() {
+        let (out, r) = run::<H>(home, event, &H::fixture_for(&H::own_fixture(event), session));
+        assert!(r.elapsed < Duration::from_secs(5), "{} took {:?}", H::name(event), r.elapsed);
+        if closed.contains(&event) {
+            denied.push(out.unwrap_or_else(|| panic!("{}: fail closed", H::name(event))));
+        } else {
+            assert_eq!(out, None, "{}: fail open by default", H::name(event));
+        }
+    }
+    denied
+}
+
+// ----- local mode ------------------------------------------------------------------
+
+/// Local mode: a note still pending when `end` runs is `undeliverable`
+/// (`session_ended`), and `end` prints nothing.
+pub fn local_end_drops_pending<H: Hooks>(home: &Home, tag: &str, start: H::Event, end: H::Event) {
+    let s = crate::support::unique_session(tag);
+    run_own::<H>(home, start, &s);
+    let id = home.send(&s, "too late");
+    assert_eq!(run_own::<H>(home, end, &s), None);
+    let r = home.receipt(&id);
+    assert_eq!((r.state.as_str(), r.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));
+}
+
+/// Local mode, five rounds of a late note: the continuation's own stop
+/// (`active`, a capture with `stop_hook_active`) never continues, and `stop`
+/// continues with the note, verbatim in an XML block (delivered on `stop`),
+/// three times in the session; past the cap the note stays pending.
+pub fn local_stop_rescues_three_times<H: Hooks>(home: &Home, tag: &str, start: H::Event, stop: H::Event, active: &str) {
+    let s = crate::support::unique_session(tag);
+    run_own::<H>(home, start, &s);
+    let mut rescued = 0;
+    for round in 0..5 {
+        let id = home.send(&s, &format!("late note {round}"));
+        let (out, _) = run::<H>(home, stop, &H::fixture_for(active, &s));
+        assert_eq!(out, None, "never a second continuation in a row");
+        match run_own::<H>(home, stop, &s) {
+            Some(v) => {
+                rescued += 1;
+                assert_eq!(v["decision"], json!("block"));
+                let reason = v["reason"].as_str().unwrap();
+                assert!(reason.starts_with("<operator-notes count=\"1\""), "verbatim XML: {reason}");
+                assert_eq!(ids_in(reason), vec![id.clone()]);
+                assert_eq!(home.receipt(&id).delivery_event.as_deref(), Some("stop"));
+            }
+            None => assert_eq!(home.receipt(&id).state, "pending"),
+        }
+    }
+    assert_eq!(rescued, 3, "our stop_rescue_cap");
+}
+
+// ----- server mode -----------------------------------------------------------------
+
+/// Server mode: the `stop` hook continues with a late note (delivered on
+/// `stop`) and reports the turn end (`session-event` Stop); the
+/// continuation's own stop (`active`, a capture with `stop_hook_active`)
+/// reports it too, and pulls nothing.
+pub fn server_stop_continues<H: Hooks>(
+    server: &FakeServer,
+    home: &Home,
+    start: H::Event,
+    stop: H::Event,
+    active: &str,
+) {
+    let s = crate::support::unique_session("st");
+    run_own::<H>(home, start, &s);
+    let id = server.send_to_session(&s, "late");
+    server.clear_requests();
+    let out = run_own::<H>(home, stop, &s).expect("a continuation");
+    assert_eq!(out["decision"], json!("block"));
+    assert_eq!(ids_in(&context_of(&Some(out)).unwrap()), vec![id.clone()]);
+    assert_eq!(server.note_state(&id), ("delivered".into(), Some("stop".into()), None));
+    assert_eq!(server.hook_call("session-event")["hook_event_name"], json!("Stop"), "turn end reported");
+    server.clear_requests();
+    server.send_to_session(&s, "later");
+    let (out, _) = run::<H>(home, stop, &H::fixture_for(active, &s));
+    assert_eq!(out, None);
+    assert_eq!(server.hook_routes(), vec!["session-event"]);
+}
+
+/// Server mode: `end` is done when the binary returns (no detached worker):
+/// a pending note is `undeliverable` (`session_ended`), and the session-end
+/// call names the session and `reason`.
+pub fn server_end_in_process<H: Hooks>(server: &FakeServer, home: &Home, start: H::Event, end: H::Event, reason: &str) {
+    let s = crate::support::unique_session("en");
+    run_own::<H>(home, start, &s);
+    let id = server.send_to_session(&s, "never read");
+    assert_eq!(run_own::<H>(home, end, &s), None);
+    assert_eq!(server.note_state(&id), ("undeliverable".into(), None, Some("session_ended".into())));
+    let body = server.hook_call("session-end");
+    assert_eq!((&body["external_session_id"], &body["reason"]), (&json!(s), &json!(reason)));
+}
