@@ -40,6 +40,7 @@
 use preloop_shared::backend::Backend;
 use preloop_shared::local::LocalInbox;
 use preloop_shared::operator::{Author, SendRequest, Target};
+use preloop_shared::registry::{Harness, HookDef, Role};
 use preloop_shared::render;
 use preloop_shared::session::{RunFiles, SpoolEntry};
 use preloop_shared::time::Timestamp;
@@ -279,10 +280,8 @@ fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
 // ----- harnesses and their payloads ------------------------------------------
 
 struct HookEvent {
-    /// The harness's event name.
-    name: &'static str,
-    /// The binary's suffix.
-    slug: &'static str,
+    /// Its registry row: the harness's event name, the binary, the role.
+    def: &'static HookDef,
     /// A captured payload from fixtures/.
     fixture: &'static str,
 }
@@ -295,87 +294,39 @@ struct HarnessDef {
 }
 
 impl HarnessDef {
-    fn binary(&self, ev: &HookEvent) -> String {
-        format!("preloop-{}-{}", self.slug, ev.slug)
-    }
     fn start(&self) -> &HookEvent {
         &self.events[0]
     }
 }
 
+/// Every hook of every harness, in registry order (the watcher aside), each
+/// with the captured payload it is measured with.
 fn harnesses() -> Vec<HarnessDef> {
-    macro_rules! ev {
-        ($name:literal, $slug:literal, $file:literal) => {
-            HookEvent { name: $name, slug: $slug, fixture: include_str!(concat!("../../fixtures/", $file)) }
-        };
-    }
-    vec![
-        HarnessDef {
-            slug: "claude-code",
-            cursor: false,
-            events: vec![
-                ev!("SessionStart", "session-start", "claude-code-2.1.328/SessionStart.json"),
-                ev!("UserPromptSubmit", "user-prompt-submit", "claude-code-2.1.328/UserPromptSubmit.json"),
-                ev!("PreToolUse", "pre-tool-use", "claude-code-2.1.328/PreToolUse.json"),
-                ev!("Stop", "stop", "claude-code-2.1.328/Stop.json"),
-                ev!("SessionEnd", "session-end", "claude-code-2.1.328/SessionEnd.json"),
-            ],
-        },
-        HarnessDef {
-            slug: "codex",
-            cursor: false,
-            events: vec![
-                ev!("SessionStart", "session-start", "codex-0.169.0/SessionStart.json"),
-                ev!("UserPromptSubmit", "user-prompt-submit", "codex-0.169.0/UserPromptSubmit.json"),
-                ev!("PreToolUse", "pre-tool-use", "codex-0.169.0/PreToolUse.json"),
-                ev!("PermissionRequest", "permission-request", "codex-0.169.0/PermissionRequest.json"),
-                ev!("Stop", "stop", "codex-0.169.0/Stop.json"),
-                ev!("SessionEnd", "session-end", "codex-0.169.0/SessionEnd.json"),
-            ],
-        },
-        HarnessDef {
-            slug: "cursor",
-            cursor: true,
-            events: vec![
-                // The CLI capture: the CLI's sessionStart pulls notes (the IDE's does not).
-                ev!("sessionStart", "session-start", "cursor/sessionStart-4.json"),
-                ev!("beforeSubmitPrompt", "before-submit-prompt", "cursor/beforeSubmitPrompt-1.json"),
-                ev!("beforeShellExecution", "before-shell-execution", "cursor/beforeShellExecution-1.json"),
-                ev!("beforeMCPExecution", "before-mcp-execution", "cursor/beforeMCPExecution-1.json"),
-                ev!("preToolUse", "pre-tool-use", "cursor/preToolUse-1.json"),
-                ev!("stop", "stop", "cursor/stop-1.json"),
-                ev!("sessionEnd", "session-end", "cursor/sessionEnd-1.json"),
-            ],
-        },
-        HarnessDef {
-            slug: "gemini",
-            cursor: false,
-            events: vec![
-                ev!("SessionStart", "session-start", "gemini-cli-0.61.0/SessionStart.json"),
-                ev!("BeforeAgent", "before-agent", "gemini-cli-0.61.0/BeforeAgent.json"),
-                ev!("BeforeTool", "before-tool", "gemini-cli-0.61.0/BeforeTool.json"),
-                ev!("AfterTool", "after-tool", "gemini-cli-0.61.0/AfterTool.json"),
-                ev!("AfterAgent", "after-agent", "gemini-cli-0.61.0/AfterAgent.json"),
-                ev!("SessionEnd", "session-end", "gemini-cli-0.61.0/SessionEnd.json"),
-            ],
-        },
-        HarnessDef {
-            slug: "copilot",
-            cursor: false,
-            events: vec![
-                ev!("sessionStart", "session-start", "copilot-cli-1.0.102/camel/sessionStart.json"),
-                ev!(
-                    "userPromptSubmitted",
-                    "user-prompt-submitted",
-                    "copilot-cli-1.0.102/camel/userPromptSubmitted.json"
-                ),
-                ev!("preToolUse", "pre-tool-use", "copilot-cli-1.0.102/camel/preToolUse.json"),
-                ev!("postToolUse", "post-tool-use", "copilot-cli-1.0.102/camel/postToolUse.json"),
-                ev!("agentStop", "agent-stop", "copilot-cli-1.0.102/camel/agentStop.json"),
-                ev!("sessionEnd", "session-end", "copilot-cli-1.0.102/camel/sessionEnd.json"),
-            ],
-        },
-    ]
+    Harness::all()
+        .map(|h| HarnessDef {
+            slug: h.slug(),
+            cursor: h == Harness::Cursor,
+            events: h
+                .hooks()
+                .filter(|d| d.role != Role::Watch)
+                .map(|d| HookEvent { def: d, fixture: read_fixture(h, d.on) })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The capture of `event` under `fixtures/<harness>/`, read once.
+fn read_fixture(h: Harness, event: &str) -> &'static str {
+    let file = match h {
+        // The CLI capture: the CLI's sessionStart pulls notes (the IDE's does not).
+        Harness::Cursor if event == "sessionStart" => "sessionStart-4.json".to_string(),
+        Harness::Cursor => format!("{event}-1.json"),
+        Harness::Copilot => format!("camel/{event}.json"),
+        Harness::ClaudeCode | Harness::Codex | Harness::Gemini => format!("{event}.json"),
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures").join(h.def().fixtures).join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Box::leak(text.into_boxed_str())
 }
 
 /// A fixture with its session id replaced by `sid`.
@@ -691,7 +642,7 @@ fn main() {
     // Every hook binary, both modes, without and with a pending note.
     let mut n = 0;
     for h in harnesses() {
-        let start_bin = bins.join(h.binary(h.start()));
+        let start_bin = bins.join(h.start().def.binary);
         let start_fixture = h.start().fixture;
         let cursor = h.cursor;
         for ev in &h.events {
@@ -702,9 +653,9 @@ fn main() {
                     let env = env_of(mode);
                     let home = home_of(mode);
                     let meta = Meta {
-                        binary: Some(h.binary(ev)),
+                        binary: Some(ev.def.binary.to_string()),
                         harness: h.slug,
-                        event: ev.name,
+                        event: ev.def.on,
                         mode: Some(mode),
                         note,
                         ..Meta::default()
@@ -712,7 +663,7 @@ fn main() {
                     let name = format!(
                         "{} {}, {}, {}",
                         h.slug,
-                        ev.name,
+                        ev.def.on,
                         mode.as_str(),
                         if note { "with note" } else { "no note" }
                     );
@@ -724,7 +675,7 @@ fn main() {
                         }
                         Mode::Local => Rc::new(move |s: &str| send_local(&home, s)),
                     };
-                    let ends = ev.slug == "session-end";
+                    let ends = ev.def.role == Role::End;
                     let case = if ends {
                         // SessionEnd ends its session: each run gets its own,
                         // registered (untimed) just before.
@@ -732,7 +683,7 @@ fn main() {
                         let mut c = Case::new(
                             name,
                             meta,
-                            bins.join(h.binary(ev)),
+                            bins.join(ev.def.binary),
                             env.clone(),
                             Box::new(move |i| payload(fixture, cursor, &format!("{sid2}-{i}"))),
                         );
@@ -751,7 +702,7 @@ fn main() {
                         let mut c = Case::new(
                             name,
                             meta,
-                            bins.join(h.binary(ev)),
+                            bins.join(ev.def.binary),
                             env.clone(),
                             Box::new(move |_| payload(fixture, cursor, &sid2)),
                         );
@@ -773,13 +724,13 @@ fn main() {
         let sid = format!("bench-spool-{}", mode.as_str());
         let env = env_of(mode);
         let home = home_of(mode);
-        run_untimed(&bins.join(h.binary(start)), &env, &payload(start.fixture, false, &sid));
+        run_untimed(&bins.join(start.def.binary), &env, &payload(start.fixture, false, &sid));
         let fixture = pre.fixture;
         let sid2 = sid.clone();
         let meta = Meta {
-            binary: Some(h.binary(pre)),
+            binary: Some(pre.def.binary.to_string()),
             harness: h.slug,
-            event: pre.name,
+            event: pre.def.on,
             mode: Some(mode),
             section: "spool",
             ..Meta::default()
@@ -787,7 +738,7 @@ fn main() {
         let mut c = Case::new(
             format!("claude-code PreToolUse, {}, carrying a full spool (5)", mode.as_str()),
             meta,
-            bins.join(h.binary(pre)),
+            bins.join(pre.def.binary),
             env,
             Box::new(move |_| payload(fixture, false, &sid2)),
         );
@@ -808,13 +759,13 @@ fn main() {
             let env = base_env(&home);
             for note in [false, true] {
                 let sid = format!("bench-claim-{stored}-{note}");
-                run_untimed(&bins.join(h.binary(start)), &env, &payload(start.fixture, false, &sid));
+                run_untimed(&bins.join(start.def.binary), &env, &payload(start.fixture, false, &sid));
                 let fixture = pre.fixture;
                 let sid2 = sid.clone();
                 let meta = Meta {
-                    binary: Some(h.binary(pre)),
+                    binary: Some(pre.def.binary.to_string()),
                     harness: h.slug,
-                    event: pre.name,
+                    event: pre.def.on,
                     mode: Some(Mode::Local),
                     note,
                     section: "scale",
@@ -827,7 +778,7 @@ fn main() {
                         if note { "with note" } else { "no note" }
                     ),
                     meta,
-                    bins.join(h.binary(pre)),
+                    bins.join(pre.def.binary),
                     env.clone(),
                     Box::new(move |_| payload(fixture, false, &sid2)),
                 );
@@ -1248,5 +1199,20 @@ fn report(
             path,
             serde_json::to_string_pretty(&json!({"runs": runs, "c_floor_compiler": compiler, "results": v})).unwrap(),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every hook the registry lists has a capture to be measured with, and
+    /// each harness's first is its session start (the others need it run).
+    #[test]
+    fn every_hook_has_its_capture() {
+        for h in &super::harnesses() {
+            assert!(h.start().def.on.eq_ignore_ascii_case("SessionStart"), "{}", h.slug);
+            for ev in &h.events {
+                serde_json::from_str::<serde_json::Value>(ev.fixture).expect(ev.def.on);
+            }
+        }
     }
 }
