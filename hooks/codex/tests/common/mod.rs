@@ -3,39 +3,48 @@
 //! paths) are `preloop_testkit::support`'s.
 
 use preloop_codex::Event;
-pub use preloop_testkit::support::{Home, Run, context_of, dead_url, ids_in, unique_session, validate, wait_for};
+pub use preloop_testkit::hooks::Hooks;
+pub use preloop_testkit::support::{Home, Run, context_of, ids_in, unique_session, validate, wait_for};
 use serde_json::Value;
 use std::path::PathBuf;
 
-/// The captures of Codex 0.169.0 (`fixtures/` and `schemas/`).
-pub const FIXTURES: &str = "codex-0.169.0";
+preloop_testkit::hooks! {
+    /// Codex 0.169.0's hooks, for `preloop_testkit::hooks`: a stdout passes
+    /// the output schema extracted from the Codex binary and ours.
+    pub Codex(CodexHome) = preloop_codex, "codex-0.169.0", "preloop-codex-session-start";
 
-pub fn fixtures_dir() -> PathBuf {
-    preloop_testkit::support::fixtures_dir(FIXTURES)
+    /// The output schema in the Codex binary.
+    fn output_schema(event: Event) -> Option<Value> {
+        schema(&preloop_codex::schema_stem(event), "output")
+    }
+    fn check(event: Event, run: &Run) -> Option<Value> {
+        check_stdout(event, &run.out())
+    }
 }
 
-pub fn schemas_dir() -> PathBuf {
-    preloop_testkit::support::schemas_dir(FIXTURES)
+pub fn fixtures_dir() -> PathBuf {
+    preloop_testkit::support::fixtures_dir(Codex::FIXTURES)
 }
 
 pub fn fixture(name: &str) -> Value {
-    preloop_testkit::support::fixture(FIXTURES, name)
+    preloop_testkit::support::fixture(Codex::FIXTURES, name)
 }
 
 /// A capture with its session id replaced (each test gets its own session).
 pub fn fixture_for(name: &str, session: &str) -> Value {
-    preloop_testkit::support::fixture_for(FIXTURES, name, session)
+    Codex::fixture_for(name, session)
 }
 
 /// A schema extracted from the Codex binary, if it has one for the stem.
 pub fn schema(stem: &str, dir: &str) -> Option<Value> {
-    let path = schemas_dir().join(format!("{stem}.command.{dir}.schema.json"));
+    let path = preloop_testkit::support::schemas_dir(Codex::FIXTURES).join(format!("{stem}.command.{dir}.schema.json"));
     path.exists().then(|| preloop_testkit::support::read_json(&path))
 }
 
 /// Our own output schema (generated from the typed outputs).
 pub fn preloop_output_schema(stem: &str) -> Value {
-    preloop_testkit::support::read_json(&schemas_dir().join(format!("preloop/{stem}.output.schema.json")))
+    let dir = preloop_testkit::support::schemas_dir(Codex::FIXTURES);
+    preloop_testkit::support::read_json(&dir.join(format!("preloop/{stem}.output.schema.json")))
 }
 
 /// Whether `output` is one Codex 0.169.0 takes for `event` at run time:
@@ -63,35 +72,7 @@ pub fn check_stdout(event: Event, stdout: &str) -> Option<Value> {
 }
 
 pub fn bin(event: Event) -> PathBuf {
-    let path = match event {
-        Event::SessionStart => env!("CARGO_BIN_EXE_preloop-codex-session-start"),
-        Event::UserPromptSubmit => env!("CARGO_BIN_EXE_preloop-codex-user-prompt-submit"),
-        Event::PreToolUse => env!("CARGO_BIN_EXE_preloop-codex-pre-tool-use"),
-        Event::PermissionRequest => env!("CARGO_BIN_EXE_preloop-codex-permission-request"),
-        Event::Stop => env!("CARGO_BIN_EXE_preloop-codex-stop"),
-        Event::SessionEnd => env!("CARGO_BIN_EXE_preloop-codex-session-end"),
-    };
-    PathBuf::from(path)
-}
-
-/// Running Codex's hook binaries in a [`Home`].
-pub trait CodexHome {
-    /// Run a hook binary with raw `stdin`.
-    fn run_raw(&self, event: Event, stdin: &[u8]) -> Run;
-    /// Run a hook with a JSON payload and check its stdout as Codex would.
-    fn run(&self, event: Event, payload: &Value) -> (Option<Value>, Run);
-}
-
-impl CodexHome for Home {
-    fn run_raw(&self, event: Event, stdin: &[u8]) -> Run {
-        self.run_bin(&bin(event), stdin, &[])
-    }
-
-    fn run(&self, event: Event, payload: &Value) -> (Option<Value>, Run) {
-        let r = self.run_raw(event, serde_json::to_string(payload).unwrap().as_bytes());
-        r.assert_exit_0(event.name());
-        (check_stdout(event, &r.out()), r)
-    }
+    Codex::bin(event)
 }
 
 /// The schema stem of any Codex event name, ours or not (`PreModelRequest`

@@ -7,49 +7,17 @@
 //! the diff.
 
 use crate::common::*;
-use preloop_codex::{Event, parse, render};
+use preloop_codex::{Event, parse};
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
-use preloop_shared::render::{frame, render_element};
 use preloop_shared::runner::Parsed;
-use preloop_shared::time::Timestamp;
-use preloop_shared::wire::Decision;
+use preloop_testkit::golden;
+use preloop_testkit::support::json_names;
 use serde_json::{Value, json};
 
-/// Compare `actual` with the checked-in file (or write it when blessing).
-fn golden(rel: &str, actual: &Value) {
-    preloop_testkit::golden::check_json(&fixtures_dir().join("expected").join(rel), actual);
-}
-
-fn render_json(event: Event, o: &Outcome) -> Option<Value> {
-    render(event, o).map(|out| serde_json::to_value(out).unwrap())
-}
-
 fn fixture_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(fixtures_dir())
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".json"))
-        .collect();
-    names.sort();
+    let names = json_names(&fixtures_dir());
     assert!(names.len() >= 18, "the Codex 0.169.0 captures are missing: {names:?}");
     names
-}
-
-fn input_json(p: &Parsed) -> Value {
-    let Input { session_id, cwd, kind, transcript_path: _ } = match p {
-        Parsed::StandDown(why) => return json!({"stand_down": why}),
-        Parsed::Run(i) => i,
-    };
-    let kind = match kind {
-        InputKind::SessionStart { pull } => json!({"session_start": {"pull": pull}}),
-        InputKind::Prompt { prompt, pull } => json!({"user_prompt": {"prompt": prompt, "pull": pull}}),
-        InputKind::Tool { tool_name, tool_input, model, carry } => json!({"tool": {
-            "tool_name": tool_name, "tool_input": tool_input, "model": model, "carry": format!("{carry:?}")}}),
-        InputKind::AfterTool { carry } => json!({"after_tool": {"carry": carry}}),
-        InputKind::Stop { may_continue } => json!({"stop": {"may_continue": may_continue}}),
-        InputKind::SessionEnd { reason } => json!({"session_end": {"reason": reason}}),
-    };
-    json!({"session_id": session_id, "cwd": cwd, "kind": kind})
 }
 
 /// Every captured payload validates against the input schema extracted from
@@ -76,21 +44,8 @@ fn fixtures_match_the_codex_input_schemas() {
 /// in under `expected/<fixture>.input.json`, and refuses every other event's.
 #[test]
 fn fixtures_parse_to_the_golden_inputs() {
-    let mut ran = 0;
-    for name in fixture_names() {
-        let v = fixture(&name);
-        let own = Event::from_name(v["hook_event_name"].as_str().unwrap());
-        for event in Event::ALL {
-            let parsed = parse(event, &v);
-            if Some(event) == own {
-                let parsed = parsed.unwrap_or_else(|e| panic!("{name}: {e}"));
-                golden(&format!("{}.input.json", name.trim_end_matches(".json")), &input_json(&parsed));
-                ran += 1;
-            } else {
-                assert!(parsed.is_err(), "{name} was accepted by the {} hook", event.name());
-            }
-        }
-    }
+    let own = |_: &str, v: &Value| Event::from_name(v["hook_event_name"].as_str().unwrap());
+    let ran = golden::check_parse_goldens::<Codex>(&fixture_names(), own, false);
     assert_eq!(ran, 10, "one golden per capture of the six events");
 }
 
@@ -131,120 +86,51 @@ fn parse_details() {
     assert!(matches!(parse(Event::SessionEnd, &json!({"session_id": "s"})), Ok(Parsed::Run(_))));
 }
 
-fn note_block() -> String {
-    let t = Timestamp::parse("2026-12-02T09:20:38.291972").unwrap();
-    let a =
-        render_element("3f2a9c0d1e4b5a6c", "Olive Operator", "jwt", t, "Stop editing the parser; run the tests first.");
-    frame(&[a]).unwrap()
-}
-
 fn cases() -> Vec<(&'static str, Outcome)> {
-    let block = note_block();
-    let notes =
-        Outcome { context: Some(block.clone()), note_ids: vec!["3f2a9c0d1e4b5a6c".into()], ..Outcome::default() };
-    let deny =
-        Outcome { decision: Some(Decision::Deny), reason: Some("Blocked by access rule".into()), ..Outcome::default() };
-    let allow = Outcome {
-        decision: Some(Decision::Allow),
-        reason: Some("No central native rule requires approval".into()),
-        ..Outcome::default()
-    };
-    vec![
-        ("nothing", Outcome::default()),
-        ("notes", notes.clone()),
-        ("deny", deny.clone()),
-        ("deny_notes", Outcome { context: Some(block.clone()), note_ids: notes.note_ids.clone(), ..deny.clone() }),
-        ("deny_no_reason", Outcome { reason: None, ..deny.clone() }),
-        (
-            "fail_closed",
-            Outcome {
-                reason: Some(
-                    "Preloop could not check this tool call (unreachable); denied by the hook's fail-closed policy."
-                        .into(),
-                ),
-                ..deny
-            },
-        ),
-        ("allow", allow.clone()),
-        ("allow_notes", Outcome { context: Some(block.clone()), ..allow }),
-        ("continue", Outcome { continue_turn: true, ..notes }),
-        (
-            "runtime_id",
-            Outcome { runtime_session_id: Some("5f9c7c7b-e77b-4e3c-99be-5a7a623325db".into()), ..Outcome::default() },
-        ),
-    ]
+    let mut cases = golden::render_cases("Blocked by access rule");
+    let fail_closed = "Preloop could not check this tool call (unreachable); denied by the hook's fail-closed policy.";
+    let deny = cases.iter().find(|(c, _)| *c == "deny").unwrap().1.clone();
+    cases.push(("fail_closed", Outcome { reason: Some(fail_closed.into()), ..deny }));
+    let rid = Some("5f9c7c7b-e77b-4e3c-99be-5a7a623325db".to_string());
+    cases.push(("runtime_id", Outcome { runtime_session_id: rid, ..Outcome::default() }));
+    cases
 }
 
 /// What each event prints for each outcome, checked in under
 /// `expected/render/<Event>.<case>.json` (`null`: prints nothing).
 #[test]
 fn renders_match_the_goldens() {
-    for event in Event::ALL {
-        for (case, o) in cases() {
-            let out = render_json(event, &o);
-            golden(&format!("render/{}.{case}.json", event.name()), &out.clone().unwrap_or(Value::Null));
-        }
-    }
+    golden::check_render_goldens::<Codex>(&cases());
 }
 
 /// Every combination of outcome fields renders to nothing or to an output
 /// that passes the event's output schema and the whitelist.
 #[test]
 fn every_render_passes_schema_and_whitelist() {
-    let block = note_block();
-    let contexts = [None, Some(String::new()), Some(block.clone()), Some("é".repeat(4000))];
-    let decisions = [None, Some(Decision::Allow), Some(Decision::Deny)];
-    let reasons = [None, Some(String::new()), Some("  ".to_string()), Some("Blocked by access rule".to_string())];
-    let mut rendered = 0;
-    for event in Event::ALL {
-        let out_schema = schema(&preloop_codex::schema_stem(event), "output");
-        for context in &contexts {
-            for decision in decisions {
-                for reason in &reasons {
-                    for continue_turn in [false, true] {
-                        let o = Outcome {
-                            context: context.clone(),
-                            decision,
-                            reason: reason.clone(),
-                            continue_turn,
-                            ..Outcome::default()
-                        };
-                        let Some(v) = render_json(event, &o) else { continue };
-                        rendered += 1;
-                        let s = out_schema
-                            .as_ref()
-                            .unwrap_or_else(|| panic!("{} rendered {v} but has no output schema", event.name()));
-                        validate(s, &v).unwrap_or_else(|e| panic!("{} {o:?}: {e}", event.name()));
-                        check_output(event, &v).unwrap_or_else(|e| panic!("{} {o:?}: {e}", event.name()));
-                        // Nothing a Codex 0.169.0 parser rejects or ignores, by name.
-                        let text = v.to_string();
-                        for bad in [
-                            "\"continue\"",
-                            "suppressOutput",
-                            "stopReason",
-                            "systemMessage",
-                            "updatedInput",
-                            "updatedPermissions",
-                            "interrupt",
-                            "\"ask\"",
-                        ] {
-                            assert!(!text.contains(bad), "{} emitted {bad}: {text}", event.name());
-                        }
-                        if event == Event::PreToolUse {
-                            assert_ne!(v.pointer("/hookSpecificOutput/permissionDecision"), Some(&json!("allow")));
-                            assert!(v.get("decision").is_none(), "legacy decision is never used");
-                        }
-                        if event == Event::PermissionRequest {
-                            assert!(!text.contains("additionalContext"), "PermissionRequest cannot carry context");
-                        }
-                        if event == Event::Stop {
-                            assert!(v.get("hookSpecificOutput").is_none());
-                        }
-                    }
-                }
-            }
+    // Nothing a Codex 0.169.0 parser rejects or ignores, by name.
+    let banned = [
+        "\"continue\"",
+        "suppressOutput",
+        "stopReason",
+        "systemMessage",
+        "updatedInput",
+        "updatedPermissions",
+        "interrupt",
+        "\"ask\"",
+    ];
+    let rendered = golden::every_render_passes_schema::<Codex>(&[], &banned, |event, o, v| {
+        check_output(event, v).unwrap_or_else(|e| panic!("{} {o:?}: {e}", event.name()));
+        if event == Event::PreToolUse {
+            assert_ne!(v.pointer("/hookSpecificOutput/permissionDecision"), Some(&json!("allow")));
+            assert!(v.get("decision").is_none(), "legacy decision is never used");
         }
-    }
+        if event == Event::PermissionRequest {
+            assert!(!v.to_string().contains("additionalContext"), "PermissionRequest cannot carry context");
+        }
+        if event == Event::Stop {
+            assert!(v.get("hookSpecificOutput").is_none());
+        }
+    });
     assert!(rendered > 50);
 }
 

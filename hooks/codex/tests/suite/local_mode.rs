@@ -3,60 +3,30 @@
 
 use crate::common::*;
 use preloop_codex::Event;
+use preloop_testkit::hooks;
 use serde_json::{Value, json};
 use std::time::Duration;
-
-/// The fixture of each binary's own event.
-fn own_fixture(event: Event) -> &'static str {
-    match event {
-        Event::SessionStart => "SessionStart.json",
-        Event::UserPromptSubmit => "UserPromptSubmit.json",
-        Event::PreToolUse => "PreToolUse.json",
-        Event::PermissionRequest => "PermissionRequest.json",
-        Event::Stop => "Stop.json",
-        Event::SessionEnd => "SessionEnd.json",
-    }
-}
 
 #[test]
 fn every_binary_exits_0_with_nothing_on_bad_stdin() {
     let home = Home::new("bad");
-    let bad: Vec<Vec<u8>> = vec![
-        b"".to_vec(),
-        b"   \n".to_vec(),
-        b"{".to_vec(),
-        b"not json".to_vec(),
-        b"[]".to_vec(),
-        b"null".to_vec(),
-        b"{}".to_vec(),
+    let mut extra = vec![
         br#"{"session_id": ""}"#.to_vec(),
         vec![0xff, 0xfe, 0x00, 0x7b],
         br#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash"}"#.to_vec(),
     ];
-    for event in Event::ALL {
-        for input in &bad {
-            let r = home.run_raw(event, input);
-            assert_eq!(r.code(), Some(0), "{} on {:?}", event.name(), String::from_utf8_lossy(input));
-            assert_eq!(r.out(), "", "{} on {:?}", event.name(), String::from_utf8_lossy(input));
-        }
-        // Every other event's captured payload is refused too.
-        for name in ["PostToolUse.json", "Interrupt.json", "SubagentStop.json", "PreModelRequest.json"] {
-            let r = home.run_raw(event, std::fs::read(fixtures_dir().join(name)).unwrap().as_slice());
-            assert_eq!((r.code(), r.out().as_str()), (Some(0), ""), "{} on {name}", event.name());
-        }
+    // Every other event's captured payload is refused too.
+    for name in ["PostToolUse.json", "Interrupt.json", "SubagentStop.json", "PreModelRequest.json"] {
+        extra.push(std::fs::read(fixtures_dir().join(name)).unwrap());
     }
+    hooks::bad_stdin_is_ignored::<Codex>(&home, &extra);
     assert!(home.log().contains("outcome=neutral"), "refusals are logged");
 }
 
 #[test]
 fn every_binary_answers_its_captured_payload() {
     let home = Home::new("plain");
-    for event in Event::ALL {
-        let session = unique_session("pl");
-        let (out, r) = home.run(event, &fixture_for(own_fixture(event), &session));
-        assert!(out.is_none(), "{}: nothing to say without notes, got {}", event.name(), r.out());
-        assert!(r.elapsed < Duration::from_secs(5));
-    }
+    hooks::nothing_pending_prints_nothing::<Codex>(&home, || unique_session("pl"), Duration::from_secs(5));
     // A UTF-8 BOM and a trailing newline are tolerated.
     let session = unique_session("bom");
     let mut payload = b"\xEF\xBB\xBF".to_vec();

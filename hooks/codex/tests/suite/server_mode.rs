@@ -4,47 +4,21 @@
 
 use crate::common::*;
 use preloop_codex::Event;
+use preloop_testkit::hooks;
 use preloop_testkit::{FakeServer, FaultSpec};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn server_home(server: &FakeServer, tag: &str) -> Home {
-    Home::new(tag).with_env("PRELOOP_URL", &server.url()).with_env("PRELOOP_TOKEN", &server.runtime_token())
-}
-
-fn send(server: &FakeServer, session: &str, text: &str) -> String {
-    server.send_note(json!({"external_session_id": session, "text": text}))["note_id"].as_str().unwrap().to_string()
-}
-
-fn state(server: &FakeServer, id: &str) -> (String, Option<String>, Option<String>) {
-    let r = server.receipt(id);
-    let s = |k: &str| r[k].as_str().map(str::to_string);
-    (s("state").unwrap(), s("delivery_event"), s("undeliverable_reason"))
-}
-
-/// The hook routes the fake saw, as (route, body).
-fn hook_calls(server: &FakeServer) -> Vec<(String, Value)> {
-    server
-        .requests()
-        .into_iter()
-        .filter_map(|r| Some((r.path.strip_prefix("/api/v1/agents/")?.to_string(), r.body.unwrap_or(Value::Null))))
-        .collect()
-}
-
-fn routes(server: &FakeServer) -> Vec<String> {
-    hook_calls(server).into_iter().map(|(r, _)| r).collect()
-}
-
 #[test]
 fn session_start_and_first_prompt_register_and_carry() {
     let server = FakeServer::start();
-    let home = server_home(&server, "s-start");
+    let home = Home::for_server("s-start", &server);
     let session = unique_session("sv");
     let (out, _) = home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
     assert!(out.is_none());
-    let calls = hook_calls(&server);
+    let calls = server.hook_calls();
     assert_eq!(calls[0].0, "session-start");
     assert_eq!(calls[0].1["source"], json!("codex_cli"));
     assert_eq!(calls[0].1["session_id"], json!(session));
@@ -60,12 +34,12 @@ fn session_start_and_first_prompt_register_and_carry() {
     assert_eq!(file["mode"], json!("server"));
 
     // A note sent now reaches the first prompt, which also titles the session.
-    let id = send(&server, &session, "Stop editing the parser; run the tests first.");
+    let id = server.send_to_session(&session, "Stop editing the parser; run the tests first.");
     server.clear_requests();
     let (out, _) = home.run(Event::UserPromptSubmit, &fixture_for("UserPromptSubmit.json", &session));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
-    assert_eq!(state(&server, &id), ("delivered".into(), Some("session_start".into()), None));
-    let calls = hook_calls(&server);
+    assert_eq!(server.note_state(&id), ("delivered".into(), Some("session_start".into()), None));
+    let calls = server.hook_calls();
     let start = calls.iter().find(|(r, _)| r == "session-start").expect("first prompt registers");
     assert_eq!(start.1["first_prompt"], json!("say hi"));
     assert_eq!(start.1["hook_event_name"], json!("UserPromptSubmit"));
@@ -75,17 +49,17 @@ fn session_start_and_first_prompt_register_and_carry() {
     // Later prompts do not register again.
     server.clear_requests();
     home.run(Event::UserPromptSubmit, &fixture_for("UserPromptSubmit.json", &session));
-    assert_eq!(routes(&server), vec!["notes/pending"]);
+    assert_eq!(server.hook_routes(), vec!["notes/pending"]);
 }
 
 #[test]
 fn pre_tool_use_deny_carries_the_note_too() {
     let server = FakeServer::start();
-    let home = server_home(&server, "s-deny");
+    let home = Home::for_server("s-deny", &server);
     let session = unique_session("dn");
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
     server.set_tool_enabled("Bash", false);
-    let id = send(&server, &session, "do not touch prod");
+    let id = server.send_to_session(&session, "do not touch prod");
     server.clear_requests();
     let (out, _) = home.run(Event::PreToolUse, &fixture_for("PreToolUse.json", &session));
     let out = out.expect("deny");
@@ -93,11 +67,11 @@ fn pre_tool_use_deny_carries_the_note_too() {
     assert_eq!(out.pointer("/hookSpecificOutput/permissionDecisionReason"), Some(&json!("Tool blocked in Preloop")));
     assert_eq!(ids_in(&context_of(&Some(out)).unwrap()), vec![id.clone()]);
     assert_eq!(
-        state(&server, &id),
+        server.note_state(&id),
         ("delivered".into(), Some("pre_tool_use".into()), None),
         "immediate claim on pre_tool_use"
     );
-    let calls = hook_calls(&server);
+    let calls = server.hook_calls();
     assert_eq!(calls.len(), 1, "one permission-check, nothing else: {calls:?}");
     let body = &calls[0].1;
     assert_eq!(body["evaluation_phase"], json!("pre_tool_use"));
@@ -119,22 +93,22 @@ fn pre_tool_use_deny_carries_the_note_too() {
 #[test]
 fn permission_request_spools_and_the_next_pre_tool_use_carries_and_acks() {
     let server = FakeServer::start();
-    let home = server_home(&server, "s-spool");
+    let home = Home::for_server("s-spool", &server);
     let session = unique_session("sp");
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
     server.set_native_tool_approvals(&server.agent_id(), true); // escalations auto-approve
-    let id = send(&server, &session, "the schema changed; regenerate the client");
+    let id = server.send_to_session(&session, "the schema changed; regenerate the client");
     server.clear_requests();
     let (out, _) = home.run(Event::PermissionRequest, &fixture_for("PermissionRequest.json", &session));
     assert_eq!(
         out,
         Some(json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}))
     );
-    let calls = hook_calls(&server);
+    let calls = server.hook_calls();
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0].1["evaluation_phase"], json!("permission_request"));
     assert_eq!(calls[0].1["hook_event_name"], json!("PermissionRequest"));
-    assert_eq!(state(&server, &id).0, "claimed", "deferred: not delivered yet");
+    assert_eq!(server.note_state(&id).0, "claimed", "deferred: not delivered yet");
     assert_eq!(home.run_state(&session)["spool"][0]["deferred"], json!(true));
 
     // The next PreToolUse carries it; hold its ack for a while to see that
@@ -156,10 +130,10 @@ fn permission_request_spools_and_the_next_pre_tool_use_carries_and_acks() {
     let out = check_stdout(Event::PreToolUse, &line);
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
     assert!(child.try_wait().unwrap().is_none(), "still running: the ack comes after the output");
-    assert_eq!(state(&server, &id).0, "claimed", "no receipt before the ack");
+    assert_eq!(server.note_state(&id).0, "claimed", "no receipt before the ack");
     assert!(child.wait().unwrap().success());
-    assert_eq!(state(&server, &id).0, "delivered");
-    let calls = hook_calls(&server);
+    assert_eq!(server.note_state(&id).0, "delivered");
+    let calls = server.hook_calls();
     assert_eq!(calls.iter().map(|(r, _)| r.as_str()).collect::<Vec<_>>(), vec!["permission-check", "notes/ack"]);
     assert_eq!(calls[1].1, json!({"note_ids": [id], "session_id": session}));
     assert!(home.run_state(&session)["spool"].as_array().unwrap().is_empty());
@@ -168,7 +142,7 @@ fn permission_request_spools_and_the_next_pre_tool_use_carries_and_acks() {
 #[test]
 fn permission_request_waits_for_the_human() {
     let server = FakeServer::start();
-    let home = server_home(&server, "s-human");
+    let home = Home::for_server("s-human", &server);
     let session = unique_session("hu");
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
     for (approve, expected) in
@@ -204,28 +178,14 @@ fn permission_request_waits_for_the_human() {
 
 #[test]
 fn unreachable_server_fails_closed_on_permission_request_only() {
-    let home = Home::new("s-dead").with_env("PRELOOP_URL", &dead_url()).with_env("PRELOOP_TOKEN", "agt_dead");
+    let home = Home::dead_server("s-dead");
     let session = unique_session("dd");
-    for event in Event::ALL {
-        let name = match event {
-            Event::SessionStart => "SessionStart.json",
-            Event::UserPromptSubmit => "UserPromptSubmit.json",
-            Event::PreToolUse => "PreToolUse.json",
-            Event::PermissionRequest => "PermissionRequest.json",
-            Event::Stop => "Stop.json",
-            Event::SessionEnd => "SessionEnd.json",
-        };
-        let (out, r) = home.run(event, &fixture_for(name, &session));
-        assert!(r.elapsed < Duration::from_secs(5), "{}: {:?}", event.name(), r.elapsed);
-        if event == Event::PermissionRequest {
-            let out = out.expect("fail closed by default");
-            assert_eq!(out.pointer("/hookSpecificOutput/decision/behavior"), Some(&json!("deny")));
-            let msg = out.pointer("/hookSpecificOutput/decision/message").unwrap().as_str().unwrap();
-            assert!(msg.contains("could not check") && msg.contains("fail-closed"), "{msg}");
-        } else {
-            assert!(out.is_none(), "{} fails open: {}", event.name(), r.out());
-        }
-    }
+    let denied = hooks::unreachable_server_fails_open::<Codex>(&home, &session, &[Event::PermissionRequest]);
+    // PermissionRequest fails closed by default.
+    let out = &denied[0];
+    assert_eq!(out.pointer("/hookSpecificOutput/decision/behavior"), Some(&json!("deny")));
+    let msg = out.pointer("/hookSpecificOutput/decision/message").unwrap().as_str().unwrap();
+    assert!(msg.contains("could not check") && msg.contains("fail-closed"), "{msg}");
     // The documented setting opens it.
     let home = home.with_env("PRELOOP_PERMISSION_REQUEST_ON_ERROR", "open");
     let (out, _) = home.run(Event::PermissionRequest, &fixture_for("PermissionRequest.json", &session));
@@ -239,7 +199,7 @@ fn unreachable_server_fails_closed_on_permission_request_only() {
 #[test]
 fn server_errors_fail_closed_on_permission_request() {
     let server = FakeServer::start();
-    let home = server_home(&server, "s-500");
+    let home = Home::for_server("s-500", &server);
     let session = unique_session("fe");
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
     server.set_fault(FaultSpec::route("/api/v1/agents/permission-check").status(500, None));
@@ -256,34 +216,34 @@ fn server_errors_fail_closed_on_permission_request() {
 #[test]
 fn stop_rescues_are_capped_and_turn_ends_reported() {
     let server = FakeServer::start();
-    let home = server_home(&server, "s-stop");
+    let home = Home::for_server("s-stop", &server);
     let session = unique_session("sc");
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
     let stop = fixture_for("Stop.json", &session);
     let again = fixture_for("Stop.stop_hook_active.json", &session);
     let mut stops = 0;
     for round in 1..=4 {
-        let id = send(&server, &session, &format!("late note {round}"));
+        let id = server.send_to_session(&session, &format!("late note {round}"));
         let (out, _) = home.run(Event::Stop, &stop);
         stops += 1;
         if round <= 3 {
             let out = out.unwrap_or_else(|| panic!("rescue {round}"));
             assert_eq!(out["decision"], json!("block"));
             assert_eq!(ids_in(out["reason"].as_str().unwrap()), vec![id.clone()]);
-            assert_eq!(state(&server, &id), ("delivered".into(), Some("stop".into()), None));
+            assert_eq!(server.note_state(&id), ("delivered".into(), Some("stop".into()), None));
             // stop_hook_active: never a second continuation, and no pull at all.
             server.clear_requests();
             assert!(home.run(Event::Stop, &again).0.is_none());
             stops += 1;
-            assert_eq!(routes(&server), vec!["session-event"]);
+            assert_eq!(server.hook_routes(), vec!["session-event"]);
         } else {
             assert!(out.is_none(), "the fourth rescue is refused: Codex itself has no cap");
-            assert_eq!(state(&server, &id).0, "pending");
+            assert_eq!(server.note_state(&id).0, "pending");
         }
     }
     let _ = stops;
     let events: Vec<Value> =
-        hook_calls(&server).into_iter().filter(|(r, _)| r == "session-event").map(|(_, b)| b).collect();
+        server.hook_calls().into_iter().filter(|(r, _)| r == "session-event").map(|(_, b)| b).collect();
     assert!(!events.is_empty());
     for e in events {
         assert_eq!(e, json!({"session_id": session, "hook_event_name": "Stop", "source": "codex_cli"}));
@@ -296,10 +256,10 @@ fn session_with_spool(server: &FakeServer, home: &Home, tag: &str) -> (String, S
     let session = unique_session(tag);
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
     server.set_native_tool_approvals(&server.agent_id(), true);
-    let spooled = send(server, &session, "spooled by PermissionRequest");
+    let spooled = server.send_to_session(&session, "spooled by PermissionRequest");
     home.run(Event::PermissionRequest, &fixture_for("PermissionRequest.json", &session));
-    assert_eq!(state(server, &spooled).0, "claimed");
-    let pending = send(server, &session, "never pulled");
+    assert_eq!(server.note_state(&spooled).0, "claimed");
+    let pending = server.send_to_session(&session, "never pulled");
     (session, spooled, pending)
 }
 
@@ -407,7 +367,7 @@ fn session_end_behind_a_slow_link_needs_the_detached_worker() {
     for detach in [false, true] {
         let server = FakeServer::start();
         let link = SlowLink::start(&server.url(), latency);
-        let mut home = server_home(&server, if detach { "s-link-detached" } else { "s-link-inline" });
+        let mut home = Home::for_server(if detach { "s-link-detached" } else { "s-link-inline" }, &server);
         if !detach {
             home = home.with_env(preloop_shared::detach::DETACH_ENV, "0");
         }
@@ -420,25 +380,25 @@ fn session_end_behind_a_slow_link_needs_the_detached_worker() {
             assert!(elapsed < Duration::from_millis(1100));
             std::thread::sleep(Duration::from_millis(2500));
             assert!(
-                routes(&server).is_empty(),
+                server.hook_routes().is_empty(),
                 "in-process: nothing reached the server ({:?}, killed: {killed})",
-                routes(&server)
+                server.hook_routes()
             );
-            assert_eq!(state(&server, &spooled).0, "claimed", "in-process: no spool_dropped receipt");
-            assert_eq!(state(&server, &pending).0, "pending", "in-process: no session-end receipt");
+            assert_eq!(server.note_state(&spooled).0, "claimed", "in-process: no spool_dropped receipt");
+            assert_eq!(server.note_state(&pending).0, "pending", "in-process: no session-end receipt");
             continue;
         }
         assert!(!killed, "the hook exits long before Codex's kill");
         assert!(elapsed < Duration::from_millis(500), "hand-off took {elapsed:?}");
         wait_for(Duration::from_secs(15), "the session-end receipt", || {
-            (state(&server, &pending).0 == "undeliverable").then_some(())
+            (server.note_state(&pending).0 == "undeliverable").then_some(())
         });
         assert_eq!(
-            state(&server, &spooled),
+            server.note_state(&spooled),
             ("undeliverable".into(), Some("pre_tool_use".into()), Some("spool_dropped".into()))
         );
-        assert_eq!(state(&server, &pending), ("undeliverable".into(), None, Some("session_ended".into())));
-        let calls = hook_calls(&server);
+        assert_eq!(server.note_state(&pending), ("undeliverable".into(), None, Some("session_ended".into())));
+        let calls = server.hook_calls();
         let order: Vec<&str> = calls.iter().map(|(r, _)| r.as_str()).collect();
         assert_eq!(order, vec!["notes/ack", "session-end"], "spool_dropped first, so the sender sees it");
         assert_eq!(
@@ -474,7 +434,7 @@ fn session_end_against_a_slow_server_is_confirmed_only_when_detached() {
     let slow = Duration::from_millis(700);
     for detach in [false, true] {
         let server = FakeServer::start();
-        let mut home = server_home(&server, if detach { "s-slow-detached" } else { "s-slow-inline" });
+        let mut home = Home::for_server(if detach { "s-slow-detached" } else { "s-slow-inline" }, &server);
         if !detach {
             home = home.with_env(preloop_shared::detach::DETACH_ENV, "0");
         }
@@ -494,10 +454,10 @@ fn session_end_against_a_slow_server_is_confirmed_only_when_detached() {
         }
         assert!(!killed && elapsed < Duration::from_millis(500), "hand-off took {elapsed:?}");
         wait_for(Duration::from_secs(10), "the session-end receipt", || {
-            (state(&server, &pending).0 == "undeliverable").then_some(())
+            (server.note_state(&pending).0 == "undeliverable").then_some(())
         });
-        assert_eq!(state(&server, &spooled).2.as_deref(), Some("spool_dropped"));
-        assert_eq!(routes(&server), vec!["notes/ack", "session-end"]);
+        assert_eq!(server.note_state(&spooled).2.as_deref(), Some("spool_dropped"));
+        assert_eq!(server.hook_routes(), vec!["notes/ack", "session-end"]);
         let log = wait_for(Duration::from_secs(5), "the worker's log line", || {
             home.log().lines().find(|l| l.contains("SessionEnd:detached")).map(str::to_string)
         });
@@ -510,21 +470,23 @@ fn session_end_against_a_slow_server_is_confirmed_only_when_detached() {
 #[test]
 fn session_end_fast_server_and_bad_input() {
     let server = FakeServer::start();
-    let home = server_home(&server, "s-end-fast");
+    let home = Home::for_server("s-end-fast", &server);
     let session = unique_session("ef");
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
-    let pending = send(&server, &session, "never pulled");
+    let pending = server.send_to_session(&session, "never pulled");
     let (out, r) = home.run(Event::SessionEnd, &fixture_for("SessionEnd.json", &session));
     assert!(out.is_none());
     assert!(r.elapsed < Duration::from_millis(500));
-    wait_for(Duration::from_secs(10), "session-end", || (state(&server, &pending).0 == "undeliverable").then_some(()));
+    wait_for(Duration::from_secs(10), "session-end", || {
+        (server.note_state(&pending).0 == "undeliverable").then_some(())
+    });
     server.clear_requests();
     for bad in [&b""[..], b"{", br#"{"hook_event_name":"SessionEnd"}"#] {
         let r = home.run_raw(Event::SessionEnd, bad);
         assert_eq!((r.code(), r.out().as_str()), (Some(0), ""));
     }
     std::thread::sleep(Duration::from_millis(300));
-    assert!(routes(&server).is_empty(), "no call for a payload the hook cannot use");
+    assert!(server.hook_routes().is_empty(), "no call for a payload the hook cannot use");
 }
 
 /// A payload the hook cannot use never reaches the server; a gate then
@@ -533,7 +495,7 @@ fn session_end_fast_server_and_bad_input() {
 #[test]
 fn bad_stdin_never_reaches_the_server() {
     let server = FakeServer::start();
-    let home = server_home(&server, "s-bad");
+    let home = Home::for_server("s-bad", &server);
     for event in Event::ALL {
         for bad in [&b""[..], b"{", b"[1]", br#"{"session_id":"x","hook_event_name":"Bogus"}"#] {
             let r = home.run_raw(event, bad);
@@ -555,10 +517,10 @@ fn bad_stdin_never_reaches_the_server() {
 #[test]
 fn sub_agent_tool_calls_are_checked_but_carry_nothing() {
     let server = FakeServer::start();
-    let home = server_home(&server, "s-sub");
+    let home = Home::for_server("s-sub", &server);
     let session = unique_session("sb");
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
-    let id = send(&server, &session, "for the main agent");
+    let id = server.send_to_session(&session, "for the main agent");
     let mut sub = fixture_for("PreToolUse.json", &session);
     sub["agent_id"] = json!("01a2367a-bc19-76d2-a660-919580b8549c");
     sub["agent_type"] = json!("default");
@@ -578,18 +540,18 @@ fn sub_agent_tool_calls_are_checked_but_carry_nothing() {
 #[test]
 fn unwritable_spool_keeps_the_decision_and_reports_the_drop() {
     let server = FakeServer::start();
-    let home = server_home(&server, "s-nospool");
+    let home = Home::for_server("s-nospool", &server);
     let session = unique_session("ns");
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
     server.set_native_tool_approvals(&server.agent_id(), true);
-    let id = send(&server, &session, "nowhere to keep this");
+    let id = server.send_to_session(&session, "nowhere to keep this");
     // The private state directory is not a directory any more.
     std::fs::remove_dir_all(home.dir.join("run")).unwrap();
     std::fs::write(home.dir.join("run"), b"").unwrap();
     let (out, _) = home.run(Event::PermissionRequest, &fixture_for("PermissionRequest.json", &session));
     assert_eq!(out.unwrap().pointer("/hookSpecificOutput/decision/behavior"), Some(&json!("allow")));
     assert_eq!(
-        state(&server, &id),
+        server.note_state(&id),
         ("undeliverable".into(), Some("pre_tool_use".into()), Some("spool_dropped".into()))
     );
 }
