@@ -7,7 +7,7 @@
 
 use crate::common::*;
 use preloop_cursor::{Event, neutral, parse_with, render};
-use preloop_shared::flow::{Input, InputKind, Outcome};
+use preloop_shared::flow::Outcome;
 use preloop_shared::render::{NoteElement, frame, render_element};
 use preloop_shared::runner::Parsed;
 use preloop_shared::time::Timestamp;
@@ -28,21 +28,10 @@ fn neutral_json(event: Event) -> Value {
 }
 
 fn input_json(r: &Result<Parsed, String>) -> Value {
-    let Input { session_id, cwd, kind, transcript_path: _ } = match r {
-        Err(e) => return json!({"error": e}),
-        Ok(Parsed::StandDown(why)) => return json!({"stand_down": why}),
-        Ok(Parsed::Run(i)) => i,
-    };
-    let kind = match kind {
-        InputKind::SessionStart { pull } => json!({"session_start": {"pull": pull}}),
-        InputKind::Prompt { prompt, pull } => json!({"user_prompt": {"prompt": prompt, "pull": pull}}),
-        InputKind::Tool { tool_name, tool_input, model, carry } => json!({"tool": {
-            "tool_name": tool_name, "tool_input": tool_input, "model": model, "carry": format!("{carry:?}")}}),
-        InputKind::AfterTool { carry } => json!({"after_tool": {"carry": carry}}),
-        InputKind::Stop { may_continue } => json!({"stop": {"may_continue": may_continue}}),
-        InputKind::SessionEnd { reason } => json!({"session_end": {"reason": reason}}),
-    };
-    json!({"session_id": session_id, "cwd": cwd, "kind": kind})
+    match r {
+        Err(e) => json!({"error": e}),
+        Ok(p) => preloop_testkit::golden::input_json(p, false),
+    }
 }
 
 /// The runtime session id is random: name it instead.

@@ -16,15 +16,6 @@ fn home_for(server: &FakeServer, tag: &str) -> Home {
         .with_env("PRELOOP_PERMISSION_TIMEOUT_SECS", "20")
 }
 
-fn send(server: &FakeServer, session: &str, text: &str) -> String {
-    let r = server.send_note(json!({"external_session_id": session, "text": text}));
-    r["note_id"].as_str().unwrap().to_string()
-}
-
-fn state(server: &FakeServer, note: &str) -> String {
-    server.receipt(note)["state"].as_str().unwrap().to_string()
-}
-
 /// Requests to one hook route (`permission-check`, `notes/ack`...), in order.
 fn calls(server: &FakeServer, route: &str) -> Vec<RecordedRequest> {
     let path = format!("/api/v1/agents/{route}");
@@ -59,7 +50,7 @@ fn session_start_registers_exports_the_runtime_id_and_claims_in_the_cli() {
     );
 
     // The CLI's sessionStart (a resumed conversation, say) pulls.
-    let note = send(&server, &s, "Deploy to eu-west-1.");
+    let note = server.send_to_session(&s, "Deploy to eu-west-1.");
     let out = home.run(Event::SessionStart, &session_start(&s, true));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![note.clone()]);
     let pull = body(&calls(&server, "notes/pending")[0]);
@@ -75,7 +66,7 @@ fn before_shell_deferral_spools_and_the_next_pre_tool_use_carries_and_acks() {
     let home = home_for(&server, "srv-defer");
     let s = session("srv-defer");
     start(&home, &s);
-    let note = send(&server, &s, "Use the staging cluster.");
+    let note = server.send_to_session(&s, "Use the staging cluster.");
 
     let out = home.run(Event::BeforeShellExecution, &shell(&s, "make deploy"));
     assert_eq!(out, json!({"permission": "allow"}), "no field the model reads: the note is not here");
@@ -86,7 +77,7 @@ fn before_shell_deferral_spools_and_the_next_pre_tool_use_carries_and_acks() {
     assert_eq!(check["hook_event_name"], "beforeShellExecution");
     assert_eq!(check["evaluation_phase"], "permission_request");
     assert_eq!(check["session_id"], json!(s));
-    assert_eq!(state(&server, &note), "claimed", "the server defers a cursor before* claim");
+    assert_eq!(server.note_state(&note).0, "claimed", "the server defers a cursor before* claim");
     let spool = home.run_state(&s)["spool"].clone();
     assert_eq!(spool.as_array().map(Vec::len), Some(1), "spooled: {spool}");
     assert!(calls(&server, "notes/ack").is_empty());
@@ -104,7 +95,7 @@ fn before_shell_deferral_spools_and_the_next_pre_tool_use_carries_and_acks() {
     assert_eq!(acks.len(), 1);
     assert_eq!(body(&acks[0]), json!({"note_ids": [note.clone()], "session_id": s}));
     assert!(acks[0].seq > checks.last().unwrap().seq, "acked after the carrying call");
-    assert_eq!(state(&server, &note), "delivered");
+    assert_eq!(server.note_state(&note).0, "delivered");
     assert_eq!(home.run_state(&s)["spool"], json!([]));
     // Once: the next tool call is clean.
     assert_eq!(home.run(Event::PreToolUse, &pre_tool(&s, "ls")), json!({"permission": "allow"}));
@@ -117,17 +108,17 @@ fn mcp_tool_input_is_decoded_and_its_note_spooled() {
     let home = home_for(&server, "srv-mcp");
     let s = session("srv-mcp");
     start(&home, &s);
-    let note = send(&server, &s, "Only read from Linear.");
+    let note = server.send_to_session(&s, "Only read from Linear.");
     assert_eq!(home.run(Event::BeforeMcpExecution, &mcp(&s)), json!({"permission": "allow"}));
     let check = body(&calls(&server, "permission-check")[0]);
     assert_eq!((check["tool_name"].clone(), check["tool_input"]["limit"].clone()), (json!("list_issues"), json!(1)));
     assert_eq!(check["hook_event_name"], "beforeMCPExecution");
-    assert_eq!(state(&server, &note), "claimed");
+    assert_eq!(server.note_state(&note).0, "claimed");
     let mut v = fixture_for("preToolUse-5.json", &s);
     v["tool_input"] = json!({"limit": 1});
     let out = home.run(Event::PreToolUse, &v);
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![note.clone()]);
-    assert_eq!(state(&server, &note), "delivered");
+    assert_eq!(server.note_state(&note).0, "delivered");
 }
 
 #[test]
@@ -170,12 +161,12 @@ fn pre_tool_use_deny_still_carries_the_note() {
     let home = home_for(&server, "srv-deny");
     let s = session("srv-deny");
     start(&home, &s);
-    let note = send(&server, &s, "Do not touch prod.");
+    let note = server.send_to_session(&s, "Do not touch prod.");
     let out = home.run(Event::PreToolUse, &pre_tool(&s, "kubectl delete ns prod"));
     assert_eq!(out["permission"], "deny");
     assert_eq!(out["user_message"], "Tool blocked in Preloop");
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![note.clone()]);
-    assert_eq!(state(&server, &note), "delivered");
+    assert_eq!(server.note_state(&note).0, "delivered");
     // The before* gate denies too, and carries nothing.
     assert_eq!(
         home.run(Event::BeforeShellExecution, &shell(&s, "kubectl delete ns prod")),
@@ -190,9 +181,9 @@ fn a_failing_check_keeps_the_fail_policy_and_still_delivers_the_spool() {
     let home = home_for(&server, "srv-fail");
     let s = session("srv-fail");
     start(&home, &s);
-    let note = send(&server, &s, "Ship it.");
+    let note = server.send_to_session(&s, "Ship it.");
     home.run(Event::BeforeShellExecution, &shell(&s, "ls"));
-    assert_eq!(state(&server, &note), "claimed");
+    assert_eq!(server.note_state(&note).0, "claimed");
     server.set_fault(FaultSpec::route("/api/v1/agents/permission-check").status(500, None));
     // before*: fail closed (the documented default)...
     let out = home.run(Event::BeforeShellExecution, &shell(&s, "ls"));
@@ -201,7 +192,7 @@ fn a_failing_check_keeps_the_fail_policy_and_still_delivers_the_spool() {
     let out = home.run(Event::PreToolUse, &pre_tool(&s, "ls"));
     assert_eq!(out["permission"], "allow");
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![note.clone()]);
-    assert_eq!(state(&server, &note), "delivered");
+    assert_eq!(server.note_state(&note).0, "delivered");
 }
 
 #[test]
@@ -211,15 +202,15 @@ fn a_failed_ack_is_owed_and_retried_by_the_next_hook() {
     let home = home_for(&server, "srv-owed");
     let s = session("srv-owed");
     start(&home, &s);
-    let note = send(&server, &s, "Rebase first.");
+    let note = server.send_to_session(&s, "Rebase first.");
     home.run(Event::BeforeMcpExecution, &mcp(&s));
     server.set_fault(FaultSpec::route("/api/v1/agents/notes/ack").status(503, None).times(1));
     let out = home.run(Event::PreToolUse, &pre_tool(&s, "git status"));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![note.clone()]);
-    assert_eq!(state(&server, &note), "claimed", "never reported delivered before the ack succeeds");
+    assert_eq!(server.note_state(&note).0, "claimed", "never reported delivered before the ack succeeds");
     assert!(!home.run_state(&s)["owed_acks"].as_array().unwrap().is_empty());
     home.run(Event::PreToolUse, &pre_tool(&s, "ls"));
-    assert_eq!(state(&server, &note), "delivered");
+    assert_eq!(server.note_state(&note).0, "delivered");
 }
 
 #[test]
@@ -228,11 +219,11 @@ fn stop_pulls_with_event_stop_only_when_it_may_continue() {
     let home = home_for(&server, "srv-stop");
     let s = session("srv-stop");
     start(&home, &s);
-    let note = send(&server, &s, "Also update the changelog.");
+    let note = server.send_to_session(&s, "Also update the changelog.");
     assert_eq!(home.run(Event::Stop, &stop(&s, "error", 0)), json!({}));
     assert_eq!(home.run(Event::Stop, &stop(&s, "completed", 5)), json!({}));
     assert!(calls(&server, "notes/pending").is_empty(), "no claim when Cursor would not submit a follow-up");
-    assert_eq!(state(&server, &note), "pending");
+    assert_eq!(server.note_state(&note).0, "pending");
     let out = home.run(Event::Stop, &stop(&s, "completed", 0));
     assert_eq!(ids_in(out["followup_message"].as_str().unwrap()), vec![note.clone()]);
     let pull = body(&calls(&server, "notes/pending")[0]);
@@ -251,10 +242,10 @@ fn session_end_reports_spooled_notes_dropped_and_pending_ones_ended() {
     let home = home_for(&server, "srv-end");
     let s = session("srv-end");
     start(&home, &s);
-    let spooled = send(&server, &s, "claimed by a before* hook");
+    let spooled = server.send_to_session(&s, "claimed by a before* hook");
     home.run(Event::BeforeShellExecution, &shell(&s, "ls"));
-    assert_eq!(state(&server, &spooled), "claimed");
-    let pending = send(&server, &s, "after the last tool call (headless: no stop)");
+    assert_eq!(server.note_state(&spooled).0, "claimed");
+    let pending = server.send_to_session(&s, "after the last tool call (headless: no stop)");
     assert_eq!(home.run(Event::SessionEnd, &session_end(&s)), json!({}));
     let r = server.receipt(&spooled);
     assert_eq!(
@@ -299,7 +290,7 @@ fn a_spool_that_cannot_be_written_never_turns_a_deny_into_an_allow() {
     let home = home_for(&server, "srv-nospool");
     let s = session("srv-nospool");
     start(&home, &s);
-    let note = send(&server, &s, "claimed by a before* hook that cannot spool");
+    let note = server.send_to_session(&s, "claimed by a before* hook that cannot spool");
     // The run state path is a directory: every state write fails (root ignores chmod).
     let state_path = home.dir.join("run").join(format!("{}.json", preloop_shared::fsutil::session_file_stem(&s)));
     let _ = std::fs::remove_file(&state_path);
