@@ -31,18 +31,7 @@ use toml_edit::{DocumentMut, Item, Table};
 
 /// `PreToolUse` → `pre_tool_use`.
 pub fn snake(event: &str) -> String {
-    let mut s = String::new();
-    for (i, c) in event.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                s.push('_');
-            }
-            s.push(c.to_ascii_lowercase());
-        } else {
-            s.push(c);
-        }
-    }
-    s
+    preloop_shared::registry::lower_words(event, '_')
 }
 
 /// The timeout Codex uses for a handler, in seconds.

@@ -491,6 +491,24 @@ const fn gate(phase: EvaluationPhase, fail: FailKey, server_claim: ServerClaim) 
     Some(Gate { phase, fail, server_claim })
 }
 
+/// Claude Code's idle-wake watcher: one binary, one row for each event it
+/// is installed on.
+const fn claude_watch(on: &'static str) -> HookDef {
+    HookDef {
+        event: Event::ClaudeCode(event::ClaudeCode::Watch),
+        on,
+        binary: "preloop-claude-code-watch",
+        role: Role::Watch,
+        does: Does::Watch,
+        carrier: Carrier::Wake,
+        limit: CLAUDE_LIMIT,
+        gate: None,
+        budget: Budget::Watch,
+        server_event: None,
+        delivery: Some(DeliveryEvent::Stop),
+    }
+}
+
 use Budget::{Call, Permission};
 use Role::{End, Lifecycle};
 
@@ -562,32 +580,8 @@ pub const HOOKS: &[HookDef] = &[
         server_event: Some("SessionEnd"),
         delivery: None,
     },
-    HookDef {
-        event: Event::ClaudeCode(event::ClaudeCode::Watch),
-        on: "SessionStart",
-        binary: "preloop-claude-code-watch",
-        role: Role::Watch,
-        does: Does::Watch,
-        carrier: Carrier::Wake,
-        limit: CLAUDE_LIMIT,
-        gate: None,
-        budget: Budget::Watch,
-        server_event: None,
-        delivery: Some(DeliveryEvent::Stop),
-    },
-    HookDef {
-        event: Event::ClaudeCode(event::ClaudeCode::Watch),
-        on: "Stop",
-        binary: "preloop-claude-code-watch",
-        role: Role::Watch,
-        does: Does::Watch,
-        carrier: Carrier::Wake,
-        limit: CLAUDE_LIMIT,
-        gate: None,
-        budget: Budget::Watch,
-        server_event: None,
-        delivery: Some(DeliveryEvent::Stop),
-    },
+    claude_watch("SessionStart"),
+    claude_watch("Stop"),
     // ---- Codex CLI 0.169.0 (docs/contracts/codex.md)
     HookDef {
         event: Event::Codex(event::Codex::SessionStart),
@@ -972,6 +966,23 @@ impl Harness {
 /// The registry row of a harness event (`def_of(event::Codex::Stop)`).
 pub fn def_of(event: impl Into<Event>) -> &'static HookDef {
     event.into().def()
+}
+
+/// An event name's words in lower case, joined by `sep`: `PreToolUse` →
+/// `pre-tool-use` (Codex's schema files), `pre_tool_use` (its trust keys).
+pub fn lower_words(name: &str, sep: char) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push(sep);
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The largest carrier of a harness: a note that fits no carrier of this

@@ -17,7 +17,7 @@
 use preloop_shared::adapter::deny_reason;
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::json::{non_blank, str_field};
-use preloop_shared::registry::def_of;
+use preloop_shared::registry::{def_of, lower_words};
 use preloop_shared::runner::Parsed;
 use preloop_shared::wire::Decision;
 use serde_json::{Value, json};
@@ -36,18 +36,7 @@ preloop_shared::pure_adapter! {
 /// (`schemas/codex-0.169.0/<stem>.command.{input,output}.schema.json`): the
 /// event name in kebab case.
 pub fn schema_stem(event: Event) -> String {
-    let mut out = String::new();
-    for (i, c) in def_of(event).on.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('-');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    lower_words(def_of(event).on, '-')
 }
 
 /// A sub-agent's hooks carry `agent_id` (and the parent's `session_id`);
