@@ -249,23 +249,11 @@ fn files_are_private_even_under_a_permissive_umask() {
     c.env_clear().env("PATH", std::env::var("PATH").unwrap()).env("PRELOOP_HOME", home.path());
     c.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     check_contract("SessionStart", &run_raw(c, payload("SessionStart", S).to_string().as_bytes()));
-    for entry in walk(home.path()) {
+    for entry in preloop_testkit::support::walk(home.path()).into_iter().filter(|p| p != home.path()) {
         let mode = std::fs::symlink_metadata(&entry).unwrap().permissions().mode() & 0o777;
         let want = if entry.is_dir() { 0o700 } else { 0o600 };
         assert_eq!(mode, want, "{}", entry.display());
     }
-}
-
-fn walk(p: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(p).unwrap() {
-        let path = e.unwrap().path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        }
-        out.push(path);
-    }
-    out
 }
 
 #[test]

@@ -85,10 +85,7 @@ fn pre_tool_use_asks_in_the_pre_tool_use_phase_and_never_grants() {
     assert_eq!(b[0]["tool_input"], json!({"command": "echo hi"}));
     assert_eq!(b[0]["cwd"], "/tmp/proj");
 
-    let note = server.send_note(json!({"external_session_id": S, "text": "Stop refactoring the tests."}))["note_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let note = server.send_to_session(S, "Stop refactoring the tests.");
     let out = run_s("PreToolUse", &home, &server, &[], &payload("PreToolUse", S)).unwrap();
     assert!(out["hookSpecificOutput"].get("permissionDecision").is_none());
     assert_eq!(ids_in(out["hookSpecificOutput"]["additionalContext"].as_str().unwrap()), vec![note.clone()]);
@@ -100,10 +97,7 @@ fn a_central_deny_is_a_deny_and_carries_the_note_too() {
     let (home, server) = (Home::new("cc"), FakeServer::start());
     start(&home, &server, S);
     server.set_tool_enabled("Bash", false);
-    let note = server.send_note(json!({"external_session_id": S, "text": "Use the staging cluster."}))["note_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let note = server.send_to_session(S, "Use the staging cluster.");
     let out = run_s("PreToolUse", &home, &server, &[], &payload("PreToolUse", S)).unwrap();
     let h = &out["hookSpecificOutput"];
     assert_eq!(h["permissionDecision"], "deny");
@@ -117,7 +111,7 @@ fn stop_rescues_a_late_note_reports_the_turn_end_and_is_capped() {
     start(&home, &server, S);
     let mut continued = 0;
     for i in 0..4 {
-        server.send_note(json!({"external_session_id": S, "text": format!("late {i}")}));
+        server.send_to_session(S, &format!("late {i}"));
         if context(&run_s("Stop", &home, &server, &[], &payload("Stop", S))).is_some() {
             continued += 1;
         }
@@ -134,10 +128,7 @@ fn stop_rescues_a_late_note_reports_the_turn_end_and_is_capped() {
 fn session_end_fails_pending_notes_as_session_ended() {
     let (home, server) = (Home::new("cc"), FakeServer::start());
     start(&home, &server, S);
-    let note = server.send_note(json!({"external_session_id": S, "text": "too late"}))["note_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let note = server.send_to_session(S, "too late");
     let t = Instant::now();
     assert_eq!(run_s("SessionEnd", &home, &server, &[], &payload("SessionEnd", S)), None);
     assert!(t.elapsed() < Duration::from_millis(1500));
@@ -145,56 +136,39 @@ fn session_end_fails_pending_notes_as_session_ended() {
         bodies(&server, "/api/v1/agents/session-end"),
         vec![json!({"external_session_id": S, "reason": "other"})]
     );
-    let r = server.receipt(&note);
-    assert_eq!(
-        (r["state"].as_str(), r["undeliverable_reason"].as_str()),
-        (Some("undeliverable"), Some("session_ended"))
-    );
+    assert_eq!(server.note_state(&note), ("undeliverable".into(), None, Some("session_ended".into())));
 }
 
 #[test]
 fn deferred_spooled_notes_are_carried_then_acked_or_reported_dropped() {
     let (home, server) = (Home::new("cc"), FakeServer::start());
     start(&home, &server, S);
-    // Two notes claimed with deferral (as a non-carrying hook would), held in the spool.
-    let a = server.send_note(json!({"external_session_id": S, "text": "spooled A"}))["note_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let claimed: Value =
-        ureq_post(&server, "notes/pending", json!({"event": "pre_tool_use", "defer_delivery": true, "session_id": S}));
-    let element = claimed["notes"][0]["text"].as_str().unwrap().to_string();
-    write_spool(&home, S, &[(&a, &element, 0)]);
+    // A note claimed with deferral (as a non-carrying hook would), held in the spool.
+    let a = spool_a_claimed_note(&home, &server, "spooled A", 0);
     let out = run_s("PreToolUse", &home, &server, &[], &payload("PreToolUse", S));
     assert_eq!(ids_in(&context(&out).unwrap()), vec![a.clone()]);
     assert_eq!(server.receipt(&a)["state"], "delivered", "acked after the output");
 
     // A spooled note past its lifetime is reported spool_dropped, not carried.
-    let b = server.send_note(json!({"external_session_id": S, "text": "spooled B"}))["note_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let claimed: Value =
-        ureq_post(&server, "notes/pending", json!({"event": "pre_tool_use", "defer_delivery": true, "session_id": S}));
-    let element = claimed["notes"][0]["text"].as_str().unwrap().to_string();
-    write_spool(&home, S, &[(&b, &element, 2 * 86_400)]);
+    let b = spool_a_claimed_note(&home, &server, "spooled B", 2 * 86_400);
     assert_eq!(run_s("PreToolUse", &home, &server, &[], &payload("PreToolUse", S)), None);
-    let r = server.receipt(&b);
-    assert_eq!(
-        (r["state"].as_str(), r["undeliverable_reason"].as_str()),
-        (Some("undeliverable"), Some("spool_dropped"))
-    );
+    let (state, _, why) = server.note_state(&b);
+    assert_eq!((state.as_str(), why.as_deref()), ("undeliverable", Some("spool_dropped")));
 
     // At session end a spooled deferred note is reported spool_dropped.
-    let c = server.send_note(json!({"external_session_id": S, "text": "spooled C"}))["note_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let claimed: Value =
-        ureq_post(&server, "notes/pending", json!({"event": "pre_tool_use", "defer_delivery": true, "session_id": S}));
-    write_spool(&home, S, &[(&c, claimed["notes"][0]["text"].as_str().unwrap(), 0)]);
+    let c = spool_a_claimed_note(&home, &server, "spooled C", 0);
     run_s("SessionEnd", &home, &server, &[], &payload("SessionEnd", S));
     assert_eq!(server.receipt(&c)["undeliverable_reason"], "spool_dropped");
+}
+
+/// Send a note to session `S`, claim it with deferral on the hook route (as
+/// a non-carrying hook would) and put it in the spool, `age_secs` old.
+fn spool_a_claimed_note(home: &Home, server: &FakeServer, text: &str, age_secs: i64) -> String {
+    let id = server.send_to_session(S, text);
+    let claimed =
+        ureq_post(server, "notes/pending", json!({"event": "pre_tool_use", "defer_delivery": true, "session_id": S}));
+    write_spool(home, S, &[(&id, claimed["notes"][0]["text"].as_str().unwrap(), age_secs)]);
+    id
 }
 
 fn ureq_post(server: &FakeServer, route: &str, mut body: Value) -> Value {
@@ -250,10 +224,7 @@ fn every_server_failure_is_neutral_logged_and_loses_nothing() {
     for (name, fault) in faults {
         let (home, server) = (Home::new("cc"), FakeServer::start());
         start(&home, &server, S);
-        let note = server.send_note(json!({"external_session_id": S, "text": "must not be lost"}))["note_id"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let note = server.send_to_session(S, "must not be lost");
         server.set_fault(fault);
         let budget = [("PRELOOP_CALL_TIMEOUT_MS", "800"), ("PRELOOP_PERMISSION_TIMEOUT_SECS", "1")];
         for e in ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"] {
@@ -303,14 +274,7 @@ fn session_end_fits_its_budget_against_a_hanging_server() {
 fn sixteen_parallel_hooks_deliver_each_server_note_exactly_once() {
     let (home, server) = (Home::new("cc"), FakeServer::start());
     start(&home, &server, S);
-    let mut sent: Vec<String> = (0..5)
-        .map(|i| {
-            server.send_note(json!({"external_session_id": S, "text": format!("n{i}")}))["note_id"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let mut sent: Vec<String> = (0..5).map(|i| server.send_to_session(S, &format!("n{i}"))).collect();
     let e = env(&server);
     let extra: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let children: Vec<_> = (0..16)
@@ -360,24 +324,9 @@ fn the_token_never_leaves_the_authorization_header() {
         }
     }
     everything.push_str(&home.log());
-    for entry in walkdir(home.path()) {
+    for entry in preloop_testkit::support::walk(home.path()) {
         everything.push_str(&std::fs::read_to_string(entry).unwrap_or_default());
     }
     assert!(!everything.contains(&token), "token leaked");
     assert!(!everything.contains(&token[4..20]), "token fragment leaked");
-}
-
-fn walkdir(p: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(p) {
-        for e in rd.flatten() {
-            let path = e.path();
-            if path.is_dir() {
-                out.extend(walkdir(&path));
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out
 }
