@@ -442,14 +442,13 @@ fn spawn_local_poller(config: Config, s: SessionRef, tx: Sender<Msg>, shared: Ar
     std::thread::spawn(move || {
         let ib = LocalInbox::new(&config.home, config.settings.note_ttl_secs);
         let name = s.name().to_string();
+        let receipts = || -> Vec<Receipt> {
+            let mut all = ib.list().unwrap_or_default();
+            all.retain(|r| r.external_session_id.as_deref() == Some(name.as_str()));
+            all
+        };
         loop {
-            let receipts: Vec<Receipt> = ib
-                .list()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|r| r.external_session_id.as_deref() == Some(name.as_str()))
-                .collect();
-            for e in receipt_events(&receipts, &shared, "inbox") {
+            for e in receipt_events(&receipts(), &shared, "inbox") {
                 if tx.send(Msg::Event(e)).is_err() {
                     return;
                 }
@@ -457,13 +456,7 @@ fn spawn_local_poller(config: Config, s: SessionRef, tx: Sender<Msg>, shared: Ar
             if let Some(end) = ib.resolve_session(&name).and_then(|f| f.ended_at) {
                 // One more look at the receipts SessionEnd just changed.
                 std::thread::sleep(Duration::from_millis(300));
-                let receipts: Vec<Receipt> = ib
-                    .list()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|r| r.external_session_id.as_deref() == Some(name.as_str()))
-                    .collect();
-                for e in receipt_events(&receipts, &shared, "inbox") {
+                for e in receipt_events(&receipts(), &shared, "inbox") {
                     let _ = tx.send(Msg::Event(e));
                 }
                 let _ = tx.send(Msg::Event(ended_event(Some(end), "session")));

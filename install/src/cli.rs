@@ -116,8 +116,9 @@ fn harness_values() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(v)
 }
 
+/// What install and uninstall both take: where, and whether to write.
 #[derive(Args)]
-struct InstallArgs {
+struct InstallTarget {
     /// Which harness.
     #[arg(long, value_parser = harness_values(), default_value = "all")]
     harness: String,
@@ -127,6 +128,12 @@ struct InstallArgs {
     /// Print the change as a diff and write nothing.
     #[arg(long)]
     dry_run: bool,
+}
+
+#[derive(Args)]
+struct InstallArgs {
+    #[command(flatten)]
+    target: InstallTarget,
     /// Where our hook binaries are (default: the directory of this preloop-hooks).
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
@@ -134,15 +141,8 @@ struct InstallArgs {
 
 #[derive(Args)]
 struct UninstallArgs {
-    /// Which harness.
-    #[arg(long, value_parser = harness_values(), default_value = "all")]
-    harness: String,
-    /// The user's config (home directory) or the current project's.
-    #[arg(long, value_enum, default_value = "user")]
-    scope: Scope,
-    /// Print the change as a diff and write nothing.
-    #[arg(long)]
-    dry_run: bool,
+    #[command(flatten)]
+    target: InstallTarget,
     /// Accepted and ignored: uninstall does not need the binaries.
     #[arg(long, value_name = "DIR", hide = true)]
     bin_dir: Option<PathBuf>,
@@ -204,7 +204,9 @@ fn ctx(bin_dir: Option<PathBuf>, config: &Config) -> Result<Ctx> {
     Ok(Ctx { home, env, cwd, bin_dir, settings: config.settings.clone(), preloop_home: config.home.clone() })
 }
 
-fn run_install(harness: &str, scope: Scope, dry_run: bool, bin_dir: Option<PathBuf>, action: Action) -> Result<()> {
+fn run_install(target: &InstallTarget, bin_dir: Option<PathBuf>, action: Action) -> Result<()> {
+    let InstallTarget { harness, scope, dry_run } = target;
+    let (scope, dry_run) = (*scope, *dry_run);
     let all = harness == "all";
     let harnesses: Vec<Harness> =
         if all { Harness::all().collect() } else { Harness::from_slug(harness).into_iter().collect() };
@@ -218,8 +220,8 @@ fn run_install(harness: &str, scope: Scope, dry_run: bool, bin_dir: Option<PathB
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Install(a) => run_install(&a.harness, a.scope, a.dry_run, a.bin_dir, Action::Install),
-        Command::Uninstall(a) => run_install(&a.harness, a.scope, a.dry_run, None, Action::Uninstall),
+        Command::Install(a) => run_install(&a.target, a.bin_dir, Action::Install),
+        Command::Uninstall(a) => run_install(&a.target, None, Action::Uninstall),
         Command::Doctor(a) => {
             let config = Config::load(None);
             match ctx(a.bin_dir, &config) {

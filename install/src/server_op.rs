@@ -111,39 +111,25 @@ impl ServerOperator {
         url
     }
 
+    /// Every request: our deadline, the token, a JSON answer wanted.
+    fn prepared<B>(&self, r: ureq::RequestBuilder<B>, auth: &str) -> ureq::RequestBuilder<B> {
+        r.config()
+            .timeout_global(Some(self.timeout))
+            .build()
+            .header("Authorization", auth)
+            .header("Accept", "application/json")
+    }
+
     fn call(&self, method: &str, path: &str, query: &[(&str, String)], body: Option<&[u8]>) -> Result<Answer> {
         let route = route_name(path);
         let url = self.url(path, query);
         let auth = format!("Bearer {}", self.token.expose());
         let resp = match (method, body) {
-            ("GET", _) => self
-                .agent
-                .get(&url)
-                .config()
-                .timeout_global(Some(self.timeout))
-                .build()
-                .header("Authorization", &auth)
-                .header("Accept", "application/json")
-                .call(),
-            (_, Some(b)) => self
-                .agent
-                .post(&url)
-                .config()
-                .timeout_global(Some(self.timeout))
-                .build()
-                .header("Authorization", &auth)
-                .header("Accept", "application/json")
-                .header("Content-Type", "application/json")
-                .send(b),
-            (_, None) => self
-                .agent
-                .post(&url)
-                .config()
-                .timeout_global(Some(self.timeout))
-                .build()
-                .header("Authorization", &auth)
-                .header("Accept", "application/json")
-                .send_empty(),
+            ("GET", _) => self.prepared(self.agent.get(&url), &auth).call(),
+            (_, Some(b)) => {
+                self.prepared(self.agent.post(&url), &auth).header("Content-Type", "application/json").send(b)
+            }
+            (_, None) => self.prepared(self.agent.post(&url), &auth).send_empty(),
         };
         let mut resp = resp.map_err(|e| Error::Unreachable { route, detail: self.unreachable(&e) })?;
         let status = resp.status().as_u16();
