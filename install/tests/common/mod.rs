@@ -2,8 +2,11 @@
 
 use preloop_hooks::install::Ctx;
 use preloop_shared::config::{Env, Settings};
+use serde_json::Value;
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 
 /// A fresh directory under the system temp dir (removed on drop).
 pub struct TempDir(pub PathBuf);
@@ -68,4 +71,89 @@ pub fn read(p: &Path) -> String {
 /// The workspace's target dir holding this test binary's siblings.
 pub fn cli() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_preloop-hooks"))
+}
+
+// ----- running the CLI ---------------------------------------------------------------
+
+/// The exit code (-1 when killed by a signal).
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The CLI with `args` as an operator working in `root` runs it: `HOME`
+/// is `root/home`, `PRELOOP_HOME` is `preloop_home`, `USER` is `tester`, and
+/// none of the test runner's server, session or harness settings leak in;
+/// stdio piped.
+pub fn operator_cmd(root: &Path, preloop_home: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(cli());
+    c.args(args)
+        .current_dir(root)
+        .env("HOME", root.join("home"))
+        .env("PRELOOP_HOME", preloop_home)
+        .env("USER", "tester");
+    for k in [
+        "PRELOOP_URL",
+        "PRELOOP_TOKEN",
+        "PRELOOP_USER_TOKEN",
+        "PRELOOP_PARENT_SESSION_ID",
+        "PRELOOP_AGENT_ID",
+        "CODEX_HOME",
+        "CLAUDE_CONFIG_DIR",
+    ] {
+        c.env_remove(k);
+    }
+    c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c
+}
+
+/// Run `cmd` (stdio piped) with `stdin` written, if any, and closed (the
+/// CLI may exit before reading it).
+pub fn run_with_stdin(mut cmd: Command, stdin: Option<&str>) -> Output {
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    if let Some(s) = stdin {
+        let _ = pipe.write_all(s.as_bytes());
+    }
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+/// A run's stdout as JSON, after exit 0.
+pub fn json_of(args: &[&str], out: &Output) -> Value {
+    assert_eq!(code(out), 0, "{args:?}: {}", stderr(out));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stdout(out)))
+}
+
+/// A schema of ours (`schemas/preloop-hooks/<name>`), compiled; the one
+/// cross-file reference (a list of receipts) is resolved here.
+pub fn schema(name: &str) -> jsonschema::Validator {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/preloop-hooks");
+    let read = |n: &str| -> Value { serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap() };
+    let mut v = read(name);
+    if let Some(items) = v.pointer_mut("/properties/notes/items")
+        && items.get("$ref").and_then(Value::as_str) == Some("receipt.schema.json")
+    {
+        let mut r = read("receipt.schema.json");
+        if let Some(o) = r.as_object_mut() {
+            o.remove("$schema");
+            o.remove("$id");
+        }
+        *items = r;
+    }
+    jsonschema::validator_for(&v).unwrap()
+}
+
+/// `doc` passes our schema `name`.
+pub fn check_schema(name: &str, doc: &Value) {
+    let errors: Vec<String> = schema(name).iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "{name}: {errors:?}\n{doc:#}");
 }

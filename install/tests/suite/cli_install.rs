@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 struct Env {
@@ -57,13 +57,7 @@ impl Env {
         c
     }
     fn run_in(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = self.cmd(args).spawn().unwrap();
-        let mut pipe = child.stdin.take().unwrap();
-        if let Some(s) = stdin {
-            let _ = pipe.write_all(s.as_bytes());
-        }
-        drop(pipe);
-        child.wait_with_output().unwrap()
+        run_with_stdin(self.cmd(args), stdin)
     }
     fn run(&self, args: &[&str]) -> Output {
         self.run_in(args, None)
@@ -80,7 +74,7 @@ impl Env {
         let out = self.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", &self.bin_arg()]);
         let v: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("doctor --json: {e}: {}{}", stdout(&out), stderr(&out)));
-        check_schema(&v);
+        check_schema("doctor.schema.json", &v);
         (code(&out), v)
     }
     fn claude(&self) -> PathBuf {
@@ -109,16 +103,6 @@ impl Env {
     }
 }
 
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// Errors are one line on stderr, prefixed, naming what to do.
 fn one_error_line(o: &Output) -> String {
     let e = stderr(o);
@@ -133,14 +117,6 @@ fn problems(v: &Value) -> Vec<String> {
 }
 fn warnings(v: &Value) -> Vec<String> {
     v["warnings"].as_array().unwrap().iter().map(|p| format!("{} (fix: {})", p["what"], p["fix"])).collect()
-}
-
-fn check_schema(doc: &Value) {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/preloop-hooks/doctor.schema.json");
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = v.iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "doctor --json does not match its schema: {errors:?}\n{doc:#}");
 }
 
 /// A loopback HTTP server answering every request with `answer(path, authorization)`.

@@ -7,7 +7,6 @@ use preloop_shared::backend::Backend;
 use preloop_shared::local::LocalInbox;
 use preloop_shared::wire::{DeliveryEvent, PendingRequest, SessionEndRequest, SessionStartRequest};
 use serde_json::Value;
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -26,35 +25,13 @@ impl Env {
         Env { _t: t, root, home }
     }
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(cli());
-        c.args(args)
-            .current_dir(&self.root)
-            .env("HOME", self.root.join("home"))
-            .env("PRELOOP_HOME", &self.home)
-            .env("USER", "tester")
-            .env_remove("PRELOOP_URL")
-            .env_remove("PRELOOP_TOKEN")
-            .env_remove("PRELOOP_USER_TOKEN")
-            .env_remove("CODEX_HOME")
-            .env_remove("CLAUDE_CONFIG_DIR");
-        c
+        operator_cmd(&self.root, &self.home, args)
     }
     fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut c = self.cmd(args);
-        c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        let mut pipe = child.stdin.take().unwrap();
-        if let Some(s) = stdin {
-            let _ = pipe.write_all(s.as_bytes()); // the CLI may exit before reading it
-        }
-        drop(pipe);
-        child.wait_with_output().unwrap()
+        run_with_stdin(self.cmd(args), stdin)
     }
     fn json(&self, args: &[&str]) -> Value {
-        let out = self.run(args, None);
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+        json_of(args, &self.run(args, None))
     }
     fn inbox(&self) -> LocalInbox {
         LocalInbox::new(&self.home, 86_400)
@@ -73,14 +50,6 @@ impl Env {
             })
             .unwrap();
     }
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]

@@ -16,42 +16,8 @@ use preloop_testkit::{FakeServer, FaultSpec, client};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn schema(name: &str) -> jsonschema::Validator {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/preloop-hooks");
-    let read = |n: &str| -> Value { serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap() };
-    let mut v = read(name);
-    // The one cross-file reference (a list of receipts) is resolved here.
-    if let Some(items) = v.pointer_mut("/properties/notes/items")
-        && items.get("$ref").and_then(Value::as_str) == Some("receipt.schema.json")
-    {
-        let mut r = read("receipt.schema.json");
-        if let Some(o) = r.as_object_mut() {
-            o.remove("$schema");
-            o.remove("$id");
-        }
-        *items = r;
-    }
-    jsonschema::validator_for(&v).unwrap()
-}
-
-fn check_schema(name: &str, doc: &Value) {
-    let v = schema(name);
-    let errors: Vec<String> = v.iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "{name}: {errors:?}\n{doc:#}");
-}
 
 /// One world: a PRELOOP_HOME, and a server when given.
 struct World {
@@ -77,37 +43,14 @@ impl World {
         w
     }
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(cli());
-        c.args(args)
-            .current_dir(&self.root)
-            .env("HOME", self.root.join("home"))
-            .env("PRELOOP_HOME", &self.home)
-            .env("USER", "tester")
-            .env_remove("PRELOOP_URL")
-            .env_remove("PRELOOP_TOKEN")
-            .env_remove("PRELOOP_USER_TOKEN")
-            .env_remove("PRELOOP_PARENT_SESSION_ID")
-            .env_remove("PRELOOP_AGENT_ID")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for (k, v) in &self.env {
-            c.env(k, v);
-        }
+        let mut c = operator_cmd(&self.root, &self.home, args);
+        c.envs(self.env.iter().cloned());
         c
     }
     fn run_env(&self, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
         let mut c = self.cmd(args);
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        let mut child = c.spawn().unwrap();
-        let mut pipe = child.stdin.take().unwrap();
-        if let Some(s) = stdin {
-            let _ = pipe.write_all(s.as_bytes());
-        }
-        drop(pipe);
-        child.wait_with_output().unwrap()
+        c.envs(env.iter().copied());
+        run_with_stdin(c, stdin)
     }
     fn run(&self, args: &[&str]) -> Output {
         self.run_env(args, &[], None)
@@ -116,9 +59,7 @@ impl World {
         self.json_env(args, &[])
     }
     fn json_env(&self, args: &[&str], env: &[(&str, &str)]) -> Value {
-        let out = self.run_env(args, env, None);
-        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stdout(&out)))
+        json_of(args, &self.run_env(args, env, None))
     }
     fn inbox(&self) -> LocalInbox {
         LocalInbox::new(&self.home, 86_400)
@@ -447,6 +388,22 @@ fn events(out: &str) -> Vec<Value> {
     out.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
 }
 
+/// Wait up to `secs` for an `attach --json` to exit once its session has
+/// ended (closing its stdin then), and check its events: exit 0, every line
+/// an event that passes the schema. Stdout, and the events.
+fn attach_events(mut child: Child, stdin: ChildStdin, secs: u64) -> (String, Vec<Value>) {
+    let status = wait_exit(&mut child, secs).expect("attach exits when the session ends");
+    drop(stdin);
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert!(status.success(), "{out}");
+    let ev = events(&out);
+    for e in &ev {
+        check_schema("attach-event.schema.json", e);
+    }
+    (out, ev)
+}
+
 #[test]
 fn local_attach_shows_the_transcript_notes_and_the_end() {
     let w = World::local("op-attach");
@@ -476,15 +433,7 @@ fn local_attach_shows_the_transcript_notes_and_the_end() {
     pull(&w, "watched");
     std::thread::sleep(Duration::from_millis(900));
     w.inbox().session_end(&SessionEndRequest { external_session_id: "watched".into(), reason: "exit".into() }).unwrap();
-    let status = wait_exit(&mut child, 15).expect("attach exits when the session ends");
-    drop(stdin);
-    let mut out = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    assert!(status.success(), "{out}");
-    let ev = events(&out);
-    for e in &ev {
-        check_schema("attach-event.schema.json", e);
-    }
+    let (out, ev) = attach_events(child, stdin, 15);
     let has = |kind: &str, pred: &dyn Fn(&Value) -> bool| ev.iter().any(|e| e["kind"] == kind && pred(e));
     assert!(has("prompt", &|e| e["text"] == "Fix the flaky test"), "{out}");
     assert!(
@@ -743,15 +692,7 @@ fn server_attach_socket_timeline_receipts_and_typed_notes() {
     );
     std::thread::sleep(Duration::from_millis(2500));
     hook(&s, "session-end", json!({"external_session_id": "live", "reason": "exit"}));
-    let status = wait_exit(&mut child, 20).expect("attach exits when the session ends");
-    drop(stdin);
-    let mut out = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    assert!(status.success(), "{out}");
-    let ev = events(&out);
-    for e in &ev {
-        check_schema("attach-event.schema.json", e);
-    }
+    let (out, ev) = attach_events(child, stdin, 20);
     let has = |kind: &str, pred: &dyn Fn(&Value) -> bool| ev.iter().any(|e| e["kind"] == kind && pred(e));
     assert!(has("attached", &|e| e["source"] == "socket"), "the socket's attached message: {out}");
     assert!(has("server_event", &|e| e["source"] == "socket" && e["tool"] == "runtime.status"), "{out}");

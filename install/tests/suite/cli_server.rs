@@ -30,37 +30,18 @@ impl Env {
         Env { _t: t, home: root.join("preloop"), root, server, user_token, runtime_token }
     }
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(cli());
-        c.args(args)
-            .current_dir(&self.root)
-            .env("HOME", self.root.join("home"))
-            .env("PRELOOP_HOME", &self.home)
-            .env("PRELOOP_URL", self.server.url())
-            .env("PRELOOP_TOKEN", &self.runtime_token)
-            .env_remove("PRELOOP_USER_TOKEN")
-            .env_remove("PRELOOP_AGENT_ID")
-            .env_remove("CODEX_HOME")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut c = operator_cmd(&self.root, &self.home, args);
+        c.env("PRELOOP_URL", self.server.url()).env("PRELOOP_TOKEN", &self.runtime_token);
         if let Some(t) = &self.user_token {
             c.env("PRELOOP_USER_TOKEN", t);
         }
         c
     }
     fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = self.cmd(args).spawn().unwrap();
-        let mut pipe = child.stdin.take().unwrap();
-        if let Some(s) = stdin {
-            let _ = pipe.write_all(s.as_bytes());
-        }
-        drop(pipe);
-        child.wait_with_output().unwrap()
+        run_with_stdin(self.cmd(args), stdin)
     }
     fn json(&self, args: &[&str]) -> Value {
-        let out = self.run(args, None);
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap()
+        json_of(args, &self.run(args, None))
     }
     fn hook(&self, route: &str, body: Value) -> client::HttpResponse {
         client::post_json(&format!("{}/agents/{route}", self.server.api_base()), Some(&self.runtime_token), &body)
@@ -71,14 +52,6 @@ impl Env {
         assert_eq!(r.status, 200, "{}", r.text());
         r.json()["runtime_session_id"].as_str().unwrap().to_string()
     }
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]
