@@ -89,6 +89,14 @@ fn framing_for(notes: &[NoteElement]) -> &'static str {
     }
 }
 
+/// Whether a text is one of our note blocks (white space before it
+/// allowed): a block a continuation delivered, coming back as the next
+/// prompt (Gemini CLI's BeforeAgent, Copilot CLI's userPromptSubmitted),
+/// must never title the session.
+pub fn is_note_block(text: &str) -> bool {
+    text.trim_start().starts_with("<operator-notes count=\"")
+}
+
 /// Split a server-rendered block back into its elements, so a subset can be
 /// re-framed byte-identically. Bodies cannot contain `<operator-note` or
 /// `</operator-note` (the server escapes them), so the element boundaries are

@@ -25,6 +25,7 @@
 use preloop_shared::adapter::deny_reason;
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::registry::def_of;
+use preloop_shared::render::is_note_block;
 use preloop_shared::runner::Parsed;
 use preloop_shared::wire::Decision;
 use serde_json::{Value, json};
@@ -103,7 +104,7 @@ fn is_subagent(v: &Value) -> bool {
 /// continuation fires userPromptSubmitted with `prompt` = our block reason
 /// (copilot-cli.md §3). It must never title the session.
 pub fn is_our_block(prompt: &str) -> bool {
-    prompt.trim_start().starts_with("<operator-notes count=\"")
+    is_note_block(prompt)
 }
 
 /// stdin → input. Lenient: unknown fields are ignored, optional ones may be

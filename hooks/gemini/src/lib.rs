@@ -25,7 +25,7 @@ use preloop_shared::adapter::deny_reason;
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::json::{non_blank, str_field};
 use preloop_shared::registry::{CarrierLimit, def_of};
-use preloop_shared::render::{escape_body, parse_block};
+use preloop_shared::render::{escape_body, is_note_block, parse_block};
 use preloop_shared::runner::Parsed;
 use preloop_shared::wire::Decision;
 use serde_json::{Value, json};
@@ -44,7 +44,7 @@ preloop_shared::pure_adapter! {
 /// continuation fires BeforeAgent again with `prompt` = our block reason
 /// (gemini-cli.md §3). It must never title the session.
 pub fn is_our_block(prompt: &str) -> bool {
-    prompt.trim_start().starts_with("<operator-notes count=\"")
+    is_note_block(prompt)
 }
 
 /// stdin → input. Lenient: unknown fields are ignored, optional ones may be
