@@ -14,9 +14,10 @@ script of turns (sb.start_mock(script, api)), wires the hooks (write_settings /
 install_hooks / write_gemini_hooks / write_copilot_hooks), runs the harness (a RunResult:
 rc, stdout, stderr, every mock record, the main agent's request bodies) and looks the
 markers up. Scenario suites mix in Scenario (failure dumps, receipts, note helpers) with a
-mode (LocalMode / ServerMode) and a harness (ClaudeScenarios / CodexScenarios, which hold
-the scenarios a-d every mode shares). A missing prerequisite (harness, binaries, server)
-makes every test that needs it FAIL with the reason (Prereq), never skip.
+mode (LocalMode / ServerMode) and a harness (ClaudeScenarios / CodexScenarios /
+GeminiScenarios / CopilotScenarios on NoteScenarios, which hold the scenarios a-d every mode
+shares). A missing prerequisite (harness, binaries, server) makes every test that needs it
+FAIL with the reason (Prereq), never skip.
 
 Environment knobs (all optional):
   PRELOOP_E2E_HARNESS_DIR   where the harness CLIs are installed / cached
@@ -106,12 +107,19 @@ LABEL_STOP_FEEDBACK = "Stop hook feedback:"
 LABEL_STOP_BLOCKING_PREFIX = "Stop hook blocking error from command: "
 STOP_LABELS = {LABEL_STOP_CONTEXT, LABEL_STOP_FEEDBACK}
 
-NOTES_BLOCK_RE = re.compile(
-    r'<operator-notes count="(?P<count>\d+)" source="preloop-control-plane">\n'
-    r'(?P<inner>.*?)\n</operator-notes>', re.S)
-NOTE_ELEMENT_RE = re.compile(
-    r'<operator-note id="(?P<id>[^"]*)" from="(?P<from>[^"]*)" auth="(?P<auth>[^"]*)" '
-    r'at="(?P<at>[^"]*)">\n(?P<body>.*?)\n</operator-note>', re.S)
+
+def _notes_res(lt, gt, framing=""):
+    """(block regex, element regex) of an operator-notes block framed by lt/gt: < > (the
+    XML block) or [ ] (the bracket block the Gemini hooks write, its framing line apart)."""
+    def tag(s):
+        return re.escape(lt) + s + re.escape(gt)
+    return (re.compile(tag(r'operator-notes count="(?P<count>\d+)" source="preloop-control-plane"') + r'\n'
+                       + framing + r'(?P<inner>.*?)\n' + tag('/operator-notes'), re.S),
+            re.compile(tag(r'operator-note id="(?P<id>[^"]*)" from="(?P<from>[^"]*)" auth="(?P<auth>[^"]*)" '
+                           r'at="(?P<at>[^"]*)"') + r'\n(?P<body>.*?)\n' + tag('/operator-note'), re.S))
+
+
+NOTES_BLOCK_RE, NOTE_ELEMENT_RE = _notes_res("<", ">")
 
 # Every label Claude Code 2.1.328 puts in front of hook-provided text.
 LABEL_RE = re.compile(
@@ -725,6 +733,17 @@ def before_reply_lines(run, width=400):
 
 # --------------------------------------------------------------------------- runs
 
+def poll_state(read, states, timeout):
+    """Call read() (a receipt) every 0.2 s until its "state" is in `states` or `timeout`
+    seconds have passed; the last answer."""
+    deadline = time.time() + timeout
+    while True:
+        r = read()
+        if r.get("state") in states or time.time() >= deadline:
+            return r
+        time.sleep(0.2)
+
+
 @dataclass
 class RunResult:
     rc: int | None
@@ -938,12 +957,7 @@ class Sandbox:
     def wait_note_state(self, note_id, states, timeout=8.0):
         """Poll the receipt until its state is in `states` (SessionEnd hooks may still be
         finishing after the harness exits); returns the last receipt seen."""
-        deadline = time.time() + timeout
-        while True:
-            r = self.note_status(note_id)
-            if r.get("state") in states or time.time() >= deadline:
-                return r
-            time.sleep(0.2)
+        return poll_state(lambda: self.note_status(note_id), states, timeout)
 
     def session_ids(self):
         """External session ids the hooks registered (PRELOOP_HOME/sessions/*.json)."""
@@ -1176,7 +1190,8 @@ class ScenarioFailure(AssertionError):
 
 class Scenario:
     """Mixed into a unittest.TestCase (see the comment above). Subclasses set:
-    HARNESS ("claude" | "codex"), PREREQ (a Prereq) and PREREQS (names it needs)."""
+    HARNESS ("claude" | "codex" | "gemini" | "copilot"), PREREQ (a Prereq) and PREREQS
+    (names it needs)."""
 
     HARNESS = None
     MODE = None                 # "local" | "real server" (set by the mode mixin)
@@ -1207,11 +1222,11 @@ class Scenario:
     def label(self):
         return self.MODE
 
-    def new_sandbox(self, scenario, claude_bin=None):
+    def new_sandbox(self, scenario):
         self.scenario = "%s %s [%s]" % (self.HARNESS, scenario, self.label())
         slug = "%s-%s-%s" % ("srv" if self.MODE != "local" else "loc", self.HARNESS,
                              scenario.split(":")[0])
-        self.sb = Sandbox(slug, self.bin_dir(), claude_bin)
+        self.sb = Sandbox(slug, self.bin_dir(), self.PREREQ["claude"] if self.HARNESS == "claude" else None)
         self.addCleanup(self.sb.close)
         try:
             self.prepare_mode(self.sb)
@@ -1417,13 +1432,36 @@ class ServerMode(Scenario):
 
     MODE = "real server"
     EXPECT_AUTH = "api_key"
+    AGENT_KINDS = {"claude": "claude_code", "gemini": "gemini_cli", "copilot": "copilot_cli"}
 
     def server(self):
         return getattr(self, "server_override", None) or self.PREREQ["server"]
 
+    def deny_account(self, tool):
+        """A new account with `tool` disabled for agents (a central deny rule no other
+        scenario, nor another test run on this server, sees): start(..., server=it)."""
+        try:
+            other = self.PREREQ["server"].new_account("e2edeny")
+            other.disable_tool(other.account_id, tool)
+        except KitError as e:
+            self.scenario = "%s e: central deny rule [%s]" % (self.HARNESS, self.label())
+            raise ScenarioFailure(self.report("setting up the deny rule failed: %s" % e))
+        return other
+
+    def run_denied_shell(self, tool):
+        """e: the harness's shell tool (`tool`) disabled by a central deny rule; the run,
+        after checking that the denied command did not run."""
+        other = self.deny_account(tool)
+        self.start("e: central deny rule (%s disabled)" % tool, server=other)
+        ran = os.path.join(self.sb.proj, "ran.txt")
+        run = self.run_turns([self.shell_turn("echo ran > %s" % quote_path(ran)),
+                              self.text_turn("Understood, it was blocked.")])
+        self.check(not os.path.exists(ran), "the denied %s command ran (%s exists)" % (tool, ran))
+        return run
+
     def prepare_mode(self, sb):
         self.agent = None
-        self.agent = self.server().new_agent(kind={"claude": "claude_code"}.get(self.HARNESS, self.HARNESS))
+        self.agent = self.server().new_agent(kind=self.AGENT_KINDS.get(self.HARNESS, self.HARNESS))
         sb.hook_env = {"PRELOOP_URL": self.PREREQ["creds"]["base_url"], "PRELOOP_TOKEN": self.agent["agent_token"]}
         sb.mock_env = self.server().server_note_env()
 
@@ -1472,12 +1510,130 @@ class ServerMode(Scenario):
                 + ["  " + l for l in lines]) if lines else []
 
 
+# --------------------------------------------------------------------------- the scenarios a-d
+
+class NoteScenarios(Scenario):
+    """The four conversations every harness runs, in every mode:
+      a  a note sent before the run starts (then a shell call and a text turn)
+      b  a note to the run sent while the mock answers request #0 with a shell call
+      c  a note to the run sent while the mock answers the final text turn: the harness's
+         stop hook (RESCUER) rescues it with one extra request
+      d  as c, plus a note sent during that rescue turn: no second rescue, the second note
+         reaches no request and ends undeliverable / session_ended
+    run_scenario_a/b/c set a-c up and run them; where the note must land is the harness's
+    own test (test_a_..., test_b_..., test_c_...). d is the same for every harness and runs
+    here. A harness's class states its turns (shell_turn, text_turn, run_turns) and how a
+    marker is found (FIND_MARKER)."""
+
+    RESCUER = "Stop"            # the hook that rescues a note still pending at the end
+    FIND_MARKER = None          # staticmethod (requests, marker) -> [hit], e.g. find_marker
+    OVERFLOW = "Nothing more to do."
+    PICKS_SESSION = True        # the test picks the run's session id (--session-id)
+
+    def start(self, scenario, server=None):
+        """A sandbox for `scenario` (server: ServerMode's client of another account); the
+        run's session id is picked here when the harness takes one (PICKS_SESSION)."""
+        self.server_override = server
+        self.new_sandbox(scenario)
+        if self.PICKS_SESSION:
+            self.sid = new_session_id()
+        return self.sb
+
+    def shell_turn(self, command="echo hi", **extra):
+        """A mock turn answering with the harness's shell tool running `command`."""
+        raise NotImplementedError
+
+    def text_turn(self, text, **extra):
+        """A text-only mock turn (the mock's script shape for the harness)."""
+        return dict({"text": text}, **extra)
+
+    def run_turns(self, turns):
+        """Run the harness against a mock answering `turns` (then OVERFLOW)."""
+        raise NotImplementedError
+
+    def landings(self, requests, marker):
+        return self.FIND_MARKER(requests, marker)
+
+    def describe_hits(self, hits):
+        return "; ".join(h.short(160) if hasattr(h, "short") else shorten(repr(h), 200)
+                         for h in hits) or "nowhere"
+
+    def run_scenario_a(self):
+        """a: (run, marker, note_id, body)."""
+        self.start("a: note sent before the run starts")
+        tok = self.token("A")
+        body = "%s Before you start, print the working directory too." % tok
+        note_id = self.send_before_start(body)["note_id"]
+        return self.run_turns([self.shell_turn(), self.text_turn("All done.")]), tok, note_id, body
+
+    def run_scenario_b(self, shell=None):
+        """b, the note sent while the mock answers `shell` (default shell_turn()):
+        (run, marker, note_id, body)."""
+        self.start("b: note to the run sent mid-run")
+        tok = self.token("B")
+        body = "%s Mid-run: after this command, stop and summarise." % tok
+        run = self.run_turns([dict(shell or self.shell_turn(), before_reply_cmd=self.note_to_run_argv(body)),
+                              self.text_turn("All done.")])
+        return run, tok, self.sent_in_turn(run, 0)["note_id"], body
+
+    def run_scenario_c(self):
+        """c: (run, hits, first hit, note_id, body), after checking that the note reached
+        the model and that there was exactly one extra request."""
+        self.start("c: note to the run sent after the last tool call")
+        tok = self.token("C")
+        body = "%s Late note: also mention the exit code." % tok
+        run = self.run_turns([
+            self.shell_turn(),
+            self.text_turn("All done.", before_reply_cmd=self.note_to_run_argv(body)),
+            self.text_turn("Noted the operator note.")])
+        note_id = self.sent_in_turn(run, 1)["note_id"]
+        hits = self.landings(run.requests, tok)
+        self.check(hits, "the note never reached the model (no %s rescue)" % self.RESCUER)
+        self.check(len(run.requests) == 3, "%d model requests, want 3 (exactly one extra request from "
+                                           "the %s rescue)" % (len(run.requests), self.RESCUER))
+        return run, hits, min(hits, key=_landing_order), note_id, body
+
+    def test_d_note_pending_at_end_is_undeliverable_session_ended(self):
+        self.start("d: note to the run still pending when the run ends")
+        tok_a, tok_b = self.token("D1"), self.token("D2")
+        body_a = "%s Late note that %s rescues." % (tok_a, self.RESCUER)
+        body_b = "%s Note sent during the rescue turn, too late." % tok_b
+        run = self.run_turns([
+            self.shell_turn(),
+            self.text_turn("All done.", before_reply_cmd=self.note_to_run_argv(body_a)),
+            self.text_turn("Noted.", before_reply_cmd=self.note_to_run_argv(body_b))])
+        note_a = self.sent_in_turn(run, 1)["note_id"]
+        note_b = self.sent_in_turn(run, 2)["note_id"]   # fails if there was no rescue turn
+        self.check(len(run.requests) == 3, "%d model requests, want 3 (one %s rescue, then "
+                                           "stop_hook_active ends the run)" % (len(run.requests), self.RESCUER))
+        hits_b = self.landings(run.requests, tok_b)
+        self.check(not hits_b, "the note sent during the rescue turn reached the model: %s"
+                   % self.describe_hits(hits_b))
+        self.check(self.landings(run.requests, tok_a), "the rescued note (prerequisite) is in no request")
+        self.check_receipt(note_a, "delivered", event="stop")
+        self.check_receipt(note_b, "undeliverable", reason="session_ended")
+
+
+def _landing_order(h):
+    """Earliest first: a Hit, a Landing or a Codex (request, item, role, text) tuple."""
+    if isinstance(h, tuple):
+        return h[:2]
+    return (h.request_index, getattr(h, "message_index", getattr(h, "index", 0)))
+
+
 # --------------------------------------------------------------------------- Claude Code scenarios
 
-CLAUDE_PROMPT = "Run echo hi"
-BASH_TURN = {"content": [{"type": "text", "text": "Running it."},
-                         {"type": "tool_use", "name": "Bash",
-                          "input": {"command": "echo hi", "description": "say hi"}}]}
+RUN_PROMPT = "Run echo hi"           # the prompt of the Claude Code, Gemini and Copilot runs
+
+
+def bash_turn(command="echo hi", text="Running it.", **extra):
+    """A mock_anthropic turn: some text, then a Bash call running `command`."""
+    return dict({"content": [{"type": "text", "text": text},
+                             {"type": "tool_use", "name": "Bash",
+                              "input": {"command": command, "description": "say hi"}}]}, **extra)
+
+
+BASH_TURN = bash_turn()
 
 
 def text_turn(text, **extra):
@@ -1485,7 +1641,7 @@ def text_turn(text, **extra):
     return dict({"content": [{"type": "text", "text": text}]}, **extra)
 
 
-class ClaudeScenarios(Scenario):
+class ClaudeScenarios(NoteScenarios):
     """Claude Code 2.1.328 `claude -p` against mock_anthropic.py, one TestCase per model
     (wire shape: MODEL, MODEL_NAME, CONTEXT_SHAPE), with the scenarios a-d:
       a  note before start -> request #0 under the SessionStart label, once
@@ -1502,14 +1658,13 @@ class ClaudeScenarios(Scenario):
     WIRING = "settings"
     PREREQS = ("claude", "bin_dir")
     ARTIFACTS = "requests.jsonl, claude.debug.log, cmdline.txt, home/, preloop-home/"
+    FIND_MARKER = staticmethod(find_marker)
 
     def label(self):
         return "%s, model=%s" % (self.MODE, self.MODEL_NAME)
 
     def start(self, scenario, server=None):
-        self.server_override = server
-        sb = self.new_sandbox(scenario, self.PREREQ["claude"])
-        self.sid = new_session_id()
+        sb = NoteScenarios.start(self, scenario, server)
         try:
             if self.WIRING == "install":
                 how = sb.install_hooks("claude-code")
@@ -1522,10 +1677,19 @@ class ClaudeScenarios(Scenario):
             raise ScenarioFailure(self.report("setup failed: %s" % e))
         return sb
 
+    def shell_turn(self, command="echo hi", **extra):
+        return bash_turn(command, **extra)
+
+    def text_turn(self, text, **extra):
+        return text_turn(text, **extra)
+
+    def run_turns(self, turns):
+        return self.run_claude({"turns": turns, "overflow": text_turn(self.OVERFLOW)})
+
     def run_claude(self, script):
         self.sb.start_mock(script)
         try:
-            self.run_result = self.sb.run_claude(CLAUDE_PROMPT, self.sid, model=self.MODEL)
+            self.run_result = self.sb.run_claude(RUN_PROMPT, self.sid, model=self.MODEL)
         finally:
             self.sb.mock.stop()
         run = self.run_result
@@ -1539,16 +1703,10 @@ class ClaudeScenarios(Scenario):
         lines = self.sb.debug_log_hook_lines()
         return ["hook lines from claude.debug.log:"] + ["  " + l for l in lines] if lines else []
 
-    def hits_for(self, run, marker):
-        return find_marker(run.requests, marker)
-
-    def describe_hits(self, hits):
-        return "; ".join(h.short(160) for h in hits) or "nowhere"
-
     def expect_delivered_once(self, run, tok, note_id, body, request_index, label):
         """The note is first seen in request #request_index under `label`, in this
         model's wire shape, nowhere under another label, as a full block; 2 requests."""
-        hits = self.hits_for(run, tok)
+        hits = self.landings(run.requests, tok)
         first = first_hit(hits)
         self.check(first is not None, "the note never reached the model")
         self.check(first.request_index == request_index, "first seen in request #%d, want #%d: %s"
@@ -1564,40 +1722,19 @@ class ClaudeScenarios(Scenario):
         self.check_block(first.text, note_id, body)
         return first
 
-    # ------------------------------------------------------------------ scenarios a-d
+    # ------------------------------------------------------------------ scenarios a-c (d: NoteScenarios)
     def test_a_note_before_start_reaches_first_request(self):
-        self.start("a: note sent before the run starts")
-        tok = self.token("A")
-        body = "%s Before you start, print the working directory too." % tok
-        note_id = self.send_before_start(body)["note_id"]
-        run = self.run_claude({"turns": [BASH_TURN, text_turn("All done.")]})
+        run, tok, note_id, body = self.run_scenario_a()
         self.expect_delivered_once(run, tok, note_id, body, 0, LABEL_SESSION_START)
         self.check_receipt(note_id, "delivered", event="session_start")
 
     def test_b_note_mid_run_reaches_request_after_tool_call(self):
-        self.start("b: note to the run sent mid-run")
-        tok = self.token("B")
-        body = "%s Mid-run: after this command, stop and summarise." % tok
-        run = self.run_claude({"turns": [dict(BASH_TURN, before_reply_cmd=self.note_to_run_argv(body)),
-                                         text_turn("All done.")]})
-        note_id = self.sent_in_turn(run, 0)["note_id"]
+        run, tok, note_id, body = self.run_scenario_b()
         self.expect_delivered_once(run, tok, note_id, body, 1, LABEL_PRE_TOOL_USE_BASH)
         self.check_receipt(note_id, "delivered", event="pre_tool_use")
 
     def test_c_note_after_last_tool_call_rescued_by_stop(self):
-        self.start("c: note to the run sent after the last tool call")
-        tok = self.token("C")
-        body = "%s Late note: also mention the exit code." % tok
-        run = self.run_claude({"turns": [
-            BASH_TURN,
-            text_turn("All done.", before_reply_cmd=self.note_to_run_argv(body)),
-            text_turn("Noted the operator note.")]})
-        note_id = self.sent_in_turn(run, 1)["note_id"]
-        hits = self.hits_for(run, tok)
-        first = first_hit(hits)
-        self.check(first is not None, "the note never reached the model (no Stop rescue)")
-        self.check(len(run.requests) == 3, "%d model requests, want 3 (exactly one extra "
-                                           "request from the Stop rescue)" % len(run.requests))
+        run, hits, first, note_id, body = self.run_scenario_c()
         self.check(first.request_index == 2,
                    "first seen in request #%d, want #2: %s" % (first.request_index, first.short()))
         stop_hits = [h for h in hits if is_stop_label(h.label)]
@@ -1608,35 +1745,13 @@ class ClaudeScenarios(Scenario):
         self.check_block(stop_hits[0].text, note_id, body)
         self.check_receipt(note_id, "delivered", event="stop")
 
-    def test_d_note_pending_at_end_is_undeliverable_session_ended(self):
-        self.start("d: note to the run still pending when the run ends")
-        tok_a, tok_b = self.token("D1"), self.token("D2")
-        body_a = "%s Late note that Stop rescues." % tok_a
-        body_b = "%s Note sent during the rescue turn, too late." % tok_b
-        run = self.run_claude({"turns": [
-            BASH_TURN,
-            text_turn("All done.", before_reply_cmd=self.note_to_run_argv(body_a)),
-            text_turn("Noted.", before_reply_cmd=self.note_to_run_argv(body_b)),
-        ], "overflow": text_turn("Nothing more to do.")})
-        note_a = self.sent_in_turn(run, 1)["note_id"]
-        note_b = self.sent_in_turn(run, 2)["note_id"]   # fails if there was no rescue turn
-        self.check(len(run.requests) == 3, "%d model requests, want 3 (one Stop rescue, then "
-                                           "stop_hook_active=true ends the run)" % len(run.requests))
-        hits_b = self.hits_for(run, tok_b)
-        self.check(not hits_b, "the note sent during the rescue turn reached the model: %s"
-                   % self.describe_hits(hits_b))
-        self.check(self.hits_for(run, tok_a), "the rescued note (prerequisite) is not in any request")
-        self.check_receipt(note_a, "delivered", event="stop")
-        self.check_receipt(note_b, "undeliverable", reason="session_ended")
-
 
 # --------------------------------------------------------------------------- Codex scenarios
 
 CODEX_PROMPT = "say hi"
-CODEX_SHELL_TURN = {"calls": [{"cmd": "echo hi"}]}
 
 
-class CodexScenarios(Scenario):
+class CodexScenarios(NoteScenarios):
     """Codex 0.169.0 `codex exec` against mock_openai.py, hooks wired by `preloop-hooks
     install --harness codex --scope user` (hooks.json + trust entries in config.toml).
     Codex picks its own session id: notes to the run go through "@@SESSION@@" (the id the
@@ -1651,10 +1766,15 @@ class CodexScenarios(Scenario):
     HARNESS = "codex"
     PREREQS = ("codex", "bin_dir")
     ARTIFACTS = "requests.jsonl, codex.stdout, codex.stderr, cmdline.txt, codex-home/, preloop-home/"
+    PICKS_SESSION = False
+    FIND_MARKER = staticmethod(codex_find_marker)
 
-    def start(self, scenario):
-        self.new_sandbox(scenario)
-        return self.sb
+    def shell_turn(self, command="echo hi", **extra):
+        return dict({"calls": [{"cmd": command}]}, **extra)
+
+    def run_turns(self, turns):
+        return self.run_codex({"agents": [{"name": "main", "turns": turns,
+                                           "overflow": {"text": self.OVERFLOW}}]})
 
     def run_codex(self, script, prompt=CODEX_PROMPT, approve_for_me=False, **kw):
         try:
@@ -1695,13 +1815,9 @@ class CodexScenarios(Scenario):
                    "delivered more than once: at (request, item, role) %s"
                    % [(n, i, role) for n, i, role, _ in hits])
 
-    # ------------------------------------------------------------------ scenarios a-d
+    # ------------------------------------------------------------------ scenarios a-c (d: NoteScenarios)
     def test_a_note_before_start_reaches_first_request(self):
-        tok = self.token("A")
-        body = "%s Before you start, print the working directory too." % tok
-        self.start("a: note sent before the run starts")
-        note_id = self.send_before_start(body)["note_id"]
-        run = self.run_codex({"agents": [{"name": "main", "turns": [CODEX_SHELL_TURN, {"text": "All done."}]}]})
+        run, tok, note_id, body = self.run_scenario_a()
         (n, i, role, txt), hits = self.first_hit(run, tok)
         self.check(n == 0 and role == "developer",
                    "first seen in request #%d item %d role %s, want request #0 in a developer message"
@@ -1717,13 +1833,7 @@ class CodexScenarios(Scenario):
         self.check_receipt(note_id, "delivered", event="session_start")
 
     def test_b_note_mid_run_reaches_request_after_tool_call(self):
-        tok = self.token("B")
-        body = "%s Mid-run: after this command, stop and summarise." % tok
-        self.start("b: note to the run sent mid-run (while the mock answers with a shell call)")
-        run = self.run_codex({"agents": [{"name": "main", "turns": [
-            dict(CODEX_SHELL_TURN, before_reply_cmd=self.note_to_run_argv(body)),
-            {"text": "All done."}]}]})
-        sent = self.sent_in_turn(run, 0)
+        run, tok, note_id, body = self.run_scenario_b()
         (n, i, role, txt), hits = self.first_hit(run, tok)
         items = run.requests[n].get("input") or []
         self.check(n == 1 and role == "developer",
@@ -1734,49 +1844,302 @@ class CodexScenarios(Scenario):
                    "the PreToolUse context (item %d) is not between the function_call and its output" % i)
         self.check_once(hits)
         self.check(len(run.requests) == 2, "%d model requests, want 2 (no Stop rescue)" % len(run.requests))
-        self.check_block(txt, sent["note_id"], body)
-        self.check_receipt(sent["note_id"], "delivered", event="pre_tool_use")
+        self.check_block(txt, note_id, body)
+        self.check_receipt(note_id, "delivered", event="pre_tool_use")
 
     def test_c_note_after_last_tool_call_rescued_by_stop(self):
-        tok = self.token("C")
-        body = "%s Late note: also mention the exit code." % tok
-        self.start("c: note to the run sent after the last tool call")
-        run = self.run_codex({"agents": [{"name": "main", "turns": [
-            CODEX_SHELL_TURN,
-            {"text": "All done.", "before_reply_cmd": self.note_to_run_argv(body)},
-            {"text": "Noted the operator note."}]}]})
-        sent = self.sent_in_turn(run, 1)
-        (n, i, role, txt), hits = self.first_hit(run, tok)
-        self.check(len(run.requests) == 3, "%d model requests, want 3 (exactly one extra request "
-                                           "from the Stop rescue)" % len(run.requests))
+        run, hits, (n, i, role, txt), note_id, body = self.run_scenario_c()
         self.check(n == 2 and role == "user" and txt.startswith("<hook_prompt hook_run_id=\"stop:"),
                    "first seen in request #%d role %s as %r, want request #2, a user <hook_prompt "
                    "hook_run_id=\"stop:...\"> message" % (n, role, shorten(txt, 200)))
         self.check(i == len(run.requests[2].get("input") or []) - 1,
                    "the Stop reason (item %d) is not the last item of request #2" % i)
         self.check_once(hits)
-        self.check_block(txt, sent["note_id"], body)
-        self.check_receipt(sent["note_id"], "delivered", event="stop")
+        self.check_block(txt, note_id, body)
+        self.check_receipt(note_id, "delivered", event="stop")
 
-    def test_d_note_pending_at_end_is_undeliverable_session_ended(self):
-        tok_a, tok_b = self.token("D1"), self.token("D2")
-        body_a = "%s Late note that Stop rescues." % tok_a
-        body_b = "%s Note sent during the rescue turn, too late." % tok_b
-        self.start("d: note to the run still pending when the run ends")
-        run = self.run_codex({"agents": [{"name": "main", "turns": [
-            CODEX_SHELL_TURN,
-            {"text": "All done.", "before_reply_cmd": self.note_to_run_argv(body_a)},
-            {"text": "Noted.", "before_reply_cmd": self.note_to_run_argv(body_b)}],
-            "overflow": {"text": "Nothing more to do."}}]})
-        note_a = self.sent_in_turn(run, 1)["note_id"]
-        note_b = self.sent_in_turn(run, 2)["note_id"]   # fails if there was no rescue turn
-        self.check(len(run.requests) == 3, "%d model requests, want 3 (one Stop rescue, then "
-                                           "stop_hook_active=true ends the run)" % len(run.requests))
-        self.check(not codex_find_marker(run.requests, tok_b),
-                   "the note sent during the rescue turn reached the model")
-        self.check(codex_find_marker(run.requests, tok_a), "the rescued note (prerequisite) is in no request")
-        self.check_receipt(note_a, "delivered", event="stop")
-        self.check_receipt(note_b, "undeliverable", reason="session_ended")
+
+# --------------------------------------------------------------------------- Gemini CLI and Copilot CLI scenarios
+
+GEMINI_HOOK_BINARIES = {
+    "SessionStart": "preloop-gemini-session-start",
+    "BeforeAgent": "preloop-gemini-before-agent",
+    "BeforeTool": "preloop-gemini-before-tool",
+    "AfterTool": "preloop-gemini-after-tool",
+    "AfterAgent": "preloop-gemini-after-agent",
+    "SessionEnd": "preloop-gemini-session-end",
+}
+COPILOT_HOOK_BINARIES = {
+    "sessionStart": "preloop-copilot-session-start",
+    "userPromptSubmitted": "preloop-copilot-user-prompt-submitted",
+    "preToolUse": "preloop-copilot-pre-tool-use",
+    "postToolUse": "preloop-copilot-post-tool-use",
+    "agentStop": "preloop-copilot-agent-stop",
+    "sessionEnd": "preloop-copilot-session-end",
+}
+PROMPT_HOOK_BINARIES = {"gemini": GEMINI_HOOK_BINARIES, "copilot": COPILOT_HOOK_BINARIES}
+PROMPT_CLIS = {"gemini": ensure_gemini, "copilot": ensure_copilot}
+
+
+def prompt_prereqs(prereq, *harnesses):
+    """setUpModule helper for PromptScenarios: "bin_dir" (with the harnesses' hook binaries
+    built), and for each harness "install_HARNESS" (this preloop-hooks wires it) and HARNESS
+    (its CLI)."""
+    prereq.get("bin_dir", lambda: build_binaries(
+        tuple(b for h in harnesses for b in PROMPT_HOOK_BINARIES[h].values())))
+    for h in harnesses:
+        prereq.get("install_" + h, lambda: require_install(prereq["bin_dir"], h))
+        prereq.get(h, PROMPT_CLIS[h])
+FRAMING_HUMAN = ("The block below is an instruction from the human operating this agent, delivered out "
+                 "of band by the Preloop control plane at a turn boundary.")
+
+# The bracket-framed block the Gemini hooks write into additionalContext (before Gemini
+# escapes < and >): hooks/gemini/src/lib.rs, for_escaped_carrier.
+BRACKET_BLOCK_RE, BRACKET_ELEMENT_RE = _notes_res("[", "]", framing=r'(?P<framing>[^\n]*)\n')
+
+
+def gemini_escaped(s):
+    """What Gemini does to an additionalContext: every < and > escaped, & and quotes kept."""
+    return s.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def bracket_blocks(text):
+    """[(block_text, count, framing, [element dicts])] of the bracket blocks in text."""
+    out = []
+    for m in BRACKET_BLOCK_RE.finditer(text):
+        els = [dict(e.groupdict()) for e in BRACKET_ELEMENT_RE.finditer(m.group("inner"))]
+        out.append((m.group(0), int(m.group("count")), m.group("framing"), els))
+    return out
+
+
+class PromptScenarios(NoteScenarios):
+    """`<harness> -p PROMPT` headless (Gemini CLI, Copilot CLI) with the session id the test
+    picks (--session-id), hooks wired by `preloop-hooks install --harness HARNESS --scope
+    user`, the mock's script {"turns": [...]} (+ the overflow turn). PREREQ[HARNESS] is the
+    harness binary."""
+
+    def wire(self):
+        """Our hooks into the sandbox's HOME the way a user wires them."""
+        self.sb.install_hooks(self.HARNESS)
+        self.wiring = "preloop-hooks install --harness %s --scope user" % self.HARNESS
+
+    def run_turns(self, turns):
+        return self.run_script({"turns": turns})
+
+    def run_script(self, script, env=None, expect_rc=0):
+        """Start the mock with `script`, wire, run (env: added to the harness's environment)."""
+        try:
+            self.sb.start_mock(dict({"overflow": {"text": self.OVERFLOW}}, **script), self.HARNESS)
+            self.wire()
+        except KitError as e:
+            raise ScenarioFailure(self.report("setup failed: %s" % e))
+        try:
+            self.run_result = getattr(self.sb, "run_" + self.HARNESS)(
+                self.PREREQ[self.HARNESS], RUN_PROMPT, session_id=self.sid, env=env)
+        finally:
+            self.sb.mock.stop()
+        run = self.run_result
+        self.check(not run.timed_out and run.rc == expect_rc,
+                   "%s -p did not finish as expected (rc=%s, want %s, timed out=%s)"
+                   % (self.HARNESS, run.rc, expect_rc, run.timed_out))
+        return run
+
+    def run_lines(self, run):
+        return ["%s %s: %s" % (self.HARNESS, name, shorten(text, n))
+                for name, text, n in (("stdout", run.stdout, 600), ("stderr", run.stderr, 900))]
+
+    def check_delivered_first(self, hits, where, want, why):
+        """The earliest landing is at `where(first)` == want (else: `why`, and where it was)."""
+        first = first_landing(hits)
+        self.check(first is not None, "the note never reached the model")
+        self.check(where(first) == want, "first seen at %s, want %s" % (first.short(), why))
+        return first
+
+
+class PromptLocalMode(LocalMode):
+    """Local mode for PromptScenarios: i, our own stop-hook block coming back as the
+    prompt hook's prompt (a continuation), does not title the session."""
+
+    def test_i_continuation_prompt_does_not_title_the_session(self):
+        self.start("i: our %s block comes back as the prompt hook's prompt" % self.RESCUER)
+        body = "%s Late note." % self.token("I")
+        run = self.run_turns([self.text_turn("All done.", before_reply_cmd=self.note_to_run_argv(body)),
+                              self.text_turn("Noted.")])
+        note_id = self.sent_in_turn(run, 0)["note_id"]
+        self.check(len(run.requests) == 2, "%d requests, want 2 (one rescue)" % len(run.requests))
+        self.check_receipt(note_id, "delivered", event="stop")
+        with open(os.path.join(self.sb.preloop_home, "sessions", "%s.json" % self.sid)) as f:
+            sess = json.load(f)
+        self.check(sess.get("title") == RUN_PROMPT,
+                   "session title is %r, want the prompt %r" % (sess.get("title"), RUN_PROMPT))
+
+
+class GeminiScenarios(PromptScenarios):
+    """Gemini CLI 0.61.0 `gemini -p` against mock_gemini.py with our hooks; scenarios a, c
+    and d for every mode (b differs: local AfterTool carries the note, the server's
+    BeforeTool holds the call)."""
+
+    HARNESS = "gemini"
+    PREREQS = ("bin_dir", "install_gemini", "gemini")
+    ARTIFACTS = "requests.jsonl, gemini.stdout, gemini.stderr, cmdline.txt, home/.gemini/, preloop-home/"
+    RESCUER = "AfterAgent"
+    FIND_MARKER = staticmethod(gemini_find_marker)
+
+    def shell_turn(self, command="echo hi", **extra):
+        return dict({"calls": [{"name": "run_shell_command", "args": {"command": command}}]}, **extra)
+
+    def wire(self):
+        """After the kit's base settings (API-key auth for the mock)."""
+        self.sb.write_gemini_settings()
+        PromptScenarios.wire(self)
+
+    def run_script(self, script, env=None, expect_rc=0):
+        run = PromptScenarios.run_script(self, script, env, expect_rc)
+        self.check((run.output or {}).get("session_id") == self.sid, "gemini did not use --session-id")
+        return run
+
+    def check_once(self, hits):
+        places = sorted({(h.index, h.path) for h in hits})
+        self.check(len(places) == 1, "delivered in more than one place: %s" % [h.short(120) for h in hits])
+
+    def check_bracket_block(self, text, note_id, body):
+        """text (as the model got it) holds exactly one bracket block with this note, the
+        body as Gemini passes it (< and > escaped), the mode's auth; returns the element."""
+        blocks = [b for b in bracket_blocks(text) if any(e["id"] == note_id for e in b[3])]
+        self.check(blocks, "no [operator-notes ...] block holding note %s in %r" % (note_id, shorten(text, 1500)))
+        block, count, framing, els = blocks[0]
+        self.check(count == 1 and len(els) == 1, "count=%d, %d elements, want 1 and 1: %r" % (count, len(els), block))
+        self.check(framing.startswith(FRAMING_HUMAN), "framing sentence is %r" % framing)
+        self.check(els[0]["body"] == gemini_escaped(body), "body in the block is %r, want %r"
+                   % (els[0]["body"], gemini_escaped(body)))
+        if self.EXPECT_AUTH:
+            self.check(els[0]["auth"] == self.EXPECT_AUTH, "auth=%r, want %r" % (els[0]["auth"], self.EXPECT_AUTH))
+        self.check("&lt;operator-note" not in text and "&lt;/operator-note" not in text.replace(
+            gemini_escaped(body), ""), "an escaped XML frame reached the model: %r" % shorten(text, 600))
+        return els[0]
+
+    # ------------------------------------------------------------------ scenarios a, c (d: NoteScenarios)
+    def test_a_note_before_start_reaches_first_request(self):
+        run, tok, note_id, body = self.run_scenario_a()
+        hits = self.landings(run.requests, tok)
+        first = self.check_delivered_first(hits, lambda h: (h.request_index, h.path), (0, "contents[0].parts[1].text"),
+                                           "request #0 contents[0].parts[1].text (SessionStart)")
+        self.check(first.text.startswith("<hook_context>[operator-notes count=\"1\"")
+                   and first.text.endswith("[/operator-notes]</hook_context>\n\n" + RUN_PROMPT),
+                   "SessionStart context is not <hook_context>[bracket block]</hook_context> before the "
+                   "prompt: %r" % shorten(first.text, 600))
+        self.check_once(hits)
+        self.check(len(run.requests) == 2, "%d model requests, want 2 (no rescue when nothing is pending)"
+                   % len(run.requests))
+        self.check_bracket_block(first.text, note_id, body)
+        self.check_receipt(note_id, "delivered", event="session_start")
+
+    def test_c_note_after_last_tool_call_rescued_by_after_agent(self):
+        run, hits, first, note_id, body = self.run_scenario_c()
+        last = len(run.requests[2]["contents"]) - 1
+        self.check((first.request_index, first.index, first.role, first.kind) == (2, last, "user", "text")
+                   and first.path == "contents[%d].parts[0].text" % last,
+                   "first seen at %s, want request #2, the last (user) content's first part" % first.short())
+        self.check(first.text.startswith("<operator-notes count=\"1\""),
+                   "the AfterAgent reason is not the XML block verbatim: %r" % shorten(first.text, 300))
+        self.check_once(hits)
+        self.check_block(first.text, note_id, body)
+        self.check_receipt(note_id, "delivered", event="stop")
+
+
+COPILOT_DATETIME_RE = r"<current_datetime>[^<]*</current_datetime>\n\n"
+COPILOT_POST_LABEL = '\n\nTool "bash" succeeded. Additional guidance from postToolUse hooks:\n'
+
+
+class CopilotScenarios(PromptScenarios):
+    """Copilot CLI 1.0.102 `copilot -p` against mock_copilot.py with our hooks; scenarios
+    a-d and s for every mode."""
+
+    HARNESS = "copilot"
+    PREREQS = ("bin_dir", "install_copilot", "copilot")
+    ARTIFACTS = ("requests.jsonl, copilot.stdout, copilot.stderr, copilot-logs/, cmdline.txt, home/.copilot/, "
+                 "preloop-home/")
+    RESCUER = "agentStop"
+    FIND_MARKER = staticmethod(copilot_find_marker)
+
+    def shell_turn(self, command="echo hi", **extra):
+        return dict({"calls": [{"name": "bash", "arguments": {"command": command, "description": "say hi"}}]}, **extra)
+
+    def check_once(self, hits):
+        self.check(len({h.index for h in hits}) == 1, "delivered in more than one message: %s"
+                   % [h.short(120) for h in hits])
+
+    def expect_block_only(self, text, note_id, body):
+        """The text is exactly one block holding the note (Copilot passes it verbatim)."""
+        block, _ = self.check_block(text, note_id, body)
+        return block
+
+    def subagent_script(self, body, sub_cmd="echo sub"):
+        return {
+            "turns": [{"calls": [{"name": "task", "arguments": {
+                "name": "helper", "description": "run a helper", "prompt": "SUBAGENT-TASK: run %s" % sub_cmd,
+                "agent_type": "general-purpose", "mode": "sync"}}]}, {"text": "Main done."}],
+            "agents": [{"name": "sub", "match": "SUBAGENT-TASK", "turns": [
+                {"calls": [{"name": "bash", "arguments": {"command": sub_cmd, "description": "sub"}}],
+                 "before_reply_cmd": self.note_to_run_argv(body)},
+                {"text": "Sub done."}], "overflow": {"text": "Sub continued."}}]}
+
+    # ------------------------------------------------------------------ scenarios a-c, s (d: NoteScenarios)
+    def test_a_note_before_start_reaches_first_request(self):
+        run, tok, note_id, body = self.run_scenario_a()
+        hits = self.landings(run.requests, tok)
+        first = self.check_delivered_first(hits, lambda h: (h.request_index, h.index, h.role), (0, 1, "user"),
+                                           "request #0 messages[1] (sessionStart)")
+        block = self.expect_block_only(first.text, note_id, body)
+        self.check(first.text == block, "messages[1] is not exactly the block: %r" % shorten(first.text, 400))
+        self.check_once(hits)
+        self.check(len(run.requests) == 2, "%d model requests, want 2" % len(run.requests))
+        self.check_receipt(note_id, "delivered", event="session_start")
+
+    def test_b_note_mid_run_reaches_request_after_tool_call(self):
+        run, tok, note_id, body = self.run_scenario_b()
+        hits = self.landings(run.requests, tok)
+        first = self.check_delivered_first(hits, lambda h: (h.request_index, h.role), (1, "tool"),
+                                           "request #1 in the bash tool message (postToolUse)")
+        self.check(first.text.startswith("hi\n") and COPILOT_POST_LABEL in first.text,
+                   "the tool message is not <output> + the postToolUse label + block: %r"
+                   % shorten(first.text, 500))
+        block = self.expect_block_only(first.text.split(COPILOT_POST_LABEL, 1)[1], note_id, body)
+        self.check(first.text.endswith(COPILOT_POST_LABEL + block), "the block is not the tool message's end")
+        self.check_once(hits)
+        self.check(len(run.requests) == 2, "%d model requests, want 2" % len(run.requests))
+        self.check_receipt(note_id, "delivered", event="pre_tool_use")
+
+    def test_c_note_after_last_tool_call_rescued_by_agent_stop(self):
+        run, hits, first, note_id, body = self.run_scenario_c()
+        last = len(run.requests[2]["messages"]) - 1
+        self.check((first.request_index, first.index, first.role) == (2, last, "user"),
+                   "first seen at %s, want request #2, its last (user) message" % first.short())
+        m = re.match(COPILOT_DATETIME_RE, first.text)
+        self.check(m, "the continuation message does not start with <current_datetime>: %r" % first.text[:200])
+        block = self.expect_block_only(first.text[m.end():], note_id, body)
+        self.check(first.text == m.group(0) + block,
+                   "the continuation is not <current_datetime> + the block (and nothing else): %r"
+                   % shorten(first.text, 500))
+        self.check_once(hits)
+        self.check_receipt(note_id, "delivered", event="stop")
+
+    def test_s_note_during_a_subagent_reaches_the_main_agent(self):
+        self.start("s: a note arrives while a sub-agent runs")
+        tok = self.token("S")
+        body = "%s Note for the main agent, sent while its sub-agent works." % tok
+        run = self.run_script(self.subagent_script(body))
+        note_id = self.sent_in_turn(run, 0, agent="sub")["note_id"]
+        sub = run.agent_requests("sub")
+        self.check(len(sub) == 2, "%d sub-agent requests, want 2 (no continuation of the sub-agent)" % len(sub))
+        self.check(not self.landings(sub, tok), "the note reached the sub-agent: %s"
+                   % [h.short(120) for h in self.landings(sub, tok)])
+        hits = self.landings(run.requests, tok)
+        self.check_delivered_first(hits, lambda h: (h.request_index, h.role), (1, "tool"),
+                                   "main request #1 in the task's tool message")
+        self.check_once(hits)
+        self.check(len(run.requests) == 2, "%d main requests, want 2" % len(run.requests))
+        self.check_receipt(note_id, "delivered", event="pre_tool_use")
 
 
 # --------------------------------------------------------------------------- interactive
@@ -1979,20 +2342,31 @@ def read_jsonl(path):
         return [json.loads(l) for l in f if l.strip()]
 
 
-_INSTALL_CMD = {}
+_INSTALL_HELP = {}
 
 
-def has_install_command(cli_path):
-    """True when this preloop-hooks build has `install` (probed once per binary)."""
-    if cli_path not in _INSTALL_CMD:
+def has_install_command(cli_path, harness=None):
+    """True when this preloop-hooks build has `install --harness` (and, when given, names
+    `harness` among its values: the installer's support for a harness may land after its
+    hooks); `install --help` is probed once per binary."""
+    if cli_path not in _INSTALL_HELP:
         try:
             p = subprocess.run([cli_path, "install", "--help"], capture_output=True, text=True,
                                timeout=30, stdin=subprocess.DEVNULL,
                                env={"PATH": BASE_PATH, "HOME": tempfile.gettempdir()})
-            _INSTALL_CMD[cli_path] = p.returncode == 0 and "--harness" in p.stdout
-        except OSError:
-            _INSTALL_CMD[cli_path] = False
-    return _INSTALL_CMD[cli_path]
+            _INSTALL_HELP[cli_path] = p.stdout if p.returncode == 0 and "--harness" in p.stdout else None
+        except (OSError, subprocess.SubprocessError):
+            _INSTALL_HELP[cli_path] = None
+    out = _INSTALL_HELP[cli_path]
+    return out is not None and (harness is None or re.search(r"\b%s\b" % re.escape(harness), out) is not None)
+
+
+def require_install(bin_dir, harness):
+    """setUpModule helper (Prereq.get): the preloop-hooks in bin_dir must wire `harness`
+    (`install --harness HARNESS`), the way every e2e suite but Claude Code's wires hooks."""
+    cli = os.path.join(bin_dir or "/nonexistent", CLI_BINARY)
+    return has_install_command(cli, harness) or fail_setup(
+        "`%s install --help` does not offer --harness %s: the e2e suites wire the hooks with it" % (cli, harness))
 
 
 # --------------------------------------------------------------------------- real Preloop server
@@ -2056,6 +2430,31 @@ def stop_server():
     p = subprocess.run(["bash", os.path.join(SERVER_DIR, "down.sh")], capture_output=True,
                        text=True, timeout=120, stdin=subprocess.DEVNULL)
     return p.returncode, (p.stdout or "") + (p.stderr or "")
+
+
+def require_server(prereq, wiring=None):
+    """setUpModule helper: the real server up (ensure_server, as prereq "creds") and
+    prereq "server", a ServerClient as the human operator. Returns the creds, or None when
+    the server could not come up (every test that needs it then fails with the reason)."""
+    creds = prereq.get("creds", ensure_server)
+    if creds:
+        prereq.set("server", ServerClient(creds["base_url"], creds["user_token"]))
+        sys.stderr.write("[e2e] real server: preloop %s at %s (up.sh took %ss)%s\n"
+                         % (creds.get("preloop_version"), creds["base_url"], creds["up_s"],
+                            "; hooks wired by %s" % wiring if wiring else ""))
+    return creds
+
+
+def release_server(prereq):
+    """tearDownModule helper: leave the server as this module found it: stop it (down.sh,
+    by PID) only when this run started it, unless PRELOOP_E2E_SERVER_KEEP=1 (then the next
+    run finds it up: ~2 s)."""
+    creds = prereq["creds"]
+    if creds and creds.get("started_server") and os.environ.get("PRELOOP_E2E_SERVER_KEEP") != "1":
+        rc, out = stop_server()
+        sys.stderr.write("[e2e] stopped the Preloop server this run started (down.sh rc=%s)\n" % rc)
+        if rc != 0:
+            sys.stderr.write(out[-3000:] + "\n")
 
 
 class ServerError(KitError):
@@ -2148,12 +2547,7 @@ class ServerClient:
 
     def wait_receipt(self, note_id, states, timeout=8.0):
         """Poll GET /operator-notes/{id} until its state is in `states`; the last one."""
-        deadline = time.time() + timeout
-        while True:
-            r = self.receipt(note_id)
-            if r.get("state") in states or time.time() >= deadline:
-                return r
-            time.sleep(0.2)
+        return poll_state(lambda: self.receipt(note_id), states, timeout)
 
     def send_note_argv(self, text, **target):
         """argv for a mock before_reply_cmd that sends this note (server_note.py; it reads

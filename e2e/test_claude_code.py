@@ -30,7 +30,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kit  # noqa: E402
 
 PREREQ = kit.Prereq()
-FRAMING_HUMAN_START = "The block below is an instruction from the human operating this agent"
 
 
 def setUpModule():
@@ -51,9 +50,9 @@ class _LocalClaudeScenarios(kit.ClaudeScenarios, kit.LocalMode):
         body = ('%s Framing check: "quotes", & ampersand, <b>angle</b> brackets, '
                 'ünïcödé.\nSecond line.' % tok)
         note_id = self.send_before_start(body)["note_id"]
-        run = self.run_claude({"turns": [kit.BASH_TURN, kit.text_turn("All done.")]})
+        run = self.run_turns([self.shell_turn(), self.text_turn("All done.")])
 
-        first = kit.first_hit(self.hits_for(run, tok))
+        first = kit.first_hit(self.landings(run.requests, tok))
         self.check(first is not None, "the note never reached the model")
         self.check(first.label == kit.LABEL_SESSION_START,
                    "label is %r, want %r" % (first.label, kit.LABEL_SESSION_START))
@@ -66,7 +65,7 @@ class _LocalClaudeScenarios(kit.ClaudeScenarios, kit.LocalMode):
         self.check(after_label.startswith(block), "the block is not the whole hook context "
                    "(text right after the label: %r)" % kit.shorten(after_label, 1500))
         framing = block.split("\n")[1]
-        self.check(framing.startswith(FRAMING_HUMAN_START),
+        self.check(framing.startswith(kit.FRAMING_HUMAN),
                    "framing sentence for a note sent by a human operator is %r" % framing)
         self.check(element["from"] and element["auth"] and element["at"],
                    "empty attribute in %r" % block.split("\n")[2])
@@ -90,9 +89,9 @@ class _LocalClaudeScenarios(kit.ClaudeScenarios, kit.LocalMode):
                    "`notes send --harness claude-code --next-session --json` printed no note_id: %r"
                    % (sent,))
         note_id = self.add_sent(sent, "`notes send --harness claude-code --next-session --json`")["note_id"]
-        run = self.run_claude({"turns": [kit.BASH_TURN, kit.text_turn("All done.")]})
+        run = self.run_turns([self.shell_turn(), self.text_turn("All done.")])
 
-        first = kit.first_hit(self.hits_for(run, tok))
+        first = kit.first_hit(self.landings(run.requests, tok))
         self.check(first is not None, "the note never reached the model")
         self.check(first.request_index == 0 and first.label == kit.LABEL_SESSION_START,
                    "first seen as %s, want request #0 under %r"

@@ -46,9 +46,7 @@ PREREQ = kit.Prereq()
 
 def setUpModule():
     PREREQ.get("bin_dir", lambda: kit.build_binaries(kit.CODEX_HOOK_BINARIES))
-    PREREQ.get("install", lambda: kit.has_install_command(
-        os.path.join(PREREQ["bin_dir"], kit.CLI_BINARY)) or kit.fail_setup(
-        "this preloop-hooks has no `install` command (the Codex hooks are wired by it)"))
+    PREREQ.get("install", lambda: kit.require_install(PREREQ["bin_dir"], "codex"))
     PREREQ.get("codex", kit.ensure_codex)
 
 

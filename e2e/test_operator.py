@@ -38,31 +38,17 @@ PREREQ = kit.Prereq()
 def setUpModule():
     PREREQ.get("claude", kit.ensure_claude)
     PREREQ.get("bin_dir", kit.build_binaries)
-    creds = PREREQ.get("creds", kit.ensure_server)
-    if creds:
-        PREREQ.set("server", kit.ServerClient(creds["base_url"], creds["user_token"]))
+    kit.require_server(PREREQ)
 
 
 def tearDownModule():
-    # Leave the server as we found it (as test_real_server.py does).
-    creds = PREREQ["creds"]
-    if creds and creds.get("started_server") and os.environ.get("PRELOOP_E2E_SERVER_KEEP") != "1":
-        rc, out = kit.stop_server()
-        sys.stderr.write("[e2e] stopped the Preloop server this run started (down.sh rc=%s)\n" % rc)
-        if rc != 0:
-            sys.stderr.write(out[-3000:] + "\n")
+    kit.release_server(PREREQ)
 
 
 def wait_file_cmd(path, timeout_s=90):
     """A shell loop that waits until `path` exists."""
     return "for i in $(seq 1 %d); do [ -e %s ] && break; sleep 0.1; done" % (
         int(timeout_s * 10), kit.quote_path(path))
-
-
-def bash_turn(command, text="Working."):
-    return {"content": [{"type": "text", "text": text},
-                        {"type": "tool_use", "name": "Bash",
-                         "input": {"command": command, "description": "run it"}}]}
 
 
 def claude_argv(sb, prompt, session_id, debug_name="claude.debug.log"):
@@ -104,7 +90,7 @@ class _Operator(kit.Scenario):
         return self.MODE
 
     def start(self, scenario):
-        sb = self.new_sandbox(scenario, PREREQ["claude"])
+        sb = self.new_sandbox(scenario)
         sb.write_settings()
         self.wiring = "kit.Sandbox.write_settings"
         if self.MODE != "local":
@@ -134,8 +120,8 @@ class _Operator(kit.Scenario):
         # The workers' model: wait in a tool call until the note was sent, then one more
         # tool call (its PreToolUse carries the note), then finish.
         worker_script = {"turns": [
-            bash_turn("touch %s/$$; %s; echo go" % (kit.quote_path(ready), wait_file_cmd(flag))),
-            bash_turn("echo continuing", "Continuing."),
+            kit.bash_turn("touch %s/$$; %s; echo go" % (kit.quote_path(ready), wait_file_cmd(flag))),
+            kit.bash_turn("echo continuing", "Continuing."),
             kit.text_turn("Wrapped up."),
         ]}
         wdir = os.path.join(sb.root, "worker-mock")
@@ -152,8 +138,8 @@ class _Operator(kit.Scenario):
                       % kit.quote_path(ready))
         send_out = os.path.join(sb.root, "conductor-send.out")
         conductor_script = {"turns": [
-            bash_turn("%s %s; echo spawned" % (spawn, wait_ready), "Starting two workers."),
-            bash_turn("%s notes send --children all --json %s >%s 2>&1; echo rc=$? >>%s; touch %s" % (
+            kit.bash_turn("%s %s; echo spawned" % (spawn, wait_ready), "Starting two workers."),
+            kit.bash_turn("%s notes send --children all --json %s >%s 2>&1; echo rc=$? >>%s; touch %s" % (
                 kit.quote_path(sb.bin(kit.CLI_BINARY)), kit.quote_path(body), kit.quote_path(send_out),
                 kit.quote_path(send_out), kit.quote_path(flag)), "Telling them to wrap up."),
             kit.text_turn("Both workers were told."),
@@ -222,8 +208,8 @@ class TestOperatorServer(_Operator, kit.ServerMode, unittest.TestCase):
         flag = os.path.join(sb.root, "typed.flag")
         self.sid = kit.new_session_id()
         script = {"turns": [
-            bash_turn("echo step-one", "Step one."),
-            dict(bash_turn("echo step-two", "Step two."),
+            kit.bash_turn("echo step-one", "Step one."),
+            dict(kit.bash_turn("echo step-two", "Step two."),
                  before_reply_cmd=["sh", "-c", wait_file_cmd(flag, 60)], before_reply_timeout_s=70),
             kit.text_turn("Done."),
         ]}

@@ -53,30 +53,15 @@ def setUpModule():
     PREREQ.get("claude", kit.ensure_claude)
     PREREQ.get("bin_dir", kit.build_binaries)
     PREREQ.get("codex_bin_dir", lambda: kit.build_binaries(kit.CODEX_HOOK_BINARIES))
-    PREREQ.get("codex_install", lambda: kit.has_install_command(
-        os.path.join(PREREQ["codex_bin_dir"], kit.CLI_BINARY)) or kit.fail_setup(
-        "this preloop-hooks has no `install` command (the Codex hooks are wired by it)"))
+    PREREQ.get("codex_install", lambda: kit.require_install(PREREQ["codex_bin_dir"], "codex"))
     PREREQ.get("codex", kit.ensure_codex)
-    creds = PREREQ.get("creds", kit.ensure_server)
-    if not creds:
-        return
-    PREREQ.set("server", kit.ServerClient(creds["base_url"], creds["user_token"]))
-    wiring = ("`preloop-hooks install --harness claude-code --scope user`"
-              if PREREQ["bin_dir"] and kit.has_install_command(os.path.join(PREREQ["bin_dir"], kit.CLI_BINARY))
-              else "kit.Sandbox.write_settings (this preloop-hooks has no `install` yet)")
-    sys.stderr.write("[e2e] real server: preloop %s at %s (up.sh took %ss); hooks wired by %s\n"
-                     % (creds.get("preloop_version"), creds["base_url"], creds["up_s"], wiring))
+    kit.require_server(PREREQ, wiring="`preloop-hooks install --harness claude-code --scope user`"
+                       if PREREQ["bin_dir"] and kit.has_install_command(os.path.join(PREREQ["bin_dir"], kit.CLI_BINARY))
+                       else "kit.Sandbox.write_settings (this preloop-hooks has no `install` yet)")
 
 
 def tearDownModule():
-    # Leave the server as we found it: stop it (down.sh, by PID) only when this run
-    # started it, unless PRELOOP_E2E_SERVER_KEEP=1 (then the next run finds it up: ~2 s).
-    creds = PREREQ["creds"]
-    if creds and creds.get("started_server") and os.environ.get("PRELOOP_E2E_SERVER_KEEP") != "1":
-        rc, out = kit.stop_server()
-        sys.stderr.write("[e2e] stopped the Preloop server this run started (down.sh rc=%s)\n" % rc)
-        if rc != 0:
-            sys.stderr.write(out[-3000:] + "\n")
+    kit.release_server(PREREQ)
 
 
 class _ServerClaudeScenarios(kit.ClaudeScenarios, kit.ServerMode):
@@ -94,28 +79,14 @@ class _ServerClaudeScenarios(kit.ClaudeScenarios, kit.ServerMode):
         body = "%s For the next session of this agent." % tok
         sent = self.send_before_start(body, agent_id=self.agent["agent_id"], next_session=True)
         self.check(sent.get("next_session") is True, "send answered next_session=%r" % sent.get("next_session"))
-        run = self.run_claude({"turns": [kit.BASH_TURN, kit.text_turn("All done.")]})
+        run = self.run_turns([self.shell_turn(), self.text_turn("All done.")])
         self.expect_delivered_once(run, tok, sent["note_id"], body, 0, kit.LABEL_SESSION_START)
         self.check_receipt(sent["note_id"], "delivered", event="session_start")
 
     def test_e_central_deny_rule_denies_tool_and_reason_reaches_model(self):
         # Bash disabled account-wide: in an account of its own, so no other scenario (and
         # no other test run on this server) sees the rule.
-        try:
-            other = PREREQ["server"].new_account("e2edeny")
-            other.disable_tool(other.account_id, "Bash")
-        except kit.KitError as e:
-            self.scenario = "claude e: central deny rule [%s]" % self.label()
-            raise kit.ScenarioFailure(self.report("setting up the deny rule failed: %s" % e))
-        sb = self.start("e: central deny rule (Bash disabled)", server=other)
-        marker_file = os.path.join(sb.proj, "bash-ran.txt")
-        deny_turn = {"content": [{"type": "text", "text": "Running it."},
-                                 {"type": "tool_use", "name": "Bash",
-                                  "input": {"command": "echo ran > %s" % marker_file,
-                                            "description": "write a file"}}]}
-        run = self.run_claude({"turns": [deny_turn, kit.text_turn("Understood, it was blocked.")]})
-
-        self.check(not os.path.exists(marker_file), "the denied Bash command ran (%s exists)" % marker_file)
+        run = self.run_denied_shell("Bash")
         self.check(len(run.requests) == 2, "%d model requests, want 2" % len(run.requests))
         results = [b for m in run.requests[1].get("messages") or [] if m.get("role") == "user"
                    and isinstance(m.get("content"), list)

@@ -4,7 +4,7 @@ our hooks wired by `preloop-hooks install --harness gemini|copilot` in SERVER mo
 PRELOOP_URL/PRELOOP_TOKEN in the harness's environment), notes sent as the human operator
 (POST /api/v1/operator-notes), receipts read from GET /api/v1/operator-notes/{id}.
 
-The scenarios a-d of test_gemini.GeminiScenarios / test_copilot.CopilotScenarios run here
+The scenarios of kit.GeminiScenarios (a, c, d) / kit.CopilotScenarios (a-d, s) run here
 as they run locally, plus what only the server has: its claim rules for these sources
 (docs/contracts/preloop-server.md §4.2, traps 25-26) and central deny rules.
 
@@ -37,79 +37,41 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kit  # noqa: E402
-import test_copilot  # noqa: E402
-import test_gemini  # noqa: E402
 
 PREREQ = kit.Prereq()
 DENY_REASON = "Tool blocked in Preloop"
 
 
 def setUpModule():
-    binaries = tuple(test_gemini.GEMINI_HOOK_BINARIES.values()) + tuple(test_copilot.COPILOT_HOOK_BINARIES.values())
-    PREREQ.get("bin_dir", lambda: kit.build_binaries(binaries))
-    PREREQ.get("install_gemini", lambda: test_gemini.require_install(PREREQ["bin_dir"], "gemini"))
-    PREREQ.get("install_copilot", lambda: test_gemini.require_install(PREREQ["bin_dir"], "copilot"))
-    PREREQ.get("gemini", kit.ensure_gemini)
-    PREREQ.get("copilot", kit.ensure_copilot)
-    creds = PREREQ.get("creds", kit.ensure_server)
-    if creds:
-        PREREQ.set("server", kit.ServerClient(creds["base_url"], creds["user_token"]))
-        sys.stderr.write("[e2e] real server: preloop %s at %s (up.sh took %ss)\n"
-                         % (creds.get("preloop_version"), creds["base_url"], creds["up_s"]))
+    kit.prompt_prereqs(PREREQ, "gemini", "copilot")
+    kit.require_server(PREREQ)
 
 
 def tearDownModule():
-    creds = PREREQ["creds"]
-    if creds and creds.get("started_server") and os.environ.get("PRELOOP_E2E_SERVER_KEEP") != "1":
-        rc, out = kit.stop_server()
-        sys.stderr.write("[e2e] stopped the Preloop server this run started (down.sh rc=%s)\n" % rc)
+    kit.release_server(PREREQ)
 
 
-class _Server(kit.ServerMode):
+class TestRealServerGemini(kit.ServerMode, kit.GeminiScenarios, unittest.TestCase):
     PREREQ = PREREQ
-    AGENT_KIND = None
-
-    def prepare_mode(self, sb):
-        self.agent = None
-        self.agent = self.server().new_agent(kind=self.AGENT_KIND)
-        sb.hook_env = {"PRELOOP_URL": self.PREREQ["creds"]["base_url"], "PRELOOP_TOKEN": self.agent["agent_token"]}
-        sb.mock_env = self.server().server_note_env()
-
-    def deny_account(self, tool):
-        """A new account with `tool` disabled for agents (no other scenario sees the rule)."""
-        try:
-            other = PREREQ["server"].new_account("e2edeny")
-            other.disable_tool(other.account_id, tool)
-        except kit.KitError as e:
-            self.scenario = "%s e: central deny [%s]" % (self.HARNESS, self.label())
-            raise kit.ScenarioFailure(self.report("setting up the deny rule failed: %s" % e))
-        return other
-
-
-class TestRealServerGemini(_Server, test_gemini.GeminiScenarios, unittest.TestCase):
     PREREQS = ("bin_dir", "install_gemini", "gemini", "creds")
-    AGENT_KIND = "gemini_cli"
 
     def test_b_note_mid_run_held_by_before_tool(self):
         self.start("b: note mid-run (server: BeforeTool's check claims it and holds the call)")
         tok = self.token("B")
         body = "%s Mid-run: after this command, stop and summarise." % tok
         ran = os.path.join(self.sb.proj, "ran.txt")
-        call = {"calls": [{"name": "run_shell_command", "args": {"command": "echo hi > ran.txt"}}]}
-        run = self.run_gemini({"turns": [
-            dict(call, before_reply_cmd=self.note_to_run_argv(body)),
-            call,                                   # the model re-issues the held call
-            {"text": "Done, after reading the operator note."}]})
+        run = self.run_turns([
+            self.shell_turn("echo hi > ran.txt", before_reply_cmd=self.note_to_run_argv(body)),
+            self.shell_turn("echo hi > ran.txt"),   # the model re-issues the held call
+            self.text_turn("Done, after reading the operator note.")])
         note_id = self.sent_in_turn(run, 0)["note_id"]
         # Held once: the re-issued call (nothing pending any more) ran.
         self.check(os.path.exists(ran), "the re-issued call did not run")
         outputs = [h for h in kit.gemini_find_marker(run.requests[2:], "Output:") if h.kind == "function_response_output"]
         self.check(outputs, "request #2 holds no output of the re-issued call")
-        hits = self.landings(run, tok)
-        first = kit.first_landing(hits)
-        self.check(first is not None, "the note never reached the model")
-        self.check((first.request_index, first.kind) == (1, "function_response_error"),
-                   "first seen at %s, want request #1, the call's functionResponse.error" % first.short())
+        hits = self.landings(run.requests, tok)
+        first = self.check_delivered_first(hits, lambda h: (h.request_index, h.kind), (1, "function_response_error"),
+                                           "request #1, the call's functionResponse.error")
         prefix = "Tool execution blocked: Preloop held this tool call (it did not run)"
         self.check(first.text.startswith(prefix), "the error does not start with %r: %r"
                    % (prefix, kit.shorten(first.text, 400)))
@@ -122,13 +84,7 @@ class TestRealServerGemini(_Server, test_gemini.GeminiScenarios, unittest.TestCa
         self.check_receipt(note_id, "delivered", event="pre_tool_use")
 
     def test_e_central_deny_rule_denies_tool(self):
-        other = self.deny_account("run_shell_command")
-        self.start("e: central deny rule (run_shell_command disabled)", server=other)
-        ran = os.path.join(self.sb.proj, "ran.txt")
-        run = self.run_gemini({"turns": [
-            {"calls": [{"name": "run_shell_command", "args": {"command": "echo ran > ran.txt"}}]},
-            {"text": "Understood, it was blocked."}]})
-        self.check(not os.path.exists(ran), "the denied tool ran")
+        run = self.run_denied_shell("run_shell_command")
         hits = kit.gemini_find_marker(run.requests, DENY_REASON)
         first = kit.first_landing(hits)
         self.check(first is not None and (first.request_index, first.kind) == (1, "function_response_error"),
@@ -151,26 +107,20 @@ class TestRealServerGemini(_Server, test_gemini.GeminiScenarios, unittest.TestCa
         tok = self.token("G")
         body = "%s Credentials from ~/.preloop under a CI runner." % tok
         note_id = self.send_before_start(body)["note_id"]
-        run = self.run_gemini({"turns": [{"text": "All done."}]},
+        run = self.run_script({"turns": [{"text": "All done."}]},
                               env={"GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567"})
-        first = kit.first_landing(self.landings(run, tok))
+        first = kit.first_landing(self.landings(run.requests, tok))
         self.check(first is not None and first.request_index == 0, "the note never reached request #0")
         self.check_bracket_block(first.text, note_id, body)
         self.check_receipt(note_id, "delivered", event="session_start")
 
 
-class TestRealServerCopilot(_Server, test_copilot.CopilotScenarios, unittest.TestCase):
+class TestRealServerCopilot(kit.ServerMode, kit.CopilotScenarios, unittest.TestCase):
+    PREREQ = PREREQ
     PREREQS = ("bin_dir", "install_copilot", "copilot", "creds")
-    AGENT_KIND = "copilot_cli"
 
     def test_e_central_deny_rule_denies_tool(self):
-        other = self.deny_account("bash")
-        self.start("e: central deny rule (bash disabled)", server=other)
-        ran = os.path.join(self.sb.proj, "ran.txt")
-        run = self.run_copilot({"turns": [
-            {"calls": [{"name": "bash", "arguments": {"command": "echo ran > ran.txt", "description": "x"}}]},
-            {"text": "Understood, it was blocked."}]})
-        self.check(not os.path.exists(ran), "the denied tool ran")
+        run = self.run_denied_shell("bash")
         first = kit.first_landing(kit.copilot_find_marker(run.requests, DENY_REASON))
         self.check(first is not None and (first.request_index, first.role) == (1, "tool"),
                    "the deny reason is not in request #1's tool message: %s" % (first.short() if first else "nowhere"))
@@ -181,7 +131,7 @@ class TestRealServerCopilot(_Server, test_copilot.CopilotScenarios, unittest.Tes
         self.start("e2: central deny inside a sub-agent", server=other)
         ran = os.path.join(self.sb.proj, "sub-ran.txt")
         body = "%s unused" % self.token("E2")
-        run = self.run_copilot(self.subagent_script(body, sub_cmd="echo ran > sub-ran.txt"))
+        run = self.run_script(self.subagent_script(body, sub_cmd="echo ran > sub-ran.txt"))
         self.check(not os.path.exists(ran), "the sub-agent's denied bash ran")
         sub = run.agent_requests("sub")
         first = kit.first_landing(kit.copilot_find_marker(sub, DENY_REASON))

@@ -52,16 +52,11 @@ WORKER_WAIT_S = {32: 60.0, 64: 120.0}
 
 def setUpModule():
     PREREQ.get("bin_dir", kit.build_binaries)
-    creds = PREREQ.get("creds", kit.ensure_server)
-    if creds:
-        PREREQ.set("server", kit.ServerClient(creds["base_url"], creds["user_token"]))
+    kit.require_server(PREREQ)
 
 
 def tearDownModule():
-    creds = PREREQ["creds"]
-    if creds and creds.get("started_server") and os.environ.get("PRELOOP_E2E_SERVER_KEEP") != "1":
-        rc, out = kit.stop_server()
-        sys.stderr.write("[e2e] stopped the Preloop server this run started (down.sh rc=%s)\n" % rc)
+    kit.release_server(PREREQ)
 
 
 class Session:
