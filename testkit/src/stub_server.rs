@@ -146,17 +146,23 @@ impl StubServer {
     }
 }
 
-fn serve(mut s: TcpStream, handler: &Handler, reqs: &Mutex<Vec<StubRequest>>, writes: &Mutex<Writes>) {
-    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+/// Read an HTTP request head byte by byte, through the blank line (at most
+/// 64 KiB); `Err` with what came when the stream ended or failed first.
+pub fn read_head(s: &mut impl Read) -> Result<String, String> {
     let mut head = Vec::new();
     let mut b = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") && head.len() < 64 << 10 {
         match s.read(&mut b) {
             Ok(1) => head.push(b[0]),
-            _ => return,
+            _ => return Err(String::from_utf8_lossy(&head).into_owned()),
         }
     }
-    let head = String::from_utf8_lossy(&head).into_owned();
+    Ok(String::from_utf8_lossy(&head).into_owned())
+}
+
+fn serve(mut s: TcpStream, handler: &Handler, reqs: &Mutex<Vec<StubRequest>>, writes: &Mutex<Writes>) {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+    let Ok(head) = read_head(&mut s) else { return };
     let mut lines = head.split("\r\n");
     let request_line = lines.next().unwrap_or_default();
     let mut parts = request_line.split_whitespace();

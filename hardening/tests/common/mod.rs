@@ -282,6 +282,49 @@ pub fn server_home(tag: &str, url: &str, token: &str) -> Home {
     Home::server(tag, url, token).with_env("PRELOOP_SESSION_END_DETACH", "0")
 }
 
+/// Where a test's notes are sent and their receipts read: a fake server
+/// (its home in server mode against it), or the home's local inbox.
+pub struct Backend<'a> {
+    pub server: Option<&'a preloop_testkit::FakeServer>,
+    pub home: Home,
+}
+
+impl<'a> Backend<'a> {
+    pub fn new(server: Option<&'a preloop_testkit::FakeServer>, tag: &str) -> Backend<'a> {
+        let home = match server {
+            Some(s) => server_home(tag, &s.url(), &s.runtime_token()),
+            None => Home::new(tag),
+        };
+        Backend { server, home }
+    }
+    /// Send a note to a harness session; its id.
+    pub fn send(&self, session: &str, text: &str) -> String {
+        match self.server {
+            Some(s) => s.send_to_session(session, text),
+            None => self.home.send(session, text),
+        }
+    }
+    /// A note's `(state, delivery_event)`.
+    pub fn receipt(&self, id: &str) -> (String, Option<String>) {
+        match self.server {
+            Some(s) => {
+                let (state, event, _) = s.note_state(id);
+                (state, event)
+            }
+            None => {
+                let r = self.home.receipt(id);
+                (r.state, r.delivery_event)
+            }
+        }
+    }
+    pub fn state(&self, id: &str) -> String {
+        self.receipt(id).0
+    }
+    pub fn label(&self) -> &'static str {
+        if self.server.is_some() { "server" } else { "local" }
+    }
+}
+
 /// Running the hook table's binaries in a [`Home`].
 pub trait HookHome {
     /// Run a hook's binary with `stdin` (killed after 30 s).

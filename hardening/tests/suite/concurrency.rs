@@ -11,39 +11,6 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Barrier, Mutex};
 
-struct Mode<'a> {
-    server: Option<&'a FakeServer>,
-    home: Home,
-}
-
-impl<'a> Mode<'a> {
-    fn new(server: Option<&'a FakeServer>, tag: &str) -> Mode<'a> {
-        let home = match server {
-            Some(s) => server_home(tag, &s.url(), &s.runtime_token()),
-            None => Home::new(tag),
-        };
-        Mode { server, home }
-    }
-    fn send(&self, session: &str, text: &str) -> String {
-        match self.server {
-            Some(s) => s.send_note(json!({"external_session_id": session, "text": text}))["note_id"]
-                .as_str()
-                .unwrap()
-                .to_string(),
-            None => self.home.send(session, text),
-        }
-    }
-    fn state(&self, id: &str) -> String {
-        match self.server {
-            Some(s) => s.receipt(id)["state"].as_str().unwrap().to_string(),
-            None => self.home.receipt(id).state,
-        }
-    }
-    fn label(&self) -> &'static str {
-        if self.server.is_some() { "server" } else { "local" }
-    }
-}
-
 /// Run `jobs` (hook, session) all at once; returns (session, output) of each.
 fn at_once(home: &Home, jobs: &[(Hook, String)]) -> Vec<(String, Option<Value>)> {
     let barrier = Barrier::new(jobs.len());
@@ -84,7 +51,7 @@ fn server() -> FakeServer {
 }
 
 /// 5 pending notes and a spool; 32 hooks of the session at once.
-fn one_session_32_hooks(m: &Mode) {
+fn one_session_32_hooks(m: &Backend) {
     let h = |e: &str| hook(Harness::Codex, e);
     let session = unique_session("conc");
     m.home.hook(&h("SessionStart"), &session);
@@ -133,7 +100,7 @@ fn one_session_32_hooks(m: &Mode) {
 /// on its check and holds the call; Copilot preToolUse carries only the
 /// spool), then the prompt hook until nothing is left: every note exactly
 /// once, every receipt delivered.
-fn one_session_32_hooks_pulling(m: &Mode, harness: Harness) {
+fn one_session_32_hooks_pulling(m: &Backend, harness: Harness) {
     let h = |e: &str| hook(harness, e);
     let (start, prompt, events) = match harness {
         Harness::Gemini => ("SessionStart", "BeforeAgent", ["BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent"]),
@@ -178,24 +145,24 @@ fn one_session_32_hooks_pulling(m: &Mode, harness: Harness) {
 fn thirty_two_gemini_and_copilot_hooks_of_one_session() {
     let s = server();
     for harness in [Harness::Gemini, Harness::Copilot] {
-        one_session_32_hooks_pulling(&Mode::new(Some(&s), "concp-s"), harness);
-        one_session_32_hooks_pulling(&Mode::new(None, "concp-l"), harness);
+        one_session_32_hooks_pulling(&Backend::new(Some(&s), "concp-s"), harness);
+        one_session_32_hooks_pulling(&Backend::new(None, "concp-l"), harness);
     }
 }
 
 #[test]
 fn thirty_two_hooks_of_one_session_server() {
     let s = server();
-    one_session_32_hooks(&Mode::new(Some(&s), "conc-s"));
+    one_session_32_hooks(&Backend::new(Some(&s), "conc-s"));
 }
 
 #[test]
 fn thirty_two_hooks_of_one_session_local() {
-    one_session_32_hooks(&Mode::new(None, "conc-l"));
+    one_session_32_hooks(&Backend::new(None, "conc-l"));
 }
 
 /// 32 Stops at once with 20 pending notes: at most `cap` continuations.
-fn stop_cap(m: &Mode) {
+fn stop_cap(m: &Backend) {
     let stop = hook(Harness::Codex, "Stop");
     let session = unique_session("cap");
     m.home.hook(&hook(Harness::Codex, "SessionStart"), &session);
@@ -221,16 +188,16 @@ fn stop_cap(m: &Mode) {
 #[test]
 fn concurrent_stops_respect_the_rescue_cap_server() {
     let s = server();
-    stop_cap(&Mode::new(Some(&s), "cap-s"));
+    stop_cap(&Backend::new(Some(&s), "cap-s"));
 }
 
 #[test]
 fn concurrent_stops_respect_the_rescue_cap_local() {
-    stop_cap(&Mode::new(None, "cap-l"));
+    stop_cap(&Backend::new(None, "cap-l"));
 }
 
 /// Two sessions (of two harnesses sharing one home), 16 hooks each, at once.
-fn two_sessions(m: &Mode) {
+fn two_sessions(m: &Backend) {
     let (a, b) = (unique_session("a"), unique_session("b"));
     m.home.hook(&hook(Harness::ClaudeCode, "SessionStart"), &a);
     m.home.hook(&hook(Harness::Codex, "SessionStart"), &b);
@@ -257,10 +224,10 @@ fn two_sessions(m: &Mode) {
 #[test]
 fn two_sessions_never_see_each_others_notes_server() {
     let s = server();
-    two_sessions(&Mode::new(Some(&s), "two-s"));
+    two_sessions(&Backend::new(Some(&s), "two-s"));
 }
 
 #[test]
 fn two_sessions_never_see_each_others_notes_local() {
-    two_sessions(&Mode::new(None, "two-l"));
+    two_sessions(&Backend::new(None, "two-l"));
 }

@@ -18,7 +18,6 @@
 use crate::common::*;
 use preloop_shared::Harness;
 use preloop_testkit::FakeServer;
-use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
@@ -38,43 +37,9 @@ enum Victim {
     Spool,
 }
 
-struct Backend<'a> {
-    server: Option<&'a FakeServer>,
-    home: Home,
-}
-
-impl Backend<'_> {
-    fn send(&self, session: &str, text: &str) -> String {
-        match self.server {
-            Some(s) => s.send_note(json!({"external_session_id": session, "text": text}))["note_id"]
-                .as_str()
-                .unwrap()
-                .to_string(),
-            None => self.home.send(session, text),
-        }
-    }
-    /// (state, delivery_event)
-    fn receipt(&self, id: &str) -> (String, Option<String>) {
-        match self.server {
-            Some(s) => {
-                let r = s.receipt(id);
-                (r["state"].as_str().unwrap().to_string(), r["delivery_event"].as_str().map(str::to_string))
-            }
-            None => {
-                let r = self.home.receipt(id);
-                (r.state, r.delivery_event)
-            }
-        }
-    }
-}
-
 /// One scenario; returns whether the victim was killed.
 fn scenario(server: Option<&FakeServer>, victim: Victim, point: &str) -> bool {
-    let home = match server {
-        Some(s) => server_home("crash", &s.url(), &s.runtime_token()),
-        None => Home::new("crash"),
-    };
-    let b = Backend { server, home };
+    let b = Backend::new(server, "crash");
     let h = |e: &str| hook(Harness::Codex, e);
     let session = unique_session("crash");
     let label = format!("{} {victim:?} {point}", if server.is_some() { "server" } else { "local" });

@@ -243,23 +243,16 @@ fn a_note_cannot_forge_the_frame() {
             let start = hooks().into_iter().find(|k| k.harness == h.harness && k.kind == Kind::Start).unwrap();
             home.hook(&start, &session);
         } else {
-            let mut f = preloop_shared::session::SessionFile {
-                runtime_session_id: preloop_shared::fsutil::uuid_v4(),
-                started_at: preloop_shared::time::Timestamp::now(),
-                agent_kind: h.harness.source().into(),
-                cwd: None,
-                external_session_id: session.clone(),
-                mode: "local".into(),
-                alias: None,
-                parent_session_id: None,
-                title: None,
-                last_prompt_at: None,
-                transcript_path: None,
-                execution_id: None,
-                ended_at: None,
-                end_reason: None,
-            };
-            f.title = None;
+            // A session file as a hook of the harness writes it (every
+            // optional field left out).
+            let f: preloop_shared::session::SessionFile = serde_json::from_value(json!({
+                "runtime_session_id": preloop_shared::fsutil::uuid_v4(),
+                "started_at": preloop_shared::time::Timestamp::now(),
+                "agent_kind": h.harness.source(),
+                "external_session_id": session,
+                "mode": "local",
+            }))
+            .unwrap();
             preloop_shared::session::write_session_file(&home.dir, &f).unwrap();
         }
         let ids: Vec<String> = FORGERIES
