@@ -39,28 +39,13 @@ SCRIPT = {"agents": [
         {"content": [{"type": "text", "text": "Sub finished: the output was sub."}]}],
      "overflow": {"content": [{"type": "text", "text": "Sub finished again."}]}}],
     "side_text": "OK"}
-RULES = [
-    {"event": "SessionEnd", "out": "none"},
-    {"event": "Stop", "match": {"stop_hook_active": False}, "out": "ctx"},
-    {"event": "Stop", "out": "none"},
-    {"event": "SubagentStop", "match": {"stop_hook_active": False}, "out": "ctx"},
-    {"event": "SubagentStop", "out": "none"},
-    {"event": "*", "out": "ctx"},
-]
+RULES = xrun.stop_rules("ctx")
 
 
 def main():
     args = sys.argv[1:]
-    model = None
-    if "--model" in args:
-        k = args.index("--model")
-        model = args[k + 1]
-        del args[k:k + 2]
-    bg = "false"
-    if "--bg" in args:
-        k = args.index("--bg")
-        bg = args[k + 1]
-        del args[k:k + 2]
+    model = xrun.pop_option(args, "--model")
+    bg = xrun.pop_option(args, "--bg") or "false"
     if bg != "omit":
         SCRIPT["agents"][0]["turns"][0]["content"][1]["input"]["run_in_background"] = bg == "true"
     out = args[0] if args else "/tmp/r1/q1-%s-bg-%s" % (model or "default", bg)

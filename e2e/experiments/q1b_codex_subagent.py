@@ -29,14 +29,7 @@ SCRIPT = {"agents": [
         {"calls": [{"cmd": "echo sub"}]},
         {"text": "SUB-DONE"}],
      "overflow": {"text": "SUB-DONE again"}}]}
-RULES = [
-    {"event": "SessionEnd", "out": "none"},
-    {"event": "Stop", "match": {"stop_hook_active": False}, "out": "block"},
-    {"event": "Stop", "out": "none"},
-    {"event": "SubagentStop", "match": {"stop_hook_active": False}, "out": "block"},
-    {"event": "SubagentStop", "out": "none"},
-    {"event": "*", "out": "ctx"},
-]
+RULES = xrun.stop_rules("block")
 
 
 def main():

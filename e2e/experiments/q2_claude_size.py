@@ -79,11 +79,7 @@ def analyse(r, ev, label):
 
 def main():
     args = sys.argv[1:]
-    model = None
-    if "--model" in args:
-        k = args.index("--model")
-        model = args[k + 1]
-        del args[k:k + 2]
+    model = xrun.pop_option(args, "--model")
     stop_block = "--stop-block" in args
     args = [a for a in args if a != "--stop-block"]
     for case in args or CASES:

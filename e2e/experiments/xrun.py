@@ -99,6 +99,12 @@ def claude_run(out, script, rules, events, prompt="go", model=None, output_forma
     if debug:
         argv += ["--debug-file", os.path.join(out, "claude.debug.log")]
     argv += list(extra_args)
+    return _run(out, argv, env, mock, timeout, "messages")
+
+
+def _run(out, argv, env, mock, timeout, route):
+    """Run the harness in out/proj (argv, env recorded in cmdline.json), stop the mock,
+    collect the run (_collect) with the model requests of `route`."""
     with open(os.path.join(out, "cmdline.json"), "w") as f:
         json.dump({"argv": argv, "env": env, "cwd": os.path.join(out, "proj")}, f, indent=1)
     t0 = time.time()
@@ -112,7 +118,30 @@ def claude_run(out, script, rules, events, prompt="go", model=None, output_forma
     time.sleep(0.5)
     mock.terminate()
     mock.wait()
-    return _collect(out, rc, so, se, t0, t1, "messages")
+    return _collect(out, rc, so, se, t0, t1, route)
+
+
+def pop_option(args, name):
+    """The value of `name VALUE` in args (both removed), or None."""
+    if name not in args:
+        return None
+    k = args.index(name)
+    value = args[k + 1]
+    del args[k:k + 2]
+    return value
+
+
+def stop_rules(out):
+    """probe_hook rules: Stop and SubagentStop answer `out` once (stop_hook_active false),
+    then nothing; SessionEnd nothing; every other event a context."""
+    return [
+        {"event": "SessionEnd", "out": "none"},
+        {"event": "Stop", "match": {"stop_hook_active": False}, "out": out},
+        {"event": "Stop", "out": "none"},
+        {"event": "SubagentStop", "match": {"stop_hook_active": False}, "out": out},
+        {"event": "SubagentStop", "out": "none"},
+        {"event": "*", "out": "ctx"},
+    ]
 
 
 def _snake(ev):
@@ -183,20 +212,7 @@ def codex_run(out, script, rules, events, prompt="go", json_output=False, hook_e
     if json_output:
         argv.append("--json")
     argv += list(extra_args) + [prompt]
-    with open(os.path.join(out, "cmdline.json"), "w") as f:
-        json.dump({"argv": argv, "env": env, "cwd": os.path.join(out, "proj")}, f, indent=1)
-    t0 = time.time()
-    try:
-        p = subprocess.run(argv, cwd=os.path.join(out, "proj"), env=env, capture_output=True,
-                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        rc, so, se = p.returncode, p.stdout, p.stderr
-    except subprocess.TimeoutExpired:
-        rc, so, se = "timeout", "", ""
-    t1 = time.time()
-    time.sleep(0.5)
-    mock.terminate()
-    mock.wait()
-    return _collect(out, rc, so, se, t0, t1, "responses")
+    return _run(out, argv, env, mock, timeout, "responses")
 
 
 # ---------------------------------------------------------------- reading requests
