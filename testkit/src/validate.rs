@@ -194,19 +194,30 @@ impl<'a> Fields<'a> {
         self.push("missing", name, "Field required", input, None);
     }
 
-    /// A string field. `required`: absent is `missing`. `nullable`: `null`
-    /// is accepted as absent (an `Optional[str]`).
-    pub fn string(&mut self, name: &str, required: bool, nullable: bool, rule: StrRule) -> Option<String> {
-        let v = match self.obj.get(name) {
+    /// The field's value, if it has one: absent is `missing` when
+    /// `required`, and `null` counts as absent when `nullable`.
+    fn present(&mut self, name: &str, required: bool, nullable: bool) -> Option<Value> {
+        match self.obj.get(name) {
             None => {
                 if required {
                     self.missing(name);
                 }
-                return None;
+                None
             }
-            Some(Value::Null) if nullable => return None,
-            Some(v) => v.clone(),
-        };
+            Some(Value::Null) if nullable => None,
+            Some(v) => Some(v.clone()),
+        }
+    }
+
+    /// A parsed value, or its error recorded.
+    fn checked<T>(&mut self, parsed: Result<T, Box<FieldError>>) -> Option<T> {
+        parsed.map_err(|e| self.errors.push(*e)).ok()
+    }
+
+    /// A string field. `required`: absent is `missing`. `nullable`: `null`
+    /// is accepted as absent (an `Optional[str]`).
+    pub fn string(&mut self, name: &str, required: bool, nullable: bool, rule: StrRule) -> Option<String> {
+        let v = self.present(name, required, nullable)?;
         let s = match &v {
             Value::String(s) => s.clone(),
             _ => {
@@ -256,16 +267,7 @@ impl<'a> Fields<'a> {
 
     /// A `Literal[...]` field (optionally nullable), `None` when absent.
     pub fn literal(&mut self, name: &str, required: bool, nullable: bool, allowed: &[&str]) -> Option<String> {
-        let v = match self.obj.get(name) {
-            None => {
-                if required {
-                    self.missing(name);
-                }
-                return None;
-            }
-            Some(Value::Null) if nullable => return None,
-            Some(v) => v.clone(),
-        };
+        let v = self.present(name, required, nullable)?;
         if let Value::String(s) = &v
             && allowed.contains(&s.as_str())
         {
@@ -377,34 +379,16 @@ impl<'a> Fields<'a> {
 
     /// An `Optional[int]` with bounds.
     pub fn int(&mut self, name: &str, ge: Option<i64>, le: Option<i64>) -> Option<i64> {
-        let v = match self.obj.get(name) {
-            None | Some(Value::Null) => return None,
-            Some(v) => v.clone(),
-        };
-        let loc = self.loc(name);
-        match parse_int(&v, loc, ge, le) {
-            Ok(n) => Some(n),
-            Err(e) => {
-                self.errors.push(*e);
-                None
-            }
-        }
+        let v = self.present(name, false, true)?;
+        let parsed = parse_int(&v, self.loc(name), ge, le);
+        self.checked(parsed)
     }
 
     /// An `Optional[UUID]`, returned canonical (lowercase, hyphenated).
     pub fn uuid(&mut self, name: &str) -> Option<String> {
-        let v = match self.obj.get(name) {
-            None | Some(Value::Null) => return None,
-            Some(v) => v.clone(),
-        };
-        let loc = self.loc(name);
-        match parse_uuid_value(&v, loc) {
-            Ok(u) => Some(u),
-            Err(e) => {
-                self.errors.push(*e);
-                None
-            }
-        }
+        let v = self.present(name, false, true)?;
+        let parsed = parse_uuid_value(&v, self.loc(name));
+        self.checked(parsed)
     }
 
     /// Reject keys not in `allowed` (`extra="forbid"`).

@@ -182,12 +182,17 @@ fn http_control_routes() {
     assert_eq!(client::get(&format!("{base}/_fake/nope"), None).unwrap().status, 404);
 }
 
+/// A raw connection to the fake (reads time out after 5 s).
+fn connect(s: &FakeServer) -> TcpStream {
+    let stream = TcpStream::connect(s.url().trim_start_matches("http://")).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    stream
+}
+
 #[test]
 fn keep_alive_pipelining_and_connection_close() {
     let s = FakeServer::start();
-    let addr = s.url().trim_start_matches("http://").to_string();
-    let stream = TcpStream::connect(&addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let stream = connect(&s);
     let mut w = &stream;
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let body = "{}";
@@ -214,9 +219,7 @@ fn keep_alive_pipelining_and_connection_close() {
 #[test]
 fn chunked_bodies_and_expect_continue() {
     let s = FakeServer::start();
-    let addr = s.url().trim_start_matches("http://").to_string();
-    let stream = TcpStream::connect(&addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let stream = connect(&s);
     let mut w = &stream;
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let head = format!(
@@ -237,10 +240,8 @@ fn chunked_bodies_and_expect_continue() {
 #[test]
 fn bad_requests_get_400_and_never_hurt_the_server() {
     let s = FakeServer::start();
-    let addr = s.url().trim_start_matches("http://").to_string();
     let raw = |bytes: &[u8]| {
-        let mut stream = TcpStream::connect(&addr).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut stream = connect(&s);
         stream.write_all(bytes).unwrap();
         stream.shutdown(std::net::Shutdown::Write).unwrap();
         let mut out = Vec::new();
@@ -256,7 +257,7 @@ fn bad_requests_get_400_and_never_hurt_the_server() {
     assert!(raw(long_header.as_bytes()).starts_with("HTTP/1.1 400"));
     assert_eq!(raw(b""), "");
     // A truncated body: the client goes away; nothing to answer.
-    let mut stream = TcpStream::connect(&addr).unwrap();
+    let mut stream = connect(&s);
     stream.write_all(b"POST /api/v1/agents/notes/pending HTTP/1.1\r\ncontent-length: 100\r\n\r\n{").unwrap();
     drop(stream);
     // HTTP/1.0 closes by default.
