@@ -172,6 +172,75 @@ macro_rules! hooks {
     };
 }
 
+/// The tests of [`hooks`](self)' shared scenarios for a harness whose hooks
+/// all follow them (Gemini, Copilot): `start`, the stop hook with the
+/// capture of its continuation's own stop (`stop_hook_active`), the end hook
+/// with the reason it reports, and the harness's own near misses of a
+/// payload for [`bad_stdin_is_ignored`].
+///
+/// ```ignore
+/// preloop_testkit::hook_scenarios! {
+///     Gemini,
+///     start: Event::SessionStart, end: Event::SessionEnd, "exit",
+///     stop: Event::AfterAgent, "AfterAgent.stop_hook_active.json",
+///     bad_stdin: [br#"{"session_id": 7}"#.to_vec()],
+/// }
+/// ```
+#[macro_export]
+macro_rules! hook_scenarios {
+    (
+        $hooks:ty,
+        start: $start:expr, end: $end:expr, $reason:literal,
+        stop: $stop:expr, $active:literal,
+        bad_stdin: $bad:expr $(,)?
+    ) => {
+        use $crate::hooks as scenarios;
+        use $crate::support::Home;
+
+        #[test]
+        fn every_binary_exits_0_with_nothing_on_bad_stdin() {
+            scenarios::bad_stdin_is_ignored::<$hooks>(&Home::new("bad"), &$bad);
+        }
+
+        #[test]
+        fn a_session_with_nothing_pending_prints_nothing() {
+            let s = $crate::support::unique_session("q");
+            let within = std::time::Duration::from_secs(2);
+            scenarios::nothing_pending_prints_nothing::<$hooks>(&Home::new("quiet"), || s.clone(), within);
+        }
+
+        #[test]
+        fn local_stop_rescues_once_per_stop_and_three_times_per_session() {
+            scenarios::local_stop_rescues_three_times::<$hooks>(&Home::new("stop"), "as", $start, $stop, $active);
+        }
+
+        #[test]
+        fn local_session_end_makes_pending_notes_undeliverable() {
+            scenarios::local_end_drops_pending::<$hooks>(&Home::new("end"), "se", $start, $end);
+        }
+
+        #[test]
+        fn server_stop_continues_and_reports_the_turn_end() {
+            let server = $crate::FakeServer::start();
+            let home = Home::for_server("stop", &server);
+            scenarios::server_stop_continues::<$hooks>(&server, &home, $start, $stop, $active);
+        }
+
+        #[test]
+        fn server_session_end_is_awaited_in_process() {
+            let server = $crate::FakeServer::start();
+            let home = Home::for_server("end", &server);
+            scenarios::server_end_in_process::<$hooks>(&server, &home, $start, $end, $reason);
+        }
+
+        #[test]
+        fn an_unreachable_server_fails_open() {
+            let s = $crate::support::unique_session("un");
+            scenarios::unreachable_server_fails_open::<$hooks>(&Home::dead_server("dead"), &s, &[]);
+        }
+    };
+}
+
 /// Nothing, or exactly one line of one JSON object that passes the event's
 /// [`Hooks::output_schema`]; stderr empty when [`Hooks::QUIET_STDERR`].
 pub fn check_output<H: Hooks + ?Sized>(event: H::Event, run: &Run) -> Option<Value> {

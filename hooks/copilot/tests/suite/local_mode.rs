@@ -3,21 +3,6 @@
 
 use crate::common::*;
 use preloop_copilot::Event;
-use preloop_testkit::hooks;
-use std::time::Duration;
-
-#[test]
-fn every_binary_exits_0_with_nothing_on_bad_stdin() {
-    let extra =
-        [br#"{"sessionId": 7}"#.to_vec(), serde_json::to_vec(&fixture("camel/permissionRequest.json")).unwrap()];
-    hooks::bad_stdin_is_ignored::<Copilot>(&Home::new("bad"), &extra);
-}
-
-#[test]
-fn a_session_with_nothing_pending_prints_nothing() {
-    let s = unique_session("q");
-    hooks::nothing_pending_prints_nothing::<Copilot>(&Home::new("quiet"), || s.clone(), Duration::from_secs(2));
-}
 
 #[test]
 fn session_start_and_prompt_carry_the_block_verbatim() {
@@ -77,20 +62,6 @@ fn pre_tool_use_carries_the_spool_only() {
     }
 }
 
-/// Within Copilot's 8 consecutive blocks and our cap of 3.
-#[test]
-fn agent_stop_rescues_once_per_stop_and_three_times_per_session() {
-    let stop_hook_active = "agentStop.stop_hook_active.json";
-    let home = Home::new("stop");
-    hooks::local_stop_rescues_three_times::<Copilot>(
-        &home,
-        "as",
-        Event::SessionStart,
-        Event::AgentStop,
-        stop_hook_active,
-    );
-}
-
 #[test]
 fn sub_agent_hooks_register_and_carry_nothing() {
     let home = Home::new("sub");
@@ -113,9 +84,4 @@ fn sub_agent_hooks_register_and_carry_nothing() {
     assert_eq!(sessions, vec![format!("{s}.json")], "no session for the sub-agent's own id");
     let (out, _) = home.run(Event::PostToolUse, &fixture_for("postToolUse.json", &s));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id]);
-}
-
-#[test]
-fn session_end_makes_pending_notes_undeliverable() {
-    hooks::local_end_drops_pending::<Copilot>(&Home::new("end"), "se", Event::SessionStart, Event::SessionEnd);
 }

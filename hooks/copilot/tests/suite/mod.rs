@@ -1,3 +1,4 @@
 mod golden;
 mod local_mode;
 mod server_mode;
+mod shared;

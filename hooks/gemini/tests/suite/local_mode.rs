@@ -3,21 +3,7 @@
 
 use crate::common::*;
 use preloop_gemini::Event;
-use preloop_testkit::hooks;
 use serde_json::json;
-use std::time::Duration;
-
-#[test]
-fn every_binary_exits_0_quietly_on_bad_stdin() {
-    let extra = [br#"{"session_id": 7}"#.to_vec(), serde_json::to_vec(&fixture("BeforeModel.json")).unwrap()];
-    hooks::bad_stdin_is_ignored::<Gemini>(&Home::new("bad"), &extra);
-}
-
-#[test]
-fn a_session_with_nothing_pending_prints_nothing() {
-    let s = unique_session("q");
-    hooks::nothing_pending_prints_nothing::<Gemini>(&Home::new("quiet"), || s.clone(), Duration::from_secs(2));
-}
 
 #[test]
 fn session_start_carries_a_bracket_block_and_acks() {
@@ -63,24 +49,6 @@ fn before_tool_never_claims_on_the_local_inbox() {
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
     let r = home.receipt(&id);
     assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("pre_tool_use")));
-}
-
-#[test]
-fn after_agent_rescues_once_per_stop_and_three_times_per_session() {
-    let stop_hook_active = "AfterAgent.stop_hook_active.json";
-    let home = Home::new("stop");
-    hooks::local_stop_rescues_three_times::<Gemini>(
-        &home,
-        "aa",
-        Event::SessionStart,
-        Event::AfterAgent,
-        stop_hook_active,
-    );
-}
-
-#[test]
-fn session_end_makes_pending_notes_undeliverable() {
-    hooks::local_end_drops_pending::<Gemini>(&Home::new("end"), "se", Event::SessionStart, Event::SessionEnd);
 }
 
 /// Notes that do not fit one escaped carrier wait in the spool for the next
