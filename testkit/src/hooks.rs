@@ -272,6 +272,30 @@ pub fn run_own<H: Hooks>(home: &Home, event: H::Event, session: &str) -> Option<
     run::<H>(home, event, &H::fixture_for(&H::own_fixture(event), session)).0
 }
 
+/// The hook a session starts with (`SessionStart`, first in registry order).
+pub fn first_event<H: Hooks>() -> H::Event {
+    H::events()[0]
+}
+
+/// Local mode, a session started: a home (`tag`), and a fresh session its
+/// first hook ran for on its own capture.
+pub fn started_locally<H: Hooks>(tag: &str) -> (Home, String) {
+    let home = Home::new(tag);
+    let s = crate::support::unique_session(tag);
+    run_own::<H>(&home, first_event::<H>(), &s);
+    (home, s)
+}
+
+/// Server mode, a session started: a fresh fake, a home (`tag`) against it,
+/// and a fresh session its first hook ran for on its own capture.
+pub fn started_on_server<H: Hooks>(tag: &str) -> (FakeServer, Home, String) {
+    let server = FakeServer::start();
+    let home = Home::for_server(tag, &server);
+    let s = crate::support::unique_session(tag);
+    run_own::<H>(&home, first_event::<H>(), &s);
+    (server, home, s)
+}
+
 // ----- every mode ------------------------------------------------------------------
 
 /// What no harness sends and every hook must survive (exit 0, nothing on

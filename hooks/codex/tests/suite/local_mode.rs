@@ -101,9 +101,7 @@ fn first_prompt_titles_the_session_and_prompts_carry_notes() {
 
 #[test]
 fn pre_tool_use_carries_notes_without_a_decision() {
-    let home = Home::new("pre");
-    let session = unique_session("pt");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let (home, session) = hooks::started_locally::<Codex>("pre");
     let id = home.send(&session, "late note");
     let (out, _) = home.run(Event::PreToolUse, &fixture_for("PreToolUse.json", &session));
     let out = out.expect("carried");
@@ -126,9 +124,7 @@ fn pre_tool_use_carries_notes_without_a_decision() {
 
 #[test]
 fn permission_request_in_local_mode_prints_nothing_and_claims_nothing() {
-    let home = Home::new("pr");
-    let session = unique_session("pr");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let (home, session) = hooks::started_locally::<Codex>("pr");
     let id = home.send(&session, "not here");
     let (out, r) = home.run(Event::PermissionRequest, &fixture_for("PermissionRequest.json", &session));
     assert!(out.is_none(), "Codex's own approval flow decides: {}", r.out());
@@ -141,9 +137,7 @@ fn permission_request_in_local_mode_prints_nothing_and_claims_nothing() {
 
 #[test]
 fn stop_continues_once_per_stop_and_three_times_per_session() {
-    let home = Home::new("stop");
-    let session = unique_session("st");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let (home, session) = hooks::started_locally::<Codex>("stop");
     let stop = fixture_for("Stop.json", &session);
     let again = fixture_for("Stop.stop_hook_active.json", &session);
     // Nothing pending: the turn ends.
@@ -174,9 +168,7 @@ fn stop_continues_once_per_stop_and_three_times_per_session() {
 /// `additionalContextLimit: 5000`); what does not fit waits in the spool.
 #[test]
 fn carrier_limit_is_20000_utf8_bytes_and_the_rest_is_spooled() {
-    let home = Home::new("limit");
-    let session = unique_session("lim");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let (home, session) = hooks::started_locally::<Codex>("limit");
     // Five notes of 3,000 two-byte characters: 6,000 bytes each.
     let ids: Vec<String> = (0..5).map(|i| home.send(&session, &format!("{i}{}", "é".repeat(2999)))).collect();
     let mut carried = Vec::new();
@@ -199,9 +191,7 @@ fn carrier_limit_is_20000_utf8_bytes_and_the_rest_is_spooled() {
 
 #[test]
 fn session_end_reports_spooled_and_pending_notes() {
-    let home = Home::new("end");
-    let session = unique_session("se");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let (home, session) = hooks::started_locally::<Codex>("end");
     // Five 6 KB notes: three are carried, two stay spooled (claimed, deferred).
     let ids: Vec<String> = (0..5).map(|i| home.send(&session, &format!("{i}{}", "é".repeat(2999)))).collect();
     let (out, _) = home.run(Event::UserPromptSubmit, &fixture_for("UserPromptSubmit.json", &session));

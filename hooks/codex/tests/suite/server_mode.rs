@@ -54,10 +54,7 @@ fn session_start_and_first_prompt_register_and_carry() {
 
 #[test]
 fn pre_tool_use_deny_carries_the_note_too() {
-    let server = FakeServer::start();
-    let home = Home::for_server("s-deny", &server);
-    let session = unique_session("dn");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let (server, home, session) = hooks::started_on_server::<Codex>("s-deny");
     server.set_tool_enabled("Bash", false);
     let id = server.send_to_session(&session, "do not touch prod");
     server.clear_requests();
@@ -92,10 +89,7 @@ fn pre_tool_use_deny_carries_the_note_too() {
 /// after that hook's stdout was written.
 #[test]
 fn permission_request_spools_and_the_next_pre_tool_use_carries_and_acks() {
-    let server = FakeServer::start();
-    let home = Home::for_server("s-spool", &server);
-    let session = unique_session("sp");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let (server, home, session) = hooks::started_on_server::<Codex>("s-spool");
     server.set_native_tool_approvals(&server.agent_id(), true); // escalations auto-approve
     let id = server.send_to_session(&session, "the schema changed; regenerate the client");
     server.clear_requests();
@@ -141,10 +135,7 @@ fn permission_request_spools_and_the_next_pre_tool_use_carries_and_acks() {
 
 #[test]
 fn permission_request_waits_for_the_human() {
-    let server = FakeServer::start();
-    let home = Home::for_server("s-human", &server);
-    let session = unique_session("hu");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let (server, home, session) = hooks::started_on_server::<Codex>("s-human");
     for (approve, expected) in
         [(true, json!({"behavior": "allow"})), (false, json!({"behavior": "deny", "message": "not today"}))]
     {
@@ -198,10 +189,7 @@ fn unreachable_server_fails_closed_on_permission_request_only() {
 
 #[test]
 fn server_errors_fail_closed_on_permission_request() {
-    let server = FakeServer::start();
-    let home = Home::for_server("s-500", &server);
-    let session = unique_session("fe");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let (server, home, session) = hooks::started_on_server::<Codex>("s-500");
     server.set_fault(FaultSpec::route("/api/v1/agents/permission-check").status(500, None));
     let (out, _) = home.run(Event::PermissionRequest, &fixture_for("PermissionRequest.json", &session));
     assert_eq!(out.unwrap().pointer("/hookSpecificOutput/decision/behavior"), Some(&json!("deny")));
@@ -215,10 +203,7 @@ fn server_errors_fail_closed_on_permission_request() {
 
 #[test]
 fn stop_rescues_are_capped_and_turn_ends_reported() {
-    let server = FakeServer::start();
-    let home = Home::for_server("s-stop", &server);
-    let session = unique_session("sc");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let (server, home, session) = hooks::started_on_server::<Codex>("s-stop");
     let stop = fixture_for("Stop.json", &session);
     let again = fixture_for("Stop.stop_hook_active.json", &session);
     let mut stops = 0;
@@ -469,10 +454,7 @@ fn session_end_against_a_slow_server_is_confirmed_only_when_detached() {
 /// bad input never leaves a worker behind.
 #[test]
 fn session_end_fast_server_and_bad_input() {
-    let server = FakeServer::start();
-    let home = Home::for_server("s-end-fast", &server);
-    let session = unique_session("ef");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let (server, home, session) = hooks::started_on_server::<Codex>("s-end-fast");
     let pending = server.send_to_session(&session, "never pulled");
     let (out, r) = home.run(Event::SessionEnd, &fixture_for("SessionEnd.json", &session));
     assert!(out.is_none());
@@ -516,10 +498,7 @@ fn bad_stdin_never_reaches_the_server() {
 /// note the server hands back is kept for the session's own agent.
 #[test]
 fn sub_agent_tool_calls_are_checked_but_carry_nothing() {
-    let server = FakeServer::start();
-    let home = Home::for_server("s-sub", &server);
-    let session = unique_session("sb");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let (server, home, session) = hooks::started_on_server::<Codex>("s-sub");
     let id = server.send_to_session(&session, "for the main agent");
     let mut sub = fixture_for("PreToolUse.json", &session);
     sub["agent_id"] = json!("01a2367a-bc19-76d2-a660-919580b8549c");
@@ -539,10 +518,7 @@ fn sub_agent_tool_calls_are_checked_but_carry_nothing() {
 /// out and the deferred note is reported `spool_dropped` rather than lost.
 #[test]
 fn unwritable_spool_keeps_the_decision_and_reports_the_drop() {
-    let server = FakeServer::start();
-    let home = Home::for_server("s-nospool", &server);
-    let session = unique_session("ns");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    let (server, home, session) = hooks::started_on_server::<Codex>("s-nospool");
     server.set_native_tool_approvals(&server.agent_id(), true);
     let id = server.send_to_session(&session, "nowhere to keep this");
     // The private state directory is not a directory any more.

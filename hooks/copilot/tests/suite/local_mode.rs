@@ -3,6 +3,7 @@
 
 use crate::common::*;
 use preloop_copilot::Event;
+use preloop_testkit::hooks;
 
 #[test]
 fn session_start_and_prompt_carry_the_block_verbatim() {
@@ -27,9 +28,7 @@ fn session_start_and_prompt_carry_the_block_verbatim() {
 /// the local inbox mirrors it); postToolUse pulls.
 #[test]
 fn pre_tool_use_never_claims_post_tool_use_pulls() {
-    let home = Home::new("tool");
-    let s = unique_session("tl");
-    home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
+    let (home, s) = hooks::started_locally::<Copilot>("tool");
     let id = home.send(&s, "mid-run");
     let (out, _) = home.run(Event::PreToolUse, &fixture_for("preToolUse.json", &s));
     assert_eq!(out, None);
@@ -44,9 +43,7 @@ fn pre_tool_use_never_claims_post_tool_use_pulls() {
 /// (and only the spool).
 #[test]
 fn pre_tool_use_carries_the_spool_only() {
-    let home = Home::new("spool");
-    let s = unique_session("sp");
-    home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
+    let (home, s) = hooks::started_locally::<Copilot>("spool");
     let ids: Vec<String> = (0..3).map(|i| home.send(&s, &format!("{i}{}", "x".repeat(4000)))).collect();
     let (out, _) = home.run(Event::UserPromptSubmitted, &fixture_for("userPromptSubmitted.json", &s));
     let first = ids_in(&context_of(&out).unwrap());
@@ -64,9 +61,7 @@ fn pre_tool_use_carries_the_spool_only() {
 
 #[test]
 fn sub_agent_hooks_register_and_carry_nothing() {
-    let home = Home::new("sub");
-    let s = unique_session("sa");
-    home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
+    let (home, s) = hooks::started_locally::<Copilot>("sub");
     let id = home.send(&s, "for the main agent");
     for (event, file) in [
         (Event::UserPromptSubmitted, "userPromptSubmitted.subagent.json"),

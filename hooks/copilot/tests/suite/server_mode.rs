@@ -5,15 +5,12 @@
 
 use crate::common::*;
 use preloop_copilot::Event;
-use preloop_testkit::FakeServer;
+use preloop_testkit::hooks;
 use serde_json::json;
 
 #[test]
 fn session_start_registers_as_copilot_cli_and_the_prompt_is_recorded() {
-    let server = FakeServer::start();
-    let home = Home::for_server("reg", &server);
-    let s = unique_session("rg");
-    home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
+    let (server, home, s) = hooks::started_on_server::<Copilot>("reg");
     let calls = server.hook_calls();
     assert_eq!((calls[0].0.as_str(), calls[0].1["source"].clone()), ("session-start", json!("copilot_cli")));
     assert_eq!(calls[1].0, "notes/pending");
@@ -35,10 +32,7 @@ fn session_start_registers_as_copilot_cli_and_the_prompt_is_recorded() {
 /// postToolUse pulls it deferred and acks it after the output.
 #[test]
 fn pre_tool_use_is_one_round_trip_and_post_tool_use_pulls() {
-    let server = FakeServer::start();
-    let home = Home::for_server("tool", &server);
-    let s = unique_session("tl");
-    home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
+    let (server, home, s) = hooks::started_on_server::<Copilot>("tool");
     let id = server.send_to_session(&s, "mid-run");
     server.clear_requests();
     let (out, _) = home.run(Event::PreToolUse, &fixture_for("preToolUse.json", &s));
@@ -60,10 +54,7 @@ fn pre_tool_use_is_one_round_trip_and_post_tool_use_pulls() {
 
 #[test]
 fn a_central_deny_denies_also_inside_a_subagent() {
-    let server = FakeServer::start();
-    let home = Home::for_server("deny", &server);
-    let s = unique_session("dn");
-    home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
+    let (server, home, s) = hooks::started_on_server::<Copilot>("deny");
     server.set_tool_enabled("bash", false);
     let want = json!({"permissionDecision": "deny", "permissionDecisionReason": "Tool blocked in Preloop"});
     let (out, _) = home.run(Event::PreToolUse, &fixture_for("preToolUse.json", &s));

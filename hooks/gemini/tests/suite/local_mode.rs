@@ -3,6 +3,7 @@
 
 use crate::common::*;
 use preloop_gemini::Event;
+use preloop_testkit::hooks;
 use serde_json::json;
 
 #[test]
@@ -24,9 +25,7 @@ fn session_start_carries_a_bracket_block_and_acks() {
 
 #[test]
 fn before_agent_titles_with_the_prompt_and_pulls() {
-    let home = Home::new("prompt");
-    let s = unique_session("ba");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
+    let (home, s) = hooks::started_locally::<Gemini>("prompt");
     let id = home.send(&s, "also run the linter");
     let (out, _) = home.run(Event::BeforeAgent, &fixture_for("BeforeAgent.json", &s));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
@@ -36,9 +35,7 @@ fn before_agent_titles_with_the_prompt_and_pulls() {
 
 #[test]
 fn before_tool_never_claims_on_the_local_inbox() {
-    let home = Home::new("tool");
-    let s = unique_session("bt");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
+    let (home, s) = hooks::started_locally::<Gemini>("tool");
     let id = home.send(&s, "mid-run note");
     let (out, _) = home.run(Event::BeforeTool, &fixture_for("BeforeTool.json", &s));
     assert_eq!(out, None, "nothing decides, nothing is held");
@@ -55,9 +52,7 @@ fn before_tool_never_claims_on_the_local_inbox() {
 /// one; BeforeTool never carries the spool (it would have to hold the call).
 #[test]
 fn what_does_not_fit_waits_for_the_next_carrier() {
-    let home = Home::new("split");
-    let s = unique_session("sp");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
+    let (home, s) = hooks::started_locally::<Gemini>("split");
     // 4,000 characters of '<' count 16,000 once Gemini escapes them: one per carrier.
     let ids: Vec<String> = (0..3).map(|i| home.send(&s, &format!("{i}{}", "<".repeat(2000)))).collect();
     let (out, _) = home.run(Event::BeforeAgent, &fixture_for("BeforeAgent.json", &s));

@@ -6,6 +6,7 @@
 use crate::common::*;
 use preloop_gemini::{Event, HELD};
 use preloop_testkit::FakeServer;
+use preloop_testkit::hooks;
 use serde_json::json;
 
 #[test]
@@ -39,10 +40,7 @@ fn session_start_registers_as_gemini_cli_and_before_agent_records_the_prompt() {
 /// note goes out in the one field the model reads, by holding the call.
 #[test]
 fn before_tool_holds_the_call_with_the_note_the_server_claimed() {
-    let server = FakeServer::start();
-    let home = Home::for_server("hold", &server);
-    let s = unique_session("hd");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
+    let (server, home, s) = hooks::started_on_server::<Gemini>("hold");
     let id = server.send_to_session(&s, "use eu-west-1");
     server.clear_requests();
     let (out, _) = home.run(Event::BeforeTool, &fixture_for("BeforeTool.json", &s));
@@ -67,10 +65,7 @@ fn before_tool_holds_the_call_with_the_note_the_server_claimed() {
 
 #[test]
 fn before_tool_deny_keeps_the_servers_reason_first() {
-    let server = FakeServer::start();
-    let home = Home::for_server("deny", &server);
-    let s = unique_session("dn");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
+    let (server, home, s) = hooks::started_on_server::<Gemini>("deny");
     server.set_tool_enabled("run_shell_command", false);
     let (out, _) = home.run(Event::BeforeTool, &fixture_for("BeforeTool.json", &s));
     assert_eq!(out, Some(json!({"decision": "deny", "reason": "Tool blocked in Preloop"})));
@@ -85,10 +80,7 @@ fn before_tool_deny_keeps_the_servers_reason_first() {
 /// full waits for AfterTool, and is acked there.
 #[test]
 fn before_tool_leaves_the_spool_to_after_tool() {
-    let server = FakeServer::start();
-    let home = Home::for_server("spool", &server);
-    let s = unique_session("sp");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
+    let (server, home, s) = hooks::started_on_server::<Gemini>("spool");
     let a = server.send_to_session(&s, &format!("a{}", "<".repeat(2000)));
     let b = server.send_to_session(&s, &format!("b{}", "<".repeat(2000)));
     let (out, _) = home.run(Event::BeforeAgent, &fixture_for("BeforeAgent.json", &s));
@@ -105,10 +97,7 @@ fn before_tool_leaves_the_spool_to_after_tool() {
 
 #[test]
 fn after_tool_pulls_deferred_and_acks() {
-    let server = FakeServer::start();
-    let home = Home::for_server("after", &server);
-    let s = unique_session("at");
-    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
+    let (server, home, s) = hooks::started_on_server::<Gemini>("after");
     let id = server.send_to_session(&s, "mid-run");
     server.clear_requests();
     let (out, _) = home.run(Event::AfterTool, &fixture_for("AfterTool.json", &s));
