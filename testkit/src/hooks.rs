@@ -361,6 +361,26 @@ pub fn local_end_drops_pending<H: Hooks>(home: &Home, tag: &str, start: H::Event
     assert_eq!((r.state.as_str(), r.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));
 }
 
+/// Local mode: the tool hook `gate` prints nothing for a pending note and
+/// leaves it pending (a hook that cannot carry never claims locally), and
+/// the after-tool hook `after` carries it (`delivered` on `pre_tool_use`).
+/// `after`'s output.
+pub fn local_after_tool_carries_what_the_gate_left<H: Hooks>(
+    home: &Home,
+    s: &str,
+    gate: H::Event,
+    after: H::Event,
+) -> Value {
+    let id = home.send(s, "mid-run note");
+    assert_eq!(run_own::<H>(home, gate, s), None, "nothing decides, nothing is held");
+    assert_eq!(home.receipt(&id).state, "pending");
+    let out = run_own::<H>(home, after, s).expect("the note");
+    assert_eq!(ids_in(&context_of(&Some(out.clone())).unwrap()), vec![id.clone()]);
+    let r = home.receipt(&id);
+    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("pre_tool_use")));
+    out
+}
+
 /// Local mode, five rounds of a late note: the continuation's own stop
 /// (`active`, a capture with `stop_hook_active`) never continues, and `stop`
 /// continues with the note, verbatim in an XML block (delivered on `stop`),
@@ -389,6 +409,47 @@ pub fn local_stop_rescues_three_times<H: Hooks>(home: &Home, tag: &str, start: H
 }
 
 // ----- server mode -----------------------------------------------------------------
+
+/// Server mode: a note sent after the session started reaches the first
+/// prompt (`prompt`, on its own capture: `first_prompt`), pulled with
+/// deferral and acked after the output (`delivered` on `session_start`); that
+/// prompt registers the session again with its text, under the name the
+/// server records a prompt time for (`UserPromptSubmit`).
+pub fn server_first_prompt_registers<H: Hooks>(
+    server: &FakeServer,
+    home: &Home,
+    s: &str,
+    prompt: H::Event,
+    first_prompt: &str,
+) {
+    server.clear_requests();
+    let id = server.send_to_session(s, "run the tests first");
+    let out = run_own::<H>(home, prompt, s);
+    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
+    let start = server.hook_call("session-start");
+    assert_eq!((&start["first_prompt"], &start["hook_event_name"]), (&json!(first_prompt), &json!("UserPromptSubmit")));
+    assert_eq!(server.hook_call("notes/ack")["note_ids"], json!([id]));
+    assert_eq!(server.note_state(&id), ("delivered".into(), Some("session_start".into()), None));
+}
+
+/// Server mode: the after-tool hook `after` pulls a pending note with
+/// deferral (`pre_tool_use`) and acks it after its output: two calls, the
+/// note `delivered` on `pre_tool_use`.
+pub fn server_after_tool_pulls_deferred<H: Hooks>(
+    server: &FakeServer,
+    home: &Home,
+    s: &str,
+    after: H::Event,
+    id: &str,
+) {
+    server.clear_requests();
+    let out = run_own::<H>(home, after, s);
+    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.to_string()]);
+    assert_eq!(server.hook_routes(), vec!["notes/pending", "notes/ack"]);
+    let pull = server.hook_call("notes/pending");
+    assert_eq!((&pull["event"], &pull["defer_delivery"]), (&json!("pre_tool_use"), &json!(true)));
+    assert_eq!(server.note_state(id), ("delivered".into(), Some("pre_tool_use".into()), None));
+}
 
 /// Server mode: the `stop` hook continues with a late note (delivered on
 /// `stop`) and reports the turn end (`session-event` Stop); the

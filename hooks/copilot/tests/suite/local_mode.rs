@@ -29,14 +29,7 @@ fn session_start_and_prompt_carry_the_block_verbatim() {
 #[test]
 fn pre_tool_use_never_claims_post_tool_use_pulls() {
     let (home, s) = hooks::started_locally::<Copilot>("tool");
-    let id = home.send(&s, "mid-run");
-    let (out, _) = home.run(Event::PreToolUse, &fixture_for("preToolUse.json", &s));
-    assert_eq!(out, None);
-    assert_eq!(home.receipt(&id).state, "pending");
-    let (out, _) = home.run(Event::PostToolUse, &fixture_for("postToolUse.json", &s));
-    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
-    let r = home.receipt(&id);
-    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("pre_tool_use")));
+    hooks::local_after_tool_carries_what_the_gate_left::<Copilot>(&home, &s, Event::PreToolUse, Event::PostToolUse);
 }
 
 /// What a carrier could not hold is spooled; preToolUse carries the spool

@@ -14,17 +14,7 @@ fn session_start_registers_as_copilot_cli_and_the_prompt_is_recorded() {
     let calls = server.hook_calls();
     assert_eq!((calls[0].0.as_str(), calls[0].1["source"].clone()), ("session-start", json!("copilot_cli")));
     assert_eq!(calls[1].0, "notes/pending");
-    server.clear_requests();
-    let id = server.send_to_session(&s, "run the tests first");
-    let (out, _) = home.run(Event::UserPromptSubmitted, &fixture_for("userPromptSubmitted.json", &s));
-    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
-    let calls = server.hook_calls();
-    let start = calls.iter().find(|(r, _)| r == "session-start").unwrap();
-    assert_eq!(
-        (start.1["first_prompt"].clone(), start.1["hook_event_name"].clone()),
-        (json!("Run echo hi"), json!("UserPromptSubmit"))
-    );
-    assert_eq!(server.note_state(&id), ("delivered".into(), Some("session_start".into()), None));
+    hooks::server_first_prompt_registers::<Copilot>(&server, &home, &s, Event::UserPromptSubmitted, "Run echo hi");
 }
 
 /// The no-note preToolUse is one round trip, and a pending note stays
@@ -45,11 +35,7 @@ fn pre_tool_use_is_one_round_trip_and_post_tool_use_pulls() {
     assert_eq!(body["tool_name"], json!("bash"));
     assert_eq!(body["tool_input"], json!({"command": "echo hi", "description": "say hi"}));
     assert_eq!(server.note_state(&id).0, "pending");
-    server.clear_requests();
-    let (out, _) = home.run(Event::PostToolUse, &fixture_for("postToolUse.json", &s));
-    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
-    assert_eq!(server.hook_routes(), vec!["notes/pending", "notes/ack"]);
-    assert_eq!(server.note_state(&id), ("delivered".into(), Some("pre_tool_use".into()), None));
+    hooks::server_after_tool_pulls_deferred::<Copilot>(&server, &home, &s, Event::PostToolUse, &id);
 }
 
 #[test]

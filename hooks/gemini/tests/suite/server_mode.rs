@@ -23,17 +23,7 @@ fn session_start_registers_as_gemini_cli_and_before_agent_records_the_prompt() {
     assert_eq!(calls[1].0, "notes/pending");
     assert_eq!(calls[1].1["defer_delivery"], json!(true));
     assert_eq!(calls[1].1["event"], json!("session_start"));
-    server.clear_requests();
-    let id = server.send_to_session(&s, "run the tests first");
-    let (out, _) = home.run(Event::BeforeAgent, &fixture_for("BeforeAgent.json", &s));
-    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
-    let calls = server.hook_calls();
-    let start = calls.iter().find(|(r, _)| r == "session-start").expect("the first prompt registers");
-    assert_eq!(start.1["first_prompt"], json!("Run echo hi"));
-    assert_eq!(start.1["hook_event_name"], json!("UserPromptSubmit"), "the name the server records a prompt time for");
-    let ack = calls.iter().find(|(r, _)| r == "notes/ack").expect("acked after the output");
-    assert_eq!(ack.1["note_ids"], json!([id]));
-    assert_eq!(server.note_state(&id), ("delivered".into(), Some("session_start".into()), None));
+    hooks::server_first_prompt_registers::<Gemini>(&server, &home, &s, Event::BeforeAgent, "Run echo hi");
 }
 
 /// The server claims immediately on the check and records `delivered`: the
@@ -99,17 +89,7 @@ fn before_tool_leaves_the_spool_to_after_tool() {
 fn after_tool_pulls_deferred_and_acks() {
     let (server, home, s) = hooks::started_on_server::<Gemini>("after");
     let id = server.send_to_session(&s, "mid-run");
-    server.clear_requests();
-    let (out, _) = home.run(Event::AfterTool, &fixture_for("AfterTool.json", &s));
-    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
-    let calls = server.hook_calls();
-    assert_eq!(calls[0].0, "notes/pending");
-    assert_eq!(
-        (calls[0].1["event"].clone(), calls[0].1["defer_delivery"].clone()),
-        (json!("pre_tool_use"), json!(true))
-    );
-    assert_eq!(calls[1].0, "notes/ack");
-    assert_eq!(server.note_state(&id), ("delivered".into(), Some("pre_tool_use".into()), None));
+    hooks::server_after_tool_pulls_deferred::<Gemini>(&server, &home, &s, Event::AfterTool, &id);
 }
 
 /// `PRELOOP_PRE_TOOL_USE_ON_ERROR=deny`: BeforeTool fails closed when the
