@@ -361,6 +361,32 @@ pub fn local_end_drops_pending<H: Hooks>(home: &Home, tag: &str, start: H::Event
     assert_eq!((r.state.as_str(), r.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));
 }
 
+/// What [`local_start_carries_a_waiting_note`] leaves for the harness's own
+/// checks.
+pub struct Started {
+    pub home: Home,
+    pub session: String,
+    /// The first hook's output.
+    pub out: Value,
+    /// The block it carried.
+    pub block: String,
+}
+
+/// Local mode, a new home (`tag`): a note sent to a fresh session before its
+/// first hook ([`first_event`]) ran is carried by that hook and `delivered`
+/// on `session_start`.
+pub fn local_start_carries_a_waiting_note<H: Hooks>(tag: &str, text: &str) -> Started {
+    let home = Home::new(tag);
+    let session = crate::support::unique_session(tag);
+    let id = home.send(&session, text);
+    let out = run_own::<H>(&home, first_event::<H>(), &session).expect("the first hook carries the note");
+    let block = context_of(&Some(out.clone())).expect("a block");
+    assert_eq!(ids_in(&block), vec![id.clone()]);
+    let r = home.receipt(&id);
+    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("session_start")));
+    Started { home, session, out, block }
+}
+
 /// Local mode: the tool hook `gate` prints nothing for a pending note and
 /// leaves it pending (a hook that cannot carry never claims locally), and
 /// the after-tool hook `after` carries it (`delivered` on `pre_tool_use`).

@@ -39,17 +39,12 @@ fn every_binary_answers_its_captured_payload() {
 
 #[test]
 fn session_start_registers_and_carries_notes() {
-    let home = Home::new("start");
-    let session = unique_session("ss");
-    let id = home.send(&session, "Stop editing the parser; run the tests first.");
-    let (out, _) = home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
-    let ctx = context_of(&out).expect("SessionStart carries the note");
-    assert_eq!(out.as_ref().unwrap().pointer("/hookSpecificOutput/hookEventName"), Some(&json!("SessionStart")));
+    let text = "Stop editing the parser; run the tests first.";
+    let hooks::Started { home, session, out, block: ctx } =
+        hooks::local_start_carries_a_waiting_note::<Codex>("start", text);
+    assert_eq!(out.pointer("/hookSpecificOutput/hookEventName"), Some(&json!("SessionStart")));
     assert!(ctx.starts_with("<operator-notes count=\"1\" source=\"preloop-control-plane\">\n"));
-    assert!(ctx.contains("Stop editing the parser; run the tests first."));
-    assert_eq!(ids_in(&ctx), vec![id.clone()]);
-    let r = home.receipt(&id);
-    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("session_start")));
+    assert!(ctx.contains(text));
     // The session file: agent kind codex_cli, cwd from the payload.
     let s = home
         .inbox()

@@ -7,15 +7,11 @@ use preloop_testkit::hooks;
 
 #[test]
 fn session_start_and_prompt_carry_the_block_verbatim() {
-    let home = Home::new("start");
-    let s = unique_session("st");
-    let a = home.send(&s, "Deploy to eu-west-1 <b>now</b> & \"then\" test.");
-    let (out, _) = home.run(Event::SessionStart, &fixture_for("sessionStart.json", &s));
-    let ctx = context_of(&out).unwrap();
+    let text = "Deploy to eu-west-1 <b>now</b> & \"then\" test.";
+    let hooks::Started { home, session: s, block: ctx, .. } =
+        hooks::local_start_carries_a_waiting_note::<Copilot>("start", text);
     assert!(ctx.starts_with("<operator-notes count=\"1\""), "{ctx}");
-    assert!(ctx.contains("\nDeploy to eu-west-1 <b>now</b> & \"then\" test.\n</operator-note>"), "{ctx}");
-    assert_eq!(ids_in(&ctx), vec![a.clone()]);
-    assert_eq!(home.receipt(&a).delivery_event.as_deref(), Some("session_start"));
+    assert!(ctx.contains(&format!("\n{text}\n</operator-note>")), "{ctx}");
     let b = home.send(&s, "and lint");
     let (out, _) = home.run(Event::UserPromptSubmitted, &fixture_for("userPromptSubmitted.json", &s));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![b.clone()]);

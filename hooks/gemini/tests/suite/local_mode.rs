@@ -8,17 +8,12 @@ use serde_json::json;
 
 #[test]
 fn session_start_carries_a_bracket_block_and_acks() {
-    let home = Home::new("start");
-    let s = unique_session("st");
-    let id = home.send(&s, "Deploy to eu-west-1, not us-east-1 <b>now</b>.");
-    let (out, _) = home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
-    let ctx = context_of(&out).expect("a context");
-    assert_eq!(out.unwrap()["hookSpecificOutput"]["hookEventName"], json!("SessionStart"));
+    let text = "Deploy to eu-west-1, not us-east-1 <b>now</b>.";
+    let hooks::Started { home, session: s, out, block: ctx } =
+        hooks::local_start_carries_a_waiting_note::<Gemini>("start", text);
+    assert_eq!(out["hookSpecificOutput"]["hookEventName"], json!("SessionStart"));
     assert!(ctx.starts_with("[operator-notes count=\"1\""), "{ctx}");
-    assert!(ctx.contains("\nDeploy to eu-west-1, not us-east-1 <b>now</b>.\n[/operator-note]"), "{ctx}");
-    assert_eq!(ids_in(&ctx), vec![id.clone()]);
-    let r = home.receipt(&id);
-    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("session_start")));
+    assert!(ctx.contains(&format!("\n{text}\n[/operator-note]")), "{ctx}");
     // The session file names the harness.
     assert_eq!(home.session_file(&s).unwrap().agent_kind, "gemini_cli");
 }
