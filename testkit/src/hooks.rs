@@ -477,6 +477,18 @@ pub fn server_after_tool_pulls_deferred<H: Hooks>(
     assert_eq!(server.note_state(id), ("delivered".into(), Some("pre_tool_use".into()), None));
 }
 
+/// The one call a tool hook made since the requests were cleared: a
+/// `permission-check` in the `pre_tool_use` phase (never an escalation to a
+/// human), by `source`, for `tool_name`. Its body.
+pub fn the_one_pre_tool_check(server: &FakeServer, source: &str, tool_name: &str) -> Value {
+    let calls = server.hook_calls();
+    assert_eq!(server.hook_routes(), vec!["permission-check"], "one permission-check, nothing else: {calls:?}");
+    let body = calls.into_iter().next().unwrap().1;
+    assert_eq!(body["evaluation_phase"], json!("pre_tool_use"));
+    assert_eq!((&body["source"], &body["tool_name"]), (&json!(source), &json!(tool_name)));
+    body
+}
+
 /// Server mode: the `stop` hook continues with a late note (delivered on
 /// `stop`) and reports the turn end (`session-event` Stop); the
 /// continuation's own stop (`active`, a capture with `stop_hook_active`)

@@ -68,13 +68,8 @@ fn pre_tool_use_deny_carries_the_note_too() {
         ("delivered".into(), Some("pre_tool_use".into()), None),
         "immediate claim on pre_tool_use"
     );
-    let calls = server.hook_calls();
-    assert_eq!(calls.len(), 1, "one permission-check, nothing else: {calls:?}");
-    let body = &calls[0].1;
-    assert_eq!(body["evaluation_phase"], json!("pre_tool_use"));
-    assert_eq!(body["source"], json!("codex_cli"));
+    let body = hooks::the_one_pre_tool_check(&server, "codex_cli", "Bash");
     assert_eq!(body["hook_event_name"], json!("PreToolUse"));
-    assert_eq!(body["tool_name"], json!("Bash"));
     assert_eq!(body["tool_input"], json!({"command": "echo hi"}));
     assert_eq!(body["model"], json!("mock-model"));
 

@@ -27,12 +27,8 @@ fn pre_tool_use_is_one_round_trip_and_post_tool_use_pulls() {
     server.clear_requests();
     let (out, _) = home.run(Event::PreToolUse, &fixture_for("preToolUse.json", &s));
     assert_eq!(out, None);
-    let calls = server.hook_calls();
-    assert_eq!(server.hook_routes(), vec!["permission-check"], "one call");
-    let body = &calls[0].1;
-    assert_eq!(body["source"], json!("copilot_cli"));
-    assert_eq!(body["evaluation_phase"], json!("pre_tool_use"), "never escalate to a human for 300 s");
-    assert_eq!(body["tool_name"], json!("bash"));
+    // In the pre_tool_use phase: never an escalation to a human for 300 s.
+    let body = hooks::the_one_pre_tool_check(&server, "copilot_cli", "bash");
     assert_eq!(body["tool_input"], json!({"command": "echo hi", "description": "say hi"}));
     assert_eq!(server.note_state(&id).0, "pending");
     hooks::server_after_tool_pulls_deferred::<Copilot>(&server, &home, &s, Event::PostToolUse, &id);

@@ -40,13 +40,8 @@ fn before_tool_holds_the_call_with_the_note_the_server_claimed() {
     assert!(reason.starts_with(&format!("{HELD}\n\n<operator-notes count=\"1\"")), "{reason}");
     assert_eq!(ids_in(reason), vec![id.clone()]);
     assert_eq!(server.note_state(&id), ("delivered".into(), Some("pre_tool_use".into()), None));
-    let calls = server.hook_calls();
-    assert_eq!(calls.len(), 1, "one permission-check: {calls:?}");
-    let body = &calls[0].1;
-    assert_eq!(body["source"], json!("gemini_cli"));
-    assert_eq!(body["evaluation_phase"], json!("pre_tool_use"));
+    let body = hooks::the_one_pre_tool_check(&server, "gemini_cli", "run_shell_command");
     assert_eq!(body["hook_event_name"], json!("BeforeTool"));
-    assert_eq!(body["tool_name"], json!("run_shell_command"));
     assert_eq!(body["tool_input"]["command"], json!("echo hi"));
     // Nothing pending: the next check is an allow, printed as nothing.
     let (out, _) = home.run(Event::BeforeTool, &fixture_for("BeforeTool.json", &s));
