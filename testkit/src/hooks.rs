@@ -436,11 +436,37 @@ pub fn local_stop_rescues_three_times<H: Hooks>(home: &Home, tag: &str, start: H
 
 // ----- server mode -----------------------------------------------------------------
 
+/// Server mode, a fresh fake and home (`tag`): the first hook, on its own
+/// capture for a fresh session, prints nothing, registers the session as
+/// `source` with the capture's `cwd`, pulls for `session_start` with
+/// deferral, and writes the public session file with the server's runtime
+/// id. The fake, the home and the session.
+pub fn server_start_registers<H: Hooks>(tag: &str, source: &str, cwd: &str) -> (FakeServer, Home, String) {
+    let server = FakeServer::start();
+    let home = Home::for_server(tag, &server);
+    let s = crate::support::unique_session(tag);
+    assert_eq!(run_own::<H>(&home, first_event::<H>(), &s), None);
+    let calls = server.hook_calls();
+    let routes: Vec<&str> = calls.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(routes, ["session-start", "notes/pending"]);
+    let (start, pull) = (&calls[0].1, &calls[1].1);
+    assert_eq!((&start["source"], &start["session_id"], &start["cwd"]), (&json!(source), &json!(s), &json!(cwd)));
+    assert_eq!((&pull["event"], &pull["defer_delivery"]), (&json!("session_start"), &json!(true)));
+    let rid = server.runtime_session_id(&server.agent_id(), &s).expect("registered");
+    let file = home.session_file(&s).expect("the public session file");
+    assert_eq!(
+        (file.runtime_session_id.as_str(), file.agent_kind.as_str(), file.mode.as_str()),
+        (rid.as_str(), source, "server")
+    );
+    (server, home, s)
+}
+
 /// Server mode: a note sent after the session started reaches the first
 /// prompt (`prompt`, on its own capture: `first_prompt`), pulled with
 /// deferral and acked after the output (`delivered` on `session_start`); that
 /// prompt registers the session again with its text, under the name the
-/// server records a prompt time for (`UserPromptSubmit`).
+/// server records a prompt time for (`UserPromptSubmit`), and later prompts
+/// do not.
 pub fn server_first_prompt_registers<H: Hooks>(
     server: &FakeServer,
     home: &Home,
@@ -454,8 +480,13 @@ pub fn server_first_prompt_registers<H: Hooks>(
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
     let start = server.hook_call("session-start");
     assert_eq!((&start["first_prompt"], &start["hook_event_name"]), (&json!(first_prompt), &json!("UserPromptSubmit")));
-    assert_eq!(server.hook_call("notes/ack")["note_ids"], json!([id]));
+    let ack = server.hook_call("notes/ack");
+    assert_eq!((&ack["note_ids"], &ack["session_id"]), (&json!([id]), &json!(s)));
     assert_eq!(server.note_state(&id), ("delivered".into(), Some("session_start".into()), None));
+    // Later prompts do not register again.
+    server.clear_requests();
+    run_own::<H>(home, prompt, s);
+    assert_eq!(server.hook_routes(), vec!["notes/pending"]);
 }
 
 /// Server mode: the after-tool hook `after` pulls a pending note with

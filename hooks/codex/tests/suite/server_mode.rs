@@ -13,43 +13,10 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn session_start_and_first_prompt_register_and_carry() {
-    let server = FakeServer::start();
-    let home = Home::for_server("s-start", &server);
-    let session = unique_session("sv");
-    let (out, _) = home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
-    assert!(out.is_none());
-    let calls = server.hook_calls();
-    assert_eq!(calls[0].0, "session-start");
-    assert_eq!(calls[0].1["source"], json!("codex_cli"));
-    assert_eq!(calls[0].1["session_id"], json!(session));
-    assert_eq!(calls[0].1["cwd"], json!("/tmp/codex-e2e/20261202-092115-baseline-qEY2/proj"));
-    assert_eq!(calls[1].1["event"], json!("session_start"));
-    let rid = server.runtime_session_id(&server.agent_id(), &session).expect("registered");
-    // The public session file, as for Claude Code.
-    let file: Value =
-        serde_json::from_str(&std::fs::read_to_string(home.dir.join(format!("sessions/{session}.json"))).unwrap())
-            .unwrap();
-    assert_eq!(file["runtime_session_id"], json!(rid));
-    assert_eq!(file["agent_kind"], json!("codex_cli"));
-    assert_eq!(file["mode"], json!("server"));
-
+    let cwd = "/tmp/codex-e2e/20261202-092115-baseline-qEY2/proj";
+    let (server, home, session) = hooks::server_start_registers::<Codex>("s-start", "codex_cli", cwd);
     // A note sent now reaches the first prompt, which also titles the session.
-    let id = server.send_to_session(&session, "Stop editing the parser; run the tests first.");
-    server.clear_requests();
-    let (out, _) = home.run(Event::UserPromptSubmit, &fixture_for("UserPromptSubmit.json", &session));
-    assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
-    assert_eq!(server.note_state(&id), ("delivered".into(), Some("session_start".into()), None));
-    let calls = server.hook_calls();
-    let start = calls.iter().find(|(r, _)| r == "session-start").expect("first prompt registers");
-    assert_eq!(start.1["first_prompt"], json!("say hi"));
-    assert_eq!(start.1["hook_event_name"], json!("UserPromptSubmit"));
-    let ack = calls.iter().find(|(r, _)| r == "notes/ack").expect("deferred pull acked");
-    assert_eq!(ack.1["note_ids"], json!([id]));
-    assert_eq!(ack.1["session_id"], json!(session));
-    // Later prompts do not register again.
-    server.clear_requests();
-    home.run(Event::UserPromptSubmit, &fixture_for("UserPromptSubmit.json", &session));
-    assert_eq!(server.hook_routes(), vec!["notes/pending"]);
+    hooks::server_first_prompt_registers::<Codex>(&server, &home, &session, Event::UserPromptSubmit, "say hi");
 }
 
 #[test]

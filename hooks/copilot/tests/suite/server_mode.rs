@@ -10,10 +10,8 @@ use serde_json::json;
 
 #[test]
 fn session_start_registers_as_copilot_cli_and_the_prompt_is_recorded() {
-    let (server, home, s) = hooks::started_on_server::<Copilot>("reg");
-    let calls = server.hook_calls();
-    assert_eq!((calls[0].0.as_str(), calls[0].1["source"].clone()), ("session-start", json!("copilot_cli")));
-    assert_eq!(calls[1].0, "notes/pending");
+    let (server, home, s) =
+        hooks::server_start_registers::<Copilot>("reg", "copilot_cli", "/tmp/copilot-e2e/camel/proj");
     hooks::server_first_prompt_registers::<Copilot>(&server, &home, &s, Event::UserPromptSubmitted, "Run echo hi");
 }
 

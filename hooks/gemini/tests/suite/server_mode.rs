@@ -5,24 +5,12 @@
 
 use crate::common::*;
 use preloop_gemini::{Event, HELD};
-use preloop_testkit::FakeServer;
 use preloop_testkit::hooks;
 use serde_json::json;
 
 #[test]
 fn session_start_registers_as_gemini_cli_and_before_agent_records_the_prompt() {
-    let server = FakeServer::start();
-    let home = Home::for_server("reg", &server);
-    let s = unique_session("rg");
-    let (out, _) = home.run(Event::SessionStart, &fixture_for("SessionStart.json", &s));
-    assert_eq!(out, None);
-    let calls = server.hook_calls();
-    assert_eq!(calls[0].0, "session-start");
-    assert_eq!(calls[0].1["source"], json!("gemini_cli"));
-    assert_eq!(calls[0].1["cwd"], json!("/tmp/gemini-e2e/full/proj"));
-    assert_eq!(calls[1].0, "notes/pending");
-    assert_eq!(calls[1].1["defer_delivery"], json!(true));
-    assert_eq!(calls[1].1["event"], json!("session_start"));
+    let (server, home, s) = hooks::server_start_registers::<Gemini>("reg", "gemini_cli", "/tmp/gemini-e2e/full/proj");
     hooks::server_first_prompt_registers::<Gemini>(&server, &home, &s, Event::BeforeAgent, "Run echo hi");
 }
 
