@@ -10,7 +10,7 @@
 use crate::FakeServer;
 use crate::support::{Home, Run, context_of, ids_in, one_object, read_json, schemas_dir, validate};
 use preloop_shared::flow::Outcome;
-use preloop_shared::registry::event;
+use preloop_shared::registry::{Does, HookDef, event};
 use preloop_shared::runner::Parsed;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -30,6 +30,8 @@ pub trait HookEvent: Copy + PartialEq + std::fmt::Debug + 'static {
     fn name(self) -> &'static str;
     /// Our binary's file name for the event.
     fn binary(self) -> &'static str;
+    /// The event's registry row (what the hook does, its carrier, ...).
+    fn def(self) -> &'static HookDef;
 }
 
 macro_rules! hook_events {
@@ -43,6 +45,9 @@ macro_rules! hook_events {
             }
             fn binary(self) -> &'static str {
                 event::$harness::binary(self)
+            }
+            fn def(self) -> &'static HookDef {
+                event::$harness::def(self)
             }
         }
     )*};
@@ -173,29 +178,35 @@ macro_rules! hooks {
 }
 
 /// The tests of [`hooks`](self)' shared scenarios for a harness whose hooks
-/// all follow them (Gemini, Copilot): `start`, the stop hook with the
-/// capture of its continuation's own stop (`stop_hook_active`), the end hook
-/// with the reason it reports, and the harness's own near misses of a
-/// payload for [`bad_stdin_is_ignored`].
+/// all follow them (Gemini, Copilot), each hook picked by what the registry
+/// says it does, the values the server must see read from the harness's own
+/// captures, and the harness's own near misses of a payload for
+/// [`bad_stdin_is_ignored`]. The stop hook's continuation is its capture
+/// `<name>.stop_hook_active.json`.
 ///
 /// ```ignore
-/// preloop_testkit::hook_scenarios! {
-///     Gemini,
-///     start: Event::SessionStart, end: Event::SessionEnd, "exit",
-///     stop: Event::AfterAgent, "AfterAgent.stop_hook_active.json",
-///     bad_stdin: [br#"{"session_id": 7}"#.to_vec()],
-/// }
+/// preloop_testkit::hook_scenarios!(Gemini, bad_stdin: [br#"{"session_id": 7}"#.to_vec()]);
 /// ```
 #[macro_export]
 macro_rules! hook_scenarios {
-    (
-        $hooks:ty,
-        start: $start:expr, end: $end:expr, $reason:literal,
-        stop: $stop:expr, $active:literal,
-        bad_stdin: $bad:expr $(,)?
-    ) => {
-        use $crate::hooks as scenarios;
+    ($hooks:ty, bad_stdin: $bad:expr $(,)?) => {
+        use preloop_shared::registry::Does;
+        use $crate::hooks::{self as scenarios, Hooks as _};
         use $crate::support::Home;
+
+        fn start() -> <$hooks as $crate::hooks::Hooks>::Event {
+            scenarios::hook_doing::<$hooks>(|d| matches!(d, Does::SessionStart { .. }))
+        }
+        fn stop() -> (<$hooks as $crate::hooks::Hooks>::Event, String) {
+            let stop = scenarios::hook_doing::<$hooks>(|d| d == Does::Stop);
+            (stop, format!("{}.stop_hook_active.json", <$hooks>::name(stop)))
+        }
+        fn end() -> <$hooks as $crate::hooks::Hooks>::Event {
+            scenarios::hook_doing::<$hooks>(|d| d == Does::SessionEnd)
+        }
+        fn text(event: <$hooks as $crate::hooks::Hooks>::Event, key: &str) -> String {
+            scenarios::capture_field::<$hooks>(event, key).as_str().expect("a string in the capture").to_string()
+        }
 
         #[test]
         fn every_binary_exits_0_with_nothing_on_bad_stdin() {
@@ -211,26 +222,37 @@ macro_rules! hook_scenarios {
 
         #[test]
         fn local_stop_rescues_once_per_stop_and_three_times_per_session() {
-            scenarios::local_stop_rescues_three_times::<$hooks>(&Home::new("stop"), "as", $start, $stop, $active);
+            let (stop, active) = stop();
+            scenarios::local_stop_rescues_three_times::<$hooks>(&Home::new("stop"), "as", start(), stop, &active);
         }
 
         #[test]
         fn local_session_end_makes_pending_notes_undeliverable() {
-            scenarios::local_end_drops_pending::<$hooks>(&Home::new("end"), "se", $start, $end);
+            scenarios::local_end_drops_pending::<$hooks>(&Home::new("end"), "se", start(), end());
+        }
+
+        #[test]
+        fn server_start_registers_and_the_first_prompt_is_recorded() {
+            let source = <$hooks>::events()[0].def().harness().source();
+            let (server, home, s) = scenarios::server_start_registers::<$hooks>("reg", source, &text(start(), "cwd"));
+            let prompt = scenarios::hook_doing::<$hooks>(|d| matches!(d, Does::Prompt { .. }));
+            scenarios::server_first_prompt_registers::<$hooks>(&server, &home, &s, prompt, &text(prompt, "prompt"));
         }
 
         #[test]
         fn server_stop_continues_and_reports_the_turn_end() {
             let server = $crate::FakeServer::start();
             let home = Home::for_server("stop", &server);
-            scenarios::server_stop_continues::<$hooks>(&server, &home, $start, $stop, $active);
+            let (stop, active) = stop();
+            scenarios::server_stop_continues::<$hooks>(&server, &home, start(), stop, &active);
         }
 
         #[test]
         fn server_session_end_is_awaited_in_process() {
             let server = $crate::FakeServer::start();
             let home = Home::for_server("end", &server);
-            scenarios::server_end_in_process::<$hooks>(&server, &home, $start, $end, $reason);
+            let reason = text(end(), "reason");
+            scenarios::server_end_in_process::<$hooks>(&server, &home, start(), end(), &reason);
         }
 
         #[test]
@@ -275,6 +297,17 @@ pub fn run_own<H: Hooks>(home: &Home, event: H::Event, session: &str) -> Option<
 /// The hook a session starts with (`SessionStart`, first in registry order).
 pub fn first_event<H: Hooks>() -> H::Event {
     H::events()[0]
+}
+
+/// The harness's (first) hook that does what `what` says, by the registry.
+pub fn hook_doing<H: Hooks>(what: impl Fn(Does) -> bool) -> H::Event {
+    H::events().into_iter().find(|e| what(e.def().does)).expect("the harness has such a hook")
+}
+
+/// A field of the event's own capture (what the harness sends, which the
+/// server must be told as it is).
+pub fn capture_field<H: Hooks>(event: H::Event, key: &str) -> Value {
+    H::fixture_for(&H::own_fixture(event), "capture")[key].clone()
 }
 
 /// Local mode, a session started: a home (`tag`), and a fresh session its

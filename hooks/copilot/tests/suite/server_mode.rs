@@ -8,13 +8,6 @@ use preloop_copilot::Event;
 use preloop_testkit::hooks;
 use serde_json::json;
 
-#[test]
-fn session_start_registers_as_copilot_cli_and_the_prompt_is_recorded() {
-    let (server, home, s) =
-        hooks::server_start_registers::<Copilot>("reg", "copilot_cli", "/tmp/copilot-e2e/camel/proj");
-    hooks::server_first_prompt_registers::<Copilot>(&server, &home, &s, Event::UserPromptSubmitted, "Run echo hi");
-}
-
 /// The no-note preToolUse is one round trip, and a pending note stays
 /// pending through it (the server never claims for copilot_cli); the next
 /// postToolUse pulls it deferred and acks it after the output.

@@ -1,13 +1,12 @@
 //! The scenarios Copilot shares with other harnesses, from
-//! `preloop_testkit::hooks`: bad stdin, a quiet session, the stop rescue and
-//! its cap, the session end (local and server mode), and a dead server.
+//! `preloop_testkit::hooks`, its hooks picked by what the registry says
+//! they do: bad stdin, a quiet session, the stop rescue and its cap, the
+//! session end (local and server mode), the registration and the first
+//! prompt, and a dead server.
 
 use crate::common::*;
-use preloop_copilot::Event;
 
-preloop_testkit::hook_scenarios! {
+preloop_testkit::hook_scenarios!(
     Copilot,
-    start: Event::SessionStart, end: Event::SessionEnd, "complete",
-    stop: Event::AgentStop, "agentStop.stop_hook_active.json",
     bad_stdin: [br#"{"sessionId": 7}"#.to_vec(), serde_json::to_vec(&fixture("camel/permissionRequest.json")).unwrap()],
-}
+);

@@ -8,12 +8,6 @@ use preloop_gemini::{Event, HELD};
 use preloop_testkit::hooks;
 use serde_json::json;
 
-#[test]
-fn session_start_registers_as_gemini_cli_and_before_agent_records_the_prompt() {
-    let (server, home, s) = hooks::server_start_registers::<Gemini>("reg", "gemini_cli", "/tmp/gemini-e2e/full/proj");
-    hooks::server_first_prompt_registers::<Gemini>(&server, &home, &s, Event::BeforeAgent, "Run echo hi");
-}
-
 /// The server claims immediately on the check and records `delivered`: the
 /// note goes out in the one field the model reads, by holding the call.
 #[test]
