@@ -23,7 +23,7 @@ use crate::probe::{self, Health, TokenCheck};
 use crate::table;
 use crate::util::{self, print_json, print_table};
 use preloop_shared::Exit;
-use preloop_shared::config::{Config, Env, Origin, Secret, TokenOrigin};
+use preloop_shared::config::{Config, Origin, Secret, TokenOrigin};
 use preloop_shared::registry::{self, Evidence};
 use preloop_shared::session::{self, RunState};
 use preloop_shared::{Harness, fsutil};
@@ -986,11 +986,10 @@ fn gemini_env_warning(ctx: &Ctx, config: &Config, harnesses: &[HarnessReport], c
     if !gemini {
         return;
     }
-    let env_only_server = config.server.as_ref().is_some_and(|s| s.origin == Origin::Env) && {
-        let without: Vec<(String, String)> =
-            ctx.env.0.iter().filter(|(k, _)| k != "PRELOOP_URL" && k != "PRELOOP_TOKEN").cloned().collect();
-        Config::load_from(&Env(without), Some(Harness::Gemini)).server.is_none()
-    };
+    let env_only_server = config.server.as_ref().is_some_and(|s| s.origin == Origin::Env)
+        && Config::load_from(&ctx.env.without(&["PRELOOP_URL", "PRELOOP_TOKEN"]), Some(Harness::Gemini))
+            .server
+            .is_none();
     let home_from_env = ctx.env.get("PRELOOP_HOME").is_some_and(|h| {
         !h.is_empty() && util::home_dir(&ctx.env).map(|u| u.join(".preloop")) != Some(PathBuf::from(&h))
     });

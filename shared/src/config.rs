@@ -496,20 +496,52 @@ impl Settings {
     }
 }
 
-/// A view of the environment (tests pass their own).
-#[derive(Debug, Clone, Default)]
-pub struct Env(pub Vec<(String, String)>);
+/// The environment a hook or command reads: the process's, looked up one
+/// variable at a time when asked (a hook reads a handful of the harness's
+/// 40-80 variables; copying them all cost it ~0.05 ms, docs/performance.md),
+/// or a fixed set (tests, a configuration without some variables).
+/// Variables that are not UTF-8 are absent either way.
+#[derive(Debug, Clone)]
+pub struct Env {
+    /// `None`: the process's environment.
+    fixed: Option<Vec<(String, String)>>,
+}
+
+impl Default for Env {
+    /// No variables at all.
+    fn default() -> Env {
+        Env { fixed: Some(Vec::new()) }
+    }
+}
 
 impl Env {
+    /// The process's environment, read on demand.
     pub fn process() -> Env {
-        Env(std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect())
+        Env { fixed: None }
     }
     pub fn get(&self, key: &str) -> Option<String> {
-        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+        match &self.fixed {
+            None => std::env::var(key).ok(),
+            Some(vars) => vars.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone()),
+        }
     }
     /// Build one from pairs (tests).
     pub fn of(pairs: &[(&str, &str)]) -> Env {
-        Env(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        Env::fixed(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+    /// Exactly these variables (a later pair wins over an earlier one).
+    pub fn fixed(vars: Vec<(String, String)>) -> Env {
+        Env { fixed: Some(vars) }
+    }
+    /// A fixed copy of this environment without `keys`.
+    pub fn without(&self, keys: &[&str]) -> Env {
+        let vars = match &self.fixed {
+            Some(vars) => vars.clone(),
+            None => {
+                std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect()
+            }
+        };
+        Env::fixed(vars.into_iter().filter(|(k, _)| !keys.contains(&k.as_str())).collect())
     }
 }
 
@@ -639,7 +671,7 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Env {
-        Env(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        Env::of(pairs)
     }
 
     #[test]

@@ -455,7 +455,7 @@ mod tests {
 
     #[test]
     fn headless_is_any_sdk_entrypoint() {
-        let e = |v: &str| Env(vec![("CLAUDE_CODE_ENTRYPOINT".into(), v.into())]);
+        let e = |v: &str| Env::of(&[("CLAUDE_CODE_ENTRYPOINT", v)]);
         assert!(is_headless(&e("sdk-cli")));
         assert!(is_headless(&e("sdk-ts")));
         assert!(!is_headless(&e("cli")));
@@ -469,7 +469,7 @@ mod tests {
         let env = |pairs: &[(&str, &str)]| {
             let mut v = vec![("PRELOOP_HOME".to_string(), h.clone())];
             v.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-            Env(v)
+            Env::fixed(v)
         };
         let s = Config::load_from(&env(&[]), Some(Harness::ClaudeCode)).settings;
         assert!(s.watch);

@@ -50,7 +50,7 @@ pub fn ctx(root: &Path) -> Ctx {
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&cwd).unwrap();
     Ctx {
-        env: Env(vec![("HOME".into(), home.display().to_string())]),
+        env: Env::of(&[("HOME", &home.display().to_string())]),
         home: home.clone(),
         cwd,
         bin_dir: fake_bin_dir(root),
