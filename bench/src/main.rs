@@ -564,9 +564,32 @@ fn main() {
         vec![],
         Box::new(|_| Vec::new()),
     ));
-    let check_body = || {
-        json!({"tool_name": "Bash", "tool_input": {"command": "echo hi"}, "source": "claude_code", "session_id": "bench-floor", "evaluation_phase": "pre_tool_use"}).to_string().into_bytes()
+    // The floors and references make the very request a Claude Code
+    // PreToolUse makes for a registered session (its capture's tool call,
+    // cwd and event name): the server then does the same work for them as
+    // for the hook (an unregistered session skips the timeline row and the
+    // note claim), so the ratios hold only what the client costs.
+    let pre_tool_use: Value = {
+        let claude = &harnesses()[0];
+        let start = claude.start();
+        for sid in ["bench-floor", "bench-python"] {
+            run_untimed(&bins.join(start.def.binary), &env_of(Mode::Server), &payload(start.fixture, false, sid));
+        }
+        let ev = claude.events.iter().find(|e| e.def.on == "PreToolUse").expect("Claude Code has PreToolUse");
+        serde_json::from_str(ev.fixture).expect("fixture is JSON")
     };
+    let check = json!({
+        "tool_name": pre_tool_use["tool_name"],
+        "tool_input": pre_tool_use["tool_input"],
+        "source": "claude_code",
+        "hook_event_name": "PreToolUse",
+        "session_id": "bench-floor",
+        "cwd": pre_tool_use["cwd"],
+        "evaluation_phase": "pre_tool_use",
+    })
+    .to_string();
+    let check: &'static [u8] = Box::leak(check.into_bytes().into_boxed_slice());
+    let check_body = move || check.to_vec();
     let addr = url.trim_start_matches("http://").to_string();
     let floor_env = vec![
         ("FLOOR_ADDR".into(), addr),
