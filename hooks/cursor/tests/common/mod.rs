@@ -69,6 +69,14 @@ pub fn session(tag: &str) -> String {
     preloop_testkit::support::unique_session(tag)
 }
 
+/// Local mode, a new home (`tag`) and a fresh IDE session started in it.
+pub fn started_locally(tag: &str) -> (Home, String) {
+    let home = Home::new(tag);
+    let s = session(tag);
+    home.run(Event::SessionStart, &session_start(&s, false));
+    (home, s)
+}
+
 /// Running Cursor's hook binaries in a [`Home`].
 pub trait CursorHome {
     /// Run a hook binary with raw `stdin` and this home's environment.

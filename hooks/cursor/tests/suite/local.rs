@@ -79,9 +79,7 @@ fn our_own_followup_never_titles_a_session() {
 
 #[test]
 fn before_hooks_in_local_mode_have_no_opinion_and_leave_notes_for_pre_tool_use() {
-    let home = Home::new("before");
-    let s = session("before");
-    home.run(Event::SessionStart, &session_start(&s, false));
+    let (home, s) = started_locally("before");
     let note = home.send(&s, "Use the staging cluster.");
     assert_eq!(home.run(Event::BeforeShellExecution, &shell(&s, "rm -rf build")), json!({"permission": "allow"}));
     assert_eq!(home.run(Event::BeforeMcpExecution, &mcp(&s)), json!({"permission": "allow"}));
@@ -96,9 +94,7 @@ fn before_hooks_in_local_mode_have_no_opinion_and_leave_notes_for_pre_tool_use()
 
 #[test]
 fn pre_tool_use_fits_notes_into_ten_thousand_characters_and_acks_each_once() {
-    let home = Home::new("limit");
-    let s = session("limit");
-    home.run(Event::SessionStart, &session_start(&s, false));
+    let (home, s) = started_locally("limit");
     let body = |i: usize| format!("note {i} ") + &"x".repeat(4096 - 7);
     let notes: Vec<String> = (0..5).map(|i| home.send(&s, &body(i))).collect();
     let mut carried = Vec::new();
@@ -123,9 +119,7 @@ fn pre_tool_use_fits_notes_into_ten_thousand_characters_and_acks_each_once() {
 
 #[test]
 fn stop_follows_up_only_on_completed_turns_below_the_loop_limit() {
-    let home = Home::new("stop");
-    let s = session("stop");
-    home.run(Event::SessionStart, &session_start(&s, false));
+    let (home, s) = started_locally("stop");
     let note = home.send(&s, "Also update the changelog.");
     assert_eq!(home.run(Event::Stop, &stop(&s, "error", 0)), json!({}));
     assert_eq!(home.run(Event::Stop, &stop(&s, "aborted", 0)), json!({}));
@@ -148,9 +142,7 @@ fn stop_follows_up_only_on_completed_turns_below_the_loop_limit() {
 
 #[test]
 fn stop_spends_at_most_three_rescues_per_session() {
-    let home = Home::new("rescues");
-    let s = session("rescues");
-    home.run(Event::SessionStart, &session_start(&s, false));
+    let (home, s) = started_locally("rescues");
     for i in 0..3 {
         let note = home.send(&s, &format!("late note {i}"));
         let out = home.run(Event::Stop, &stop(&s, "completed", i));
@@ -165,9 +157,7 @@ fn stop_spends_at_most_three_rescues_per_session() {
 
 #[test]
 fn session_end_marks_undelivered_notes_and_ends_the_session() {
-    let home = Home::new("end");
-    let s = session("end");
-    home.run(Event::SessionStart, &session_start(&s, false));
+    let (home, s) = started_locally("end");
     let note = home.send(&s, "You will never read this (headless: no stop).");
     assert_eq!(home.run(Event::SessionEnd, &session_end(&s)), json!({}));
     let r = home.receipt(&note);

@@ -31,13 +31,25 @@ fn start(home: &Home, s: &str) -> Value {
     home.run(Event::SessionStart, &session_start(s, false))
 }
 
+/// A fresh fake, a home against it, and an IDE session started on it (with
+/// what sessionStart printed).
+fn started_with(tag: &str) -> (FakeServer, Home, String, Value) {
+    let server = FakeServer::start();
+    let home = home_for(&server, tag);
+    let s = session(tag);
+    let out = start(&home, &s);
+    (server, home, s, out)
+}
+
+fn started(tag: &str) -> (FakeServer, Home, String) {
+    let (server, home, s, _) = started_with(tag);
+    (server, home, s)
+}
+
 #[test]
 fn session_start_registers_exports_the_runtime_id_and_claims_in_the_cli() {
-    let server = FakeServer::start();
-    let home = home_for(&server, "srv-ss");
-    let s = session("srv-ss");
     // The session must exist before a note can name it: register, then send.
-    let out = start(&home, &s);
+    let (server, home, s, out) = started_with("srv-ss");
     let rid = server.runtime_session_id(&server.agent_id(), &s).expect("registered");
     assert_eq!(out, json!({"env": {"PRELOOP_PARENT_SESSION_ID": rid}}));
     let reg = body(&calls(&server, "session-start")[0]);
@@ -61,11 +73,8 @@ fn session_start_registers_exports_the_runtime_id_and_claims_in_the_cli() {
 
 #[test]
 fn before_shell_deferral_spools_and_the_next_pre_tool_use_carries_and_acks() {
-    let server = FakeServer::start();
+    let (server, home, s) = started("srv-defer");
     server.set_native_tool_approvals(&server.agent_id(), true); // escalations auto-approve at once
-    let home = home_for(&server, "srv-defer");
-    let s = session("srv-defer");
-    start(&home, &s);
     let note = server.send_to_session(&s, "Use the staging cluster.");
 
     let out = home.run(Event::BeforeShellExecution, &shell(&s, "make deploy"));
@@ -103,11 +112,8 @@ fn before_shell_deferral_spools_and_the_next_pre_tool_use_carries_and_acks() {
 
 #[test]
 fn mcp_tool_input_is_decoded_and_its_note_spooled() {
-    let server = FakeServer::start();
+    let (server, home, s) = started("srv-mcp");
     server.set_native_tool_approvals(&server.agent_id(), true);
-    let home = home_for(&server, "srv-mcp");
-    let s = session("srv-mcp");
-    start(&home, &s);
     let note = server.send_to_session(&s, "Only read from Linear.");
     assert_eq!(home.run(Event::BeforeMcpExecution, &mcp(&s)), json!({"permission": "allow"}));
     let check = body(&calls(&server, "permission-check")[0]);
@@ -123,10 +129,7 @@ fn mcp_tool_input_is_decoded_and_its_note_spooled() {
 
 #[test]
 fn a_human_decline_on_a_before_hook_is_a_cursor_deny() {
-    let server = FakeServer::start();
-    let home = home_for(&server, "srv-decline");
-    let s = session("srv-decline");
-    start(&home, &s);
+    let (server, home, s) = started("srv-decline");
     let payload = shell(&s, "terraform apply");
     let stdin = serde_json::to_vec(&payload).unwrap();
     let runner = {
@@ -156,11 +159,8 @@ fn a_human_decline_on_a_before_hook_is_a_cursor_deny() {
 
 #[test]
 fn pre_tool_use_deny_still_carries_the_note() {
-    let server = FakeServer::start();
+    let (server, home, s) = started("srv-deny");
     server.set_tool_enabled("Shell", false);
-    let home = home_for(&server, "srv-deny");
-    let s = session("srv-deny");
-    start(&home, &s);
     let note = server.send_to_session(&s, "Do not touch prod.");
     let out = home.run(Event::PreToolUse, &pre_tool(&s, "kubectl delete ns prod"));
     assert_eq!(out["permission"], "deny");
@@ -176,11 +176,8 @@ fn pre_tool_use_deny_still_carries_the_note() {
 
 #[test]
 fn a_failing_check_keeps_the_fail_policy_and_still_delivers_the_spool() {
-    let server = FakeServer::start();
+    let (server, home, s) = started("srv-fail");
     server.set_native_tool_approvals(&server.agent_id(), true);
-    let home = home_for(&server, "srv-fail");
-    let s = session("srv-fail");
-    start(&home, &s);
     let note = server.send_to_session(&s, "Ship it.");
     home.run(Event::BeforeShellExecution, &shell(&s, "ls"));
     assert_eq!(server.note_state(&note).0, "claimed");
@@ -197,11 +194,8 @@ fn a_failing_check_keeps_the_fail_policy_and_still_delivers_the_spool() {
 
 #[test]
 fn a_failed_ack_is_owed_and_retried_by_the_next_hook() {
-    let server = FakeServer::start();
+    let (server, home, s) = started("srv-owed");
     server.set_native_tool_approvals(&server.agent_id(), true);
-    let home = home_for(&server, "srv-owed");
-    let s = session("srv-owed");
-    start(&home, &s);
     let note = server.send_to_session(&s, "Rebase first.");
     home.run(Event::BeforeMcpExecution, &mcp(&s));
     server.set_fault(FaultSpec::route("/api/v1/agents/notes/ack").status(503, None).times(1));
@@ -215,10 +209,7 @@ fn a_failed_ack_is_owed_and_retried_by_the_next_hook() {
 
 #[test]
 fn stop_pulls_with_event_stop_only_when_it_may_continue() {
-    let server = FakeServer::start();
-    let home = home_for(&server, "srv-stop");
-    let s = session("srv-stop");
-    start(&home, &s);
+    let (server, home, s) = started("srv-stop");
     let note = server.send_to_session(&s, "Also update the changelog.");
     assert_eq!(home.run(Event::Stop, &stop(&s, "error", 0)), json!({}));
     assert_eq!(home.run(Event::Stop, &stop(&s, "completed", 5)), json!({}));
@@ -237,26 +228,17 @@ fn stop_pulls_with_event_stop_only_when_it_may_continue() {
 
 #[test]
 fn session_end_reports_spooled_notes_dropped_and_pending_ones_ended() {
-    let server = FakeServer::start();
+    let (server, home, s) = started("srv-end");
     server.set_native_tool_approvals(&server.agent_id(), true);
-    let home = home_for(&server, "srv-end");
-    let s = session("srv-end");
-    start(&home, &s);
     let spooled = server.send_to_session(&s, "claimed by a before* hook");
     home.run(Event::BeforeShellExecution, &shell(&s, "ls"));
     assert_eq!(server.note_state(&spooled).0, "claimed");
     let pending = server.send_to_session(&s, "after the last tool call (headless: no stop)");
     assert_eq!(home.run(Event::SessionEnd, &session_end(&s)), json!({}));
-    let r = server.receipt(&spooled);
-    assert_eq!(
-        (r["state"].as_str(), r["undeliverable_reason"].as_str()),
-        (Some("undeliverable"), Some("spool_dropped"))
-    );
-    let r = server.receipt(&pending);
-    assert_eq!(
-        (r["state"].as_str(), r["undeliverable_reason"].as_str()),
-        (Some("undeliverable"), Some("session_ended"))
-    );
+    let (state, _, why) = server.note_state(&spooled);
+    assert_eq!((state.as_str(), why.as_deref()), ("undeliverable", Some("spool_dropped")));
+    let (state, _, why) = server.note_state(&pending);
+    assert_eq!((state.as_str(), why.as_deref()), ("undeliverable", Some("session_ended")));
     let end = body(&calls(&server, "session-end")[0]);
     assert_eq!(end, json!({"external_session_id": s, "reason": "completed"}));
     assert!(home.session_file(&s).unwrap().ended_at.is_some());
@@ -264,10 +246,7 @@ fn session_end_reports_spooled_notes_dropped_and_pending_ones_ended() {
 
 #[test]
 fn the_exported_id_never_makes_a_session_its_own_parent() {
-    let server = FakeServer::start();
-    let home = home_for(&server, "srv-lineage");
-    let s = session("srv-lineage");
-    let out = start(&home, &s);
+    let (server, home, s, out) = started_with("srv-lineage");
     let rid = out["env"]["PRELOOP_PARENT_SESSION_ID"].as_str().unwrap().to_string();
     let env = [("PRELOOP_PARENT_SESSION_ID", rid.as_str())];
     home.run_env(Event::BeforeSubmitPrompt, &submit_prompt(&s, "Fix the parser"), &env);
@@ -285,11 +264,8 @@ fn the_exported_id_never_makes_a_session_its_own_parent() {
 
 #[test]
 fn a_spool_that_cannot_be_written_never_turns_a_deny_into_an_allow() {
-    let server = FakeServer::start();
+    let (server, home, s) = started("srv-nospool");
     server.set_tool_enabled("Shell", false);
-    let home = home_for(&server, "srv-nospool");
-    let s = session("srv-nospool");
-    start(&home, &s);
     let note = server.send_to_session(&s, "claimed by a before* hook that cannot spool");
     // The run state path is a directory: every state write fails (root ignores chmod).
     let state_path = home.dir.join("run").join(format!("{}.json", preloop_shared::fsutil::session_file_stem(&s)));
