@@ -187,16 +187,24 @@ pub fn check_parse_goldens<H: Hooks>(
     ran
 }
 
+/// A note block with fixed attributes: notes `3f2a9c0d1e4b5a6<i>` by Olive
+/// Operator (`jwt`) at `at`, with `text(i)`, for `i` in `0..n`.
+pub fn fixed_block(n: usize, at: &str, text: impl Fn(usize) -> String) -> String {
+    let at = preloop_shared::time::Timestamp::parse(at).unwrap();
+    let notes: Vec<_> = (0..n)
+        .map(|i| {
+            let id = format!("3f2a9c0d1e4b5a6{i}");
+            preloop_shared::render::render_element(&id, "Olive Operator", "jwt", at, &text(i))
+        })
+        .collect();
+    preloop_shared::render::frame(&notes).unwrap()
+}
+
 /// The goldens' note block: one note with fixed attributes.
 pub fn note_block() -> String {
     let t = preloop_shared::time::Timestamp::parse("2026-12-02T09:20:38.291972").unwrap();
-    let a = preloop_shared::render::render_element(
-        "3f2a9c0d1e4b5a6c",
-        "Olive Operator",
-        "jwt",
-        t,
-        "Stop editing the parser; run the tests first.",
-    );
+    let text = "Stop editing the parser; run the tests first.";
+    let a = preloop_shared::render::render_element("3f2a9c0d1e4b5a6c", "Olive Operator", "jwt", t, text);
     preloop_shared::render::frame(&[a]).unwrap()
 }
 

@@ -6,9 +6,7 @@
 use crate::common::FIXTURES;
 use preloop_claude_code::{Event, parse, render};
 use preloop_shared::flow::{Carry, InputKind, Outcome};
-use preloop_shared::render::{frame, render_element};
 use preloop_shared::runner::Parsed;
-use preloop_shared::time::Timestamp;
 use preloop_shared::wire::Decision;
 use preloop_testkit::support::{fixtures_dir, json_names, read_json, schemas_dir, validator};
 use serde_json::Value;
@@ -96,19 +94,9 @@ fn malformed_inputs_are_rejected_not_guessed() {
 }
 
 fn block(n: usize) -> String {
-    let t = Timestamp::parse("2026-12-02T09:20:38.291972").unwrap();
-    let notes: Vec<_> = (0..n)
-        .map(|i| {
-            render_element(
-                &format!("3f2a9c0d1e4b5a6{i}"),
-                "Olive Operator",
-                "jwt",
-                t,
-                "Deploy to eu-west-1, not us-east-1.",
-            )
-        })
-        .collect();
-    frame(&notes).unwrap()
+    preloop_testkit::golden::fixed_block(n, "2026-12-02T09:20:38.291972", |_| {
+        "Deploy to eu-west-1, not us-east-1.".into()
+    })
 }
 
 /// (event, scenario, outcome) → fixtures/claude-code-2.1.328/expected/<Event>.<scenario>.json

@@ -8,9 +8,7 @@
 use crate::common::*;
 use preloop_cursor::{Event, neutral, parse_with, render};
 use preloop_shared::flow::Outcome;
-use preloop_shared::render::{NoteElement, frame, render_element};
 use preloop_shared::runner::Parsed;
-use preloop_shared::time::Timestamp;
 use preloop_shared::wire::Decision;
 use serde_json::{Value, json};
 
@@ -94,19 +92,8 @@ fn captures_parse_and_answer_as_recorded() {
 
 /// A note block with fixed attributes.
 fn block(n: usize) -> String {
-    let at = Timestamp::parse("2026-12-02T09:20:38.291972+00:00").unwrap();
-    let notes: Vec<NoteElement> = (0..n)
-        .map(|i| {
-            render_element(
-                &format!("3f2a9c0d1e4b5a6{i}"),
-                "Olive Operator",
-                "jwt",
-                at,
-                &format!("Note {i}: stop editing the parser; run the tests first."),
-            )
-        })
-        .collect();
-    frame(&notes).unwrap()
+    let text = |i| format!("Note {i}: stop editing the parser; run the tests first.");
+    preloop_testkit::golden::fixed_block(n, "2026-12-02T09:20:38.291972+00:00", text)
 }
 
 /// The outcomes the engine can hand each event, and what we print for them.
