@@ -390,8 +390,7 @@ pub fn local_end_drops_pending<H: Hooks>(home: &Home, tag: &str, start: H::Event
     run_own::<H>(home, start, &s);
     let id = home.send(&s, "too late");
     assert_eq!(run_own::<H>(home, end, &s), None);
-    let r = home.receipt(&id);
-    assert_eq!((r.state.as_str(), r.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));
+    assert_eq!(home.note_state(&id), ("undeliverable".into(), None, Some("session_ended".into())));
 }
 
 /// What [`local_start_carries_a_waiting_note`] leaves for the harness's own
@@ -415,8 +414,7 @@ pub fn local_start_carries_a_waiting_note<H: Hooks>(tag: &str, text: &str) -> St
     let out = run_own::<H>(&home, first_event::<H>(), &session).expect("the first hook carries the note");
     let block = context_of(&Some(out.clone())).expect("a block");
     assert_eq!(ids_in(&block), vec![id.clone()]);
-    let r = home.receipt(&id);
-    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("session_start")));
+    assert_eq!(home.note_state(&id), ("delivered".into(), Some("session_start".into()), None));
     Started { home, session, out, block }
 }
 
@@ -435,8 +433,7 @@ pub fn local_after_tool_carries_what_the_gate_left<H: Hooks>(
     assert_eq!(home.receipt(&id).state, "pending");
     let out = run_own::<H>(home, after, s).expect("the note");
     assert_eq!(ids_in(&context_of(&Some(out.clone())).unwrap()), vec![id.clone()]);
-    let r = home.receipt(&id);
-    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("pre_tool_use")));
+    assert_eq!(home.note_state(&id), ("delivered".into(), Some("pre_tool_use".into()), None));
     out
 }
 

@@ -257,6 +257,14 @@ impl Home {
         self.inbox().status(id).unwrap_or_else(|e| panic!("receipt of {id}: {e}"))
     }
 
+    /// A local note's receipt as `(state, delivery_event,
+    /// undeliverable_reason)`, the shape of
+    /// [`FakeServer::note_state`](crate::FakeServer::note_state).
+    pub fn note_state(&self, id: &str) -> (String, Option<String>, Option<String>) {
+        let r = self.receipt(id);
+        (r.state, r.delivery_event, r.undeliverable_reason)
+    }
+
     /// A local note's state (`pending`, `claimed`, `delivered`, ...).
     pub fn state(&self, id: &str) -> String {
         self.receipt(id).state

@@ -306,16 +306,11 @@ impl<'a> Backend<'a> {
     }
     /// A note's `(state, delivery_event)`.
     pub fn receipt(&self, id: &str) -> (String, Option<String>) {
-        match self.server {
-            Some(s) => {
-                let (state, event, _) = s.note_state(id);
-                (state, event)
-            }
-            None => {
-                let r = self.home.receipt(id);
-                (r.state, r.delivery_event)
-            }
-        }
+        let (state, event, _) = match self.server {
+            Some(s) => s.note_state(id),
+            None => self.home.note_state(id),
+        };
+        (state, event)
     }
     pub fn state(&self, id: &str) -> String {
         self.receipt(id).0

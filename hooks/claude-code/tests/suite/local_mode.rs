@@ -26,8 +26,7 @@ fn a_note_travels_start_tool_stop_and_end() {
     assert_eq!(out.unwrap()["hookSpecificOutput"]["hookEventName"], "SessionStart");
     assert_eq!(ids_in(&ctx), vec![first.clone()]);
     assert!(ctx.contains("Deploy to eu-west-1, not us-east-1."));
-    let r = home.receipt(&first);
-    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("session_start")));
+    assert_eq!(home.note_state(&first), ("delivered".into(), Some("session_start".into()), None));
 
     let mid = home.send(S, "Stop refactoring the tests, ship the fix.");
     let out = run("PreToolUse", home.path(), &[], &payload("PreToolUse", S));
@@ -48,8 +47,7 @@ fn a_note_travels_start_tool_stop_and_end() {
     assert_eq!(run("Stop", home.path(), &[], &active), None, "no second continuation in a row");
     assert_eq!(home.receipt(&too_late).state, "pending");
     assert_eq!(run("SessionEnd", home.path(), &[], &payload("SessionEnd", S)), None);
-    let r = home.receipt(&too_late);
-    assert_eq!((r.state.as_str(), r.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));
+    assert_eq!(home.note_state(&too_late), ("undeliverable".into(), None, Some("session_ended".into())));
     assert!(!home.path().join("run").join(format!("{S}.json")).exists(), "session state cleaned");
 }
 

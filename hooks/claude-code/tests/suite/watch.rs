@@ -92,8 +92,7 @@ fn a_note_wakes_the_session_with_the_block_on_stderr_then_is_acked() {
     assert_eq!(ids_in(&err), vec![note.clone()], "the framed block on stderr: {err:?}");
     assert!(err.contains("Rebase on main before you push."));
     assert_eq!(stdout_of(&mut w), "", "nothing on stdout");
-    let r = home.receipt(&note);
-    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("stop")));
+    assert_eq!(home.note_state(&note), ("delivered".into(), Some("stop".into()), None));
     assert!(
         home.log().lines().any(|l| l.contains(" Watch ") && l.contains("outcome=notes") && l.contains(&note)),
         "{}",

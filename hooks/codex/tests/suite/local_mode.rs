@@ -102,8 +102,7 @@ fn pre_tool_use_carries_notes_without_a_decision() {
     let out = out.expect("carried");
     assert!(out.pointer("/hookSpecificOutput/permissionDecision").is_none(), "local mode never decides: {out}");
     assert_eq!(ids_in(&context_of(&Some(out)).unwrap()), vec![id.clone()]);
-    let r = home.receipt(&id);
-    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("pre_tool_use")));
+    assert_eq!(home.note_state(&id), ("delivered".into(), Some("pre_tool_use".into()), None));
 
     // In a sub-agent (agent_id), the note is left for the main agent.
     let id = home.send(&session, "for the main agent");

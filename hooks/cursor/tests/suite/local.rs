@@ -19,8 +19,7 @@ fn session_start_in_the_cli_carries_pending_notes_and_exports_the_runtime_id() {
     let ctx = context_of(&out).expect("the note rides sessionStart in the CLI");
     assert!(ctx.contains("Deploy to eu-west-1"));
     assert_eq!(ids_in(&ctx), vec![note.clone()]);
-    let r = home.receipt(&note);
-    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("session_start")));
+    assert_eq!(home.note_state(&note), ("delivered".into(), Some("session_start".into()), None));
 }
 
 #[test]
@@ -35,8 +34,7 @@ fn session_start_in_the_ide_claims_nothing_and_the_note_rides_the_first_tool_cal
     let out = home.run(Event::PreToolUse, &pre_tool(&s, "ls"));
     assert_eq!(out["permission"], "allow");
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![note.clone()]);
-    let r = home.receipt(&note);
-    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("pre_tool_use")));
+    assert_eq!(home.note_state(&note), ("delivered".into(), Some("pre_tool_use".into()), None));
 }
 
 #[test]
@@ -134,8 +132,7 @@ fn stop_follows_up_only_on_completed_turns_below_the_loop_limit() {
     let out = home.run(Event::Stop, &stop(&s, "completed", 4));
     let ctx = out["followup_message"].as_str().expect("a follow-up carries the note");
     assert_eq!(ids_in(ctx), vec![note.clone()]);
-    let r = home.receipt(&note);
-    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("stop")));
+    assert_eq!(home.note_state(&note), ("delivered".into(), Some("stop".into()), None));
     // Nothing pending: nothing to say.
     assert_eq!(home.run(Event::Stop, &stop(&s, "completed", 0)), json!({}));
 }
@@ -160,8 +157,7 @@ fn session_end_marks_undelivered_notes_and_ends_the_session() {
     let (home, s) = started_locally("end");
     let note = home.send(&s, "You will never read this (headless: no stop).");
     assert_eq!(home.run(Event::SessionEnd, &session_end(&s)), json!({}));
-    let r = home.receipt(&note);
-    assert_eq!((r.state.as_str(), r.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));
+    assert_eq!(home.note_state(&note), ("undeliverable".into(), None, Some("session_ended".into())));
     let file = home.session_file(&s).unwrap();
     assert!(file.ended_at.is_some());
     assert_eq!(file.end_reason.as_deref(), Some("completed"));
