@@ -52,8 +52,17 @@ pub trait Backend {
     /// Ack deferred claims: delivered, or undeliverable (`spool_dropped`).
     fn ack(&self, req: &AckRequest) -> Result<()>;
 
-    /// Report a lifecycle point (turn end). Fire and forget.
+    /// Report a lifecycle point (turn end). The server answers 204 whatever
+    /// it records, so a backend may only send it here and read the answer
+    /// in [`Backend::settle`]: the report then overlaps the hook's other call
+    /// instead of adding a round trip.
     fn session_event(&self, req: &SessionEventRequest) -> Result<()>;
+
+    /// Wait for the answers [`Backend::session_event`] left in flight (after
+    /// the output is flushed); what failed, for the log.
+    fn settle(&self) -> Vec<crate::Error> {
+        Vec::new()
+    }
 
     /// End the session: its pending and claimed notes become undeliverable.
     fn session_end(&self, req: &SessionEndRequest) -> Result<SessionEndResponse>;

@@ -191,8 +191,8 @@ pub struct AfterFlush {
     carried: Vec<SpoolEntry>,
     /// Deferred notes that could not be kept: ack `spool_dropped`.
     dropped: Vec<String>,
-    /// Report the turn end.
-    session_event: Option<SessionEventRequest>,
+    /// Read the answer of the turn-end report sent at the start.
+    settle: bool,
 }
 
 impl AfterFlush {
@@ -492,25 +492,27 @@ impl Engine {
 
     fn on_stop(&mut self, may_continue: bool) -> Result<(Outcome, AfterFlush)> {
         let mut out = Outcome::default();
-        let mut after = AfterFlush {
-            session_event: Some(SessionEventRequest {
-                session_id: self.session_id.clone(),
-                hook_event_name: self.def.server_event.unwrap_or("Stop").to_string(),
-                source: self.source(),
-            }),
-            ..AfterFlush::default()
-        };
-        if !may_continue {
-            return Ok((out, after));
-        }
+        let mut after = AfterFlush { settle: true, ..AfterFlush::default() };
         let cap = self.config.settings.stop_rescue_cap;
         let (state, _) = self.run.read();
-        if state.stop_rescues >= cap {
-            return Ok((out, after));
-        }
-        if state.runtime_session_id.is_none() {
+        let may_pull = may_continue && state.stop_rescues < cap;
+        if may_pull && state.runtime_session_id.is_none() {
             // A session we never registered cannot be addressed; do not claim.
             self.ensure_registered(None)?;
+        }
+        // Report the turn end now: the server answers it with a 204 whatever
+        // it records, so the answer is read after the output (`settle`) and
+        // the report overlaps the pull instead of adding a round trip.
+        let event = SessionEventRequest {
+            session_id: self.session_id.clone(),
+            hook_event_name: self.def.server_event.unwrap_or("Stop").to_string(),
+            source: self.source(),
+        };
+        if let Err(e) = self.backend.session_event(&event) {
+            self.warnings.push(format!("session-event failed: {e}"));
+        }
+        if !may_pull {
+            return Ok((out, after));
         }
         // Hold the session lock across the pull so concurrent Stops cannot
         // both spend a rescue: the cap holds.
@@ -875,10 +877,10 @@ impl Engine {
         if !after.dropped.is_empty() {
             self.ack_dropped(after.dropped);
         }
-        if let Some(ev) = after.session_event
-            && let Err(e) = self.backend.session_event(&ev)
-        {
-            self.warnings.push(format!("session-event failed: {e}"));
+        if after.settle {
+            for e in self.backend.settle() {
+                self.warnings.push(format!("session-event failed: {e}"));
+            }
         }
     }
 

@@ -124,11 +124,39 @@ pub fn post_json(
     timeout: Duration,
     max_body: u64,
 ) -> Result<Response, Failure> {
+    send_json(origin, path, headers, body, connect_timeout, timeout)?.answer(max_body)
+}
+
+/// A request sent whose answer is not read yet: the caller does other work
+/// (another call) meanwhile and reads it with [`InFlight::answer`].
+#[derive(Debug)]
+pub struct InFlight {
+    stream: TcpStream,
+    deadline: Instant,
+}
+
+/// Connect and send the request of [`post_json`], without waiting for the
+/// answer.
+pub fn send_json(
+    origin: &Origin,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    connect_timeout: Duration,
+    timeout: Duration,
+) -> Result<InFlight, Failure> {
     let deadline = Instant::now() + timeout;
-    let mut s = TcpStream::connect_timeout(&origin.addr, connect_timeout.min(timeout))?;
-    s.set_write_timeout(Some(left(deadline)?))?;
-    s.write_all(&request(origin, path, headers, body))?;
-    read_response(&mut s, deadline, max_body)
+    let mut stream = TcpStream::connect_timeout(&origin.addr, connect_timeout.min(timeout))?;
+    stream.set_write_timeout(Some(left(deadline)?))?;
+    stream.write_all(&request(origin, path, headers, body))?;
+    Ok(InFlight { stream, deadline })
+}
+
+impl InFlight {
+    /// Read the answer (within what is left of the call's budget).
+    pub fn answer(mut self, max_body: u64) -> Result<Response, Failure> {
+        read_response(&mut self.stream, self.deadline, max_body)
+    }
 }
 
 /// The request: head and body in one buffer, written at once.

@@ -17,7 +17,7 @@ use crate::render::{self, NoteElement};
 use crate::wire::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::time::Duration;
 
 /// Largest response body we read from a hook route.
@@ -33,6 +33,8 @@ pub struct ServerBackend {
     connect_timeout: Duration,
     call_timeout: Duration,
     permission_timeout: Duration,
+    /// Requests sent whose answers [`Backend::settle`] reads.
+    in_flight: RefCell<Vec<(&'static str, http_plain::InFlight)>>,
 }
 
 impl ServerBackend {
@@ -45,6 +47,7 @@ impl ServerBackend {
             connect_timeout: Duration::from_millis(settings.connect_timeout_ms),
             call_timeout: Duration::from_millis(settings.call_timeout_ms),
             permission_timeout: Duration::from_secs(settings.permission_timeout_secs),
+            in_flight: RefCell::new(Vec::new()),
         }
     }
 
@@ -148,6 +151,14 @@ impl ServerBackend {
         timeout: Duration,
     ) -> Result<R> {
         self.post(route, body, timeout)?.ok_or_else(|| Error::Protocol { route, detail: "empty body".into() })
+    }
+}
+
+impl Drop for ServerBackend {
+    /// A report still in flight (the hook ended on an error before its
+    /// output) is answered before the connection closes.
+    fn drop(&mut self) {
+        let _ = self.settle();
     }
 }
 
@@ -262,8 +273,40 @@ impl Backend for ServerBackend {
     }
 
     fn session_event(&self, req: &SessionEventRequest) -> Result<()> {
-        let _: Option<serde_json::Value> = self.post("session-event", req, self.call_timeout)?;
+        const ROUTE: &str = "session-event";
+        let Some(origin) = &self.plain else {
+            let _: Option<serde_json::Value> = self.post(ROUTE, req, self.call_timeout)?;
+            return Ok(());
+        };
+        let payload =
+            serde_json::to_vec(req).map_err(|e| Error::Protocol { route: ROUTE, detail: format!("encode: {e}") })?;
+        let auth = format!("Bearer {}", self.token.expose());
+        let sent = http_plain::send_json(
+            origin,
+            "/api/v1/agents/session-event",
+            &[("Authorization", &auth)],
+            &payload,
+            self.connect_timeout,
+            self.call_timeout,
+        )
+        .map_err(|e| Error::Unreachable { route: ROUTE, detail: e.describe() })?;
+        self.in_flight.borrow_mut().push((ROUTE, sent));
         Ok(())
+    }
+
+    fn settle(&self) -> Vec<Error> {
+        let mut failed = Vec::new();
+        for (route, sent) in self.in_flight.take() {
+            match sent.answer(MAX_BODY) {
+                Ok(r) if (200..300).contains(&r.status) => {}
+                Ok(r) => {
+                    let text = crate::redact::redact(&String::from_utf8_lossy(&r.body), &[&self.token]);
+                    failed.push(Error::Status { route, status: r.status, detail: excerpt(&text) });
+                }
+                Err(e) => failed.push(Error::Unreachable { route, detail: e.describe() }),
+            }
+        }
+        failed
     }
 
     fn session_end(&self, req: &SessionEndRequest) -> Result<SessionEndResponse> {
