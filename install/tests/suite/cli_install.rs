@@ -112,6 +112,22 @@ fn one_error_line(o: &Output) -> String {
     lines[0].to_string()
 }
 
+/// Exit 1 with one error line (returned).
+fn refused(o: &Output) -> String {
+    assert_eq!(code(o), 1, "refused: {}{}", stdout(o), stderr(o));
+    one_error_line(o)
+}
+
+/// `install --harness claude-code` over Claude settings holding `text`:
+/// refused with one error line (returned), the settings left as they were.
+fn install_claude_over(e: &Env, text: &str) -> String {
+    write(&e.claude(), text);
+    let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", &e.bin_arg()]);
+    let line = refused(&out);
+    assert_eq!(read(&e.claude()), text);
+    line
+}
+
 fn problems(v: &Value) -> Vec<String> {
     v["problems"].as_array().unwrap().iter().map(|p| format!("{} (fix: {})", p["what"], p["fix"])).collect()
 }
@@ -226,11 +242,9 @@ fn an_unusable_config_json_is_a_problem_and_operator_commands_refuse() {
         assert_eq!(code(&out), 1, "{}", stdout(&out));
         assert!(one_error_line(&out).contains("config.json"), "{}", stderr(&out));
         let out = e.run_in(&["login", "--url", "http://127.0.0.1:9", "--no-verify"], Some("agt_abc"));
-        assert_eq!(code(&out), 1);
-        assert!(one_error_line(&out).contains("config.json"));
+        assert!(refused(&out).contains("config.json"));
         let out = e.run(&["logout"]);
-        assert_eq!(code(&out), 1);
-        assert!(one_error_line(&out).contains("config.json"));
+        assert!(refused(&out).contains("config.json"));
         assert_eq!(e.snapshot(), snap, "{bad}: nothing was written");
     }
     // The spellings the README documents are accepted; a symlinked config
@@ -252,8 +266,7 @@ fn a_preloop_home_that_is_not_a_directory_is_refused_before_anything_is_written(
     write(&file, "x");
     e.set("PRELOOP_HOME", file.to_str().unwrap());
     let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", &e.bin_arg()]);
-    assert_eq!(code(&out), 1);
-    let line = one_error_line(&out);
+    let line = refused(&out);
     assert!(line.contains("PRELOOP_HOME") && line.contains("not a directory"), "{line}");
     assert!(!e.claude().exists(), "no harness config touched");
     let out = e.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", &e.bin_arg()]);
@@ -274,8 +287,7 @@ fn files_other_users_can_write_are_refused() {
     assert_eq!(rc, 6);
     assert!(problems(&v).iter().any(|p| p.contains("writable by other users") && p.contains("chmod 700")), "{v:#}");
     let out = e.run_in(&["login", "--url", "http://127.0.0.1:9", "--no-verify"], Some("agt_abc"));
-    assert_eq!(code(&out), 1);
-    assert!(one_error_line(&out).contains("writable by other users"));
+    assert!(refused(&out).contains("writable by other users"));
     assert!(!e.preloop.join("config.json").exists());
     std::fs::set_permissions(&e.preloop, std::fs::Permissions::from_mode(0o700)).unwrap();
     // A config.json others can write: refused; one others can only read: a warning.
@@ -322,8 +334,7 @@ fn tokens_a_server_echoes_are_never_printed() {
     let mut e2 = Env::new("m3-login");
     e2.vars.clear();
     let out = e2.run_in(&["login", "--url", &url], Some(rt));
-    assert_eq!(code(&out), 1);
-    let line = one_error_line(&out);
+    let line = refused(&out);
     assert!(line.contains("rejected") && !line.contains("RuntimeSecret"), "{line}");
     assert!(!e2.preloop.join("config.json").exists());
 }
@@ -376,8 +387,7 @@ fn a_rejected_user_token_gets_a_fix_for_where_it_comes_from() {
     // login --user with a bad key: not saved, and the hint is not "run login --user".
     let e2 = Env::new("bad-user-login");
     let out = e2.run_in(&["login", "--user", "--url", &server.url()], Some(&"x".repeat(40)));
-    assert_eq!(code(&out), 1);
-    let line = one_error_line(&out);
+    let line = refused(&out);
     assert!(line.contains("not saved") && line.contains("valid personal API key"), "{line}");
     assert!(!e2.preloop.join("config.json").exists());
 }
@@ -446,8 +456,7 @@ fn a_url_that_is_not_a_preloop_server_says_so_without_its_body() {
     assert!(!text.contains("DOCTYPE") && !text.contains("<html"), "{text}");
     let e2 = Env::new("not-preloop-login");
     let out = e2.run_in(&["login", "--url", &url], Some("agt_abcdefgh"));
-    assert_eq!(code(&out), 1);
-    let line = one_error_line(&out);
+    let line = refused(&out);
     assert!(line.contains("is not a Preloop server") && !line.contains("DOCTYPE"), "{line}");
     // Nothing listens: a sentence, no raw OS error.
     let dead = {
@@ -560,12 +569,8 @@ fn doctor_is_short_by_default_and_has_a_check_alias() {
 fn a_file_that_does_not_parse_names_its_position_once() {
     let e = Env::new("parse");
     let bad = "{\n  \"model\": \"opus\",\n  \"hooks\": {,}\n}\n";
-    write(&e.claude(), bad);
-    let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", &e.bin_arg()]);
-    assert_eq!(code(&out), 1);
-    let line = one_error_line(&out);
+    let line = install_claude_over(&e, bad);
     assert!(line.contains("line 3, column 13") && !line.contains("at line 3 column 13"), "{line}");
-    assert_eq!(read(&e.claude()), bad);
     let (_, v) = e.doctor();
     let p = problems(&v).join("\n");
     assert!(p.contains("line 3, column 13") && !p.contains("at line 3"), "{p}");
@@ -653,12 +658,8 @@ fn backups_are_never_written_through_a_planted_link() {
 fn a_duplicate_hooks_key_is_refused() {
     let e = Env::new("l9");
     let text = "{\"hooks\": {\"Stop\": []},\n \"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"/usr/local/bin/my-guard\"}]}]}}\n";
-    write(&e.claude(), text);
-    let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", &e.bin_arg()]);
-    assert_eq!(code(&out), 1);
-    let line = one_error_line(&out);
+    let line = install_claude_over(&e, text);
     assert!(line.contains("line 2") && line.contains("\"hooks\" appears twice"), "{line}");
-    assert_eq!(read(&e.claude()), text);
 }
 
 // ----------------------------------------------------------------------- L10
@@ -728,8 +729,7 @@ fn a_missing_home_is_resolved_as_the_hooks_resolve_it() {
             assert!(!stdout(&out).contains(" /.claude/"), "{}", stdout(&out));
         }
         None => {
-            assert_eq!(code(&out), 1);
-            assert!(one_error_line(&out).contains("set HOME"));
+            assert!(refused(&out).contains("set HOME"));
         }
     }
 }

@@ -167,6 +167,19 @@ fn local_sessions_list_every_filter() {
     assert!(stderr(&out).contains("table") && stderr(&out).contains("json"), "{}", stderr(&out));
 }
 
+/// From inside the conductor's run (`PRELOOP_PARENT_SESSION_ID` names it),
+/// `notes send --children all` reaches both of its children, `kid-a` and
+/// `kid-b`. The `--json` answer.
+fn send_to_both_children(w: &World, cond: &str) -> Value {
+    let v = w
+        .json_env(&["notes", "send", "--children", "all", "--json", "Wrap up"], &[("PRELOOP_PARENT_SESSION_ID", cond)]);
+    check_schema("notes-send.schema.json", &v);
+    let mut sent: Vec<&str> = v["notes"].as_array().unwrap().iter().map(|n| n["session"].as_str().unwrap()).collect();
+    sent.sort();
+    assert_eq!(sent, ["kid-a", "kid-b"], "{v}");
+    v
+}
+
 #[test]
 fn local_targets_children_execution_alias_and_ids() {
     let w = World::local("op-targets");
@@ -174,15 +187,7 @@ fn local_targets_children_execution_alias_and_ids() {
     start_local(&w, "kid-a", Some(&cond), Some("worker"), None);
     std::thread::sleep(Duration::from_millis(20));
     let kid_b = start_local(&w, "kid-b", Some(&cond), None, None);
-    // From inside the conductor's run: PRELOOP_PARENT_SESSION_ID names it.
-    let v = w.json_env(
-        &["notes", "send", "--children", "all", "--json", "Wrap up"],
-        &[("PRELOOP_PARENT_SESSION_ID", &cond)],
-    );
-    check_schema("notes-send.schema.json", &v);
-    let mut sent: Vec<&str> = v["notes"].as_array().unwrap().iter().map(|n| n["session"].as_str().unwrap()).collect();
-    sent.sort();
-    assert_eq!(sent, ["kid-a", "kid-b"], "{v}");
+    let v = send_to_both_children(&w, &cond);
     assert_eq!(v["target"]["children"], "all");
     let v = w.json(&["notes", "send", "--children", "latest", "--parent", "cond", "--json", "Only the newest"]);
     assert_eq!(v["notes"][0]["session"], "kid-b", "latest = the newest live child");
@@ -571,14 +576,7 @@ fn server_targets_children_alias_execution_and_warnings() {
     start_server(&s, &w, "kid-a", Some(&cond), None);
     std::thread::sleep(Duration::from_millis(20));
     start_server(&s, &w, "kid-b", Some(&cond), Some("worker-b"));
-    let v = w.json_env(
-        &["notes", "send", "--children", "all", "--json", "Wrap up"],
-        &[("PRELOOP_PARENT_SESSION_ID", &cond)],
-    );
-    check_schema("notes-send.schema.json", &v);
-    let mut sent: Vec<&str> = v["notes"].as_array().unwrap().iter().map(|n| n["session"].as_str().unwrap()).collect();
-    sent.sort();
-    assert_eq!(sent, ["kid-a", "kid-b"], "{v}");
+    send_to_both_children(&w, &cond);
     let req =
         s.requests().into_iter().rev().find(|r| r.path == "/api/v1/operator-notes" && r.method == "POST").unwrap();
     let body = req.body.unwrap();
