@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 /// A fresh directory under the system temp dir (removed on drop).
 pub struct TempDir(pub PathBuf);
@@ -125,6 +125,20 @@ pub fn run_with_stdin(mut cmd: Command, stdin: Option<&str>) -> Output {
     }
     drop(pipe);
     child.wait_with_output().unwrap()
+}
+
+/// A `notes send --wait` (or any command) started in the background with
+/// stdin closed.
+pub fn spawn_waiting(mut cmd: Command) -> Child {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+/// A background `notes send --wait --json` ended with `expected` (0
+/// delivered, 3 undeliverable, 4 timed out): its JSON answer.
+pub fn waited(child: Child, expected: i32) -> Value {
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), expected, "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
 /// A run's stdout as JSON, after exit 0.

@@ -8,7 +8,7 @@ use preloop_shared::local::LocalInbox;
 use preloop_shared::wire::{DeliveryEvent, PendingRequest, SessionEndRequest, SessionStartRequest};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 struct Env {
@@ -112,22 +112,13 @@ fn next_and_hidden_harness_targets() {
 }
 
 fn send_wait(e: &Env, session: &str, wait: &str) -> std::process::Child {
-    e.cmd(&["notes", "send", "--session", session, "--wait", wait, "--json", "wait for me"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    spawn_waiting(e.cmd(&["notes", "send", "--session", session, "--wait", wait, "--json", "wait for me"]))
 }
 
 fn pending_id(e: &Env) -> String {
-    for _ in 0..100 {
-        if let Some(n) = e.inbox().list().unwrap().into_iter().find(|n| n.state == "pending") {
-            return n.note_id;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("no pending note appeared");
+    preloop_testkit::support::wait_for(Duration::from_secs(5), "a pending note", || {
+        e.inbox().list().unwrap().into_iter().find(|n| n.state == "pending").map(|n| n.note_id)
+    })
 }
 
 #[test]
@@ -147,9 +138,7 @@ fn wait_exit_codes() {
         })
         .unwrap();
     assert!(claimed.is_some());
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = waited(child, 0);
     assert_eq!(
         (r["note_id"].as_str(), r["state"].as_str(), r["delivery_event"].as_str()),
         (Some(id.as_str()), Some("delivered"), Some("pre_tool_use"))
@@ -161,9 +150,7 @@ fn wait_exit_codes() {
     let child = send_wait(&e, "s-end", "20s");
     pending_id(&e);
     e.inbox().session_end(&SessionEndRequest { external_session_id: "s-end".into(), reason: "other".into() }).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 3, "{}", stderr(&out));
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = waited(child, 3);
     assert_eq!(
         (r["state"].as_str(), r["undeliverable_reason"].as_str()),
         (Some("undeliverable"), Some("session_ended"))
@@ -171,8 +158,7 @@ fn wait_exit_codes() {
 
     // 4: nobody takes it in time.
     let e = Env::new("wait4");
-    let out = send_wait(&e, "s-nobody", "1s").wait_with_output().unwrap();
-    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    waited(send_wait(&e, "s-nobody", "1s"), 4);
 
     // Bad durations are usage errors.
     let out = e.run(&["notes", "send", "--session", "x", "--wait", "soon", "t"], None);

@@ -140,15 +140,11 @@ fn errors_print_the_servers_reason() {
 }
 
 fn wait_for_pending(e: &Env) -> String {
-    for _ in 0..100 {
-        let url = format!("{}/operator-notes?agent_id={}", e.server.api_base(), e.server.agent_id());
+    let url = format!("{}/operator-notes?agent_id={}", e.server.api_base(), e.server.agent_id());
+    preloop_testkit::support::wait_for(Duration::from_secs(5), "the note to be sent", || {
         let l = client::get(&url, Some(&e.server.user_token())).unwrap().json();
-        if let Some(id) = l["notes"].as_array().and_then(|n| n.first()).and_then(|n| n["note_id"].as_str()) {
-            return id.to_string();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("the note was not sent");
+        l["notes"].as_array().and_then(|n| n.first()).and_then(|n| n["note_id"].as_str()).map(str::to_string)
+    })
 }
 
 #[test]
@@ -156,33 +152,22 @@ fn wait_exit_codes_server() {
     // 0: delivered while waiting.
     let e = Env::new("srv-w0");
     e.start("w-0");
-    let child = e
-        .cmd(&["notes", "send", "--session", "w-0", "--wait", "30s", "--json", "run the checks"])
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child =
+        spawn_waiting(e.cmd(&["notes", "send", "--session", "w-0", "--wait", "30s", "--json", "run the checks"]));
     let id = wait_for_pending(&e);
     let r = e.hook("notes/pending", json!({"session_id": "w-0", "event": "pre_tool_use", "defer_delivery": false}));
     assert_eq!(r.json()["notes"][0]["note_id"], id.as_str());
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = waited(child, 0);
     assert_eq!((v["state"].as_str(), v["delivery_event"].as_str()), (Some("delivered"), Some("pre_tool_use")));
 
     // 3: the session ends first.
     let e = Env::new("srv-w3");
     e.start("w-3");
-    let child = e
-        .cmd(&["notes", "send", "--session", "w-3", "--wait", "30s", "--json", "too late"])
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = spawn_waiting(e.cmd(&["notes", "send", "--session", "w-3", "--wait", "30s", "--json", "too late"]));
     wait_for_pending(&e);
     let r = e.hook("session-end", json!({"external_session_id": "w-3", "reason": "exit"}));
     assert_eq!(r.json()["marked"], 1);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 3, "{}", stderr(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = waited(child, 3);
     assert_eq!(v["undeliverable_reason"], "session_ended");
 
     // 4: still pending when the time runs out.
