@@ -50,6 +50,19 @@ pub fn run(event: &str, home: &Path, extra_env: &[(&str, &str)], stdin: &Value) 
     check_contract(event, &out)
 }
 
+/// Run the hook of `event` in `home` on its canonical [`payload`] for
+/// `session` (the contract checked, as [`run`]).
+pub fn hook(home: &Home, event: &str, session: &str) -> Option<Value> {
+    run(event, home.path(), &[], &payload(event, session))
+}
+
+/// A new home (`tag`) with `session` started in it.
+pub fn started(tag: &str, session: &str) -> Home {
+    let home = Home::new(tag);
+    hook(&home, "SessionStart", session);
+    home
+}
+
 pub fn check_contract(event: &str, out: &Output) -> Option<Value> {
     assert_eq!(out.status.code(), Some(0), "{event} exit status; stderr: {}", String::from_utf8_lossy(&out.stderr));
     preloop_testkit::support::one_object(&out.stdout).unwrap_or_else(|e| panic!("{event}: {e}"))

@@ -10,7 +10,7 @@ const S: &str = "79c16d5c-09a5-4248-9f5c-503fdaab7c68";
 fn no_note_means_no_output_for_every_event() {
     let home = Home::new("cc");
     for e in ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"] {
-        assert_eq!(run(e, home.path(), &[], &payload(e, S)), None, "{e}");
+        assert_eq!(hook(&home, e, S), None, "{e}");
     }
     let log = home.log();
     assert_eq!(log.lines().count(), 5, "one log line per invocation:\n{log}");
@@ -21,7 +21,7 @@ fn no_note_means_no_output_for_every_event() {
 fn a_note_travels_start_tool_stop_and_end() {
     let home = Home::new("cc");
     let first = home.send(S, "Deploy to eu-west-1, not us-east-1.");
-    let out = run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let out = hook(&home, "SessionStart", S);
     let ctx = context(&out).expect("SessionStart carries the pending note");
     assert_eq!(out.unwrap()["hookSpecificOutput"]["hookEventName"], "SessionStart");
     assert_eq!(ids_in(&ctx), vec![first.clone()]);
@@ -29,15 +29,15 @@ fn a_note_travels_start_tool_stop_and_end() {
     assert_eq!(home.note_state(&first), ("delivered".into(), Some("session_start".into()), None));
 
     let mid = home.send(S, "Stop refactoring the tests, ship the fix.");
-    let out = run("PreToolUse", home.path(), &[], &payload("PreToolUse", S));
+    let out = hook(&home, "PreToolUse", S);
     let h = &out.as_ref().unwrap()["hookSpecificOutput"];
     assert!(h.get("permissionDecision").is_none(), "local mode never decides");
     assert_eq!(ids_in(&context(&out).unwrap()), vec![mid.clone()]);
     assert_eq!(home.receipt(&mid).delivery_event.as_deref(), Some("pre_tool_use"));
-    assert_eq!(run("PreToolUse", home.path(), &[], &payload("PreToolUse", S)), None, "delivered once");
+    assert_eq!(hook(&home, "PreToolUse", S), None, "delivered once");
 
     let late = home.send(S, "One more thing: update the changelog.");
-    let out = run("Stop", home.path(), &[], &payload("Stop", S));
+    let out = hook(&home, "Stop", S);
     assert_eq!(ids_in(&context(&out).unwrap()), vec![late.clone()]);
     assert_eq!(home.receipt(&late).delivery_event.as_deref(), Some("stop"));
 
@@ -46,19 +46,18 @@ fn a_note_travels_start_tool_stop_and_end() {
     active["stop_hook_active"] = json!(true);
     assert_eq!(run("Stop", home.path(), &[], &active), None, "no second continuation in a row");
     assert_eq!(home.receipt(&too_late).state, "pending");
-    assert_eq!(run("SessionEnd", home.path(), &[], &payload("SessionEnd", S)), None);
+    assert_eq!(hook(&home, "SessionEnd", S), None);
     assert_eq!(home.note_state(&too_late), ("undeliverable".into(), None, Some("session_ended".into())));
     assert!(!home.path().join("run").join(format!("{S}.json")).exists(), "session state cleaned");
 }
 
 #[test]
 fn stop_rescue_is_capped_at_three_per_session() {
-    let home = Home::new("cc");
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let home = started("cc", S);
     let mut continued = 0;
     for i in 0..5 {
         home.send(S, &format!("late note {i}"));
-        if context(&run("Stop", home.path(), &[], &payload("Stop", S))).is_some() {
+        if context(&hook(&home, "Stop", S)).is_some() {
             continued += 1;
         }
     }
@@ -114,10 +113,9 @@ fn session_start_writes_session_file_env_export_and_headless_line() {
 
 #[test]
 fn first_prompt_titles_the_session_and_pulls_notes() {
-    let home = Home::new("cc");
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let home = started("cc", S);
     let id = home.send(S, "note at prompt time");
-    let out = run("UserPromptSubmit", home.path(), &[], &payload("UserPromptSubmit", S));
+    let out = hook(&home, "UserPromptSubmit", S);
     assert_eq!(ids_in(&context(&out).unwrap()), vec![id]);
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(home.path().join("sessions").join(format!("{S}.json"))).unwrap())
@@ -127,8 +125,7 @@ fn first_prompt_titles_the_session_and_pulls_notes() {
 
 #[test]
 fn sixteen_parallel_pre_tool_use_hooks_deliver_each_note_exactly_once() {
-    let home = Home::new("cc");
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let home = started("cc", S);
     let sent: Vec<String> = (0..5).map(|i| home.send(S, &format!("note {i}"))).collect();
     let children: Vec<_> = (0..16)
         .map(|_| {
@@ -157,8 +154,7 @@ fn sixteen_parallel_pre_tool_use_hooks_deliver_each_note_exactly_once() {
 
 #[test]
 fn concurrent_stops_never_exceed_the_rescue_cap() {
-    let home = Home::new("cc");
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let home = started("cc", S);
     for i in 0..40 {
         home.send(S, &format!("late {i}"));
     }
@@ -185,18 +181,12 @@ fn concurrent_stops_never_exceed_the_rescue_cap() {
 fn two_sessions_never_see_each_others_notes() {
     let home = Home::new("cc");
     for s in ["a-session", "b-session"] {
-        run("SessionStart", home.path(), &[], &payload("SessionStart", s));
+        hook(&home, "SessionStart", s);
     }
     let a = home.send("a-session", "for a");
     let b = home.send("b-session", "for b");
-    assert_eq!(
-        ids_in(&context(&run("PreToolUse", home.path(), &[], &payload("PreToolUse", "b-session"))).unwrap()),
-        vec![b]
-    );
-    assert_eq!(
-        ids_in(&context(&run("PreToolUse", home.path(), &[], &payload("PreToolUse", "a-session"))).unwrap()),
-        vec![a]
-    );
+    assert_eq!(ids_in(&context(&hook(&home, "PreToolUse", "b-session")).unwrap()), vec![b]);
+    assert_eq!(ids_in(&context(&hook(&home, "PreToolUse", "a-session")).unwrap()), vec![a]);
 }
 
 #[test]
@@ -269,12 +259,12 @@ fn cursor_payloads_touch_nothing() {
 fn a_block_past_the_carrier_limit_is_split_at_note_boundaries() {
     let home = Home::new("cc");
     let ids: Vec<String> = (0..3).map(|i| home.send(S, &format!("{i}{}", "x".repeat(3999)))).collect();
-    let out = run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let out = hook(&home, "SessionStart", S);
     let ctx = context(&out).unwrap();
     assert!(ctx.chars().count() <= 10_000, "Claude shows 10,000 characters inline");
     assert_eq!(ids_in(&ctx), ids[..2].to_vec(), "oldest first, whole notes only");
     assert_eq!(home.receipt(&ids[2]).state, "claimed", "the rest waits in the spool, claimed");
-    let out = run("PreToolUse", home.path(), &[], &payload("PreToolUse", S));
+    let out = hook(&home, "PreToolUse", S);
     assert_eq!(ids_in(&context(&out).unwrap()), vec![ids[2].clone()], "the next carrying hook takes the spool");
     for id in &ids {
         assert_eq!(home.receipt(id).state, "delivered");

@@ -78,8 +78,7 @@ const FAST: [(&str, &str); 1] = [("PRELOOP_WATCH_POLL_MS", "50")];
 
 #[test]
 fn a_note_wakes_the_session_with_the_block_on_stderr_then_is_acked() {
-    let home = Home::new("cc");
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let home = started("cc", S);
     let mut w = spawn_watch(&home, S, &FAST);
     std::thread::sleep(Duration::from_millis(300));
     assert!(w.try_wait().unwrap().is_none(), "nothing pending: the watcher waits");
@@ -99,7 +98,7 @@ fn a_note_wakes_the_session_with_the_block_on_stderr_then_is_acked() {
         home.log()
     );
     // Delivered once: the next hook finds nothing.
-    assert_eq!(run("PreToolUse", home.path(), &[], &payload("PreToolUse", S)), None);
+    assert_eq!(hook(&home, "PreToolUse", S), None);
 }
 
 /// A pipe whose buffer is already full: a write to it blocks until the test drains it.
@@ -120,8 +119,7 @@ fn full_pipe() -> (File, File) {
 
 #[test]
 fn the_receipt_turns_delivered_only_after_the_block_is_flushed() {
-    let home = Home::new("cc");
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let home = started("cc", S);
     let (mut read_end, write_end) = full_pipe();
     let mut w = spawn_watch_with(&home, S, &FAST, Stdio::from(write_end));
     wait_locked(&home, S, &w);
@@ -147,15 +145,14 @@ fn the_receipt_turns_delivered_only_after_the_block_is_flushed() {
 
 #[test]
 fn a_failed_write_puts_the_note_back_for_the_next_hook() {
-    let home = Home::new("cc");
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let home = started("cc", S);
     let mut w = spawn_watch(&home, S, &FAST);
     drop(w.stderr.take()); // Claude is not reading any more
     wait_locked(&home, S, &w);
     let note = home.send(S, "Use the staging DB.");
     assert_eq!(wait_exit(&mut w, Duration::from_secs(3)).and_then(|s| s.code()), Some(0), "no wake without the output");
     assert_eq!(home.receipt(&note).state, "claimed");
-    let out = run("PreToolUse", home.path(), &[], &payload("PreToolUse", S));
+    let out = hook(&home, "PreToolUse", S);
     assert_eq!(ids_in(&context(&out).unwrap()), vec![note.clone()], "carried from the spool");
     assert_eq!(home.receipt(&note).state, "delivered");
 }
@@ -164,8 +161,8 @@ fn a_failed_write_puts_the_note_back_for_the_next_hook() {
 fn one_watcher_per_session() {
     let home = Home::new("cc");
     const OTHER: &str = "other-session-1";
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S));
-    run("SessionStart", home.path(), &[], &payload("SessionStart", OTHER));
+    hook(&home, "SessionStart", S);
+    hook(&home, "SessionStart", OTHER);
     let mut first = spawn_watch(&home, S, &FAST);
     wait_locked(&home, S, &first);
     let t = Instant::now();
@@ -199,8 +196,7 @@ fn one_watcher_per_session() {
 
 #[test]
 fn headless_runs_and_watch_off_exit_at_once() {
-    let home = Home::new("cc");
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let home = started("cc", S);
     let note = home.send(S, "for the interactive session");
     for env in [[("CLAUDE_CODE_ENTRYPOINT", "sdk-cli")], [("PRELOOP_WATCH", "off")]] {
         let t = Instant::now();
@@ -215,8 +211,7 @@ fn headless_runs_and_watch_off_exit_at_once() {
 
 #[test]
 fn session_end_stops_the_watcher() {
-    let home = Home::new("cc");
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let home = started("cc", S);
     // Slow polling, so only the SessionEnd signal can end it quickly.
     let slow = [("PRELOOP_WATCH_POLL_MS", "30000")];
     let mut w = spawn_watch(&home, S, &slow);
@@ -230,17 +225,16 @@ fn session_end_stops_the_watcher() {
     assert!(!lock_file(&home, S).exists(), "the lock file is removed");
 
     // Without CLAUDE_CODE_SESSION_ID in the environment: the stdin session id.
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    hook(&home, "SessionStart", S);
     let mut w = spawn_watch(&home, S, &slow);
     wait_locked(&home, S, &w);
-    run("SessionEnd", home.path(), &[], &payload("SessionEnd", S));
+    hook(&home, "SessionEnd", S);
     assert!(wait_exit(&mut w, Duration::from_secs(1)).is_some(), "gone without the env variable too");
 }
 
 #[test]
 fn the_watcher_leaves_when_the_session_ends_or_claude_is_gone() {
-    let home = Home::new("cc");
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let home = started("cc", S);
     // The session ends without a signal (e.g. ended by another process).
     let mut w = spawn_watch(&home, S, &[("PRELOOP_WATCH_POLL_MS", "100")]);
     wait_locked(&home, S, &w);
@@ -253,7 +247,7 @@ fn the_watcher_leaves_when_the_session_ends_or_claude_is_gone() {
 
     // Claude (CLAUDE_PID) goes away.
     const S2: &str = "s2-claude-goes";
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S2));
+    hook(&home, "SessionStart", S2);
     let mut claude = std::process::Command::new("sleep").arg("60").spawn().unwrap();
     let pid = claude.id().to_string();
     let mut w = spawn_watch(&home, S2, &[("PRELOOP_WATCH_POLL_MS", "100"), ("CLAUDE_PID", &pid)]);
@@ -269,8 +263,7 @@ fn the_watcher_leaves_when_the_session_ends_or_claude_is_gone() {
 
 #[test]
 fn the_lifetime_is_bounded() {
-    let home = Home::new("cc");
-    run("SessionStart", home.path(), &[], &payload("SessionStart", S));
+    let home = started("cc", S);
     let t = Instant::now();
     let mut w = spawn_watch(&home, S, &[("PRELOOP_WATCH_POLL_MS", "100"), ("PRELOOP_WATCH_MAX_SECS", "1")]);
     assert_eq!(wait_exit(&mut w, Duration::from_secs(3)).and_then(|s| s.code()), Some(0));
@@ -284,11 +277,11 @@ fn a_stop_rescue_and_the_watcher_never_deliver_the_same_note_twice() {
     let home = Home::new("cc");
     for i in 0..8 {
         let session = format!("race-{i}");
-        run("SessionStart", home.path(), &[], &payload("SessionStart", &session));
+        hook(&home, "SessionStart", &session);
         let note = home.send(&session, &format!("race note {i}"));
         // The watcher starts with the Stop hook, polling as fast as it can.
         let mut w = spawn_watch(&home, &session, &[("PRELOOP_WATCH_POLL_MS", "1"), ("PRELOOP_WATCH_MAX_SECS", "2")]);
-        let stop = run("Stop", home.path(), &[], &payload("Stop", &session));
+        let stop = hook(&home, "Stop", &session);
         let status = wait_exit(&mut w, Duration::from_secs(4)).unwrap();
         let by_stop = context(&stop).map(|c| ids_in(&c)).unwrap_or_default();
         let by_watch = if status.code() == Some(2) { ids_in(&stderr_of(&mut w)) } else { Vec::new() };

@@ -25,7 +25,7 @@ fn session_file_run_state_and_receipts_match_their_schemas() {
     let s = "written-files-session";
     let id = home.send(s, "hello");
     run("SessionStart", home.path(), &[("PRELOOP_SESSION_ALIAS", "w1")], &payload("SessionStart", s));
-    run("UserPromptSubmit", home.path(), &[], &payload("UserPromptSubmit", s));
+    hook(&home, "UserPromptSubmit", s);
     let pending = home.send(s, "later");
     check(
         &validator("session-file.schema.json"),
@@ -36,7 +36,7 @@ fn session_file_run_state_and_receipts_match_their_schemas() {
     for n in [&id, &pending] {
         check(&validator("receipt.schema.json"), &serde_json::to_value(home.receipt(n)).unwrap(), "receipt");
     }
-    run("SessionEnd", home.path(), &[], &payload("SessionEnd", s));
+    hook(&home, "SessionEnd", s);
     check(
         &validator("session-file.schema.json"),
         &read(&home.path().join(format!("sessions/{s}.json"))),
