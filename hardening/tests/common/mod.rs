@@ -318,6 +318,20 @@ impl<'a> Backend<'a> {
     pub fn label(&self) -> &'static str {
         if self.server.is_some() { "server" } else { "local" }
     }
+    /// Put notes in a started Codex session's spool: on the server,
+    /// `server_notes` notes the server claims for a PermissionRequest (a gate
+    /// that cannot carry); locally five 4 KB notes, of which the first prompt
+    /// carries four (20 KB) and spools one. The notes sent, and those carried.
+    pub fn make_spool(&self, session: &str, server_notes: usize) -> (Vec<String>, Vec<String>) {
+        if self.server.is_some() {
+            let notes = (1..=server_notes).map(|i| self.send(session, &format!("spooled {i}"))).collect();
+            self.home.hook(&hook(Harness::Codex, "PermissionRequest"), session);
+            return (notes, Vec::new());
+        }
+        let notes = (0..5).map(|i| self.send(session, &format!("{i}{}", "x".repeat(4000)))).collect();
+        let (out, _) = self.home.hook(&hook(Harness::Codex, "UserPromptSubmit"), session);
+        (notes, ids_in(&context_of(&out).unwrap()))
+    }
 }
 
 /// Running the hook table's binaries in a [`Home`].

@@ -55,21 +55,9 @@ fn one_session_32_hooks(m: &Backend) {
     let h = |e: &str| hook(Harness::Codex, e);
     let session = unique_session("conc");
     m.home.hook(&h("SessionStart"), &session);
-    let mut notes = Vec::new();
-    let mut carried = Vec::new();
     // A spool: the server claims for a gate that cannot carry; locally a
     // 20 KB carrier too small for five 4 KB notes keeps one back.
-    if m.server.is_some() {
-        notes.push(m.send(&session, "spooled 1"));
-        notes.push(m.send(&session, "spooled 2"));
-        m.home.hook(&h("PermissionRequest"), &session);
-    } else {
-        for i in 0..5 {
-            notes.push(m.send(&session, &format!("{i}{}", "y".repeat(4000))));
-        }
-        let (out, _) = m.home.hook(&h("UserPromptSubmit"), &session);
-        carried.extend(ids_in(&context_of(&out).unwrap()));
-    }
+    let (mut notes, mut carried) = m.make_spool(&session, 2);
     let spooled = m.home.run_state_of(&session).unwrap().spool.len();
     assert!(spooled >= 1, "{}: a spool to start with", m.label());
     for i in 0..5 {

@@ -52,17 +52,7 @@ fn scenario(server: Option<&FakeServer>, victim: Victim, point: &str) -> bool {
 
     // Prepare the spool for the Spool victim.
     if victim == Victim::Spool {
-        if server.is_some() {
-            notes.push(b.send(&session, "spooled by the gate"));
-            b.home.hook(&h("PermissionRequest"), &session);
-        } else {
-            // Five notes of 4 KB: the first prompt carries four (20 KB), spools one.
-            for i in 0..5 {
-                notes.push(b.send(&session, &format!("{i}{}", "x".repeat(4000))));
-            }
-            let (out, _) = b.home.hook(&h("UserPromptSubmit"), &session);
-            carry(&out, &mut carried);
-        }
+        (notes, carried) = b.make_spool(&session, 1);
         assert_eq!(b.home.run_state_of(&session).unwrap().spool.len(), 1, "{label}: one note spooled");
     }
     let pending = if victim == Victim::Spool { 1 } else { 2 };
