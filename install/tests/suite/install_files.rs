@@ -194,16 +194,23 @@ fn fresh_claude_file_is_created_and_removed() {
     assert!(backups.iter().any(|n| n.starts_with("settings.json.bak.preloop-")), "{backups:?}");
 }
 
+/// Installing `harness` (user scope) over `path` holding `text` is refused,
+/// and the file is left as it was. The error.
+fn refused_over(ctx: &Ctx, harness: Harness, path: &Path, text: &str) -> String {
+    write(path, text);
+    let err = install::plan(ctx, harness, Scope::User, Action::Install).unwrap_err().to_string();
+    assert_eq!(read(path), text);
+    err
+}
+
 #[test]
 fn corrupt_files_are_refused_and_left_alone() {
     let t = TempDir::new("corrupt");
     let ctx = ctx(t.path());
     let settings = ctx.claude_settings(Scope::User);
     let bad = "{\n  \"model\": \"opus\",\n  \"hooks\": {,}\n}\n";
-    write(&settings, bad);
-    let err = install::plan(&ctx, Harness::ClaudeCode, Scope::User, Action::Install).unwrap_err().to_string();
+    let err = refused_over(&ctx, Harness::ClaudeCode, &settings, bad);
     assert!(err.contains(&settings.display().to_string()) && err.contains("line 3"), "{err}");
-    assert_eq!(read(&settings), bad);
     // Not an object, hooks not an object: refused too.
     for bad in ["[1, 2]", "{\"hooks\": [1]}", "{\"hooks\": {\"Stop\": {}}}"] {
         write(&settings, bad);
@@ -333,10 +340,8 @@ fn codex_refuses_a_hooks_json_codex_would_reject() {
     let ctx = ctx(t.path());
     let hooks = ctx.codex_hooks(Scope::User);
     let text = "{\"version\": 1, \"hooks\": {}}";
-    write(&hooks, text);
-    let err = install::plan(&ctx, Harness::Codex, Scope::User, Action::Install).unwrap_err().to_string();
+    let err = refused_over(&ctx, Harness::Codex, &hooks, text);
     assert!(err.contains("version"), "{err}");
-    assert_eq!(read(&hooks), text);
 }
 
 #[test]
