@@ -39,6 +39,12 @@ impl Env {
     fn set(&mut self, k: &str, v: &str) {
         self.vars.push((k.to_string(), v.to_string()));
     }
+    /// The fake server only in the environment (`PRELOOP_URL`, both tokens).
+    fn server_in_env(&mut self, server: &preloop_testkit::FakeServer) {
+        self.set("PRELOOP_URL", &server.url());
+        self.set("PRELOOP_TOKEN", &server.runtime_token());
+        self.set("PRELOOP_USER_TOKEN", &server.user_token());
+    }
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(cli());
         c.args(args)
@@ -800,9 +806,7 @@ fn gemini_with_the_server_only_in_the_environment_is_warned_about() {
     let server = preloop_testkit::FakeServer::start();
     let mut e = Env::new("gemini-env");
     e.install("gemini");
-    e.set("PRELOOP_URL", &server.url());
-    e.set("PRELOOP_TOKEN", &server.runtime_token());
-    e.set("PRELOOP_USER_TOKEN", &server.user_token());
+    e.server_in_env(&server);
     let (rc, v) = e.doctor();
     assert_eq!(rc, 0, "{:?}", problems(&v));
     assert!(
@@ -878,9 +882,7 @@ fn doctor_json_has_one_shape_in_both_modes() {
     let server = preloop_testkit::FakeServer::start();
     let mut e2 = Env::new("shape-server");
     e2.install("claude-code");
-    e2.set("PRELOOP_URL", &server.url());
-    e2.set("PRELOOP_TOKEN", &server.runtime_token());
-    e2.set("PRELOOP_USER_TOKEN", &server.user_token());
+    e2.server_in_env(&server);
     let (rc, remote) = e2.doctor();
     assert_eq!(rc, 0, "{:?}", problems(&remote));
     fn keys(v: &Value) -> Vec<String> {
