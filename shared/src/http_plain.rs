@@ -112,21 +112,6 @@ impl From<io::Error> for Failure {
     }
 }
 
-/// POST `body` (JSON) to `origin` + `path` with the given extra headers;
-/// the whole call within `timeout`, the connect within `connect_timeout`
-/// too; a body over `max_body` bytes is an error.
-pub fn post_json(
-    origin: &Origin,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-    connect_timeout: Duration,
-    timeout: Duration,
-    max_body: u64,
-) -> Result<Response, Failure> {
-    send_json(origin, path, headers, body, connect_timeout, timeout)?.answer(max_body)
-}
-
 /// A request sent whose answer is not read yet: the caller does other work
 /// (another call) meanwhile and reads it with [`InFlight::answer`].
 #[derive(Debug)]
@@ -135,8 +120,10 @@ pub struct InFlight {
     deadline: Instant,
 }
 
-/// Connect and send the request of [`post_json`], without waiting for the
-/// answer.
+/// POST `body` (JSON) to `origin` + `path` with the given extra headers:
+/// connect (within `connect_timeout`) and send the request, all of it in
+/// one write; the answer is read by [`InFlight::answer`], the whole call
+/// within `timeout`.
 pub fn send_json(
     origin: &Origin,
     path: &str,

@@ -86,27 +86,18 @@ impl ServerBackend {
         body: &B,
         timeout: Duration,
     ) -> Result<Option<R>> {
-        let payload =
-            serde_json::to_vec(body).map_err(|e| Error::Protocol { route, detail: format!("encode: {e}") })?;
-        let auth = format!("Bearer {}", self.token.expose());
         let (status, text) = match &self.plain {
             Some(origin) => {
-                let path = format!("/api/v1/agents/{route}");
-                let r = http_plain::post_json(
-                    origin,
-                    &path,
-                    &[("Authorization", &auth)],
-                    &payload,
-                    self.connect_timeout,
-                    timeout,
-                    MAX_BODY,
-                )
-                .map_err(|e| Error::Unreachable { route, detail: e.describe() })?;
+                let r = self
+                    .send_plain(origin, route, body, timeout)?
+                    .answer(MAX_BODY)
+                    .map_err(|e| Error::Unreachable { route, detail: e.describe() })?;
                 let text = String::from_utf8(r.body)
                     .map_err(|_| Error::Protocol { route, detail: "the answer is not UTF-8".into() })?;
                 (r.status, text)
             }
             None => {
+                let payload = encode(route, body)?;
                 let url = format!("{}/api/v1/agents/{route}", self.base);
                 let resp = self
                     .agent()
@@ -114,7 +105,7 @@ impl ServerBackend {
                     .config()
                     .timeout_global(Some(timeout))
                     .build()
-                    .header("Authorization", &auth)
+                    .header("Authorization", &format!("Bearer {}", self.token.expose()))
                     .header("Accept", "application/json")
                     .header("Content-Type", "application/json")
                     .send(&payload[..]);
@@ -142,6 +133,27 @@ impl ServerBackend {
         serde_json::from_str(&text)
             .map(Some)
             .map_err(|e| Error::Protocol { route, detail: format!("{e} in {}", excerpt(&text)) })
+    }
+
+    /// Send a POST to a hook route through our plain-http client; its answer
+    /// is read from the [`http_plain::InFlight`].
+    fn send_plain<B: Serialize>(
+        &self,
+        origin: &http_plain::Origin,
+        route: &'static str,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<http_plain::InFlight> {
+        let auth = format!("Bearer {}", self.token.expose());
+        http_plain::send_json(
+            origin,
+            &format!("/api/v1/agents/{route}"),
+            &[("Authorization", &auth)],
+            &encode(route, body)?,
+            self.connect_timeout,
+            timeout,
+        )
+        .map_err(|e| Error::Unreachable { route, detail: e.describe() })
     }
 
     fn post_required<B: Serialize, R: DeserializeOwned>(
@@ -278,18 +290,7 @@ impl Backend for ServerBackend {
             let _: Option<serde_json::Value> = self.post(ROUTE, req, self.call_timeout)?;
             return Ok(());
         };
-        let payload =
-            serde_json::to_vec(req).map_err(|e| Error::Protocol { route: ROUTE, detail: format!("encode: {e}") })?;
-        let auth = format!("Bearer {}", self.token.expose());
-        let sent = http_plain::send_json(
-            origin,
-            "/api/v1/agents/session-event",
-            &[("Authorization", &auth)],
-            &payload,
-            self.connect_timeout,
-            self.call_timeout,
-        )
-        .map_err(|e| Error::Unreachable { route: ROUTE, detail: e.describe() })?;
+        let sent = self.send_plain(origin, ROUTE, req, self.call_timeout)?;
         self.in_flight.borrow_mut().push((ROUTE, sent));
         Ok(())
     }
@@ -312,6 +313,10 @@ impl Backend for ServerBackend {
     fn session_end(&self, req: &SessionEndRequest) -> Result<SessionEndResponse> {
         self.post_required("session-end", req, self.call_timeout)
     }
+}
+
+fn encode<B: Serialize>(route: &'static str, body: &B) -> Result<Vec<u8>> {
+    serde_json::to_vec(body).map_err(|e| Error::Protocol { route, detail: format!("encode: {e}") })
 }
 
 /// A token-free description of a transport error.
