@@ -155,16 +155,7 @@ impl ServerOperator {
             return Err(self.error(method, path, &a));
         }
         if !http::looks_like_json(&a.text) {
-            return Err(Error::Protocol {
-                route,
-                detail: http::not_preloop(
-                    &self.base,
-                    method,
-                    &format!("/api/v1/{path}"),
-                    a.status,
-                    a.content_type.as_deref(),
-                ),
-            });
+            return Err(Error::Protocol { route, detail: self.not_preloop(method, path, &a) });
         }
         serde_json::from_str(&a.text).map_err(|e| Error::Protocol {
             route,
@@ -172,20 +163,16 @@ impl ServerOperator {
         })
     }
 
+    /// The sentence for an answer to `method /api/v1/{path}` that is not
+    /// JSON, so not from a Preloop server.
+    fn not_preloop(&self, method: &str, path: &str, a: &Answer) -> String {
+        http::not_preloop(&self.base, method, &format!("/api/v1/{path}"), a.status, a.content_type.as_deref())
+    }
+
     fn error(&self, method: &str, path: &str, a: &Answer) -> Error {
         let route = route_name(path);
         if !http::looks_like_json(&a.text) {
-            return Error::Status {
-                route,
-                status: a.status,
-                detail: http::not_preloop(
-                    &self.base,
-                    method,
-                    &format!("/api/v1/{path}"),
-                    a.status,
-                    a.content_type.as_deref(),
-                ),
-            };
+            return Error::Status { route, status: a.status, detail: self.not_preloop(method, path, a) };
         }
         let reason = detail_text(&a.text);
         match a.status {
