@@ -577,7 +577,11 @@ impl Engine {
         {
             f.ended_at = Some(Timestamp::now());
             f.end_reason = Some(reason.to_string());
-            let _ = session::write_session_file(&self.config.home, &f);
+            // The server holds the end; this file only mirrors it for
+            // `sessions list` on this machine, so it is not synced (an
+            // `fdatasync` here cost SessionEnd 0.5-4 ms, docs/performance.md).
+            let path = session::session_file_path(&self.config.home, &self.session_id);
+            let _ = crate::fsutil::write_json_unsynced(&path, &f);
         }
         self.run.remove();
         Ok((Outcome::default(), AfterFlush::default()))
