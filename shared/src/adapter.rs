@@ -1,6 +1,9 @@
-//! What several harness adapters share: the `{"hookSpecificOutput": …}`
-//! envelope ([`Wrapped`]), the `hookSpecificOutput` bodies Claude Code and
-//! Codex print alike ([`hook_specific_bodies!`](crate::hook_specific_bodies)),
+//! What several harness adapters share: the reading of the payload fields
+//! they name alike ([`check_event_name`], [`tool_input`], [`may_continue`],
+//! [`prompt_input`]) and the whole parse of the Claude-style payloads Claude
+//! Code and Codex send ([`parse_claude_style`]); the `{"hookSpecificOutput":
+//! …}` envelope ([`Wrapped`]), the `hookSpecificOutput` bodies Claude Code
+//! and Codex print alike ([`hook_specific_bodies!`](crate::hook_specific_bodies)),
 //! the deny reason a harness shows the model ([`deny_reason`]), and the
 //! [`Adapter`](crate::runner::Adapter) of a harness whose steps are two pure
 //! functions ([`pure_adapter!`](crate::pure_adapter)).
@@ -10,8 +13,99 @@
 //! schema tests derive `schemars::JsonSchema` for these types through this
 //! crate's `schema` feature (enabled from their dev-dependencies only).
 
-use crate::flow::Outcome;
+use crate::flow::{Carry, Input, InputKind, Outcome};
+use crate::json::{non_blank, str_field};
+use crate::render::is_note_block;
+use crate::runner::Parsed;
 use serde::Serialize;
+use serde_json::{Value, json};
+
+/// Refuses a payload whose `hook_event_name` names an event other than
+/// `on`, the hook's own (a payload without one passes).
+pub fn check_event_name(v: &Value, on: &str) -> Result<(), String> {
+    match str_field(v, "hook_event_name") {
+        Some(name) if name != on => Err(format!("hook_event_name {name:?} given to the {on} hook")),
+        _ => Ok(()),
+    }
+}
+
+/// A tool call's input as the server takes it: the payload's object, or
+/// `{}` when it is missing or not an object.
+pub fn tool_input(v: Option<&Value>) -> Value {
+    v.filter(|t| t.is_object()).cloned().unwrap_or_else(|| json!({}))
+}
+
+/// Whether a stop may continue the turn: not when the harness says the
+/// turn already goes on because of a stop hook (`stop_hook_active`).
+pub fn may_continue(v: &Value) -> bool {
+    !v.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// A prompt hook's input (Gemini CLI, Copilot CLI), with a prompt that is
+/// one of our own note blocks coming back made empty: a continuation our
+/// block reason started fires the prompt hook again with that reason as
+/// the prompt, and it must never title the session.
+pub fn prompt_input(prompt: &str) -> InputKind {
+    let prompt = if is_note_block(prompt) { "" } else { prompt };
+    InputKind::Prompt { prompt: prompt.to_string(), pull: true }
+}
+
+/// An event of a Claude-style payload, as [`parse_claude_style`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaudeStyle {
+    SessionStart,
+    Prompt,
+    /// A tool call, carrying this outside a sub-agent.
+    Tool(Carry),
+    Stop,
+    SessionEnd,
+}
+
+/// A sub-agent's hook: the payload names `agent_id` (beside the parent's
+/// `session_id`).
+fn in_subagent(v: &Value) -> bool {
+    non_blank(v, "agent_id").is_some()
+}
+
+/// stdin → input for the payloads Claude Code and Codex send alike, as the
+/// hook of `on` sees them. Lenient: unknown fields are ignored, optional
+/// ones may be missing; a session id (and, for a tool call, a tool name) is
+/// required.
+///
+/// What a sub-agent's hook prints reaches only the sub-agent (Claude Code
+/// 2.1.328, docs/contracts/measurements-2026-12.md §1: the main agent sees
+/// its final report, not the note; Codex 0.169.0: its prompt fires with the
+/// parent's `session_id` and the context lands in its thread only). Its
+/// prompt and its stop therefore stand down (neither the title nor a note
+/// belongs there); its tool call is still checked, for a deny must hold,
+/// but carries nothing: a note the server hands back is spooled for the
+/// session's own agent.
+pub fn parse_claude_style(on: &str, event: ClaudeStyle, v: &Value) -> Result<Parsed, String> {
+    check_event_name(v, on)?;
+    let session_id = non_blank(v, "session_id").ok_or("no session_id")?.to_string();
+    let some_text = |key| str_field(v, key).filter(|s| !s.is_empty());
+    let cwd = some_text("cwd").map(str::to_string);
+    let transcript_path = some_text("transcript_path").map(str::to_string);
+    let kind = match event {
+        ClaudeStyle::SessionStart => InputKind::SessionStart { pull: true },
+        ClaudeStyle::Prompt if in_subagent(v) => {
+            return Ok(Parsed::StandDown("sub-agent prompt: its context would reach the sub-agent only"));
+        }
+        ClaudeStyle::Prompt => {
+            InputKind::Prompt { prompt: str_field(v, "prompt").unwrap_or_default().to_string(), pull: true }
+        }
+        ClaudeStyle::Tool(carry) => InputKind::Tool {
+            tool_name: some_text("tool_name").ok_or("no tool_name")?.to_string(),
+            tool_input: tool_input(v.get("tool_input")),
+            model: some_text("model").map(str::to_string),
+            carry: if in_subagent(v) { Carry::None } else { carry },
+        },
+        ClaudeStyle::Stop if in_subagent(v) => return Ok(Parsed::StandDown("sub-agent stop")),
+        ClaudeStyle::Stop => InputKind::Stop { may_continue: may_continue(v) },
+        ClaudeStyle::SessionEnd => InputKind::SessionEnd { reason: some_text("reason").unwrap_or("other").to_string() },
+    };
+    Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
+}
 
 /// The reason a deny gives when the outcome has none.
 const DEFAULT_DENY_REASON: &str = "Denied by Preloop";

@@ -16,14 +16,13 @@
 //! Plus a background watcher (`preloop-claude-code-watch`, [`watch`]) that
 //! wakes an idle interactive session when a note arrives; SessionEnd stops it.
 
-use preloop_shared::adapter::deny_reason_verbatim;
+use preloop_shared::adapter::{ClaudeStyle, deny_reason_verbatim, parse_claude_style};
 use preloop_shared::config::Env;
-use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
-use preloop_shared::json::{non_blank, str_field};
+use preloop_shared::flow::{Carry, Input, Outcome};
 use preloop_shared::registry::def_of;
 use preloop_shared::runner::{self, Adapter, Parsed};
 use preloop_shared::wire::Decision;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub mod output;
 pub mod watch;
@@ -65,16 +64,8 @@ pub fn main(event: Event) -> ! {
     runner::main::<ClaudeCode>(event)
 }
 
-/// A tool call, prompt or stop inside a sub-agent (the payload names
-/// `agent_id`). Observed on 2.1.328 (docs/contracts/measurements-2026-12.md
-/// §1): context returned there reaches only the sub-agent's own requests;
-/// the main agent sees the sub-agent's final report, not the note.
-fn in_subagent(v: &Value) -> bool {
-    str_field(v, "agent_id").is_some_and(|a| !a.trim().is_empty())
-}
-
-/// stdin → input. Lenient: unknown fields are ignored, optional ones may be
-/// missing; only a session id is required.
+/// stdin → input: Claude Code's payloads are the Claude-style ones
+/// ([`parse_claude_style`], which says what a sub-agent's hooks do).
 pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
     let def = def_of(event);
     if v.get("cursor_version").is_some() {
@@ -82,42 +73,15 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         // its own payloads; our Cursor hooks handle Cursor.
         return Ok(Parsed::StandDown("cursor payload in a Claude Code hook"));
     }
-    if let Some(name) = str_field(v, "hook_event_name")
-        && name != def.on
-    {
-        return Err(format!("hook_event_name {name:?} given to the {} hook", def.on));
-    }
-    let session_id = non_blank(v, "session_id").ok_or("no session_id")?.to_string();
-    let cwd = str_field(v, "cwd").filter(|s| !s.is_empty()).map(str::to_string);
-    let transcript_path = str_field(v, "transcript_path").filter(|s| !s.is_empty()).map(str::to_string);
-    let kind = match event {
-        Event::SessionStart => InputKind::SessionStart { pull: true },
-        Event::UserPromptSubmit => {
-            if in_subagent(v) {
-                return Ok(Parsed::StandDown("sub-agent prompt: its context would reach the sub-agent only"));
-            }
-            InputKind::Prompt { prompt: str_field(v, "prompt").unwrap_or_default().to_string(), pull: true }
-        }
-        Event::PreToolUse => InputKind::Tool {
-            tool_name: str_field(v, "tool_name").filter(|s| !s.is_empty()).ok_or("no tool_name")?.to_string(),
-            tool_input: v.get("tool_input").filter(|t| t.is_object()).cloned().unwrap_or_else(|| json!({})),
-            model: str_field(v, "model").map(str::to_string),
-            // A sub-agent's tool call is still checked (a deny must hold),
-            // but a note it is handed goes to the spool for the main agent.
-            carry: if in_subagent(v) { Carry::None } else { Carry::of(def.carrier) },
-        },
-        Event::Stop => {
-            if in_subagent(v) {
-                return Ok(Parsed::StandDown("sub-agent stop"));
-            }
-            InputKind::Stop { may_continue: !v.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false) }
-        }
-        Event::SessionEnd => InputKind::SessionEnd {
-            reason: str_field(v, "reason").filter(|s| !s.is_empty()).unwrap_or("other").to_string(),
-        },
+    let style = match event {
+        Event::SessionStart => ClaudeStyle::SessionStart,
+        Event::UserPromptSubmit => ClaudeStyle::Prompt,
+        Event::PreToolUse => ClaudeStyle::Tool(Carry::of(def.carrier)),
+        Event::Stop => ClaudeStyle::Stop,
+        Event::SessionEnd => ClaudeStyle::SessionEnd,
         Event::Watch => return Err("the watcher reads its own payload".into()),
     };
-    Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
+    parse_claude_style(def.on, style, v)
 }
 
 /// outcome → stdout (`None`: print nothing).

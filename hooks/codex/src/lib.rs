@@ -1,9 +1,9 @@
 //! The Codex CLI adapter (proven against Codex CLI 0.169.0): pure functions
-//! from a hook's stdin JSON to a harness-neutral [`Input`], and from an
-//! [`Outcome`] to the typed [`Output`] that event accepts. Everything else
-//! is the shared engine, including SessionEnd's hand-off to a detached
-//! worker, which Codex's ~1 s kill makes necessary
-//! (`preloop_shared::detach`).
+//! from a hook's stdin JSON to a harness-neutral
+//! [`Input`](preloop_shared::flow::Input), and from an [`Outcome`] to the
+//! typed [`Output`] that event accepts. Everything else is the shared
+//! engine, including SessionEnd's hand-off to a detached worker, which
+//! Codex's ~1 s kill makes necessary (`preloop_shared::detach`).
 //!
 //! | event | carrier | output | neutral |
 //! |---|---|---|---|
@@ -14,13 +14,12 @@
 //! | Stop | `reason` of `decision: "block"` (continues the turn once) | block + reason | nothing |
 //! | SessionEnd | none | nothing | nothing |
 
-use preloop_shared::adapter::deny_reason;
-use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
-use preloop_shared::json::{non_blank, str_field};
+use preloop_shared::adapter::{ClaudeStyle, deny_reason, parse_claude_style};
+use preloop_shared::flow::{Carry, Outcome};
 use preloop_shared::registry::{def_of, lower_words};
 use preloop_shared::runner::Parsed;
 use preloop_shared::wire::Decision;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub mod output;
 
@@ -39,61 +38,20 @@ pub fn schema_stem(event: Event) -> String {
     lower_words(def_of(event).on, '-')
 }
 
-/// A sub-agent's hooks carry `agent_id` (and the parent's `session_id`);
-/// their context reaches only the sub-agent's own thread.
-fn is_subagent(v: &Value) -> bool {
-    str_field(v, "agent_id").is_some_and(|a| !a.trim().is_empty())
-}
-
-/// stdin → input. Lenient: unknown fields are ignored, optional ones may be
-/// missing; a session id (and, for tool events, a tool name) is required.
+/// stdin → input: Codex's payloads are the Claude-style ones
+/// ([`parse_claude_style`], which says what a sub-agent's hooks do).
 pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
     let def = def_of(event);
-    if let Some(name) = str_field(v, "hook_event_name")
-        && name != def.on
-    {
-        return Err(format!("hook_event_name {name:?} given to the {} hook", def.on));
-    }
-    let session_id = non_blank(v, "session_id").ok_or("no session_id")?.to_string();
-    let cwd = str_field(v, "cwd").filter(|s| !s.is_empty()).map(str::to_string);
-    let transcript_path = str_field(v, "transcript_path").filter(|s| !s.is_empty()).map(str::to_string);
-    let tool = |carry: Carry| -> Result<InputKind, String> {
-        Ok(InputKind::Tool {
-            tool_name: str_field(v, "tool_name").filter(|s| !s.is_empty()).ok_or("no tool_name")?.to_string(),
-            tool_input: v.get("tool_input").filter(|t| t.is_object()).cloned().unwrap_or_else(|| json!({})),
-            model: str_field(v, "model").filter(|s| !s.is_empty()).map(str::to_string),
-            carry,
-        })
-    };
-    let kind = match event {
-        Event::SessionStart => InputKind::SessionStart { pull: true },
-        Event::UserPromptSubmit => {
-            if is_subagent(v) {
-                // Observed (0.169.0): a sub-agent's prompt fires
-                // UserPromptSubmit with the parent's session_id, and its
-                // context lands in the sub-agent's thread only. Neither the
-                // title nor a note belongs there.
-                return Ok(Parsed::StandDown("sub-agent prompt: its context would reach the sub-agent only"));
-            }
-            InputKind::Prompt { prompt: str_field(v, "prompt").unwrap_or_default().to_string(), pull: true }
-        }
-        // A sub-agent's tool call is still checked (a deny must hold), but its
-        // context would reach only the sub-agent: a note the server hands
-        // back is spooled for the session's own agent instead.
-        Event::PreToolUse => tool(if is_subagent(v) { Carry::None } else { Carry::of(def.carrier) })?,
+    let style = match event {
+        Event::SessionStart => ClaudeStyle::SessionStart,
+        Event::UserPromptSubmit => ClaudeStyle::Prompt,
+        Event::PreToolUse => ClaudeStyle::Tool(Carry::of(def.carrier)),
         // PermissionRequest output cannot hold context: never carries.
-        Event::PermissionRequest => tool(Carry::None)?,
-        Event::Stop => {
-            if is_subagent(v) {
-                return Ok(Parsed::StandDown("sub-agent stop"));
-            }
-            InputKind::Stop { may_continue: !v.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false) }
-        }
-        Event::SessionEnd => InputKind::SessionEnd {
-            reason: str_field(v, "reason").filter(|s| !s.is_empty()).unwrap_or("other").to_string(),
-        },
+        Event::PermissionRequest => ClaudeStyle::Tool(Carry::None),
+        Event::Stop => ClaudeStyle::Stop,
+        Event::SessionEnd => ClaudeStyle::SessionEnd,
     };
-    Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
+    parse_claude_style(def.on, style, v)
 }
 
 /// outcome → stdout (`None`: print nothing).

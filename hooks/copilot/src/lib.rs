@@ -22,13 +22,12 @@
 //! the sub-agent, so they register nothing and carry nothing. Their tool
 //! calls are still checked, under the session's id, and a deny holds.
 
-use preloop_shared::adapter::deny_reason;
+use preloop_shared::adapter::{deny_reason, may_continue, prompt_input, tool_input};
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::registry::def_of;
-use preloop_shared::render::is_note_block;
 use preloop_shared::runner::Parsed;
 use preloop_shared::wire::Decision;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub mod output;
 
@@ -100,13 +99,6 @@ fn is_subagent(v: &Value) -> bool {
     text(v, "agentId", "agent_id").is_some()
 }
 
-/// Whether a prompt is one of our own note blocks coming back: an agentStop
-/// continuation fires userPromptSubmitted with `prompt` = our block reason
-/// (copilot-cli.md §3). It must never title the session.
-pub fn is_our_block(prompt: &str) -> bool {
-    is_note_block(prompt)
-}
-
 /// stdin → input. Lenient: unknown fields are ignored, optional ones may be
 /// missing; a session id (and, for preToolUse, a tool name) is required. A
 /// payload whose `hook_event_name` (snake_case style), `hookName` or shape
@@ -140,14 +132,13 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
             if sub {
                 return Ok(Parsed::StandDown("sub-agent prompt: its context would reach the sub-agent only"));
             }
-            let prompt = field(v, "prompt", "prompt").and_then(Value::as_str).unwrap_or_default();
-            let prompt = if is_our_block(prompt) { "" } else { prompt };
-            InputKind::Prompt { prompt: prompt.to_string(), pull: true }
+            // An agentStop continuation fires userPromptSubmitted with
+            // `prompt` = our block reason (copilot-cli.md §3).
+            prompt_input(field(v, "prompt", "prompt").and_then(Value::as_str).unwrap_or_default())
         }
         Event::PreToolUse => {
             let tool_name = text(v, "toolName", "tool_name").ok_or("no toolName")?.to_string();
-            let tool_input =
-                field(v, "toolArgs", "tool_input").filter(|t| t.is_object()).cloned().unwrap_or_else(|| json!({}));
+            let tool_input = tool_input(field(v, "toolArgs", "tool_input"));
             let carry = if sub {
                 // Checked under the session's own id (a deny holds), and
                 // nothing is carried: the context would reach the sub-agent.
@@ -171,7 +162,7 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
                 // Copilot ignores a sub-agent's block (e2e/README.md).
                 return Ok(Parsed::StandDown("sub-agent stop"));
             }
-            InputKind::Stop { may_continue: !v.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false) }
+            InputKind::Stop { may_continue: may_continue(v) }
         }
         Event::SessionEnd => {
             if sub {

@@ -18,7 +18,7 @@
 //! | stop | notes/pending `stop` (completed, `loop_count` < `loop_limit`, rescues < 3) | `followup_message` | follow-up or `{}` | `{}` |
 //! | sessionEnd | notes/ack `spool_dropped`; session-end | none | `{}` | `{}` |
 
-use preloop_shared::adapter::deny_reason_verbatim;
+use preloop_shared::adapter::{check_event_name, deny_reason_verbatim};
 use preloop_shared::config::Env;
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::json::{non_blank, str_field};
@@ -141,11 +141,7 @@ fn is_our_followup(prompt: &str) -> bool {
 /// acts on.
 pub fn parse_with(event: Event, v: &Value, project_dir: Option<&str>) -> Result<Parsed, String> {
     let def = def_of(event);
-    if let Some(name) = str_field(v, "hook_event_name")
-        && name != def.on
-    {
-        return Err(format!("hook_event_name {name:?} given to the {} hook", def.on));
-    }
+    check_event_name(v, def.on)?;
     let session_id = session_id_of(v).ok_or("no conversation_id or session_id")?;
     let cwd = cwd_of(v, project_dir);
     let transcript_path = non_blank(v, "transcript_path").map(str::to_string);

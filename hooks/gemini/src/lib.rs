@@ -21,14 +21,14 @@
 //! Nothing is ever printed on stderr: Gemini parses stderr as the hook's
 //! output when stdout is empty (§4).
 
-use preloop_shared::adapter::deny_reason;
+use preloop_shared::adapter::{check_event_name, deny_reason, may_continue, prompt_input, tool_input};
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::json::{non_blank, str_field};
 use preloop_shared::registry::{CarrierLimit, def_of};
-use preloop_shared::render::{escape_body, is_note_block, parse_block};
+use preloop_shared::render::{escape_body, parse_block};
 use preloop_shared::runner::Parsed;
 use preloop_shared::wire::Decision;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub mod output;
 
@@ -40,13 +40,6 @@ preloop_shared::pure_adapter! {
     Gemini
 }
 
-/// Whether a prompt is one of our own note blocks coming back: an AfterAgent
-/// continuation fires BeforeAgent again with `prompt` = our block reason
-/// (gemini-cli.md §3). It must never title the session.
-pub fn is_our_block(prompt: &str) -> bool {
-    is_note_block(prompt)
-}
-
 /// stdin → input. Lenient: unknown fields are ignored, optional ones may be
 /// missing; a session id (and, for BeforeTool, a tool name) is required,
 /// and a `hook_event_name` other than the binary's own is refused.
@@ -55,33 +48,25 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
     if !v.is_object() {
         return Err("not a JSON object".into());
     }
-    if let Some(name) = str_field(v, "hook_event_name")
-        && name != def.on
-    {
-        return Err(format!("hook_event_name {name:?} given to the {} hook", def.on));
-    }
+    check_event_name(v, def.on)?;
     let session_id = non_blank(v, "session_id").ok_or("no session_id")?.to_string();
     let cwd = non_blank(v, "cwd").map(str::to_string);
     let transcript_path = non_blank(v, "transcript_path").map(str::to_string);
     let kind = match event {
         Event::SessionStart => InputKind::SessionStart { pull: true },
-        Event::BeforeAgent => {
-            let prompt = str_field(v, "prompt").unwrap_or_default();
-            let prompt = if is_our_block(prompt) { "" } else { prompt };
-            InputKind::Prompt { prompt: prompt.to_string(), pull: true }
-        }
+        // An AfterAgent continuation fires BeforeAgent again with `prompt` =
+        // our block reason (gemini-cli.md §3).
+        Event::BeforeAgent => prompt_input(str_field(v, "prompt").unwrap_or_default()),
         Event::BeforeTool => InputKind::Tool {
             tool_name: non_blank(v, "tool_name").ok_or("no tool_name")?.to_string(),
-            tool_input: v.get("tool_input").filter(|t| t.is_object()).cloned().unwrap_or_else(|| json!({})),
+            tool_input: tool_input(v.get("tool_input")),
             model: None,
             // Only what the server claims on this very check goes out, by
             // holding the call; the spool waits for the carrying hooks.
             carry: Carry::of(def.carrier),
         },
         Event::AfterTool => InputKind::AfterTool { carry: true },
-        Event::AfterAgent => {
-            InputKind::Stop { may_continue: !v.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false) }
-        }
+        Event::AfterAgent => InputKind::Stop { may_continue: may_continue(v) },
         Event::SessionEnd => InputKind::SessionEnd { reason: non_blank(v, "reason").unwrap_or("other").to_string() },
     };
     Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
@@ -278,8 +263,9 @@ mod tests {
     }
 
     #[test]
-    fn our_block_is_recognised() {
-        assert!(is_our_block(&block(&["x"])));
-        assert!(!is_our_block("Run echo hi"));
+    fn our_block_never_titles_the_session() {
+        let prompt = |p: &str| InputKind::Prompt { prompt: p.into(), pull: true };
+        assert_eq!(prompt_input(&block(&["x"])), prompt(""));
+        assert_eq!(prompt_input("Run echo hi"), prompt("Run echo hi"));
     }
 }
