@@ -421,6 +421,17 @@ fn base_env(home: &Path) -> Vec<(String, String)> {
     ]
 }
 
+/// A Claude Code PreToolUse case in session `sid`, which it starts here
+/// (untimed); `meta` gives all but the binary, harness and event.
+fn claude_pre_tool_use(bins: &Path, env: Vec<(String, String)>, sid: &str, name: String, meta: Meta) -> Case {
+    let h = &harnesses()[0];
+    let (start, pre) = (&h.events[0], &h.events[2]);
+    run_untimed(&bins.join(start.def.binary), &env, &payload(start.fixture, false, sid));
+    let meta = Meta { binary: Some(pre.def.binary.to_string()), harness: h.slug, event: pre.def.on, ..meta };
+    let (fixture, sid) = (pre.fixture, sid.to_string());
+    Case::new(name, meta, bins.join(pre.def.binary), env, Box::new(move |_| payload(fixture, false, &sid)))
+}
+
 /// Run a binary once, untimed (registration before a case).
 fn run_untimed(program: &Path, env: &[(String, String)], input: &[u8]) {
     let mut c = Command::new(program);
@@ -742,28 +753,14 @@ fn main() {
 
     // A PreToolUse carrying a full spool (refilled, untimed, before each run).
     for mode in [Mode::Server, Mode::Local] {
-        let h = &harnesses()[0];
-        let (start, pre) = (&h.events[0], &h.events[2]);
         let sid = format!("bench-spool-{}", mode.as_str());
-        let env = env_of(mode);
         let home = home_of(mode);
-        run_untimed(&bins.join(start.def.binary), &env, &payload(start.fixture, false, &sid));
-        let fixture = pre.fixture;
-        let sid2 = sid.clone();
-        let meta = Meta {
-            binary: Some(pre.def.binary.to_string()),
-            harness: h.slug,
-            event: pre.def.on,
-            mode: Some(mode),
-            section: "spool",
-            ..Meta::default()
-        };
-        let mut c = Case::new(
+        let mut c = claude_pre_tool_use(
+            &bins,
+            env_of(mode),
+            &sid,
             format!("claude-code PreToolUse, {}, carrying a full spool (5)", mode.as_str()),
-            meta,
-            bins.join(pre.def.binary),
-            env,
-            Box::new(move |_| payload(fixture, false, &sid2)),
+            Meta { mode: Some(mode), section: "spool", ..Meta::default() },
         );
         c.before = Some(Box::new(move |_| fill_spool(&home, &sid, 5)));
         cases.push(c);
@@ -777,33 +774,18 @@ fn main() {
             let t = Instant::now();
             seed_inbox(&home, 1_000, stored);
             seeding += t.elapsed();
-            let h = &harnesses()[0];
-            let (start, pre) = (&h.events[0], &h.events[2]);
             let env = base_env(&home);
             for note in [false, true] {
                 let sid = format!("bench-claim-{stored}-{note}");
-                run_untimed(&bins.join(start.def.binary), &env, &payload(start.fixture, false, &sid));
-                let fixture = pre.fixture;
-                let sid2 = sid.clone();
-                let meta = Meta {
-                    binary: Some(pre.def.binary.to_string()),
-                    harness: h.slug,
-                    event: pre.def.on,
-                    mode: Some(Mode::Local),
-                    note,
-                    section: "scale",
-                    stored,
-                    ..Meta::default()
-                };
-                let mut c = Case::new(
+                let mut c = claude_pre_tool_use(
+                    &bins,
+                    env.clone(),
+                    &sid,
                     format!(
                         "claim (claude-code PreToolUse, local), {stored} notes stored, {}",
                         if note { "with note" } else { "no note" }
                     ),
-                    meta,
-                    bins.join(pre.def.binary),
-                    env.clone(),
-                    Box::new(move |_| payload(fixture, false, &sid2)),
+                    Meta { mode: Some(Mode::Local), note, section: "scale", stored, ..Meta::default() },
                 );
                 if note {
                     let home = home.clone();
