@@ -1144,22 +1144,13 @@ mod tests {
     #[test]
     fn every_event_has_a_row() {
         use event::*;
-        let all: Vec<Event> = [
-            ClaudeCode::SessionStart.into(),
-            ClaudeCode::UserPromptSubmit.into(),
-            ClaudeCode::PreToolUse.into(),
-            ClaudeCode::Stop.into(),
-            ClaudeCode::SessionEnd.into(),
-            ClaudeCode::Watch.into(),
-            Codex::SessionStart.into(),
-            Codex::PermissionRequest.into(),
-            Cursor::BeforeMcpExecution.into(),
-            Gemini::BeforeTool.into(),
-            Gemini::AfterAgent.into(),
-            Copilot::UserPromptSubmitted.into(),
-            Copilot::PostToolUse.into(),
-        ]
-        .to_vec();
+        let all = ClaudeCode::ALL
+            .map(Event::from)
+            .into_iter()
+            .chain(Codex::ALL.map(Event::from))
+            .chain(Cursor::ALL.map(Event::from))
+            .chain(Gemini::ALL.map(Event::from))
+            .chain(Copilot::ALL.map(Event::from));
         for e in all {
             assert_eq!(e.def().event, e);
         }
