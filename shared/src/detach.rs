@@ -1,19 +1,27 @@
-//! SessionEnd under a harness that kills it: Claude Code cancels a
-//! SessionEnd hook about 1.5 s in, Codex kills it about 0.96 s in (whatever
-//! its `timeout`). In server mode the hook owes the server a `spool_dropped`
-//! ack for every deferred note still spooled, any acks an earlier hook could
-//! not send, and the `session-end` call that turns the session's pending
-//! notes `undeliverable`; on a loaded server those do not fit in a second
-//! (measured: 14-16 of 16 concurrent Claude Code SessionEnds gave up).
+//! SessionEnd in server mode runs in a detached worker. Two reasons:
 //!
-//! So in server mode, for a harness whose registry row has a
-//! `session_end_kill_ms`, the hook hands its stdin to a detached copy of
-//! itself (`<binary> --preloop-detached-worker`, own process group, stdio
-//! on `/dev/null` except the piped payload), prints nothing and exits at
-//! once; the worker runs the SessionEnd flow with the ordinary call
-//! timeouts. Local mode (file operations only), a payload the hook cannot
-//! use, `PRELOOP_SESSION_END_DETACH=0`, or a worker that cannot be started
-//! run the flow in-process within `session_end_budget_ms` instead.
+//! * Some harnesses kill it: Claude Code cancels a SessionEnd hook about
+//!   1.5 s in, Codex about 0.96 s in (whatever its `timeout`). The hook owes
+//!   the server a `spool_dropped` ack for every deferred note still spooled,
+//!   any acks an earlier hook could not send, and the `session-end` call that
+//!   turns the session's pending notes `undeliverable`; on a loaded server
+//!   those do not fit in a second (measured: 14-16 of 16 concurrent Claude
+//!   Code SessionEnds gave up).
+//! * The others (Cursor, Gemini CLI, Copilot CLI) wait for it, and pay for
+//!   it: besides the round trip, ending a session frees the run state and
+//!   rewrites the session file, and freeing a file's blocks costs 0.2-0.3 ms
+//!   each on a disk with online discard (docs/performance.md). Nothing in
+//!   the harness waits on the end's result.
+//!
+//! So in server mode the hook hands its stdin to a detached copy of itself
+//! (`<binary> --preloop-detached-worker`, own process group, stdio on
+//! `/dev/null` except the piped payload), prints the event's neutral answer
+//! and exits at once; the worker runs the SessionEnd flow with the ordinary
+//! call timeouts. Local mode (the inbox is the record, and the hook's
+//! syncs are what make the end durable before the harness goes on), a
+//! payload the hook cannot use, `PRELOOP_SESSION_END_DETACH=0`, or a worker
+//! that cannot be started run the flow in-process within
+//! `session_end_budget_ms` instead.
 
 use crate::config::{Config, Env};
 use crate::registry::{Does, HookDef};
@@ -53,7 +61,6 @@ pub fn worker_main<A: Adapter>(event: A::Event, env: &Env) -> ! {
 /// Whether this SessionEnd should go to a detached worker.
 pub fn wanted(def: &HookDef, config: &Config, env: &Env) -> bool {
     def.does == Does::SessionEnd
-        && def.harness().def().session_end_kill_ms.is_some()
         && config.server.is_some()
         && env.get(DETACH_ENV).is_none_or(|v| crate::config::parse_switch_str(&v) != Some(false))
 }

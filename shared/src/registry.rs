@@ -106,8 +106,9 @@ pub struct HarnessDef {
     pub stop_brake: StopBrake,
     pub timeout_unit: TimeoutUnit,
     /// How long it lets a SessionEnd hook run before killing it, if it
-    /// does not wait for it (milliseconds). Such a SessionEnd hands its
-    /// server calls to a detached worker.
+    /// does not wait for it (milliseconds). Every server-mode SessionEnd
+    /// hands its calls to a detached worker ([`crate::detach`]); under such
+    /// a harness that is what lets them finish at all.
     pub session_end_kill_ms: Option<u64>,
 }
 
@@ -1072,8 +1073,8 @@ pub fn markdown_hooks() -> String {
             Call => "call_timeout_ms".to_string(),
             Permission => "permission_timeout_secs".to_string(),
             Budget::SessionEnd => match h.session_end_kill_ms {
-                Some(ms) => format!("detached worker (killed at ~{ms} ms)"),
-                None => "call_timeout_ms (awaited)".to_string(),
+                Some(ms) => format!("detached worker (the hook is killed at ~{ms} ms)"),
+                None => "detached worker (the hook is awaited)".to_string(),
             },
             Budget::Watch => "watch_max_secs".to_string(),
         };

@@ -67,6 +67,9 @@ pub fn main<A: Adapter>(event: A::Event) -> ! {
         && crate::detach::wanted(def, &config, &env)
         && crate::detach::hand_off::<A>(event, &config, &env, buf)
     {
+        // The worker ends the session; the harness gets the event's
+        // neutral answer (Cursor's `{}`; nothing elsewhere).
+        let _ = write_output(&mut crate::fsutil::StdoutFd::new(), A::neutral(event).as_ref());
         std::process::exit(0);
     }
     let mut out = crate::fsutil::StdoutFd::new();

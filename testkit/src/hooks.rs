@@ -248,11 +248,19 @@ macro_rules! hook_scenarios {
         }
 
         #[test]
-        fn server_session_end_is_awaited_in_process() {
+        fn server_session_end_in_process() {
             let server = $crate::FakeServer::start();
-            let home = Home::for_server("end", &server);
+            let home = Home::for_server("end", &server).with_env(preloop_shared::detach::DETACH_ENV, "0");
             let reason = text(end(), "reason");
             scenarios::server_end_in_process::<$hooks>(&server, &home, start(), end(), &reason);
+        }
+
+        #[test]
+        fn server_session_end_in_a_detached_worker() {
+            let server = $crate::FakeServer::start();
+            let home = Home::for_server("end-detached", &server);
+            let reason = text(end(), "reason");
+            scenarios::server_end_detached::<$hooks>(&server, &home, start(), end(), &reason);
         }
 
         #[test]
@@ -577,7 +585,26 @@ pub fn server_stop_continues<H: Hooks>(
     assert_eq!(server.hook_routes(), vec!["session-event"]);
 }
 
-/// Server mode: `end` is done when the binary returns (no detached worker):
+/// Server mode, the default: the binary hands the end to a detached worker
+/// and returns at once with the neutral answer; the worker then makes the
+/// same calls as the in-process end.
+pub fn server_end_detached<H: Hooks>(server: &FakeServer, home: &Home, start: H::Event, end: H::Event, reason: &str) {
+    let s = crate::support::unique_session("ed");
+    run_own::<H>(home, start, &s);
+    let id = server.send_to_session(&s, "never read");
+    let out = run_own::<H>(home, end, &s);
+    assert!(out.as_ref().is_none_or(|o| o == &json!({})), "the neutral answer, got {out:?}");
+    crate::support::wait_for(Duration::from_secs(10), "the detached worker's session-end", || {
+        (server.note_state(&id).0 == "undeliverable").then_some(())
+    });
+    assert_eq!(server.note_state(&id), ("undeliverable".into(), None, Some("session_ended".into())));
+    let body = server.hook_call("session-end");
+    assert_eq!((&body["external_session_id"], &body["reason"]), (&json!(s), &json!(reason)));
+    assert!(home.log().contains("outcome=detached"), "{}", home.log());
+}
+
+/// Server mode with `PRELOOP_SESSION_END_DETACH=0`: `end` is done when the
+/// binary returns (no detached worker):
 /// a pending note is `undeliverable` (`session_ended`), and the session-end
 /// call names the session and `reason`.
 pub fn server_end_in_process<H: Hooks>(server: &FakeServer, home: &Home, start: H::Event, end: H::Event, reason: &str) {

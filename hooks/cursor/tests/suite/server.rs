@@ -234,7 +234,11 @@ fn session_end_reports_spooled_notes_dropped_and_pending_ones_ended() {
     home.run(Event::BeforeShellExecution, &shell(&s, "ls"));
     assert_eq!(server.note_state(&spooled).0, "claimed");
     let pending = server.send_to_session(&s, "after the last tool call (headless: no stop)");
+    // `{}` at once; the detached worker ends the session.
     assert_eq!(home.run(Event::SessionEnd, &session_end(&s)), json!({}));
+    preloop_testkit::support::wait_for(Duration::from_secs(10), "the detached session end", || {
+        home.session_file(&s).and_then(|f| f.ended_at)
+    });
     let (state, _, why) = server.note_state(&spooled);
     assert_eq!((state.as_str(), why.as_deref()), ("undeliverable", Some("spool_dropped")));
     let (state, _, why) = server.note_state(&pending);
