@@ -308,11 +308,18 @@ fn script(d: &Demo) -> Result<()> {
     heading(8, "What the operator sees")?;
     d.cli(&["notes", "list", "--session", &d.session])?;
     output::line("")?;
+    let names: Vec<&str> = preloop_shared::Harness::all().map(|h| h.name()).collect();
+    let harnesses = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    };
     say(
         "",
         "",
-        "Next: `preloop-hooks install` wires these hooks into Claude Code, Codex and Cursor; \
-         `preloop-hooks doctor` checks the setup; `preloop-hooks --help` lists every command.",
+        &format!(
+            "Next: `preloop-hooks install` wires these hooks into {harnesses}; \
+             `preloop-hooks doctor` checks the setup; `preloop-hooks --help` lists every command."
+        ),
     )
 }
 
