@@ -73,6 +73,25 @@ fn write_atomic_as(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     Ok(())
 }
 
+/// Create the empty file `path` (0600, not through a symlink) if it does not
+/// exist: a marker whose existence is its content. No temporary file and no
+/// sync: creating an empty file is atomic, and a temporary file's
+/// `fdatasync` never made the rename that followed it durable anyway (that
+/// takes a sync of the directory). Created just before the caller's synced
+/// record of what it marks, it goes to disk with that record's journal
+/// commit on ext4.
+pub fn create_marker(path: &Path) -> Result<()> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map(drop)
+        .map_err(|e| Error::io(format!("create {}", path.display()), e))
+}
+
 /// Serialize `value` as JSON and write it atomically.
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
     write_atomic(path, &encode_json(path, value)?)

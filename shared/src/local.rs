@@ -540,7 +540,9 @@ impl LocalInbox {
             if defer {
                 let cd = self.claimed_dir(session_id);
                 self.private(&cd)?;
-                fsutil::write_atomic(&cd.join(&note.note_id), b"")?;
+                // Before the note's synced write, whose journal commit then
+                // carries the marker too: one sync for both.
+                fsutil::create_marker(&cd.join(&note.note_id))?;
             }
             self.write_note(&note)?;
             let _ = std::fs::remove_file(&entry);
