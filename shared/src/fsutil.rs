@@ -507,6 +507,34 @@ pub fn sanitize_standard_fds() {
 mod tests {
     use super::*;
 
+    /// In a forked child (raw syscalls only after the fork): with fd 1
+    /// closed, a file opened after [`sanitize_standard_fds`] cannot be fd 1,
+    /// and fd 1 is the null device.
+    #[test]
+    fn closed_standard_fds_are_reopened() {
+        // SAFETY: the child only makes async-signal-safe calls (close,
+        // poll, open, fstat, stat, _exit) before it exits.
+        unsafe {
+            let pid = libc::fork();
+            assert!(pid >= 0, "fork");
+            if pid == 0 {
+                libc::close(1);
+                sanitize_standard_fds();
+                let f = libc::open(c"/proc/self/exe".as_ptr(), libc::O_RDONLY);
+                let (mut one, mut null): (libc::stat, libc::stat) = (std::mem::zeroed(), std::mem::zeroed());
+                let ok = f > 2
+                    && libc::fstat(1, &mut one) == 0
+                    && libc::stat(c"/dev/null".as_ptr(), &mut null) == 0
+                    && one.st_rdev == null.st_rdev
+                    && one.st_mode & libc::S_IFMT == libc::S_IFCHR;
+                libc::_exit(if ok { 0 } else { 1 });
+            }
+            let mut status = 0;
+            assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status}");
+        }
+    }
+
     #[test]
     fn session_stems_cannot_escape() {
         assert_eq!(session_file_stem("3f1c-abc_1.2:x"), "3f1c-abc_1.2:x");

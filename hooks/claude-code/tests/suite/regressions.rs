@@ -190,6 +190,38 @@ fn l6_a_closed_stdout_claims_nothing() {
     assert_eq!(home.state(&id), "delivered");
 }
 
+/// The hook binaries start without std's runtime (`#![no_main]`), which
+/// would reopen closed standard fds on `/dev/null`; `hook_main!` does it
+/// (unit test: `fsutil::tests::closed_standard_fds_are_reopened`). Started
+/// with stdout and stderr closed (stdin holds the payload), a hook exits 0,
+/// claims nothing, and none of its files receives its output; with stdin
+/// closed too, it answers neutrally.
+#[test]
+fn closed_standard_fds_are_reopened_before_anything_is_opened() {
+    let home = Home::new("closed-fds");
+    let session = "ep3";
+    run("SessionStart", home.path(), &[], &payload("SessionStart", session));
+    let id = home.send(session, "note three");
+    for (event, redirect) in [("UserPromptSubmit", ">&- 2>&-"), ("PreToolUse", ">&- 2>&-"), ("Stop", "<&- >&- 2>&-")] {
+        let mut c = home.command(&std::path::PathBuf::from("/bin/sh"), &[]);
+        c.arg("-c").arg(format!("exec \"$0\" {redirect}")).arg(bin(event));
+        let r = run_cmd(c, payload(event, session).to_string().as_bytes(), Duration::from_secs(20));
+        r.assert_exit_0(&format!("{event} with {redirect}"));
+        assert_eq!(home.state(&id), "pending", "{event}: nothing reads the output, so nothing is claimed");
+    }
+    let mut files = vec![home.path().to_path_buf()];
+    while let Some(p) = files.pop() {
+        if p.is_dir() {
+            files.extend(std::fs::read_dir(&p).unwrap().flatten().map(|e| e.path()));
+        } else {
+            let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
+            assert!(!text.contains("hookSpecificOutput"), "a hook's output went into {}: {text}", p.display());
+        }
+    }
+    let out = run("UserPromptSubmit", home.path(), &[], &payload("UserPromptSubmit", session));
+    assert_eq!(ids_in(&context(&out).unwrap()), vec![id.clone()]);
+}
+
 /// L6: a headless SessionStart whose stderr is a broken pipe (the
 /// `preloop runtime_session_id=` line cannot be written) does not panic and
 /// delivers the note it claimed.
