@@ -1,19 +1,20 @@
-//! One small HTTP layer for the CLI (and, when its owner adopts it, the
-//! hooks' server client): the ureq agent every caller builds the same way,
-//! OS-code-free error texts, and the rule that a body that is not JSON (an
-//! HTML error page) is never shown, only named. Secrets in what a server
-//! answers are removed with [`crate::redact`].
-//!
-//! Nothing here runs on the hooks' hot path unless a caller chooses to: the
-//! builder takes the same settings `server.rs` uses.
+//! One small HTTP layer for the CLI and the hooks' server client (its ureq
+//! path; `http://` + an IP address goes through [`crate::http_plain`]): the
+//! ureq configuration every caller builds the same way, OS-code-free error
+//! texts, and the rule that a body that is not JSON (an HTML error page) is
+//! never shown, only named. Secrets in what a server answers are removed
+//! with [`crate::redact`].
 
 use std::time::Duration;
 
 /// The agent configuration every Preloop call uses: a connect timeout, no
 /// redirects (a bearer token never follows one), status codes as answers
 /// (not errors), and our user agent. `small_buffers` trims ureq's default
-/// 128 KiB per-connection buffers (our requests and answers are small).
-pub fn agent(connect_timeout: Duration, small_buffers: bool) -> ureq::Agent {
+/// 128 KiB per-connection buffers, which it zero-fills per connection (a
+/// third of a hook's instructions and 64 page faults, docs/performance.md):
+/// our requests and answers are small, bodies stream through the buffer,
+/// and 32 KiB still holds any header block.
+pub fn config(connect_timeout: Duration, small_buffers: bool) -> ureq::config::Config {
     let b = ureq::Agent::config_builder()
         .timeout_connect(Some(connect_timeout))
         .http_status_as_error(false)
@@ -24,7 +25,12 @@ pub fn agent(connect_timeout: Duration, small_buffers: bool) -> ureq::Agent {
     } else {
         b
     };
-    b.build().new_agent()
+    b.build()
+}
+
+/// An agent with [`config`].
+pub fn agent(connect_timeout: Duration, small_buffers: bool) -> ureq::Agent {
+    config(connect_timeout, small_buffers).new_agent()
 }
 
 /// A transport error as one short line without OS error numbers:

@@ -53,22 +53,8 @@ impl ServerBackend {
 
     fn agent(&self) -> &ureq::Agent {
         self.agent.get_or_init(|| {
-            let config = ureq::Agent::config_builder()
-                .timeout_connect(Some(self.connect_timeout))
-                .http_status_as_error(false)
-                .max_redirects(0)
-                .user_agent(concat!("preloop-hooks/", env!("CARGO_PKG_VERSION")))
-                // ureq zero-fills 128 KiB input and output buffers per
-                // connection by default: a third of a hook's instructions and
-                // 64 page faults. Our requests and answers are small (the body
-                // is streamed through the buffer); 32 KiB still holds any
-                // header block.
-                .input_buffer_size(32 * 1024)
-                .max_response_header_size(32 * 1024)
-                .output_buffer_size(16 * 1024)
-                .build();
             ureq::Agent::with_parts(
-                config,
+                crate::http::config(self.connect_timeout, true),
                 ureq::unversioned::transport::DefaultConnector::default(),
                 LiteralResolver::default(),
             )
@@ -109,14 +95,14 @@ impl ServerBackend {
                     .header("Accept", "application/json")
                     .header("Content-Type", "application/json")
                     .send(&payload[..]);
-                let mut resp = resp.map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
+                let mut resp = resp.map_err(|e| Error::Unreachable { route, detail: crate::http::describe(&e) })?;
                 let status = resp.status().as_u16();
                 let text = resp
                     .body_mut()
                     .with_config()
                     .limit(MAX_BODY)
                     .read_to_string()
-                    .map_err(|e| Error::Unreachable { route, detail: describe(&e) })?;
+                    .map_err(|e| Error::Unreachable { route, detail: crate::http::describe(&e) })?;
                 (status, text)
             }
         };
@@ -317,16 +303,6 @@ impl Backend for ServerBackend {
 
 fn encode<B: Serialize>(route: &'static str, body: &B) -> Result<Vec<u8>> {
     serde_json::to_vec(body).map_err(|e| Error::Protocol { route, detail: format!("encode: {e}") })
-}
-
-/// A token-free description of a transport error.
-fn describe(e: &ureq::Error) -> String {
-    match e {
-        ureq::Error::Timeout(t) => format!("timed out ({t})"),
-        ureq::Error::Io(io) => format!("{:?}: {io}", io.kind()),
-        ureq::Error::BodyExceedsLimit(n) => format!("response larger than {n} bytes"),
-        other => other.to_string(),
-    }
 }
 
 fn excerpt(text: &str) -> String {
