@@ -81,15 +81,15 @@ fn write_atomic_as(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
 /// record of what it marks, it goes to disk with that record's journal
 /// commit on ext4.
 pub fn create_marker(path: &Path) -> Result<()> {
-    OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map(drop)
-        .map_err(|e| Error::io(format!("create {}", path.display()), e))
+    create_private().open(path).map(drop).map_err(|e| Error::io(format!("create {}", path.display()), e))
+}
+
+/// Open for writing, created 0600 if missing, never truncated, never through
+/// a symlink, never blocking on a fifo planted in its place.
+fn create_private() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    o.write(true).create(true).truncate(false).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    o
 }
 
 /// Serialize `value` as JSON and write it atomically.
@@ -242,15 +242,8 @@ pub struct LockGuard {
 
 /// Take an exclusive lock on `path` (created 0600), waiting at most `wait`.
 pub fn lock(path: &Path, wait: Duration) -> Result<LockGuard> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| Error::io(format!("open lock {}", path.display()), e))?;
+    let file =
+        create_private().read(true).open(path).map_err(|e| Error::io(format!("open lock {}", path.display()), e))?;
     let deadline = Instant::now() + wait;
     let mut pause = Duration::from_micros(200);
     loop {
