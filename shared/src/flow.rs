@@ -191,8 +191,6 @@ pub struct AfterFlush {
     carried: Vec<SpoolEntry>,
     /// Deferred notes that could not be kept: ack `spool_dropped`.
     dropped: Vec<String>,
-    /// Read the answer of the turn-end report sent at the start.
-    settle: bool,
 }
 
 impl AfterFlush {
@@ -492,7 +490,7 @@ impl Engine {
 
     fn on_stop(&mut self, may_continue: bool) -> Result<(Outcome, AfterFlush)> {
         let mut out = Outcome::default();
-        let mut after = AfterFlush { settle: true, ..AfterFlush::default() };
+        let mut after = AfterFlush::default();
         let cap = self.config.settings.stop_rescue_cap;
         let (state, _) = self.run.read();
         let may_pull = may_continue && state.stop_rescues < cap;
@@ -501,8 +499,9 @@ impl Engine {
             self.ensure_registered(None)?;
         }
         // Report the turn end now: the server answers it with a 204 whatever
-        // it records, so the answer is read after the output (`settle`) and
-        // the report overlaps the pull instead of adding a round trip.
+        // it records, so the answer is read after the output (`finish`, via
+        // `Backend::settle`) and the report overlaps the pull instead of
+        // adding a round trip.
         let event = SessionEventRequest {
             session_id: self.session_id.clone(),
             hook_event_name: self.def.server_event.unwrap_or("Stop").to_string(),
@@ -840,7 +839,7 @@ impl Engine {
     }
 
     /// After the output: ack what was written (or put it back if writing
-    /// failed), report drops, report the turn end.
+    /// failed), report drops, read the turn-end report's answer.
     pub fn finish(&mut self, after: AfterFlush, written: bool) {
         let carried_deferred: Vec<String> =
             after.carried.iter().filter(|e| e.deferred).flat_map(|e| ids_of(&e.note)).collect();
@@ -881,10 +880,8 @@ impl Engine {
         if !after.dropped.is_empty() {
             self.ack_dropped(after.dropped);
         }
-        if after.settle {
-            for e in self.backend.settle() {
-                self.warnings.push(format!("session-event failed: {e}"));
-            }
+        for e in self.backend.settle() {
+            self.warnings.push(format!("session-event failed: {e}"));
         }
     }
 

@@ -6,8 +6,9 @@
 //! on such a POST: zero-filled buffers, agent construction, a timeout set per
 //! read and write, the head and body in two writes, a pool liveness probe
 //! (docs/performance.md, "Round two"). Here: one connect with a timeout,
-//! the whole request in one write, the answer read into one growing buffer
-//! under one deadline.
+//! the whole request in one write, the answer read into one growing buffer,
+//! every read bounded by what is left of the call's one deadline (a typical
+//! answer is one read).
 //!
 //! What it keeps of ureq's rules: redirects are answers, never followed (a
 //! bearer token never leaves the configured origin); every status is an
@@ -172,7 +173,7 @@ fn left(deadline: Instant) -> Result<Duration, Failure> {
 /// Read one answer: skip any 1xx heads, then the body by Content-Length,
 /// chunked encoding, or to the end of the connection.
 fn read_response(s: &mut impl Socket, deadline: Instant, max_body: u64) -> Result<Response, Failure> {
-    let mut r = Reader { s, buf: Vec::with_capacity(4096), pos: 0, deadline, timeout_set: None };
+    let mut r = Reader { s, buf: Vec::with_capacity(4096), pos: 0, deadline };
     loop {
         let head = r.head()?;
         let h = Head::parse(&head)?;
@@ -212,20 +213,14 @@ struct Reader<'a, S: Socket> {
     /// Bytes of `buf` already consumed.
     pos: usize,
     deadline: Instant,
-    /// The read timeout last set on the socket.
-    timeout_set: Option<Duration>,
 }
 
 impl<S: Socket> Reader<'_, S> {
     /// Read more into `buf`; `Ok(0)` at the end of the connection.
     fn fill(&mut self) -> Result<usize, Failure> {
-        let t = left(self.deadline)?;
-        // Set once for the whole call; again only when the budget left is
-        // shorter than what is set (a server trickling bytes).
-        if self.timeout_set.is_none_or(|set| t < set) {
-            self.s.set_read_timeout(t)?;
-            self.timeout_set = Some(t);
-        }
+        // Each read waits at most what is left of the call's budget, so a
+        // server trickling bytes cannot stretch the call past it.
+        self.s.set_read_timeout(left(self.deadline)?)?;
         if self.buf.capacity() - self.buf.len() < 1024 {
             self.buf.reserve(self.buf.capacity().max(4096));
         }
