@@ -179,8 +179,11 @@ def _npm_install(d, package, name, found):
     if not os.path.exists(pkg):
         with open(pkg, "w") as f:
             f.write('{"private": true}\n')
-    p = subprocess.run([npm, "install", "--no-audit", "--no-fund", package],
-                       cwd=d, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    # A throwaway download cache: the packages stay in D, and npm's own cache
+    # (~0.5 GB for the four harnesses) would only take disk a CI run lacks.
+    with tempfile.TemporaryDirectory(prefix="preloop-npm-cache-") as cache:
+        p = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--cache", cache, package],
+                           cwd=d, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if p.returncode != 0:
         raise KitError("npm install %s failed (rc %d):\n%s\n%s"
                        % (package, p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
