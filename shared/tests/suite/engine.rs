@@ -141,6 +141,48 @@ fn a_pull_is_claimed_deferred_and_acked_only_after_the_output_is_written() {
     }
 }
 
+/// Watch the session state file for a rewrite: a second name for the file
+/// as it is now, which an atomic rewrite leaves behind (inode numbers are
+/// reused, link counts are not fooled).
+struct StateWitness(std::path::PathBuf);
+
+impl StateWitness {
+    fn new(rig: &Rig) -> StateWitness {
+        let w = rig.home.dir.join("state-witness");
+        let _ = std::fs::remove_file(&w);
+        std::fs::hard_link(rig.run_files().state, &w).unwrap();
+        StateWitness(w)
+    }
+    fn rewritten(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&self.0).unwrap().nlink() == 1
+    }
+}
+
+#[test]
+fn notes_that_fit_the_output_leave_the_session_state_unwritten() {
+    for rig in [Rig::server(), Rig::local()] {
+        rig.start(cc(event::ClaudeCode::SessionStart));
+        rig.hook(cc(event::ClaudeCode::UserPromptSubmit), prompt()); // the first prompt is recorded once
+        let witness = StateWitness::new(&rig);
+        let ids = rig.mem.queue_n(2, "fits");
+        let (_, carried) = rig.hook(cc(event::ClaudeCode::UserPromptSubmit), prompt());
+        assert_eq!(carried, ids);
+        assert!(!witness.rewritten(), "{}: no spool, nothing owed: no rewrite (no fdatasync)", rig.mem.lock().mode);
+    }
+    // Carrying the spool changes the state: it is written.
+    let rig = Rig::server();
+    rig.start(cx(event::Codex::SessionStart));
+    rig.hook(cx(event::Codex::UserPromptSubmit), prompt());
+    let spooled = rig.mem.queue_n(2, "spooled by a gate");
+    rig.hook(cx(event::Codex::PermissionRequest), tool(Carry::None));
+    let witness = StateWitness::new(&rig);
+    let (_, carried) = rig.hook(cx(event::Codex::UserPromptSubmit), prompt());
+    assert_eq!(carried, spooled);
+    assert!(witness.rewritten(), "the emptied spool is written");
+    assert!(rig.spool_ids().is_empty());
+}
+
 #[test]
 fn a_failed_write_puts_the_notes_back_at_the_front_of_the_spool() {
     let rig = Rig::server();
