@@ -183,6 +183,31 @@ fn notes_that_fit_the_output_leave_the_session_state_unwritten() {
     assert!(rig.spool_ids().is_empty());
 }
 
+/// `RunFiles::write` pays an `fdatasync` only for a state that keeps a
+/// note or an ack nothing else has: the with-note Stop, which only counts a
+/// rescue, writes its state unsynced; a gate that spools writes it synced.
+#[test]
+fn only_a_state_that_holds_notes_is_synced() {
+    let counters = RunState { runtime_session_id: Some("r".into()), stop_rescues: 3, ..RunState::default() };
+    assert!(!counters.holds_notes());
+    let rig = Rig::server();
+    rig.start(cx(event::Codex::SessionStart));
+    rig.hook(cx(event::Codex::UserPromptSubmit), prompt());
+    rig.mem.queue("late");
+    let (out, carried) = rig.hook(cx(event::Codex::Stop), stop());
+    assert!(out.continue_turn && carried.len() == 1);
+    assert_eq!(rig.state().stop_rescues, 1, "the rescue is counted");
+    assert!(!rig.state().holds_notes(), "a rescue's state is counters alone: written without a sync");
+    rig.mem.queue_n(2, "spooled by a gate");
+    rig.hook(cx(event::Codex::PermissionRequest), tool(Carry::None));
+    assert!(rig.state().holds_notes(), "a spool is written with a sync");
+    let owed = RunState {
+        owed_acks: vec![preloop_shared::session::OwedAck { note_ids: vec!["n".into()], dropped: false }],
+        ..RunState::default()
+    };
+    assert!(owed.holds_notes(), "an owed ack is kept with a sync");
+}
+
 #[test]
 fn a_failed_write_puts_the_notes_back_at_the_front_of_the_spool() {
     let rig = Rig::server();
