@@ -314,7 +314,7 @@ impl Engine {
                 detail: "runtime_session_id is not a UUID".into(),
             });
         }
-        self.write_session_file(&resp, cwd)?;
+        self.mirror_session(&resp, cwd)?;
         let _g = self.run.lock(RUN_LOCK_WAIT)?;
         let (mut state, _) = self.run.read();
         if state.runtime_session_id.as_deref() != Some(resp.runtime_session_id.as_str())
@@ -328,8 +328,8 @@ impl Engine {
     }
 
     /// The public session file. The local inbox keeps it itself; in server
-    /// mode we write it from the server's answer.
-    fn write_session_file(&self, resp: &SessionStartResponse, cwd: Option<&str>) -> Result<()> {
+    /// mode we mirror the server's answer into it, unsynced.
+    fn mirror_session(&self, resp: &SessionStartResponse, cwd: Option<&str>) -> Result<()> {
         if self.config.is_local() {
             return Ok(());
         }
@@ -357,7 +357,7 @@ impl Engine {
             end_reason: None,
         };
         if existing.as_ref() != Some(&file) {
-            session::write_session_file(&self.config.home, &file)?;
+            session::write_session_mirror(&self.config.home, &file)?;
         }
         Ok(())
     }
@@ -577,11 +577,8 @@ impl Engine {
         {
             f.ended_at = Some(Timestamp::now());
             f.end_reason = Some(reason.to_string());
-            // The server holds the end; this file only mirrors it for
-            // `sessions list` on this machine, so it is not synced (an
-            // `fdatasync` here cost SessionEnd 0.5-4 ms, docs/performance.md).
-            let path = session::session_file_path(&self.config.home, &self.session_id);
-            let _ = crate::fsutil::write_json_unsynced(&path, &f);
+            // The server holds the end; this file only mirrors it.
+            let _ = session::write_session_mirror(&self.config.home, &f);
         }
         self.run.remove();
         Ok((Outcome::default(), AfterFlush::default()))
