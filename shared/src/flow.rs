@@ -646,8 +646,9 @@ impl Engine {
         let taken = self.take_for_output(&mut state, claimed, after);
         // The common with-note case (what was claimed fits this output, no
         // spool, nothing owed) leaves the state as it was: rewriting it would
-        // only cost the hook an `fdatasync` (docs/performance.md). An
-        // unreadable state is rewritten, which repairs it.
+        // only cost the hook a write, synced if it holds notes
+        // (docs/performance.md). An unreadable state is rewritten, which
+        // repairs it.
         let written = if state == before && unreadable.is_none() { Ok(()) } else { self.run.write(&state) };
         match written {
             Ok(()) => kill_point("after_spool_write"),
