@@ -532,13 +532,8 @@ impl Engine {
         }
         // The no-note Stop changes nothing: no fsync'd rewrite of the state.
         if state != unchanged {
-            if let Err(e) = self.run.write(&state) {
-                // The notes are in hand and go out; what could not be kept
-                // is reported instead of being left claimed.
-                self.lost_state(&state, &mut after, &e);
-            } else {
-                kill_point("after_spool_write");
-            }
+            // The notes are in hand and go out whatever the write does.
+            self.keep_state(&state, &mut after);
         }
         Ok((out, after))
     }
@@ -649,10 +644,10 @@ impl Engine {
         // only cost the hook a write, synced if it holds notes
         // (docs/performance.md). An unreadable state is rewritten, which
         // repairs it.
-        let written = if state == before && unreadable.is_none() { Ok(()) } else { self.run.write(&state) };
-        match written {
-            Ok(()) => kill_point("after_spool_write"),
-            Err(e) => self.lost_state(&state, after, &e),
+        if state == before && unreadable.is_none() {
+            kill_point("after_spool_write");
+        } else {
+            self.keep_state(&state, after);
         }
         drop(guard);
         self.retry_owed(&owed);
@@ -702,9 +697,15 @@ impl Engine {
         spool.extend(deferred);
         state.spool = spool;
         self.enforce_spool_limits(&mut state, Timestamp::now(), after);
-        match self.run.write(&state) {
+        self.keep_state(&state, after);
+    }
+
+    /// Write the session state (with its lock held); what it could not
+    /// keep is reported instead of being left claimed.
+    fn keep_state(&mut self, state: &RunState, after: &mut AfterFlush) {
+        match self.run.write(state) {
             Ok(()) => kill_point("after_spool_write"),
-            Err(e) => self.lost_state(&state, after, &e),
+            Err(e) => self.lost_state(state, after, &e),
         }
     }
 
