@@ -23,9 +23,10 @@ Environment knobs (all optional):
   PRELOOP_E2E_HARNESS_DIR   where the harness CLIs are installed / cached
                             (default: e2e/.harness; npm-installed there when missing;
                             Copilot's ~235 MB unpack cache is <dir>/copilot-cache)
-  PRELOOP_BIN_DIR           directory holding the already-built hook binaries and
-                            preloop-hooks; when unset the kit runs `cargo build --workspace`
-                            in the repository root and uses target/debug
+  PRELOOP_BIN_DIR           directory holding the already-built preloop-hooks executable (the
+                            hook commands are laid out as links to it in its hook-commands/);
+                            when unset the kit runs `cargo build --workspace` in the
+                            repository root and uses target/debug
   PRELOOP_E2E_CLAUDE_TIMEOUT, PRELOOP_E2E_CODEX_TIMEOUT, PRELOOP_E2E_GEMINI_TIMEOUT,
   PRELOOP_E2E_COPILOT_TIMEOUT  seconds one harness run may take (60, 90, 120, 120)
   PRELOOP_E2E_KEEP=1        keep every run's temp dir (default: only failed runs are kept)
@@ -245,8 +246,10 @@ def ensure_copilot():
 
 
 def build_binaries(required=()):
-    """Return the directory holding preloop-hooks and the hook binaries: PRELOOP_BIN_DIR
-    when set, else target/debug after `cargo build --workspace` in the repository root.
+    """Return a directory holding preloop-hooks and every hook command: the one executable
+    from PRELOOP_BIN_DIR when set, else target/debug after `cargo build --workspace` in the
+    repository root, laid out as `preloop-hooks install` lays it out (`preloop-hooks links`:
+    hard links to it, each hook started under its own name) in its hook-commands/ subdirectory.
     Raises KitError when preloop-hooks, a Claude Code hook or one of `required` is missing."""
     bin_dir = os.environ.get("PRELOOP_BIN_DIR")
     if bin_dir:
@@ -260,11 +263,19 @@ def build_binaries(required=()):
                            % (p.returncode, p.stderr[-6000:]))
         target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO_ROOT, "target")
         bin_dir = os.path.join(os.path.abspath(target), "debug")
+    exe = os.path.join(bin_dir, CLI_BINARY)
+    if not os.access(exe, os.X_OK):
+        raise KitError("no %s executable in %s" % (CLI_BINARY, bin_dir))
+    commands = os.path.join(bin_dir, "hook-commands")
+    p = subprocess.run([exe, "links", commands], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL)
+    if p.returncode != 0:
+        raise KitError("%s links %s failed (rc %d): %s" % (exe, commands, p.returncode, p.stderr))
     missing = [n for n in [CLI_BINARY] + list(HOOK_BINARIES.values()) + list(required)
-               if not os.access(os.path.join(bin_dir, n), os.X_OK)]
+               if not os.access(os.path.join(commands, n), os.X_OK)]
     if missing:
-        raise KitError("missing binaries in %s: %s" % (bin_dir, ", ".join(missing)))
-    return bin_dir
+        raise KitError("missing commands in %s: %s" % (commands, ", ".join(missing)))
+    return commands
 
 
 def fail_setup(msg):

@@ -10,12 +10,14 @@ use clap::{Args, Parser, Subcommand};
 use preloop_shared::config::{Config, Env};
 use preloop_shared::{Exit, Harness, Result};
 use std::path::PathBuf;
-use std::process::ExitCode;
+
+/// `preloop-hooks --version`: the version and the commit it was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("PRELOOP_COMMIT"), ")");
 
 #[derive(Parser)]
 #[command(
     name = "preloop-hooks",
-    version,
+    version = VERSION,
     about = "Steer a running coding agent (Claude Code, Codex CLI, Cursor, Gemini CLI, Copilot CLI) with operator notes, and manage the preloop hooks",
     after_help = "Start here:\n  preloop-hooks demo                 see a session take notes, step by step\n  preloop-hooks install              hook up every harness (scripts/install from a checkout)\n  preloop-hooks doctor               check the setup\n\nFind, watch, steer:\n  preloop-hooks sessions list --active             find the run\n  preloop-hooks sessions attach ID                 watch it; type a line to send a note\n  preloop-hooks notes send --session ID \"text\"     steer it (--children all from a conductor)\n\nExit codes: 0 ok, 1 failure, 2 usage (bad arguments; the valid values are named), 3 note not\ndeliverable (undeliverable, expired, cancelled, or its session ended), 4 --wait ran out or was\ninterrupted (the note is still pending); doctor: 5 not installed, 6 installation problem,\n7 server problem. A closed stdout (| head) exits 0."
 )]
@@ -60,12 +62,23 @@ enum Command {
         after_help = "Example:\n  cargo build --workspace && target/debug/preloop-hooks demo\n\nRuns SessionStart, a note sent mid-run carried by PreToolUse, a late note rescued by Stop,\nand SessionEnd, against a throwaway local inbox; prints what Claude Code would receive."
     )]
     Demo {
-        /// Where the hook binaries are (default: next to preloop-hooks).
+        /// Where the preloop-hooks executable that serves the hooks is (default: this one).
         #[arg(long, value_name = "DIR")]
         bin_dir: Option<PathBuf>,
         /// Keep the demo's PRELOOP_HOME afterwards.
         #[arg(long)]
         keep: bool,
+    },
+    /// Make the hook commands (preloop-<harness>-<event>) in DIR as links to this executable (and it, when DIR is elsewhere).
+    #[command(
+        after_help = "Examples:\n  preloop-hooks links --list          # the hook commands, one per line\n  preloop-hooks links /usr/local/bin   # a package's own layout\n\n`install` does this itself (beside this executable, or in $PRELOOP_HOME/bin for a copy in a cargo\ntarget dir or an npm package). Each name becomes a hard link to preloop-hooks (a symlink, or a copy,\nwhere the file system takes no hard link), replacing whatever had that name; one file on disk\nserves them all, by the name it is started as."
+    )]
+    Links {
+        /// The directory (default: the one this executable is in).
+        dir: Option<PathBuf>,
+        /// Print the hook command names instead, one per line.
+        #[arg(long)]
+        list: bool,
     },
 }
 
@@ -79,11 +92,12 @@ const INSTALL_HELP: &str = "Examples:
 Files: Claude Code ~/.claude/settings.json; Codex $CODEX_HOME/hooks.json and the trust entries in
 $CODEX_HOME/config.toml; Cursor ~/.cursor/hooks.json; Gemini CLI ~/.gemini/settings.json
 ($GEMINI_CLI_HOME); Copilot CLI $COPILOT_HOME/hooks/preloop.json (default ~/.copilot). Commands are
-absolute paths to the binaries next to preloop-hooks (--bin-dir to change); binaries in a cargo
-target dir are copied to $PRELOOP_HOME/bin first (`cargo clean` deletes target/). Running it twice
-changes nothing the second time. A file that does not parse is refused and left alone. Each
-changed file is backed up first. A harness whose binaries are missing is refused (skipped with
---harness all); one whose program is not on PATH is installed anyway, with a note.";
+absolute paths to the hook commands, links to this preloop-hooks executable made beside it (one
+file on disk serves every hook, by the name it is started as; --bin-dir to use another). An
+executable in a cargo target dir or an npm package is first copied to $PRELOOP_HOME/bin and the
+links go there (`cargo clean` and `npm update` replace those places). Running it twice changes
+nothing the second time. A file that does not parse is refused and left alone. Each changed file
+is backed up first. A harness whose program is not on PATH is installed anyway, with a note.";
 
 const DOCTOR_HELP: &str = "Examples:
   preloop-hooks doctor
@@ -134,7 +148,7 @@ struct InstallTarget {
 struct InstallArgs {
     #[command(flatten)]
     target: InstallTarget,
-    /// Where our hook binaries are (default: the directory of this preloop-hooks).
+    /// Where the preloop-hooks executable whose hook commands to install is (default: this one's directory).
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
 }
@@ -156,7 +170,7 @@ struct DoctorArgs {
     /// Also show every hook entry and the known limits.
     #[arg(long, short)]
     verbose: bool,
-    /// Where our hook binaries are (default: the directory of this preloop-hooks).
+    /// Where the preloop-hooks executable is (default: this one's directory).
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
     /// Derive Codex trust from config.toml instead of asking `codex app-server`.
@@ -217,15 +231,21 @@ fn run_install(target: &InstallTarget, bin_dir: Option<PathBuf>, action: Action)
     install::run(&c, &install::Request { harnesses, all, scope, action, dry_run })
 }
 
-pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+/// The CLI: parse the arguments ([`preloop_shared::args`]), run the
+/// command, return the exit code.
+pub fn main_code() -> i32 {
+    i32::from(run().code())
+}
+
+fn run() -> Exit {
+    let cli = Cli::parse_from(preloop_shared::args::args_os());
     let result = match cli.command {
         Command::Install(a) => run_install(&a.target, a.bin_dir, Action::Install),
         Command::Uninstall(a) => run_install(&a.target, None, Action::Uninstall),
         Command::Doctor(a) => {
             let config = Config::load(None);
             match ctx(a.bin_dir, &config) {
-                Ok(c) => return doctor::run(&c, &config, a.json, !a.no_codex_query, a.verbose).into(),
+                Ok(c) => return doctor::run(&c, &config, a.json, !a.no_codex_query, a.verbose),
                 Err(e) => Err(e),
             }
         }
@@ -233,20 +253,58 @@ pub fn main() -> ExitCode {
         Command::Logout { user } => login::logout(user),
         Command::Notes(c) => notes::run_notes(c),
         Command::Sessions(c) => sessions::run(c),
-        Command::Demo { bin_dir, keep } => {
-            let dir = bin_dir.unwrap_or_else(default_bin_dir);
-            demo::run(&dir, keep)
-        }
+        Command::Demo { bin_dir, keep } => demo::run(bin_dir.as_deref(), keep),
+        Command::Links { dir, list } => links(dir, list),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => Exit::Ok,
         // `… -o id | head -1`: stdout went away; that is not a failure.
-        Err(e) if output::is_broken_pipe(&e) => Exit::Ok.into(),
+        Err(e) if output::is_broken_pipe(&e) => Exit::Ok,
         Err(e) => {
             // A server (or a proxy) may echo a token in its answer: never print one.
             let secrets = crate::util::secrets(&Config::load(None));
             eprintln!("preloop-hooks: {}", crate::util::redact(&e.to_string(), &secrets));
-            e.exit().into()
+            e.exit()
         }
     }
+}
+
+/// `links`: the hook commands in a directory, as links to this executable.
+fn links(dir: Option<PathBuf>, list: bool) -> Result<()> {
+    if list {
+        for n in crate::links::names() {
+            output::line(n)?;
+        }
+        return Ok(());
+    }
+    let exe = std::env::current_exe().map_err(|e| preloop_shared::Error::io("find preloop-hooks itself", e))?;
+    let dir = dir.unwrap_or_else(default_bin_dir);
+    // Elsewhere, the executable itself goes there too (a link, as the
+    // commands): DIR then holds the whole layout.
+    let exe = if exe.parent() == Some(dir.as_path()) {
+        exe
+    } else {
+        let own = dir.join(crate::multicall::CLI_NAME);
+        crate::links::link_one(&exe, &own)?;
+        own
+    };
+    let l = crate::links::link_all(&exe, &dir)?;
+    if l.changed() == 0 {
+        crate::outln!(
+            "the {} hook commands in {} already link to {}",
+            crate::links::names().len(),
+            dir.display(),
+            exe.display()
+        );
+    } else {
+        crate::outln!(
+            "{} hook commands in {} now link to {} ({}s; {} replaced another file)",
+            l.changed(),
+            dir.display(),
+            exe.display(),
+            l.how,
+            l.replaced.len()
+        );
+    }
+    Ok(())
 }

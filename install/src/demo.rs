@@ -9,6 +9,7 @@ use crate::util;
 use preloop_shared::{Error, Result, fsutil};
 use serde_json::{Value, json};
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -24,7 +25,8 @@ const EVENTS: [(&str, &str); 4] = [
 pub const WIDTH: usize = 100;
 
 struct Demo {
-    bin_dir: PathBuf,
+    /// The executable that serves every hook (started under each hook's name).
+    exe: PathBuf,
     cli: PathBuf,
     home: PathBuf,
     session: String,
@@ -76,7 +78,7 @@ fn heading(n: usize, title: &str) -> Result<()> {
 
 impl Demo {
     fn hook(&self, event: &str, extra: Value) -> Result<Option<Value>> {
-        let bin = EVENTS.iter().find(|(e, _)| *e == event).map(|(_, b)| self.bin_dir.join(b)).expect("known event");
+        let name = EVENTS.iter().find(|(e, _)| *e == event).map(|(_, b)| *b).expect("known event");
         let mut input = json!({
             "session_id": self.session,
             "transcript_path": format!("/tmp/demo/{}.jsonl", self.session),
@@ -88,9 +90,12 @@ impl Demo {
                 o.insert(k.clone(), v.clone());
             }
         }
-        say("  ", "  ", &format!("Claude Code runs the hook {} with this JSON on stdin:", file_name(&bin)))?;
+        say("  ", "  ", &format!("Claude Code runs the hook {name} with this JSON on stdin:"))?;
         say("    ", "    ", &serde_json::to_string_pretty(&input).unwrap_or_default())?;
-        let mut child = Command::new(&bin)
+        // What the hook command (a link to the executable) runs: the
+        // executable, started under the hook's name.
+        let mut child = Command::new(&self.exe)
+            .arg0(name)
             .env("PRELOOP_HOME", &self.home)
             .env_remove("PRELOOP_URL")
             .env_remove("PRELOOP_TOKEN")
@@ -101,12 +106,12 @@ impl Demo {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| Error::io(format!("run {}", bin.display()), e))?;
+            .map_err(|e| Error::io(format!("run {name}"), e))?;
         if let Some(mut stdin) = child.stdin.take() {
             let _ = stdin.write_all(input.to_string().as_bytes());
         }
         let out = wait_output(child, Duration::from_secs(20))
-            .ok_or_else(|| Error::Refused(format!("{} did not answer within 20 s", bin.display())))?;
+            .ok_or_else(|| Error::Refused(format!("{name} did not answer within 20 s")))?;
         let text = out.trim();
         if text.is_empty() {
             say("  ", "  ", "The hook answers nothing (exit 0): Claude Code carries on as if there were no hook.")?;
@@ -178,10 +183,6 @@ impl Demo {
     }
 }
 
-fn file_name(p: &Path) -> &str {
-    p.file_name().and_then(|n| n.to_str()).unwrap_or("?")
-}
-
 fn wait_output(mut child: std::process::Child, timeout: Duration) -> Option<String> {
     let mut stdout = child.stdout.take()?;
     let reader = std::thread::spawn(move || {
@@ -203,21 +204,22 @@ fn wait_output(mut child: std::process::Child, timeout: Duration) -> Option<Stri
     }
 }
 
-pub fn run(bin_dir: &Path, keep: bool) -> Result<()> {
-    let missing: Vec<&str> =
-        EVENTS.iter().map(|(_, b)| *b).filter(|b| !util::is_executable(&bin_dir.join(b))).collect();
-    if !missing.is_empty() {
+pub fn run(bin_dir: Option<&Path>, keep: bool) -> Result<()> {
+    let cli = std::env::current_exe().map_err(|e| Error::io("find preloop-hooks itself", e))?;
+    let exe = match bin_dir {
+        Some(d) => d.join(crate::multicall::CLI_NAME),
+        None => cli.clone(),
+    };
+    if !util::is_executable(&exe) {
         return Err(Error::Config(format!(
-            "the demo runs the real Claude Code hook binaries, and {} is missing in {}: build them with `cargo build --workspace` (or pass --bin-dir)",
-            missing.join(", "),
-            bin_dir.display()
+            "the demo runs the real Claude Code hooks, which {} serves, and it is missing: build it with `cargo build` (or pass --bin-dir)",
+            exe.display()
         )));
     }
-    let cli = std::env::current_exe().map_err(|e| Error::io("find preloop-hooks itself", e))?;
     let home = std::env::temp_dir().join(format!("preloop-demo-{}", fsutil::note_id()));
     fsutil::private_dir(&home)?;
     let demo = Demo {
-        bin_dir: bin_dir.to_path_buf(),
+        exe,
         cli,
         session: format!("demo-{}", &fsutil::uuid_v4()[..8]),
         cwd: std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into()),
@@ -249,10 +251,11 @@ fn script(d: &Demo) -> Result<()> {
         &format!(
             "This demo plays one Claude Code session. Claude Code runs a \"hook\" (a small program) at \
              each step of its loop: SessionStart, PreToolUse before every tool call, Stop when a turn \
-             ends, SessionEnd. Ours are in {}. Notes wait in a local inbox (plain files under \
+             ends, SessionEnd. Ours are all one executable, {}, run under each hook's name (install makes \
+             the names links to it). Notes wait in a local inbox (plain files under \
              PRELOOP_HOME={}, removed afterwards; a Preloop server works the same way). No model is \
              involved.",
-            d.bin_dir.display(),
+            d.exe.display(),
             d.home.display()
         ),
     )?;

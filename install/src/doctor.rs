@@ -173,14 +173,6 @@ pub struct Report {
 
 /// Whether `src` exists and is a newer build than its copy `dst` (a hard
 /// link is the same file; otherwise size or modification time tell).
-fn newer(src: &Path, dst: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(src), std::fs::metadata(dst)) {
-        (Ok(s), Ok(d)) => (s.dev(), s.ino()) != (d.dev(), d.ino()) && (s.len() != d.len() || s.mtime() > d.mtime()),
-        _ => false,
-    }
-}
-
 fn harness_program(h: Harness) -> Option<PathBuf> {
     let env_key = format!("PRELOOP_E2E_{}", h.slug().replace('-', "_").to_uppercase());
     util::find_program(h.def().program, &[env_key.as_str()], &[])
@@ -1027,27 +1019,44 @@ pub fn run(ctx: &Ctx, config: &Config, json: bool, deep_codex: bool, verbose: bo
     let any_installed = harnesses.iter().any(|r| r.hooks_present > 0);
     let server = server_report(ctx, config, &mut c);
     gemini_env_warning(ctx, config, &harnesses, &mut c);
-    if ctx.target_dir().is_some() && !ctx.hook_dir().exists() && any_installed {
-        c.warn(Finding::new(
-            format!(
-                "the binaries are in cargo's target dir {}, which `cargo clean` deletes",
-                util::tilde(&ctx.env, &ctx.bin_dir)
-            ),
-            "preloop-hooks install (it copies them to $PRELOOP_HOME/bin), or scripts/install",
-        ));
+    if let Some(why) = ctx.unstable_reason()
+        && any_installed
+    {
+        let copy = ctx.hook_exe();
+        if !copy.exists() {
+            c.warn(Finding::new(
+                format!("this preloop-hooks is in {why}, and no copy of it is in {}", util::tilde(&ctx.env, &hook_dir)),
+                "preloop-hooks install (it copies itself to $PRELOOP_HOME/bin and links the hook commands there)",
+            ));
+        } else if !util::same_file_content(&ctx.exe(), &copy) {
+            c.warn(Finding::new(
+                format!(
+                    "{} differs from its copy in {}, which the hooks run (an upgrade or a rebuild)",
+                    util::tilde(&ctx.env, &ctx.exe()),
+                    util::tilde(&ctx.env, &hook_dir)
+                ),
+                "preloop-hooks install (it copies it again)",
+            ));
+        }
     }
-    if ctx.target_dir().is_some() && hook_dir.exists() && any_installed {
-        let stale: Vec<&str> =
-            registry::binaries().into_iter().filter(|b| newer(&ctx.bin_dir.join(b), &hook_dir.join(b))).collect();
+    // Hook commands that are not links to the executable beside them: an
+    // earlier version's own binaries, or a link to an older copy.
+    if any_installed && ctx.hook_exe().exists() {
+        let stale: Vec<&str> = crate::links::names()
+            .into_iter()
+            .filter(|n| {
+                let p = hook_dir.join(n);
+                p.exists() && !crate::links::is_link_to(&p, &ctx.hook_exe())
+            })
+            .collect();
         if !stale.is_empty() {
             c.warn(Finding::new(
                 format!(
-                    "{} hook binaries in {} are newer than their copies in {} (the hooks run the copies)",
+                    "{} hook commands in {} are not links to its preloop-hooks (an earlier version's binaries, or an older copy)",
                     stale.len(),
-                    util::tilde(&ctx.env, &ctx.bin_dir),
                     util::tilde(&ctx.env, &hook_dir)
                 ),
-                "preloop-hooks install (it copies them again)",
+                "preloop-hooks install (it links them again)",
             ));
         }
     }

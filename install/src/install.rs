@@ -17,11 +17,16 @@
 //! uninstall removes exactly our entries (and the containers that only held
 //! them). Installs run one at a time (a lock under `$PRELOOP_HOME`).
 //!
-//! Missing binaries: a harness is installed whole or not at all. When one
-//! of its binaries is missing from the bin dir, that harness is refused and
-//! the missing names are listed (with `--harness all`, it is skipped and the
-//! others go ahead). Binaries in a cargo target dir (which `cargo clean`
-//! deletes) are copied to `$PRELOOP_HOME/bin` first and the hooks point there.
+//! The commands: an entry runs `<hook dir>/preloop-<harness>-<event>`, a
+//! hard link to the one `preloop-hooks` executable in the hook dir
+//! ([`crate::links`]), made (or remade over an earlier version's separate
+//! binaries) by every install; uninstall removes them once no config we
+//! wrote still has entries of ours. The hook dir is the directory of this
+//! executable, except where that is not a place to run hooks from: a cargo
+//! target dir (`cargo clean` deletes it) or an npm package (`npm update` and
+//! `npm uninstall` replace it): then the executable is copied to
+//! `$PRELOOP_HOME/bin` and the hooks run that copy, so a hook costs one
+//! native process start and never goes away under the harness.
 
 use crate::codex_trust;
 use crate::edit::{self, Desired, Owner};
@@ -63,12 +68,13 @@ pub struct Ctx {
     pub env: Env,
     pub home: PathBuf,
     pub cwd: PathBuf,
-    /// Where the hook binaries are (the directory of this `preloop-hooks`,
+    /// Where the `preloop-hooks` executable is (the directory of this one,
     /// or `--bin-dir`).
     pub bin_dir: PathBuf,
     pub settings: Settings,
-    /// `$PRELOOP_HOME`: remembers which config files install created, and
-    /// holds the stable copy of binaries found in a cargo target dir.
+    /// `$PRELOOP_HOME`: remembers which config files install created and
+    /// wrote entries into, and holds the stable copy of an executable found
+    /// in a cargo target dir or an npm package.
     pub preloop_home: PathBuf,
 }
 
@@ -95,17 +101,80 @@ impl Ctx {
         if created {
             files.push(path.to_path_buf());
         }
-        fsutil::private_dir(&self.preloop_home)?;
-        fsutil::write_json(&self.state_path(), &json!({"created": files}))
+        self.write_state(Some(&files), None)
     }
     /// The cargo target dir holding the bin dir, if it is one.
     pub fn target_dir(&self) -> Option<PathBuf> {
         util::in_cargo_target_dir(&self.bin_dir)
     }
+    /// The npm package holding the bin dir, if it is in one (a directory
+    /// under `node_modules`).
+    pub fn npm_package_dir(&self) -> Option<PathBuf> {
+        let mut dirs = self.bin_dir.ancestors();
+        let mut below = None;
+        for a in &mut dirs {
+            if a.file_name().is_some_and(|n| n == "node_modules") {
+                return below;
+            }
+            below = Some(a.to_path_buf());
+        }
+        None
+    }
+    /// Why the executable is not run from where it is, if it is not: the
+    /// place that would delete or replace it.
+    pub fn unstable_reason(&self) -> Option<String> {
+        if let Some(t) = self.target_dir() {
+            return Some(format!("cargo's target dir {}, which `cargo clean` deletes", util::tilde(&self.env, &t)));
+        }
+        self.npm_package_dir().map(|p| {
+            format!("the npm package {}, which `npm update` and `npm uninstall` replace", util::tilde(&self.env, &p))
+        })
+    }
     /// The directory our entries point at: the bin dir, or
-    /// `$PRELOOP_HOME/bin` when the bin dir is in a cargo target dir.
+    /// `$PRELOOP_HOME/bin` when the bin dir is in a cargo target dir or an
+    /// npm package ([`Ctx::unstable_reason`]).
     pub fn hook_dir(&self) -> PathBuf {
-        if self.target_dir().is_some() { self.preloop_home.join("bin") } else { self.bin_dir.clone() }
+        if self.unstable_reason().is_some() { self.preloop_home.join("bin") } else { self.bin_dir.clone() }
+    }
+    /// The executable install links the hook commands to (in the bin dir).
+    pub fn exe(&self) -> PathBuf {
+        self.bin_dir.join(crate::multicall::CLI_NAME)
+    }
+    /// The executable the hook commands link to (in the hook dir).
+    pub fn hook_exe(&self) -> PathBuf {
+        self.hook_dir().join(crate::multicall::CLI_NAME)
+    }
+    /// The config files install wrote entries into, with their harness.
+    pub fn recorded_configs(&self) -> Vec<(PathBuf, Harness)> {
+        fsutil::read_json::<Value>(&self.state_path())
+            .ok()
+            .flatten()
+            .and_then(|v| v.get("configs").and_then(Value::as_array).cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|c| {
+                let path = PathBuf::from(c.get("path")?.as_str()?);
+                let h = Harness::from_slug(c.get("harness")?.as_str()?)?;
+                Some((path, h))
+            })
+            .collect()
+    }
+    /// Record (or forget) a config file holding entries of ours. Callers
+    /// hold the install lock.
+    fn set_config(&self, path: &Path, h: Harness, has_entries: bool) -> Result<()> {
+        let mut configs = self.recorded_configs();
+        configs.retain(|(p, _)| p != path);
+        if has_entries {
+            configs.push((path.to_path_buf(), h));
+        }
+        self.write_state(None, Some(&configs))
+    }
+    fn write_state(&self, created: Option<&[PathBuf]>, configs: Option<&[(PathBuf, Harness)]>) -> Result<()> {
+        let created = created.map(<[PathBuf]>::to_vec).unwrap_or_else(|| self.created_files());
+        let configs = configs.map(<[(PathBuf, Harness)]>::to_vec).unwrap_or_else(|| self.recorded_configs());
+        let configs: Vec<Value> = configs.iter().map(|(p, h)| json!({"path": p, "harness": h.slug()})).collect();
+        fsutil::private_dir(&self.preloop_home)?;
+        fsutil::write_json(&self.state_path(), &json!({"created": created, "configs": configs}))
     }
     pub fn claude_settings(&self, scope: Scope) -> PathBuf {
         match scope {
@@ -179,13 +248,9 @@ impl Ctx {
             Harness::Copilot => vec![self.copilot_hooks(scope)],
         }
     }
-    /// Where an entry of ours runs the binary from.
+    /// The command an entry of ours runs (a link to [`Ctx::hook_exe`]).
     pub fn binary(&self, d: &HookDef) -> PathBuf {
         self.hook_dir().join(d.binary)
-    }
-    /// The binary as built (in the bin dir).
-    pub fn source_binary(&self, d: &HookDef) -> PathBuf {
-        self.bin_dir.join(d.binary)
     }
 }
 
@@ -224,9 +289,9 @@ pub fn desired(ctx: &Ctx, h: Harness) -> Desired {
     table::hooks_for(h).map(|d| (d.on.to_string(), entry_for(ctx, d))).collect()
 }
 
-/// The binaries of a harness missing from the bin dir.
-pub fn missing_binaries(ctx: &Ctx, h: Harness) -> Vec<&'static str> {
-    table::hooks_for(h).filter(|d| !util::is_executable(&ctx.source_binary(d))).map(|d| d.binary).collect()
+/// Whether the executable the hook commands link to is missing.
+pub fn exe_missing(ctx: &Ctx) -> bool {
+    !util::is_executable(&ctx.exe())
 }
 
 /// One file's change.
@@ -542,48 +607,141 @@ pub fn check_preloop_home(ctx: &Ctx, create: bool) -> Result<()> {
     Ok(())
 }
 
-/// Copy the binaries of `harnesses` from a cargo target dir to the stable
-/// `$PRELOOP_HOME/bin`.
-fn make_stable_copy(ctx: &Ctx, harnesses: &[Harness], dry_run: bool) -> Result<()> {
-    let Some(target) = ctx.target_dir() else { return Ok(()) };
-    let names: Vec<&str> = harnesses
-        .iter()
-        .filter(|h| missing_binaries(ctx, **h).is_empty())
-        .flat_map(|h| table::hooks_for(*h).map(|d| d.binary))
-        .fold(Vec::new(), |mut v, b| {
-            if !v.contains(&b) {
-                v.push(b);
-            }
-            v
-        });
-    if names.is_empty() {
-        return Ok(());
+/// Put the executable where the hooks run it from and make every hook
+/// command there a link to it ([`crate::links`]): a copy in
+/// `$PRELOOP_HOME/bin` when this one sits in a cargo target dir or an npm
+/// package, else the links go beside it. Earlier versions' separate hook
+/// binaries under those names are replaced by links.
+fn place_commands(ctx: &Ctx, dry_run: bool) -> Result<()> {
+    let hook_dir = ctx.hook_dir();
+    let exe = ctx.hook_exe();
+    let t = |p: &Path| util::tilde(&ctx.env, p);
+    if let Some(why) = ctx.unstable_reason() {
+        if dry_run {
+            crate::outln!(
+                "(this executable is in {why}: install would copy it to {} and run the hooks from there)",
+                t(&hook_dir)
+            );
+            return Ok(());
+        }
+        if !util::sync_binaries(&ctx.bin_dir, &hook_dir, &[crate::multicall::CLI_NAME])?.is_empty() {
+            crate::outln!(
+                "copied {} to {} (it was in {why}; run install again after an upgrade)",
+                crate::multicall::CLI_NAME,
+                t(&hook_dir)
+            );
+        }
     }
-    // This CLI too, so `$PRELOOP_HOME/bin/preloop-hooks doctor` still runs after `cargo clean`.
-    let mut names = names;
-    if util::is_executable(&ctx.bin_dir.join("preloop-hooks")) {
-        names.push("preloop-hooks");
-    }
-    let dest = ctx.hook_dir();
     if dry_run {
-        crate::outln!(
-            "(the binaries are in cargo's {}, which `cargo clean` deletes: install would copy them to {})",
-            util::tilde(&ctx.env, &target),
-            util::tilde(&ctx.env, &dest)
-        );
+        let pending =
+            crate::links::names().into_iter().filter(|n| !crate::links::is_link_to(&hook_dir.join(n), &exe)).count();
+        if pending > 0 {
+            crate::outln!("(install would link {pending} hook commands in {} to {})", t(&hook_dir), t(&exe));
+        }
         return Ok(());
     }
-    let changed = util::sync_binaries(&ctx.bin_dir, &dest, &names)?;
-    if !changed.is_empty() {
+    let linked = crate::links::link_all(&exe, &hook_dir)?;
+    if !linked.replaced.is_empty() {
         crate::outln!(
-            "copied {} {} from {} to {} (cargo's target dir is deleted by `cargo clean`; run install again after a rebuild)",
-            changed.len(),
-            if changed.len() == 1 { "binary" } else { "binaries" },
-            util::tilde(&ctx.env, &ctx.bin_dir),
-            util::tilde(&ctx.env, &dest)
+            "replaced {} hook commands in {} by {}s to {} (earlier versions installed a binary per hook)",
+            linked.replaced.len(),
+            t(&hook_dir),
+            linked.how,
+            crate::multicall::CLI_NAME
+        );
+    }
+    if !linked.created.is_empty() {
+        crate::outln!(
+            "linked {} hook commands in {} to {} ({}s: one file on disk)",
+            linked.created.len(),
+            t(&hook_dir),
+            crate::multicall::CLI_NAME,
+            linked.how
         );
     }
     Ok(())
+}
+
+/// The directories the entries of ours in `text` (a harness config) run
+/// their commands from; `None` when the file cannot be parsed.
+fn entry_dirs(text: &str, h: Harness, hook_dir: &Path) -> Option<Vec<PathBuf>> {
+    let doc = edit::parse_config(text, h).ok()?;
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for e in edit::our_entries(&doc, &Owner::new(h, hook_dir)) {
+        if let Some(d) = Path::new(&edit::program_of(&e.command)).parent()
+            && !dirs.iter().any(|x| x == d)
+        {
+            dirs.push(d.to_path_buf());
+        }
+    }
+    Some(dirs)
+}
+
+/// After an uninstall: remove the hook commands from each directory our
+/// entries ran them from (`dirs`, and the hook dir), and the copy of the
+/// executable in `$PRELOOP_HOME/bin`, once no config install wrote into,
+/// nor the user or this project's config of any harness, still has entries
+/// that run commands there. Returns what is kept and why.
+fn remove_commands(ctx: &Ctx, dirs: &[PathBuf]) -> Result<Vec<String>> {
+    let hook_dir = ctx.hook_dir();
+    let mut files: Vec<(PathBuf, Harness)> = ctx.recorded_configs();
+    for h in Harness::all() {
+        for scope in [Scope::User, Scope::Project] {
+            let p = ctx.files(h, scope)[0].clone();
+            if !files.iter().any(|(f, _)| *f == p) {
+                files.push((p, h));
+            }
+        }
+    }
+    // Which directory each remaining entry of ours runs from, and where.
+    let mut used: Vec<(PathBuf, String)> = Vec::new();
+    let mut unreadable: Vec<String> = Vec::new();
+    for (p, h) in &files {
+        match std::fs::read_to_string(p) {
+            Ok(t) => match entry_dirs(&t, *h, &hook_dir) {
+                Some(ds) => used.extend(ds.into_iter().map(|d| (d, util::tilde(&ctx.env, p)))),
+                None => unreadable.push(util::tilde(&ctx.env, p)),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            // A file we cannot read may still hold entries.
+            Err(_) => unreadable.push(util::tilde(&ctx.env, p)),
+        }
+    }
+    let mut candidates: Vec<PathBuf> = vec![hook_dir.clone()];
+    for d in dirs {
+        if !candidates.contains(d) {
+            candidates.push(d.clone());
+        }
+    }
+    let mut kept = Vec::new();
+    for dir in candidates {
+        let users: Vec<String> = if unreadable.is_empty() {
+            used.iter().filter(|(d, _)| *d == dir).map(|(_, f)| f.clone()).collect()
+        } else {
+            unreadable.clone()
+        };
+        if !users.is_empty() {
+            let mut users = users;
+            users.dedup();
+            kept.push(format!(
+                "the hook commands in {} (still used by {})",
+                util::tilde(&ctx.env, &dir),
+                users.join(", ")
+            ));
+            continue;
+        }
+        let exe = dir.join(crate::multicall::CLI_NAME);
+        let removed = crate::links::unlink_all(&exe, &dir)?;
+        if !removed.is_empty() {
+            crate::outln!("removed the {} hook commands from {}", removed.len(), util::tilde(&ctx.env, &dir));
+        }
+        // The copy install made of an executable in a cargo target dir or an npm package.
+        if dir == hook_dir && ctx.unstable_reason().is_some() && exe.exists() {
+            std::fs::remove_file(&exe).map_err(|e| Error::io(format!("remove {}", exe.display()), e))?;
+            crate::outln!("removed the copy {}", util::tilde(&ctx.env, &exe));
+        }
+    }
+    Ok(kept)
 }
 
 pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
@@ -597,29 +755,20 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
         Some(fsutil::lock(&ctx.preloop_home.join("install.lock"), Duration::from_secs(60))?)
     };
     if req.action == Action::Install {
-        make_stable_copy(ctx, &req.harnesses, req.dry_run)?;
+        if exe_missing(ctx) {
+            return Err(Error::Refused(format!(
+                "no {} executable in {}: nothing was changed (point --bin-dir at the directory that holds it)",
+                crate::multicall::CLI_NAME,
+                ctx.bin_dir.display()
+            )));
+        }
+        place_commands(ctx, req.dry_run)?;
     }
     let mut failures: Vec<String> = Vec::new();
-    let mut done = 0;
     let mut touched_dirs: Vec<PathBuf> = Vec::new();
+    // Where the entries of ours ran their commands from before the change.
+    let mut command_dirs: Vec<PathBuf> = Vec::new();
     for &h in &req.harnesses {
-        if req.action == Action::Install {
-            let missing = missing_binaries(ctx, h);
-            if !missing.is_empty() {
-                let msg = format!(
-                    "{}: not installed: missing in {}: {} (build them with `cargo build --release --workspace --bins`, or point --bin-dir at them)",
-                    h.slug(),
-                    ctx.bin_dir.display(),
-                    missing.join(", ")
-                );
-                if req.all {
-                    eprintln!("preloop-hooks: {msg}; skipped");
-                } else {
-                    failures.push(msg);
-                }
-                continue;
-            }
-        }
         let plan = match plan(ctx, h, req.scope, req.action) {
             Ok(p) => p,
             Err(e) => {
@@ -627,7 +776,18 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
                 continue;
             }
         };
-        done += 1;
+        if !req.dry_run {
+            // Which configs hold entries of ours: uninstall removes the hook
+            // commands only once none does.
+            ctx.set_config(&plan.edits[0].path, h, plan.entries > 0)?;
+        }
+        if let Some(before) = &plan.edits[0].before {
+            for d in entry_dirs(before, h, &ctx.hook_dir()).unwrap_or_default() {
+                if !command_dirs.contains(&d) {
+                    command_dirs.push(d);
+                }
+            }
+        }
         let changed: Vec<&FileEdit> = plan.edits.iter().filter(|e| e.changed()).collect();
         let main_file = util::tilde(&ctx.env, &plan.edits[0].path);
         if changed.is_empty() {
@@ -703,7 +863,8 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
         crate::outln!("(dry run: nothing was written)");
     }
     if req.action == Action::Uninstall && !req.dry_run && failures.is_empty() {
-        leftovers(ctx, &touched_dirs);
+        let kept = remove_commands(ctx, &command_dirs)?;
+        leftovers(ctx, &touched_dirs, kept);
     }
     if !failures.is_empty() {
         for f in &failures[..failures.len() - 1] {
@@ -716,29 +877,34 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
             format!("{last} ({verb} refused for {} harnesses)", failures.len())
         }));
     }
-    if done == 0 && req.action == Action::Install {
-        return Err(Error::Refused(format!(
-            "no harness could be installed: the hook binaries are missing in {} (build them with `cargo build --release --workspace --bins`, or point --bin-dir at them)",
-            ctx.bin_dir.display()
-        )));
-    }
     Ok(())
 }
 
 /// After an uninstall: what is left on purpose, and how to remove it.
-fn leftovers(ctx: &Ctx, dirs: &[PathBuf]) {
+fn leftovers(ctx: &Ctx, dirs: &[PathBuf], kept: Vec<String>) {
     let mut backups: Vec<PathBuf> = Vec::new();
     for d in dirs {
         for n in fsutil::list_names(d).into_iter().filter(|n| n.contains(".bak.preloop-")) {
             backups.push(d.join(n));
         }
     }
-    let mut parts = Vec::new();
+    let mut parts: Vec<String> = kept;
+    let exe = ctx.exe();
+    if exe.exists() && ctx.target_dir().is_none() {
+        let how = if ctx.npm_package_dir().is_some() {
+            "`npm uninstall -g preloop-hooks`".to_string()
+        } else if ctx.bin_dir.ends_with(".cargo/bin") {
+            "`cargo uninstall preloop-hooks`".to_string()
+        } else {
+            format!("`rm {}`", util::tilde(&ctx.env, &exe))
+        };
+        parts.push(format!("this executable, {} ({how} removes it)", util::tilde(&ctx.env, &exe)));
+    }
     if ctx.preloop_home.exists() {
         parts.push(format!(
             "{} (notes, sessions, log{}: `rm -r {}` when you no longer need them)",
             util::tilde(&ctx.env, &ctx.preloop_home),
-            if ctx.preloop_home.join("bin").exists() { ", the copied binaries" } else { "" },
+            if ctx.hook_exe().exists() && ctx.unstable_reason().is_some() { ", the copied executable" } else { "" },
             util::tilde(&ctx.env, &ctx.preloop_home)
         ));
     }

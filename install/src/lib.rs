@@ -1,6 +1,9 @@
-//! `preloop-hooks`, the operator CLI: install the hooks into Claude Code,
-//! Codex and Cursor, check the setup, log in, send and track operator notes,
-//! and a demo. The binary is a thin wrapper around [`cli::main`].
+//! `preloop-hooks`: the one executable. Started as `preloop-hooks` it is the
+//! operator CLI (install the hooks into Claude Code, Codex, Cursor, Gemini
+//! CLI and Copilot CLI, check the setup, log in, send and track operator
+//! notes, find and watch sessions, a demo); started under a hook's name it
+//! is that hook ([`multicall`]). The binary is a thin wrapper around
+//! [`multicall::main`].
 
 pub mod attach;
 pub mod cli;
@@ -9,7 +12,9 @@ pub mod demo;
 pub mod doctor;
 pub mod edit;
 pub mod install;
+pub mod links;
 pub mod login;
+pub mod multicall;
 pub mod notes;
 pub mod ops;
 pub mod output;

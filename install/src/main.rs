@@ -1,4 +1,3 @@
-//! `preloop-hooks`: see the crate docs of `preloop_hooks`.
-fn main() -> std::process::ExitCode {
-    preloop_hooks::cli::main()
-}
+//! `preloop-hooks` and every hook command: see [`preloop_hooks::multicall`].
+#![cfg_attr(not(test), no_main)]
+preloop_shared::hook_main!(preloop_hooks::multicall::main);

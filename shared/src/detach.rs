@@ -14,7 +14,7 @@
 //!   the harness waits on the end's result.
 //!
 //! So in server mode the hook hands its stdin to a detached copy of itself
-//! (`<binary> --preloop-detached-worker`, own process group, stdio on
+//! (`<hook name> --preloop-detached-worker`: the same executable under the same name, own process group, stdio on
 //! `/dev/null` except the piped payload), prints the event's neutral answer
 //! and exits at once; the worker runs the SessionEnd flow with the ordinary
 //! call timeouts. Local mode (the inbox is the record, and the hook's
@@ -40,7 +40,7 @@ static IN_WORKER: AtomicBool = AtomicBool::new(false);
 
 /// Whether this process is a detached worker.
 pub fn is_worker() -> bool {
-    std::env::args_os().nth(1).is_some_and(|a| a == WORKER_ARG)
+    crate::args::arg_os(1).is_some_and(|a| a == WORKER_ARG)
 }
 
 /// Whether the running flow is a worker's (no in-process budget applies).
@@ -51,6 +51,10 @@ pub fn in_worker() -> bool {
 /// The worker: the SessionEnd flow with the ordinary call timeouts.
 pub fn worker_main<A: Adapter>(event: A::Event, env: &Env) -> ! {
     IN_WORKER.store(true, Ordering::Relaxed);
+    // The worker outlives the hook: it must not keep open what the harness
+    // (or whatever started it) left open beyond 0-2, such as a pipe the
+    // harness reads to its end.
+    crate::fsutil::close_fds_above_stdio();
     let def = event.into().def();
     let stdin = crate::runner::read_stdin(std::time::Duration::from_secs(5));
     let config = Config::load_from(env, Some(def.harness()));
@@ -98,8 +102,13 @@ pub fn hand_off<A: Adapter>(event: A::Event, config: &Config, env: &Env, stdin: 
 
 /// Start the worker with `stdin` as its input; returns its pid.
 fn spawn_worker(stdin: &[u8]) -> std::io::Result<u32> {
+    // One executable serves every hook by the name it is started as: the
+    // worker gets this hook's name as its argv[0] (`current_exe` is the
+    // file itself, whatever link started us).
     let exe = std::env::current_exe()?;
+    let name = crate::args::invoked_name().ok_or_else(|| std::io::Error::other("no argv[0]"))?;
     let mut child = Command::new(exe)
+        .arg0(name)
         .arg(WORKER_ARG)
         .stdin(Stdio::piped())
         // Never the harness's pipes: it must see EOF when this process exits.

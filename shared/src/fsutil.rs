@@ -376,6 +376,33 @@ impl Write for StdoutFd {
     }
 }
 
+/// Close every descriptor above 2 that this process inherited or opened.
+///
+/// Linux 5.9+: one `close_range` call; elsewhere (or when the kernel lacks
+/// it) each descriptor listed in `/proc/self/fd` (Linux) or `/dev/fd`
+/// (macOS, the BSDs) is closed.
+pub fn close_fds_above_stdio() {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // SAFETY: close_range on a range of descriptor numbers has no
+        // memory effects; fds 0-2 stay.
+        if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } == 0 {
+            return;
+        }
+    }
+    let dir = if Path::new("/proc/self/fd").is_dir() { "/proc/self/fd" } else { "/dev/fd" };
+    // Collect first: closing while listing would close the listing's own fd.
+    let fds: Vec<i32> = match fs::read_dir(dir) {
+        Ok(rd) => rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).filter(|fd| *fd > 2).collect(),
+        Err(_) => return,
+    };
+    for fd in fds {
+        // SAFETY: closing a descriptor number; one that is already gone
+        // (the listing's own) fails with EBADF, which is fine.
+        unsafe { libc::close(fd) };
+    }
+}
+
 /// Whether fd 1 is open for writing (a harness that closed it reads nothing).
 ///
 /// A closed fd 1 is reopened as `/dev/null` before `main` (by Rust's

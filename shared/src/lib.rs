@@ -8,6 +8,7 @@
 //! the [`runner`] that makes every binary answer the harness no matter what.
 
 pub mod adapter;
+pub mod args;
 pub mod backend;
 pub mod config;
 pub mod detach;
@@ -33,27 +34,33 @@ pub use error::{Error, Exit, Result};
 
 pub use registry::{Harness, HarnessDef, HookDef};
 
-/// The `main` of a hook binary, without std's runtime start-up: the binary
-/// says `#![cfg_attr(not(test), no_main)]` and `preloop_shared::hook_main!(adapter::main(Event::X));`.
+/// The C `main` of the executable, without std's runtime start-up: the
+/// binary says `#![cfg_attr(not(test), no_main)]` and
+/// `preloop_shared::hook_main!(my_crate::dispatch);`, where `dispatch` is a
+/// `fn() -> i32` that reads the arguments through [`args`].
 ///
 /// std's start-up costs a hook about a tenth of a millisecond (it parses
 /// `/proc/self/maps` for the main thread's stack guard and installs signal
 /// handlers; docs/performance.md, "Round two"). What of it a hook needs is
 /// done here and in [`runner::prepare_process`]: fds 0-2 are made sure to be
-/// open ([`fsutil::sanitize_standard_fds`]) before anything else, SIGPIPE is
-/// ignored. `std::env` and `std::process::exit` work as usual.
+/// open ([`fsutil::sanitize_standard_fds`]) before anything else, `argv` is
+/// kept for [`args::args_os`] (std finds it on glibc only), SIGPIPE is
+/// ignored. `std::env::vars` and `std::process::exit` work as usual.
 #[macro_export]
 macro_rules! hook_main {
-    ($run:expr) => {
+    ($run:path) => {
         // A test build of the binary keeps the test harness's `main`.
         #[cfg(not(test))]
         #[unsafe(no_mangle)]
-        pub extern "C" fn main(
-            _argc: ::core::ffi::c_int,
-            _argv: *const *const ::core::ffi::c_char,
+        extern "C" fn main(
+            argc: ::core::ffi::c_int,
+            argv: *const *const ::core::ffi::c_char,
         ) -> ::core::ffi::c_int {
             $crate::fsutil::sanitize_standard_fds();
-            $run
+            // SAFETY: `argc` and `argv` are the C runtime's own, valid for
+            // the life of the process.
+            unsafe { $crate::args::capture(argc, argv) };
+            $run()
         }
     };
 }

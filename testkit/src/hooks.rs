@@ -63,9 +63,6 @@ pub trait Hooks {
     type Output: serde::Serialize;
     /// The captures' directory, under `fixtures/` and `schemas/`.
     const FIXTURES: &'static str;
-    /// One built binary of the harness (`env!("CARGO_BIN_EXE_<name>")`):
-    /// the others are beside it, by their registry names.
-    const ANY_BIN: &'static str;
     /// The adapter's parse.
     const PARSE: ParseFn<Self::Event>;
     /// The adapter's render (`None`: the hook prints nothing).
@@ -82,9 +79,9 @@ pub trait Hooks {
     fn name(event: Self::Event) -> &'static str {
         event.name()
     }
-    /// The built binary of the event.
+    /// The hook command of the event ([`crate::commands`]).
     fn bin(event: Self::Event) -> PathBuf {
-        std::path::Path::new(Self::ANY_BIN).with_file_name(event.binary())
+        crate::commands::hook(event.binary())
     }
     /// The adapter's parse of a payload.
     fn parse(event: Self::Event, v: &Value) -> Result<Parsed, String> {
@@ -116,8 +113,8 @@ pub trait Hooks {
 }
 
 /// Declare a harness's [`Hooks`] on a new marker type, from its adapter
-/// crate (`Event`, `Output`, `parse`, `render`), its captures' directory and
-/// one of its binaries, with the extension trait (named in parentheses) that
+/// crate (`Event`, `Output`, `parse`, `render`) and its captures' directory,
+/// with the extension trait (named in parentheses) that
 /// gives [`Home`] `run` and `run_raw` for its events. Further items of the
 /// `Hooks` impl (`const QUIET_STDERR`, an own `fn fixture_for`) follow the
 /// `;`.
@@ -125,14 +122,14 @@ pub trait Hooks {
 /// ```ignore
 /// preloop_testkit::hooks! {
 ///     /// Gemini CLI 0.61.0's hooks.
-///     pub Gemini(GeminiHome) = preloop_gemini, "gemini-cli-0.61.0", "preloop-gemini-session-start";
+///     pub Gemini(GeminiHome) = preloop_gemini, "gemini-cli-0.61.0";
 ///     const QUIET_STDERR: bool = true;
 /// }
 /// ```
 #[macro_export]
 macro_rules! hooks {
     (
-        $(#[$m:meta])* $vis:vis $name:ident($home:ident) = $adapter:ident, $fixtures:literal, $any_bin:literal;
+        $(#[$m:meta])* $vis:vis $name:ident($home:ident) = $adapter:ident, $fixtures:literal;
         $($item:item)*
     ) => {
         $(#[$m])*
@@ -142,7 +139,6 @@ macro_rules! hooks {
             type Event = $adapter::Event;
             type Output = $adapter::Output;
             const FIXTURES: &'static str = $fixtures;
-            const ANY_BIN: &'static str = env!(concat!("CARGO_BIN_EXE_", $any_bin));
             const PARSE: $crate::hooks::ParseFn<$adapter::Event> = $adapter::parse;
             const RENDER: $crate::hooks::RenderFn<$adapter::Event, $adapter::Output> = $adapter::render;
             $($item)*

@@ -8,6 +8,7 @@
 //! speaks HTTP. [`client`] is a tiny blocking HTTP client for tests.
 
 pub mod client;
+pub mod commands;
 pub mod fake_server;
 pub mod golden;
 pub mod hooks;

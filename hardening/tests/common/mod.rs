@@ -4,11 +4,10 @@
 //! mutator. The generic pieces (homes, process runs with a deadline, blocks,
 //! paths) are `preloop_testkit::support`'s.
 //!
-//! Binaries: Cargo sets `CARGO_BIN_EXE_*` only for a package's own
-//! binaries, so [`bins`] runs `cargo build -p preloop-<harness> ... --bins`
-//! once per test binary (a no-op when they are fresh, so a stale binary is
-//! never tested) into the target directory of the running test executable,
-//! and finds them there.
+//! Hook commands: [`bins`] builds the one `preloop-hooks` executable with
+//! the crash switch into a target directory of its own (when it is missing
+//! or older than its sources, so a stale one is never tested) and runs each
+//! hook under its name (`preloop_testkit::commands`).
 
 use preloop_shared::Harness;
 pub use preloop_testkit::support::{
@@ -16,7 +15,6 @@ pub use preloop_testkit::support::{
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -237,34 +235,24 @@ pub fn neutral_of(h: &Hook) -> Option<Value> {
 
 // ----- binaries -----------------------------------------------------------------
 
-/// The directory of the hook binaries, built (or confirmed fresh) once.
+/// The directory of the hook commands, built (or confirmed fresh) once.
 pub fn bins() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf(); // target/<profile>/deps/x → target/<profile>
-        let profile_name = profile_dir.file_name().unwrap().to_str().unwrap().to_string();
-        let profile = match profile_name.as_str() {
-            "debug" => "dev".to_string(),
-            other => other.to_string(),
-        };
+        let profile_dir = preloop_testkit::commands::profile_dir();
         // The crash switch (`PRELOOP_TEST_KILL_AT`) exists only with the
-        // `fault-injection` feature, which nothing that ships enables: these
-        // binaries get their own target directory so the workspace's own
+        // `fault-injection` feature, which nothing that ships enables: this
+        // executable gets its own target directory so the workspace's own
         // builds never carry it.
         let target_dir = profile_dir.parent().unwrap().join("fault-injection");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.current_dir(repo_root()).args(["build", "--quiet"]);
-        for h in Harness::all() {
-            cmd.args(["-p", &format!("preloop-{}", h.slug())]);
-        }
-        cmd.args(["--bins", "--features", "preloop-shared/fault-injection", "--profile", &profile, "--target-dir"]);
-        let out = cmd.arg(&target_dir).output().expect("cargo build of the hook binaries");
-        assert!(out.status.success(), "building the hook binaries failed: {}", String::from_utf8_lossy(&out.stderr));
-        let dir = target_dir.join(&profile_name);
+        let exe = preloop_testkit::commands::ensure_built(
+            &profile_dir,
+            Some(&target_dir),
+            &["preloop-shared/fault-injection"],
+        );
+        let dir = preloop_testkit::commands::link_dir(&exe, &exe.with_file_name("hook-commands"));
         for h in hooks() {
-            assert!(dir.join(h.binary).exists(), "{} was not built in {}", h.binary, dir.display());
+            assert!(dir.join(h.binary).exists(), "{} is not in {}", h.binary, dir.display());
         }
         dir
     })

@@ -55,8 +55,11 @@ impl Adapter for ClaudeCode {
     }
 }
 
-/// Run one hook binary.
+/// Run one hook (the watcher for [`Event::Watch`]).
 pub fn main(event: Event) -> ! {
+    if event == Event::Watch {
+        watch::main();
+    }
     if event == Event::SessionEnd {
         // Before the session ends on the backend: no watcher may claim past it.
         watch::stop_from_env(&Env::process());

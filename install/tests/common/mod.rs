@@ -30,16 +30,14 @@ impl Drop for TempDir {
     }
 }
 
-/// A bin dir (with a space in its path) holding a stand-in executable for
-/// every binary in the table.
+/// A bin dir (with a space in its path) holding a stand-in `preloop-hooks`
+/// executable (install links the hook commands to it).
 pub fn fake_bin_dir(root: &Path) -> PathBuf {
     let dir = root.join("my bin");
     std::fs::create_dir_all(&dir).unwrap();
-    for d in preloop_shared::registry::HOOKS {
-        let p = dir.join(d.binary);
-        std::fs::write(&p, "#!/bin/sh\nexit 0\n").unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    let p = dir.join("preloop-hooks");
+    std::fs::write(&p, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     dir
 }
 

@@ -482,7 +482,7 @@ fn a_url_that_is_not_a_preloop_server_says_so_without_its_body() {
 // ---------------------------------------------------------------- newcomer 20
 
 #[test]
-fn binaries_in_a_cargo_target_dir_are_copied_to_a_stable_place() {
+fn an_executable_in_a_cargo_target_dir_is_copied_to_a_stable_place() {
     let e = Env::new("target");
     let target = e.root.join("checkout/target");
     let release = target.join("release");
@@ -491,32 +491,38 @@ fn binaries_in_a_cargo_target_dir_are_copied_to_a_stable_place() {
         &target.join("CACHEDIR.TAG"),
         "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cargo.\n",
     );
-    for f in std::fs::read_dir(&e.bin).unwrap() {
-        let f = f.unwrap();
-        std::fs::copy(f.path(), release.join(f.file_name())).unwrap();
-    }
+    std::fs::copy(e.bin.join("preloop-hooks"), release.join("preloop-hooks")).unwrap();
     let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", release.to_str().unwrap()]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(stdout(&out).contains("copied 6 binaries") && stdout(&out).contains("cargo clean"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("copied preloop-hooks to ~/.preloop/bin") && stdout(&out).contains("cargo clean"),
+        "{}",
+        stdout(&out)
+    );
     let v: Value = serde_json::from_str(&read(&e.claude())).unwrap();
     let cmd = v["hooks"]["Stop"][0]["hooks"][0]["command"].as_str().unwrap();
     assert_eq!(cmd, e.preloop.join("bin/preloop-claude-code-stop").to_str().unwrap());
-    // A rebuild: doctor says the copies are older, and install copies again.
+    // A rebuild: doctor says the copy is older, and install copies again.
     std::thread::sleep(std::time::Duration::from_millis(1100));
-    let stop = release.join("preloop-claude-code-stop");
-    std::fs::remove_file(&stop).unwrap();
-    write(&stop, "#!/bin/sh\n# rebuilt\nexit 0\n");
-    std::fs::set_permissions(&stop, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = release.join("preloop-hooks");
+    std::fs::remove_file(&exe).unwrap();
+    write(&exe, "#!/bin/sh\n# rebuilt\nexit 0\n");
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = e.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", release.to_str().unwrap()]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(warnings(&v).iter().any(|w| w.contains("newer than their copies")), "{:?}", warnings(&v));
+    assert!(warnings(&v).iter().any(|w| w.contains("differs from its copy")), "{:?}", warnings(&v));
     let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", release.to_str().unwrap()]);
-    assert!(stdout(&out).contains("copied 1 binary"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("copied preloop-hooks"), "{}", stdout(&out));
+    // Every hook command links to the new copy: one file on disk.
+    let stable = e.preloop.join("bin");
+    for name in preloop_hooks::links::names() {
+        assert!(preloop_hooks::links::is_link_to(&stable.join(name), &stable.join("preloop-hooks")), "{name}");
+    }
+    assert!(read(&stable.join("preloop-claude-code-stop")).contains("rebuilt"));
     // `cargo clean`: the hooks still run.
     std::fs::remove_dir_all(&target).unwrap();
     assert!(Command::new("/bin/sh").arg("-c").arg(cmd).status().unwrap().success());
     // doctor from the stable copy (where `$PRELOOP_HOME/bin/preloop-hooks` would run).
-    let stable = e.preloop.join("bin");
     let out = e.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", stable.to_str().unwrap()]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(code(&out), 0, "{:?}", problems(&v));
@@ -918,4 +924,95 @@ fn doctor_notices_hooks_switched_off_by_the_harness() {
         "{p}"
     );
     assert!(p.contains("copilot:") && p.contains("settings.json sets"), "{p}");
+}
+
+// ------------------------------------------------- one executable (issue 22)
+
+/// An install over the old layout (a binary per hook beside preloop-hooks):
+/// every hook command becomes a link to the one executable, no old copy is
+/// left, the entries an earlier version wrote keep working; uninstall
+/// removes the links once no config has entries of ours.
+#[test]
+fn install_over_the_old_layout_leaves_one_file_and_uninstall_removes_the_links() {
+    let e = Env::new("old-layout");
+    for name in preloop_hooks::links::names() {
+        let p = e.bin.join(name);
+        write(&p, "#!/bin/sh\n# an earlier version's own binary\nexit 0\n");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = e.run(&["install", "--bin-dir", e.bin.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let n = preloop_hooks::links::names().len();
+    assert!(stdout(&out).contains(&format!("replaced {n} hook commands in")), "{}", stdout(&out));
+    let exe = e.bin.join("preloop-hooks");
+    for name in preloop_hooks::links::names() {
+        assert!(preloop_hooks::links::is_link_to(&e.bin.join(name), &exe), "{name} is a link");
+    }
+    // One file on disk: every name is the executable's inode; nothing else was left.
+    let files: Vec<String> =
+        std::fs::read_dir(&e.bin).unwrap().map(|f| f.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(files.len(), n + 1, "{files:?}");
+    // Idempotent, and doctor finds nothing stale.
+    let out = e.run(&["install", "--bin-dir", e.bin.to_str().unwrap()]);
+    assert!(!stdout(&out).contains("linked") && !stdout(&out).contains("replaced"), "{}", stdout(&out));
+    let out = e.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", e.bin.to_str().unwrap()]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!warnings(&v).iter().any(|w| w.contains("not links")), "{:?}", warnings(&v));
+    // A stale command (an older binary put back by hand) is named by doctor.
+    let stop = e.bin.join("preloop-claude-code-stop");
+    std::fs::remove_file(&stop).unwrap();
+    write(&stop, "#!/bin/sh\nexit 0\n");
+    let out = e.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", e.bin.to_str().unwrap()]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        warnings(&v).iter().any(|w| w.contains("1 hook commands in") && w.contains("not links")),
+        "{:?}",
+        warnings(&v)
+    );
+    e.run(&["install", "--bin-dir", e.bin.to_str().unwrap()]);
+    // Uninstall of one harness keeps the commands (others still use them)...
+    let out = e.run(&["uninstall", "--harness", "codex"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("the hook commands in") && stdout(&out).contains("still used by"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(e.bin.join("preloop-codex-stop").exists());
+    // ...uninstall of all removes them, and keeps the executable.
+    let out = e.run(&["uninstall"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains(&format!("removed the {n} hook commands")), "{}", stdout(&out));
+    let files: Vec<String> =
+        std::fs::read_dir(&e.bin).unwrap().map(|f| f.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(files, vec!["preloop-hooks".to_string()]);
+}
+
+/// An executable inside an npm package (`npm update` replaces the package):
+/// the hooks run a copy in `$PRELOOP_HOME/bin`, never a path into node_modules.
+#[test]
+fn an_executable_in_an_npm_package_is_copied_and_the_hooks_never_point_into_node_modules() {
+    let e = Env::new("npm");
+    let pkg_bin = e.root.join("prefix/lib/node_modules/preloop-hooks-linux-x64/bin");
+    std::fs::create_dir_all(&pkg_bin).unwrap();
+    std::fs::copy(e.bin.join("preloop-hooks"), pkg_bin.join("preloop-hooks")).unwrap();
+    let out = e.run(&["install", "--bin-dir", pkg_bin.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("copied preloop-hooks to ~/.preloop/bin") && stdout(&out).contains("npm"),
+        "{}",
+        stdout(&out)
+    );
+    let text = read(&e.claude());
+    assert!(
+        !text.contains("node_modules")
+            && text.contains(e.preloop.join("bin/preloop-claude-code-stop").to_str().unwrap()),
+        "{text}"
+    );
+    assert_eq!(std::fs::read_dir(&pkg_bin).unwrap().count(), 1, "nothing was added to the npm package");
+    // Uninstall removes the links and the copy; the package stays.
+    let out = e.run(&["uninstall", "--bin-dir", pkg_bin.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!e.preloop.join("bin/preloop-hooks").exists() && !e.preloop.join("bin/preloop-codex-stop").exists());
+    assert!(pkg_bin.join("preloop-hooks").exists());
 }

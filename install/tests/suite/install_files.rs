@@ -148,7 +148,8 @@ fn claude_code_round_trip_keeps_user_hooks_and_formatting() {
     assert_eq!(v["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 3);
     // New entries take the file's 4-space indentation.
     assert!(text.contains("\n        \"SessionStart\": [\n            {\n                \"hooks\": ["), "{text}");
-    // The command runs: the shell quoting is right.
+    // The command runs: the shell quoting is right (install links it to the executable).
+    preloop_hooks::links::link_all(&ctx.exe(), &ctx.bin_dir).unwrap();
     let status =
         std::process::Command::new("/bin/sh").arg("-c").arg(ours["command"].as_str().unwrap()).status().unwrap();
     assert!(status.success());

@@ -12,16 +12,11 @@ use std::process::{Command, Output, Stdio};
 pub const FIXTURES: &str = "claude-code-2.1.328";
 
 pub fn bin(event: &str) -> PathBuf {
-    let p = match event {
-        "SessionStart" => env!("CARGO_BIN_EXE_preloop-claude-code-session-start"),
-        "UserPromptSubmit" => env!("CARGO_BIN_EXE_preloop-claude-code-user-prompt-submit"),
-        "PreToolUse" => env!("CARGO_BIN_EXE_preloop-claude-code-pre-tool-use"),
-        "Stop" => env!("CARGO_BIN_EXE_preloop-claude-code-stop"),
-        "SessionEnd" => env!("CARGO_BIN_EXE_preloop-claude-code-session-end"),
-        "Watch" => env!("CARGO_BIN_EXE_preloop-claude-code-watch"),
-        other => panic!("no binary for {other}"),
-    };
-    PathBuf::from(p)
+    let e = preloop_claude_code::Event::ALL
+        .into_iter()
+        .find(|e| format!("{e:?}") == event)
+        .unwrap_or_else(|| panic!("no hook for {event}"));
+    preloop_testkit::commands::hook(e.binary())
 }
 
 /// The environment a hook gets: only what we set (no PRELOOP_* leaks in from the test runner).

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 preloop_testkit::hooks! {
     /// Codex 0.169.0's hooks, for `preloop_testkit::hooks`: a stdout passes
     /// the output schema extracted from the Codex binary and ours.
-    pub Codex(CodexHome) = preloop_codex, "codex-0.169.0", "preloop-codex-session-start";
+    pub Codex(CodexHome) = preloop_codex, "codex-0.169.0";
 
     /// The output schema in the Codex binary.
     fn output_schema(event: Event) -> Option<Value> {

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 preloop_testkit::hooks! {
     /// Copilot CLI 1.0.102's hooks, for `preloop_testkit::hooks`.
-    pub Copilot(CopilotHome) = preloop_copilot, "copilot-cli-1.0.102", "preloop-copilot-session-start";
+    pub Copilot(CopilotHome) = preloop_copilot, "copilot-cli-1.0.102";
 
     /// A camelCase capture with its session id replaced (each test gets its
     /// own session); a sub-agent's capture gets `session` as its parent.

@@ -52,16 +52,7 @@ pub fn check_output(event: Event, v: &Value) {
 }
 
 pub fn bin(event: Event) -> PathBuf {
-    let path = match event {
-        Event::SessionStart => env!("CARGO_BIN_EXE_preloop-cursor-session-start"),
-        Event::BeforeSubmitPrompt => env!("CARGO_BIN_EXE_preloop-cursor-before-submit-prompt"),
-        Event::BeforeShellExecution => env!("CARGO_BIN_EXE_preloop-cursor-before-shell-execution"),
-        Event::BeforeMcpExecution => env!("CARGO_BIN_EXE_preloop-cursor-before-mcp-execution"),
-        Event::PreToolUse => env!("CARGO_BIN_EXE_preloop-cursor-pre-tool-use"),
-        Event::Stop => env!("CARGO_BIN_EXE_preloop-cursor-stop"),
-        Event::SessionEnd => env!("CARGO_BIN_EXE_preloop-cursor-session-end"),
-    };
-    PathBuf::from(path)
+    preloop_testkit::commands::hook(event.binary())
 }
 
 /// A fresh session id for one test.

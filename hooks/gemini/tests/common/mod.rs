@@ -10,7 +10,7 @@ use serde_json::Value;
 
 preloop_testkit::hooks! {
     /// Gemini CLI 0.61.0's hooks, for `preloop_testkit::hooks`.
-    pub Gemini(GeminiHome) = preloop_gemini, "gemini-cli-0.61.0", "preloop-gemini-session-start";
+    pub Gemini(GeminiHome) = preloop_gemini, "gemini-cli-0.61.0";
     const QUIET_STDERR: bool = true;
 }
 

@@ -1,3 +1,0 @@
-//! `preloop-claude-code-session-end`: the Claude Code SessionEnd hook.
-#![cfg_attr(not(test), no_main)]
-preloop_shared::hook_main!(preloop_claude_code::main(preloop_claude_code::Event::SessionEnd));

@@ -1,3 +1,0 @@
-//! `preloop-codex-session-end`: the Codex CLI SessionEnd hook.
-#![cfg_attr(not(test), no_main)]
-preloop_shared::hook_main!(preloop_codex::main(preloop_codex::Event::SessionEnd));

@@ -1,3 +1,0 @@
-//! `preloop-cursor-before-shell-execution`: the Cursor beforeShellExecution hook.
-#![cfg_attr(not(test), no_main)]
-preloop_shared::hook_main!(preloop_cursor::main(preloop_cursor::Event::BeforeShellExecution));

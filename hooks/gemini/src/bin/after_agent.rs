@@ -1,3 +1,0 @@
-//! `preloop-gemini-after-agent`: the Gemini CLI AfterAgent hook.
-#![cfg_attr(not(test), no_main)]
-preloop_shared::hook_main!(preloop_gemini::main(preloop_gemini::Event::AfterAgent));

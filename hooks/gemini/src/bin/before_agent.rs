@@ -1,3 +1,0 @@
-//! `preloop-gemini-before-agent`: the Gemini CLI BeforeAgent hook.
-#![cfg_attr(not(test), no_main)]
-preloop_shared::hook_main!(preloop_gemini::main(preloop_gemini::Event::BeforeAgent));
