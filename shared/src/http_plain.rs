@@ -278,7 +278,7 @@ fn left(deadline: Instant) -> Result<Duration, Failure> {
 /// Read one answer: skip up to [`MAX_INTERIM`] 1xx heads, then the body by
 /// Content-Length, chunked encoding, or to the end of the connection.
 fn read_response(s: &mut impl Socket, deadline: Instant, max_body: u64) -> Result<Response, Failure> {
-    let mut r = Reader { s, buf: Vec::with_capacity(4096), pos: 0, deadline, wire_left: wire_limit(max_body) };
+    let mut r = Reader { s, buf: vec![0; 4096], pos: 0, end: 0, deadline, wire_left: wire_limit(max_body) };
     let mut interim = 0;
     loop {
         let h = r.head()?;
@@ -322,6 +322,8 @@ struct Reader<'a, S: Socket> {
     buf: Vec<u8>,
     /// Bytes of `buf` already consumed.
     pos: usize,
+    /// Bytes of `buf` read (`buf[end..]` is room for the next read).
+    end: usize,
     deadline: Instant,
     /// How many more bytes this answer may take off the connection.
     wire_left: u64,
@@ -336,38 +338,35 @@ impl<S: Socket> Reader<'_, S> {
         // server trickling bytes cannot stretch the call past it.
         self.s.set_read_timeout(left(self.deadline)?)?;
         if self.pos > 0 {
-            self.buf.drain(..self.pos);
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.end -= self.pos;
             self.pos = 0;
         }
-        if self.buf.capacity() - self.buf.len() < 1024 {
-            self.buf.reserve(self.buf.capacity().max(4096));
+        // `buf` is zero-filled once per growth, not per read.
+        if self.buf.len() - self.end < 1024 {
+            self.buf.resize((2 * self.buf.len()).max(4096), 0);
         }
         // At the limit, one byte more tells the end of the connection from
         // an answer that goes on past it.
         let room = usize::try_from(self.wire_left).unwrap_or(usize::MAX).max(1);
-        let start = self.buf.len();
-        let end = self.buf.capacity().min(start.saturating_add(room));
-        self.buf.resize(end, 0);
+        let to = self.buf.len().min(self.end.saturating_add(room));
         let n = loop {
-            match self.s.read(&mut self.buf[start..]) {
+            match self.s.read(&mut self.buf[self.end..to]) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.buf.truncate(start);
-                    return Err(e.into());
-                }
+                Err(e) => return Err(e.into()),
             }
         };
-        self.buf.truncate(start + n);
         if n as u64 > self.wire_left {
             return Err(Failure::Bounded("more bytes than the body cap allows for heads and framing"));
         }
+        self.end += n;
         self.wire_left -= n as u64;
         Ok(n)
     }
 
     fn unread(&self) -> &[u8] {
-        &self.buf[self.pos..]
+        &self.buf[self.pos..self.end]
     }
 
     /// The next head, parsed: read up to its blank line (at most
@@ -466,13 +465,17 @@ impl<S: Socket> Reader<'_, S> {
     /// The next chunk's size: `httparse`'s chunk-size line (hex digits,
     /// extensions ignored), at most [`MAX_LINE`] bytes.
     fn chunk_size(&mut self) -> Result<u64, Failure> {
+        let mut searched: usize = 0;
         loop {
             let avail = self.unread();
             // RFC 9112: chunk-size = 1*HEXDIG (httparse takes an empty one as 0).
             if avail.first().is_some_and(|b| !b.is_ascii_hexdigit()) {
                 return Err(Failure::Malformed("a bad chunk size"));
             }
-            match httparse::parse_chunk_size(avail) {
+            // The line can only be complete once an LF came.
+            let lf = avail[searched..].contains(&b'\n');
+            searched = avail.len();
+            match if lf { httparse::parse_chunk_size(avail) } else { Ok(httparse::Status::Partial) } {
                 Ok(httparse::Status::Complete((n, size))) => {
                     if n > MAX_LINE {
                         return Err(Failure::Malformed("a chunk or trailer line longer than 4 KiB"));
