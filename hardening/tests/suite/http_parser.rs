@@ -244,7 +244,7 @@ fn mutate(r: &mut Rng, bytes: &mut Vec<u8>) {
 
 #[test]
 fn the_reader_agrees_with_a_reference_decoder() {
-    let mut r = Rng(0x5eed_0f_4771);
+    let mut r = Rng(0x5eed_0f47_7100);
     let (mut read, mut refused) = (0, 0);
     for case in 0..4000 {
         let max = *r.pick(&[64usize, 1000, 4096]);
