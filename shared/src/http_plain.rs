@@ -12,16 +12,41 @@
 //!
 //! What it keeps of ureq's rules: redirects are answers, never followed (a
 //! bearer token never leaves the configured origin); every status is an
-//! answer; the body is capped; a truncated, malformed or oversized answer
-//! is an error, never a guess. `Connection: close`: one request per
-//! connection, as a hook makes.
+//! answer; a header value with a control character is never sent; a
+//! truncated, malformed or oversized answer is an error, never a guess.
+//! `Connection: close`: one request per connection, as a hook makes.
+//!
+//! Bounded like a library (red-team 3, N1/N3): the request is written and
+//! the answer read within the call's one deadline (each `write` and `read`
+//! waits at most what is left of it); every head is parsed by `httparse`
+//! (the parser under hyper) and is at most [`MAX_HEAD`] bytes; at most
+//! [`MAX_INTERIM`] `1xx` heads are skipped; a chunk-size or trailer line is
+//! at most [`MAX_LINE`] bytes, with at most [`MAX_TRAILERS`] trailers; chunk
+//! sizes are checked against the body cap without overflow; and the whole
+//! answer read off the connection is at most [`wire_limit`] bytes. Consumed
+//! bytes are dropped as the reader goes, so memory follows what is kept.
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-/// Largest response head (status line and headers) we read.
-const MAX_HEAD: usize = 32 * 1024;
+/// Largest response head (status line and headers, through the blank line).
+pub const MAX_HEAD: usize = 32 * 1024;
+/// Most header fields in one head.
+pub const MAX_HEADERS: usize = 64;
+/// Most interim (`1xx`) heads skipped before the answer.
+pub const MAX_INTERIM: usize = 16;
+/// Longest chunk-size or trailer line, its CRLF included.
+pub const MAX_LINE: usize = 4096;
+/// Most trailer lines after the last chunk.
+pub const MAX_TRAILERS: usize = 32;
+
+/// The most bytes one answer may take off the connection for a body cap of
+/// `max_body`: the body plus as much again (at least 256 KiB) for heads,
+/// chunk framing and trailers. Past it the call fails.
+pub fn wire_limit(max_body: u64) -> u64 {
+    max_body.saturating_add(max_body.max(256 * 1024))
+}
 
 /// A server this client can reach: `http://`, an IP-literal host, an
 /// optional port and path prefix, nothing else.
@@ -88,8 +113,14 @@ pub enum Failure {
     TimedOut,
     /// The body is larger than the cap.
     TooLarge(u64),
+    /// The answer ran past another of the client's bounds (its total size,
+    /// the number of interim heads or trailers).
+    Bounded(&'static str),
     /// Not an HTTP/1.x answer we can read.
     Malformed(&'static str),
+    /// The request was not sent: a header we were given cannot be written
+    /// as it is (a CR, LF or other control character in a value).
+    Unsendable(&'static str),
 }
 
 impl Failure {
@@ -99,7 +130,9 @@ impl Failure {
             Failure::Io(e) => crate::http::describe_io(e),
             Failure::TimedOut => "timed out".into(),
             Failure::TooLarge(n) => format!("the answer is larger than {n} bytes"),
+            Failure::Bounded(what) => format!("the answer is past a bound: {what}"),
             Failure::Malformed(what) => format!("not an HTTP answer we can read: {what}"),
+            Failure::Unsendable(what) => format!("the request was not sent: {what}"),
         }
     }
 }
@@ -122,9 +155,9 @@ pub struct InFlight {
 }
 
 /// POST `body` (JSON) to `origin` + `path` with the given extra headers:
-/// connect (within `connect_timeout`) and send the request, all of it in
-/// one write; the answer is read by [`InFlight::answer`], the whole call
-/// within `timeout`.
+/// connect (within `connect_timeout`) and send the request (head and body
+/// in one buffer); the answer is read by [`InFlight::answer`], the whole
+/// call, the write included, within `timeout`.
 pub fn send_json(
     origin: &Origin,
     path: &str,
@@ -134,9 +167,9 @@ pub fn send_json(
     timeout: Duration,
 ) -> Result<InFlight, Failure> {
     let deadline = Instant::now() + timeout;
+    let req = request(origin, path, headers, body)?;
     let mut stream = TcpStream::connect_timeout(&origin.addr, connect_timeout.min(timeout))?;
-    stream.set_write_timeout(Some(left(deadline)?))?;
-    stream.write_all(&request(origin, path, headers, body))?;
+    write_within(&mut stream, &req, deadline)?;
     Ok(InFlight { stream, deadline })
 }
 
@@ -147,11 +180,55 @@ impl InFlight {
     }
 }
 
-/// The request: head and body in one buffer, written at once.
-fn request(origin: &Origin, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+/// Read one answer from `bytes`, as from a connection that hands them over
+/// at most `piece` bytes per read and then ends: the reader of
+/// [`InFlight::answer`] without a socket (the hardening suite compares it
+/// with a reference parser).
+pub fn decode(bytes: &[u8], piece: usize, max_body: u64) -> Result<Response, Failure> {
+    let mut feed = Pieces { rest: bytes, piece: piece.max(1) };
+    read_response(&mut feed, Instant::now() + Duration::from_secs(3600), max_body)
+}
+
+struct Pieces<'a> {
+    rest: &'a [u8],
+    piece: usize,
+}
+
+impl Read for Pieces<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = self.rest.len().min(out.len()).min(self.piece);
+        out[..n].copy_from_slice(&self.rest[..n]);
+        self.rest = &self.rest[n..];
+        Ok(n)
+    }
+}
+
+impl Socket for Pieces<'_> {
+    fn set_read_timeout(&mut self, _: Duration) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Whether a header name is an RFC 9110 token and its value holds no
+/// control character but HTAB: what may be written into a head as is.
+fn sendable(name: &str, value: &str) -> bool {
+    let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    !name.is_empty() && name.bytes().all(tchar) && value.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}
+
+/// The request: head and body in one buffer, written at once. A header
+/// that could split the head (CR/LF in a token from the environment) is
+/// refused, never sent.
+fn request(origin: &Origin, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Result<Vec<u8>, Failure> {
+    if path.bytes().chain(origin.prefix.bytes()).any(|b| b <= 0x20 || b == 0x7f) {
+        return Err(Failure::Unsendable("a control character or space in the path"));
+    }
     let mut req = Vec::with_capacity(256 + body.len());
     let _ = write!(req, "POST {}{path} HTTP/1.1\r\nHost: {}\r\n", origin.prefix, origin.authority);
     for (name, value) in headers {
+        if !sendable(name, value) {
+            return Err(Failure::Unsendable("a header with a control character (CR, LF or another)"));
+        }
         let _ = write!(req, "{name}: {value}\r\n");
     }
     let _ = write!(
@@ -161,23 +238,55 @@ fn request(origin: &Origin, path: &str, headers: &[(&str, &str)], body: &[u8]) -
         body.len()
     );
     req.extend_from_slice(body);
-    req
+    Ok(req)
+}
+
+/// What the client needs of a connection to write (a trait so tests can
+/// stand in for a socket).
+trait Sink: Write {
+    fn set_write_timeout(&mut self, t: Duration) -> io::Result<()>;
+}
+
+impl Sink for TcpStream {
+    fn set_write_timeout(&mut self, t: Duration) -> io::Result<()> {
+        TcpStream::set_write_timeout(self, Some(t))
+    }
+}
+
+/// Write all of `buf`, each `write` waiting at most what is left of the
+/// call's budget (N3: a `write_all` under one timeout let a slow reader
+/// hold the call for one timeout per partial write).
+fn write_within(s: &mut impl Sink, mut buf: &[u8], deadline: Instant) -> Result<(), Failure> {
+    while !buf.is_empty() {
+        s.set_write_timeout(left(deadline)?)?;
+        match s.write(buf) {
+            Ok(0) => return Err(Failure::Io(io::ErrorKind::WriteZero.into())),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 fn left(deadline: Instant) -> Result<Duration, Failure> {
     let d = deadline.saturating_duration_since(Instant::now());
-    // A zero read timeout means "none" to the socket API.
+    // A zero timeout means "none" to the socket API.
     if d.is_zero() { Err(Failure::TimedOut) } else { Ok(d) }
 }
 
-/// Read one answer: skip any 1xx heads, then the body by Content-Length,
-/// chunked encoding, or to the end of the connection.
+/// Read one answer: skip up to [`MAX_INTERIM`] 1xx heads, then the body by
+/// Content-Length, chunked encoding, or to the end of the connection.
 fn read_response(s: &mut impl Socket, deadline: Instant, max_body: u64) -> Result<Response, Failure> {
-    let mut r = Reader { s, buf: Vec::with_capacity(4096), pos: 0, deadline };
+    let mut r = Reader { s, buf: vec![0; 4096], pos: 0, end: 0, deadline, wire_left: wire_limit(max_body) };
+    let mut interim = 0;
     loop {
-        let head = r.head()?;
-        let h = Head::parse(&head)?;
+        let h = r.head()?;
         if (100..200).contains(&h.status) {
+            interim += 1;
+            if interim > MAX_INTERIM {
+                return Err(Failure::Bounded("more than 16 interim (1xx) heads"));
+            }
             continue;
         }
         let body = if h.status == 204 || h.status == 304 {
@@ -188,7 +297,7 @@ fn read_response(s: &mut impl Socket, deadline: Instant, max_body: u64) -> Resul
             if n > max_body {
                 return Err(Failure::TooLarge(max_body));
             }
-            r.exactly(n as usize)?
+            r.exactly(usize::try_from(n).map_err(|_| Failure::TooLarge(max_body))?)?
         } else {
             r.until_closed(max_body)?
         };
@@ -196,7 +305,8 @@ fn read_response(s: &mut impl Socket, deadline: Instant, max_body: u64) -> Resul
     }
 }
 
-/// What the client needs of a connection (a trait so tests can feed bytes).
+/// What the client needs of a connection to read (a trait so tests can
+/// feed bytes).
 trait Socket: Read {
     fn set_read_timeout(&mut self, t: Duration) -> io::Result<()>;
 }
@@ -212,49 +322,82 @@ struct Reader<'a, S: Socket> {
     buf: Vec<u8>,
     /// Bytes of `buf` already consumed.
     pos: usize,
+    /// Bytes of `buf` read (`buf[end..]` is room for the next read).
+    end: usize,
     deadline: Instant,
+    /// How many more bytes this answer may take off the connection.
+    wire_left: u64,
 }
 
 impl<S: Socket> Reader<'_, S> {
-    /// Read more into `buf`; `Ok(0)` at the end of the connection.
+    /// Read more into `buf` (dropping what is consumed first); `Ok(0)` at
+    /// the end of the connection. Called only when more bytes are needed,
+    /// so a read past the wire limit is an error.
     fn fill(&mut self) -> Result<usize, Failure> {
         // Each read waits at most what is left of the call's budget, so a
         // server trickling bytes cannot stretch the call past it.
         self.s.set_read_timeout(left(self.deadline)?)?;
-        if self.buf.capacity() - self.buf.len() < 1024 {
-            self.buf.reserve(self.buf.capacity().max(4096));
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.end -= self.pos;
+            self.pos = 0;
         }
-        let start = self.buf.len();
-        self.buf.resize(self.buf.capacity(), 0);
+        // `buf` is zero-filled once per growth, not per read.
+        if self.buf.len() - self.end < 1024 {
+            self.buf.resize((2 * self.buf.len()).max(4096), 0);
+        }
+        // At the limit, one byte more tells the end of the connection from
+        // an answer that goes on past it.
+        let room = usize::try_from(self.wire_left).unwrap_or(usize::MAX).max(1);
+        let to = self.buf.len().min(self.end.saturating_add(room));
         let n = loop {
-            match self.s.read(&mut self.buf[start..]) {
+            match self.s.read(&mut self.buf[self.end..to]) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.buf.truncate(start);
-                    return Err(e.into());
-                }
+                Err(e) => return Err(e.into()),
             }
         };
-        self.buf.truncate(start + n);
+        if n as u64 > self.wire_left {
+            return Err(Failure::Bounded("more bytes than the body cap allows for heads and framing"));
+        }
+        self.end += n;
+        self.wire_left -= n as u64;
         Ok(n)
     }
 
     fn unread(&self) -> &[u8] {
-        &self.buf[self.pos..]
+        &self.buf[self.pos..self.end]
     }
 
-    /// The next head, through its blank line.
-    fn head(&mut self) -> Result<Vec<u8>, Failure> {
+    /// The next head, parsed: read up to its blank line (at most
+    /// [`MAX_HEAD`] bytes), then `httparse`.
+    fn head(&mut self) -> Result<Head, Failure> {
         let mut searched: usize = 0;
         loop {
             let avail = self.unread();
-            let from = searched.saturating_sub(3);
-            if let Some(i) = avail[from..].windows(4).position(|w| w == b"\r\n\r\n") {
-                let end = from + i + 4;
-                let head = avail[..end].to_vec();
-                self.pos += end;
-                return Ok(head);
+            // A head ends with an empty line: LF LF or LF CR LF.
+            let from = searched.saturating_sub(2);
+            let blank = avail[from..].windows(2).enumerate().any(|(i, w)| {
+                w[0] == b'\n' && (w[1] == b'\n' || (w[1] == b'\r' && avail.get(from + i + 2) == Some(&b'\n')))
+            });
+            if blank {
+                let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                let mut resp = httparse::Response::new(&mut fields);
+                match resp.parse(avail) {
+                    Ok(httparse::Status::Complete(end)) => {
+                        if end > MAX_HEAD {
+                            return Err(Failure::Malformed("a head larger than 32 KiB"));
+                        }
+                        let head = Head::of(&resp)?;
+                        self.pos += end;
+                        return Ok(head);
+                    }
+                    Ok(httparse::Status::Partial) => {}
+                    Err(httparse::Error::TooManyHeaders) => {
+                        return Err(Failure::Malformed("more than 64 header fields"));
+                    }
+                    Err(_) => return Err(Failure::Malformed("no HTTP/1.x head")),
+                }
             }
             searched = avail.len();
             if searched > MAX_HEAD {
@@ -266,12 +409,18 @@ impl<S: Socket> Reader<'_, S> {
         }
     }
 
-    fn exactly(&mut self, n: usize) -> Result<Vec<u8>, Failure> {
+    /// At least `n` unread bytes, or an error at the end of the connection.
+    fn need(&mut self, n: usize, what: &'static str) -> Result<(), Failure> {
         while self.unread().len() < n {
             if self.fill()? == 0 {
-                return Err(Failure::Malformed("the connection closed before the body ended"));
+                return Err(Failure::Malformed(what));
             }
         }
+        Ok(())
+    }
+
+    fn exactly(&mut self, n: usize) -> Result<Vec<u8>, Failure> {
+        self.need(n, "the connection closed before the body ended")?;
         let body = self.unread()[..n].to_vec();
         self.pos += n;
         Ok(body)
@@ -288,16 +437,57 @@ impl<S: Socket> Reader<'_, S> {
         }
     }
 
-    /// A line through its CRLF (the CRLF not returned).
+    /// A line through its CRLF (the CRLF not returned), at most
+    /// [`MAX_LINE`] bytes with it.
     fn line(&mut self) -> Result<Vec<u8>, Failure> {
+        let mut searched: usize = 0;
         loop {
-            if let Some(i) = self.unread().windows(2).position(|w| w == b"\r\n") {
-                let line = self.unread()[..i].to_vec();
+            let avail = self.unread();
+            if let Some(i) = avail[searched.saturating_sub(1)..].windows(2).position(|w| w == b"\r\n") {
+                let i = searched.saturating_sub(1) + i;
+                if i + 2 > MAX_LINE {
+                    return Err(Failure::Malformed("a chunk or trailer line longer than 4 KiB"));
+                }
+                let line = avail[..i].to_vec();
                 self.pos += i + 2;
                 return Ok(line);
             }
-            if self.unread().len() > 4096 {
-                return Err(Failure::Malformed("a chunk line longer than 4 KiB"));
+            searched = avail.len();
+            if searched > MAX_LINE {
+                return Err(Failure::Malformed("a chunk or trailer line longer than 4 KiB"));
+            }
+            if self.fill()? == 0 {
+                return Err(Failure::Malformed("the connection closed inside a chunk"));
+            }
+        }
+    }
+
+    /// The next chunk's size: `httparse`'s chunk-size line (hex digits,
+    /// extensions ignored), at most [`MAX_LINE`] bytes.
+    fn chunk_size(&mut self) -> Result<u64, Failure> {
+        let mut searched: usize = 0;
+        loop {
+            let avail = self.unread();
+            // RFC 9112: chunk-size = 1*HEXDIG (httparse takes an empty one as 0).
+            if avail.first().is_some_and(|b| !b.is_ascii_hexdigit()) {
+                return Err(Failure::Malformed("a bad chunk size"));
+            }
+            // The line can only be complete once an LF came.
+            let lf = avail[searched..].contains(&b'\n');
+            searched = avail.len();
+            match if lf { httparse::parse_chunk_size(avail) } else { Ok(httparse::Status::Partial) } {
+                Ok(httparse::Status::Complete((n, size))) => {
+                    if n > MAX_LINE {
+                        return Err(Failure::Malformed("a chunk or trailer line longer than 4 KiB"));
+                    }
+                    self.pos += n;
+                    return Ok(size);
+                }
+                Ok(httparse::Status::Partial) => {}
+                Err(_) => return Err(Failure::Malformed("a bad chunk size")),
+            }
+            if avail.len() > MAX_LINE {
+                return Err(Failure::Malformed("a chunk or trailer line longer than 4 KiB"));
             }
             if self.fill()? == 0 {
                 return Err(Failure::Malformed("the connection closed inside a chunk"));
@@ -308,24 +498,30 @@ impl<S: Socket> Reader<'_, S> {
     fn chunked(&mut self, max: u64) -> Result<Vec<u8>, Failure> {
         let mut body = Vec::new();
         loop {
-            let line = self.line()?;
-            let size = std::str::from_utf8(&line)
-                .ok()
-                .map(|l| l.split(';').next().unwrap_or("").trim())
-                .and_then(|hex| u64::from_str_radix(hex, 16).ok())
-                .ok_or(Failure::Malformed("a bad chunk size"))?;
+            let size = self.chunk_size()?;
             if size == 0 {
-                // Trailers, if any, up to the blank line.
-                while !self.line()?.is_empty() {}
+                // Trailers, if any, up to the blank line: a few short lines.
+                let mut trailers = 0;
+                while !self.line()?.is_empty() {
+                    trailers += 1;
+                    if trailers > MAX_TRAILERS {
+                        return Err(Failure::Bounded("more than 32 trailer lines"));
+                    }
+                }
                 return Ok(body);
             }
-            if body.len() as u64 + size > max {
+            // `body.len() <= max` always: no sum that could wrap.
+            if size > max - body.len() as u64 {
                 return Err(Failure::TooLarge(max));
             }
-            body.extend_from_slice(&self.exactly(size as usize)?);
-            if !self.line()?.is_empty() {
+            // `size <= max`, which a `Vec` on this target can hold.
+            let size = usize::try_from(size).map_err(|_| Failure::TooLarge(max))?;
+            body.extend_from_slice(&self.exactly(size)?);
+            self.need(2, "the connection closed inside a chunk")?;
+            if &self.unread()[..2] != b"\r\n" {
                 return Err(Failure::Malformed("a chunk longer than its size"));
             }
+            self.pos += 2;
         }
     }
 }
@@ -339,31 +535,27 @@ struct Head {
 }
 
 impl Head {
-    fn parse(head: &[u8]) -> Result<Head, Failure> {
-        let text = std::str::from_utf8(head).map_err(|_| Failure::Malformed("a head that is not text"))?;
-        let mut lines = text.split("\r\n");
-        let status_line = lines.next().unwrap_or("");
-        let mut parts = status_line.splitn(3, ' ');
-        let version = parts.next().unwrap_or("");
-        let code = parts.next().unwrap_or("");
-        if !version.starts_with("HTTP/1.") || code.len() != 3 {
-            return Err(Failure::Malformed("no HTTP/1.x status line"));
-        }
-        let status = code.parse::<u16>().map_err(|_| Failure::Malformed("a bad status code"))?;
+    fn of(resp: &httparse::Response<'_, '_>) -> Result<Head, Failure> {
+        let status = resp.code.ok_or(Failure::Malformed("no HTTP/1.x status line"))?;
         let mut h = Head { status, length: None, chunked: false };
-        for line in lines.filter(|l| !l.is_empty()) {
-            let Some((name, value)) = line.split_once(':') else {
-                return Err(Failure::Malformed("a header line without a colon"));
-            };
-            let value = value.trim();
-            if name.eq_ignore_ascii_case("content-length") {
-                let n = value.parse::<u64>().map_err(|_| Failure::Malformed("a bad Content-Length"))?;
+        for field in resp.headers.iter() {
+            let value = field.value.trim_ascii();
+            if field.name.eq_ignore_ascii_case("content-length") {
+                // RFC 9112: 1*DIGIT (Rust's `parse` also takes a leading `+`).
+                let n = std::str::from_utf8(value)
+                    .ok()
+                    .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .ok_or(Failure::Malformed("a bad Content-Length"))?;
                 if h.length.is_some_and(|m| m != n) {
                     return Err(Failure::Malformed("two different Content-Lengths"));
                 }
                 h.length = Some(n);
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                h.chunked = value.rsplit(',').next().is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+            } else if field.name.eq_ignore_ascii_case("transfer-encoding") {
+                h.chunked = value
+                    .rsplit(|b| *b == b',')
+                    .next()
+                    .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
                 if !h.chunked {
                     return Err(Failure::Malformed("a transfer coding other than chunked"));
                 }
@@ -406,7 +598,7 @@ mod tests {
     #[test]
     fn one_write_holds_head_and_body() {
         let o = Origin::parse("http://127.0.0.1:1/p").unwrap();
-        let req = request(&o, "/api/v1/agents/x", &[("Authorization", "Bearer t")], b"{}");
+        let req = request(&o, "/api/v1/agents/x", &[("Authorization", "Bearer t")], b"{}").unwrap();
         let text = String::from_utf8(req).unwrap();
         assert!(
             text.starts_with("POST /p/api/v1/agents/x HTTP/1.1\r\nHost: 127.0.0.1:1\r\nAuthorization: Bearer t\r\n")
@@ -495,6 +687,177 @@ mod tests {
         assert!(too_large(&[b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n"]));
         assert!(too_large(&[b"HTTP/1.1 200 OK\r\n\r\n{\"long\": \"enough\"}"]));
         assert!(too_large(&[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nb\r\n"]));
+    }
+
+    /// A source of `head` once, then `unit` repeated up to `total` bytes,
+    /// counting what was read off it.
+    struct Endless {
+        head: Vec<u8>,
+        unit: Vec<u8>,
+        total: usize,
+        sent: usize,
+    }
+
+    impl Read for Endless {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let mut n = 0;
+            while n < out.len() && self.sent < self.total {
+                let src = if self.sent < self.head.len() {
+                    &self.head[self.sent..]
+                } else {
+                    let k = (self.sent - self.head.len()) % self.unit.len();
+                    &self.unit[k..]
+                };
+                let m = src.len().min(out.len() - n).min(self.total - self.sent);
+                out[n..n + m].copy_from_slice(&src[..m]);
+                n += m;
+                self.sent += m;
+            }
+            Ok(n)
+        }
+    }
+
+    impl Socket for Endless {
+        fn set_read_timeout(&mut self, _: Duration) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn endless(head: &[u8], unit: &[u8], total: usize, max: u64) -> (Result<Response, Failure>, usize) {
+        let mut src = Endless { head: head.to_vec(), unit: unit.to_vec(), total, sent: 0 };
+        let r = read_response(&mut src, Instant::now() + Duration::from_secs(30), max);
+        (r, src.sent)
+    }
+
+    /// Red-team 3, N1: endless `100 Continue` heads end the call after
+    /// [`MAX_INTERIM`] of them, having read only those.
+    #[test]
+    fn endless_interim_heads_are_bounded() {
+        let (r, read) = endless(b"", b"HTTP/1.1 100 Continue\r\n\r\n", 64 << 20, 1 << 20);
+        assert!(matches!(r, Err(Failure::Bounded(_))), "{r:?}");
+        assert!(read < 64 * 1024, "read {read} bytes");
+        // Up to the bound they are skipped.
+        let mut ok = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(MAX_INTERIM);
+        ok.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}");
+        assert_eq!(body(&[&ok]), (200, "{}".into()));
+    }
+
+    /// Red-team 3, N1: endless trailers end the call after [`MAX_TRAILERS`].
+    #[test]
+    fn endless_trailers_are_bounded() {
+        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n";
+        let (r, read) = endless(head, format!("X-T: {}\r\n", "a".repeat(1000)).as_bytes(), 64 << 20, 1 << 20);
+        assert!(matches!(r, Err(Failure::Bounded(_))), "{r:?}");
+        assert!(read < 256 * 1024, "read {read} bytes");
+        let mut ok = head.to_vec();
+        ok.extend_from_slice(&b"X-T: v\r\n".repeat(MAX_TRAILERS));
+        ok.extend_from_slice(b"\r\n");
+        assert_eq!(body(&[&ok]), (200, "{}".into()));
+    }
+
+    /// Aesthetics review 3, §2 (a): a chunk size near `u64::MAX` after a
+    /// first chunk wrapped `body.len() + size` in a release build and read
+    /// without a cap; it is the body cap's error at once.
+    #[test]
+    fn a_chunk_size_near_u64_max_is_too_large() {
+        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\nffffffffffffffff\r\n";
+        let (r, read) = endless(head, &[b'y'; 4096], 8 << 20, 10);
+        assert!(matches!(r, Err(Failure::TooLarge(10))), "{r:?}");
+        assert!(read < 64 * 1024, "read {read} bytes");
+        let (r, _) =
+            endless(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n", b"y", 4096, 10);
+        assert!(matches!(r, Err(Failure::Malformed(_))), "{r:?}");
+    }
+
+    /// Red-team 3, N1: an answer that goes on past [`wire_limit`] (here 1-byte
+    /// chunks with 4 KiB of extensions each) fails, whatever its body.
+    #[test]
+    fn the_bytes_read_per_answer_are_bounded() {
+        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let unit = format!("1;{}\r\nx\r\n", "e".repeat(4000));
+        let (r, read) = endless(head, unit.as_bytes(), 64 << 20, 1000);
+        assert!(matches!(r, Err(Failure::Bounded(_))), "{r:?}");
+        assert!(read as u64 <= wire_limit(1000) + 1, "read {read} bytes");
+        // A body until the end of the connection is held to the cap.
+        let (r, read) = endless(b"HTTP/1.1 200 OK\r\n\r\n", b"z", 64 << 20, 1000);
+        assert!(matches!(r, Err(Failure::TooLarge(1000))), "{r:?}");
+        assert!(read as u64 <= wire_limit(1000) + 1, "read {read} bytes");
+    }
+
+    /// Aesthetics review 3, §2 (c): RFC 9112 lengths are digits only; Rust's
+    /// integer parsing takes a leading `+`.
+    #[test]
+    fn lengths_and_chunk_sizes_take_digits_only() {
+        let malformed = |pieces: &[&[u8]]| matches!(answer(pieces, 1 << 20), Err(Failure::Malformed(_)));
+        assert!(malformed(&[b"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\n{}"]));
+        assert!(malformed(&[b"HTTP/1.1 200 OK\r\nContent-Length: -0\r\n\r\n"]));
+        assert!(malformed(&[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n+2\r\n{}\r\n0\r\n\r\n"]));
+        assert!(malformed(&[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\r\n"]));
+    }
+
+    /// A line longer than [`MAX_LINE`] is refused however it arrives (the
+    /// old check applied only while the line was still incomplete).
+    #[test]
+    fn long_lines_are_refused_in_one_piece_too() {
+        let t = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: {}\r\n\r\n", "a".repeat(5000));
+        assert!(matches!(answer(&[t.as_bytes()], 1 << 20), Err(Failure::Malformed(_))));
+        let h = format!("HTTP/1.1 200 OK\r\nX: {}\r\nContent-Length: 0\r\n\r\n", "a".repeat(40 * 1024));
+        assert!(matches!(answer(&[h.as_bytes()], 1 << 20), Err(Failure::Malformed(_))));
+    }
+
+    /// Aesthetics review 3, §2 (b): a header value with CR, LF or another
+    /// control character (a token from the environment) is never written.
+    #[test]
+    fn headers_with_control_characters_are_never_sent() {
+        let o = Origin::parse("http://127.0.0.1:1").unwrap();
+        for value in
+            ["Bearer t\r\nX-Injected: 1", "Bearer t\n", "Bearer t\r", "Bearer \0t", "Bearer \x7f", "Bearer \x1b[2J"]
+        {
+            let r = request(&o, "/x", &[("Authorization", value)], b"{}");
+            assert!(matches!(r, Err(Failure::Unsendable(_))), "{value:?}");
+        }
+        assert!(matches!(request(&o, "/x", &[("Bad Name", "v")], b"{}"), Err(Failure::Unsendable(_))));
+        assert!(matches!(request(&o, "/x y", &[], b"{}"), Err(Failure::Unsendable(_))));
+        assert!(request(&o, "/x", &[("Authorization", "Bearer a\tb~!")], b"{}").is_ok());
+        // And the call fails before it connects (port 1: nothing listens).
+        let r = send_json(
+            &o,
+            "/x",
+            &[("Authorization", "Bearer t\r\nX: y")],
+            b"{}",
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+        );
+        assert!(matches!(r, Err(Failure::Unsendable(_))), "{r:?}");
+    }
+
+    /// Red-team 3, N3: a server that drains the request slowly cannot hold
+    /// the write past the call's deadline (it held a 24 MiB body for 442 s
+    /// under a 5 s budget).
+    #[test]
+    fn the_write_keeps_the_call_deadline() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = Origin::parse(&format!("http://{}", l.local_addr().unwrap())).unwrap();
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = done.clone();
+        let reader = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut b = vec![0u8; 64 * 1024];
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                match s.read(&mut b) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+        });
+        let body = vec![b'A'; 24 << 20];
+        let started = Instant::now();
+        let r = send_json(&origin, "/x", &[], &body, Duration::from_secs(1), Duration::from_millis(500));
+        let took = started.elapsed();
+        assert!(matches!(r, Err(Failure::TimedOut)), "{r:?}");
+        assert!(took < Duration::from_secs(3), "the write took {took:?} for a 0.5 s budget");
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        reader.join().unwrap();
     }
 
     #[test]

@@ -7,7 +7,10 @@
 //! HTTP port). Each run must exit 0 within its time budget with the neutral
 //! answer, or the documented deny of a fail-closed gate (Codex
 //! PermissionRequest, Cursor before*), and leave exactly one log line. The
-//! second half proves no note is lost while the server misbehaves: a
+//! plain-http cases past the client's bounds (endless 1xx heads and
+//! trailers, a chunk size near `u64::MAX`, a slow reader on a 24 MiB body)
+//! also hold each hook to an address-space limit; a token with a line break
+//! is never sent. The second half proves no note is lost while the server misbehaves: a
 //! deferred claim stays spooled until a hook carries it (or it is acked
 //! `spool_dropped`), and nothing is acked delivered that no output carried.
 
@@ -47,22 +50,64 @@ fn budget(h: &Hook) -> Duration {
     }
 }
 
+/// What a run is held to beyond the contract of [`every_hook_against`].
+struct Case {
+    /// Environment over [`tight`]'s.
+    env: Vec<(&'static str, String)>,
+    /// A hook's stdin for a session (default: its canonical payload).
+    payload: fn(&Hook, &str) -> Vec<u8>,
+    /// How long a hook may take.
+    budget: fn(&Hook) -> Duration,
+    /// An address-space limit for the hook process (`RLIMIT_AS`): past it an
+    /// allocation aborts the hook, which the contract then catches.
+    address_space: Option<u64>,
+}
+
+impl Default for Case {
+    fn default() -> Case {
+        Case {
+            env: Vec::new(),
+            payload: |h, session| serde_json::to_vec(&h.payload(session)).unwrap(),
+            budget,
+            address_space: None,
+        }
+    }
+}
+
 /// Run every hook once against `url` on a fresh session each and check the
 /// contract: exit 0, a valid output, neutral or the documented deny, one
 /// log line, within budget. Returns the outputs by hook.
 fn every_hook_against(label: &str, url: &str, token: &str, expect_neutral: bool) -> BTreeMap<String, Option<Value>> {
+    every_hook_against_with(label, url, token, expect_neutral, &Case::default())
+}
+
+fn every_hook_against_with(
+    label: &str,
+    url: &str,
+    token: &str,
+    expect_neutral: bool,
+    case: &Case,
+) -> BTreeMap<String, Option<Value>> {
     let hooks = hooks();
     let results = Mutex::new(BTreeMap::new());
     std::thread::scope(|s| {
         for h in &hooks {
             let results = &results;
             s.spawn(move || {
-                let home = tight(server_home(&format!("hostile-{label}"), url, token));
+                let mut home = tight(server_home(&format!("hostile-{label}"), url, token));
+                for (k, v) in &case.env {
+                    home = home.with_env(k, v);
+                }
                 let session = unique_session("hostile");
-                let r = home.run(h, serde_json::to_string(&h.payload(&session)).unwrap().as_bytes());
+                let mut cmd = home.command(&bin(h), &[]);
+                if let Some(limit) = case.address_space {
+                    limit_address_space(&mut cmd, limit);
+                }
+                let r = run_cmd(cmd, &(case.payload)(h, &session), Duration::from_secs(30));
                 r.assert_ok(h);
                 let out = Checker::new(h).check(&r.stdout).unwrap_or_else(|e| panic!("{label}: {}: {e}", h.name()));
-                assert!(r.elapsed <= budget(h), "{label}: {} took {:?} (budget {:?})", h.name(), r.elapsed, budget(h));
+                let within = (case.budget)(h);
+                assert!(r.elapsed <= within, "{label}: {} took {:?} (budget {within:?})", h.name(), r.elapsed);
                 let log = home.log();
                 assert_eq!(log.lines().count(), 1, "{label}: {}: one log line expected: {log}", h.name());
                 assert!(
@@ -90,6 +135,19 @@ fn every_hook_against(label: &str, url: &str, token: &str, expect_neutral: bool)
         }
     });
     results.into_inner().unwrap()
+}
+
+/// Hold the process `cmd` starts to `bytes` of address space.
+fn limit_address_space(cmd: &mut std::process::Command, bytes: u64) {
+    use std::os::unix::process::CommandExt;
+    let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+    // SAFETY: setrlimit is async-signal-safe; the closure touches nothing
+    // the parent shares.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+        });
+    }
 }
 
 fn fake_with(fault: FaultSpec) -> FakeServer {
@@ -235,6 +293,137 @@ fn tls_to_a_plain_http_port() {
     let server = FakeServer::start();
     let url = server.url().replacen("http://", "https://", 1);
     every_hook_against("tls-to-plain", &url, &server.runtime_token(), true);
+}
+
+// ----- a plain-http server past the client's bounds (red-team 3, N1/N3) -------
+
+/// Read a request through its body (by Content-Length).
+fn read_request(s: &mut TcpStream) -> String {
+    let head = read_head(s);
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+        .unwrap_or(0);
+    let _ = std::io::copy(&mut s.take(len as u64), &mut std::io::sink());
+    head
+}
+
+/// A server that answers every request with `first`, then writes `unit`
+/// without end (until the client goes, or 20 s).
+fn flooding_server(first: &'static [u8], unit: Vec<u8>) -> String {
+    let (url, _) = raw_server(move |mut s| {
+        read_request(&mut s);
+        let block = unit.repeat((64 * 1024 / unit.len()).max(1));
+        let started = std::time::Instant::now();
+        if s.write_all(first).is_err() {
+            return;
+        }
+        while started.elapsed() < Duration::from_secs(20) && s.write_all(&block).is_ok() {}
+    });
+    url
+}
+
+/// A hook that met a flood must not wait out its timeouts (10 s here) or
+/// grow with it: it stops at the first bound, inside a few seconds and
+/// 512 MiB of address space. The old client grew by GBs until the deadline
+/// and, under such a limit, aborted: exit 134, no output, no log line.
+fn flood_case() -> Case {
+    Case {
+        env: vec![("PRELOOP_CALL_TIMEOUT_MS", "10000".into()), ("PRELOOP_PERMISSION_TIMEOUT_SECS", "10".into())],
+        budget: |_| Duration::from_secs(5),
+        address_space: Some(512 << 20),
+        ..Case::default()
+    }
+}
+
+#[test]
+fn endless_interim_heads() {
+    let url = flooding_server(b"", b"HTTP/1.1 100 Continue\r\n\r\n".to_vec());
+    every_hook_against_with("interim-flood", &url, "agt_interim", true, &flood_case());
+}
+
+#[test]
+fn endless_trailers() {
+    let url = flooding_server(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n",
+        format!("X-T: {}\r\n", "a".repeat(1000)).into_bytes(),
+    );
+    every_hook_against_with("trailer-flood", &url, "agt_trailers", true, &flood_case());
+}
+
+#[test]
+fn a_chunk_size_near_u64_max() {
+    let url = flooding_server(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\nffffffffffffffff\r\n",
+        vec![b'y'; 4096],
+    );
+    every_hook_against_with("huge-chunk", &url, "agt_chunk", true, &flood_case());
+}
+
+/// A gate's payload with 24 MiB in its tool input (the command of Cursor
+/// beforeShellExecution); other hooks get their canonical payload.
+fn with_24_mib_tool_input(h: &Hook, session: &str) -> Vec<u8> {
+    let mut v = h.payload(session);
+    if matches!(h.kind, Kind::Tool { .. }) {
+        let big = "A".repeat(24 << 20);
+        let o = v.as_object_mut().expect("a gate payload is an object");
+        match ["tool_input", "toolArgs"].into_iter().find(|k| o.contains_key(*k)) {
+            Some(k) => {
+                o.insert(k.into(), json!({"file_path": "/srv/x", "command": "cat > /srv/x", "content": big}));
+            }
+            None => {
+                o.insert("command".into(), json!(format!("echo {big}")));
+            }
+        }
+    }
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// Red-team 3, N3: a server that drains a 24 MiB permission check 64 KiB
+/// every 250 ms and never answers holds a gate no longer than its budget (the
+/// old write waited one timeout per partial write: 442 s for a 5 s budget).
+#[test]
+fn a_slow_reader_on_a_24_mib_body() {
+    let (url, seen) = raw_server(|mut s| {
+        read_head(&mut s);
+        let mut b = vec![0u8; 64 * 1024];
+        let started = std::time::Instant::now();
+        while started.elapsed() < Duration::from_secs(60) {
+            match s.read(&mut b) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => std::thread::sleep(Duration::from_millis(250)),
+            }
+        }
+    });
+    // At 256 KiB/s the old write took over 60 s. A gate's budget here adds
+    // 15 s for a debug build's work on 24 MiB (about 3 s of it alone), with
+    // every gate at once on a shared machine.
+    let case = Case {
+        payload: with_24_mib_tool_input,
+        budget: |h| budget(h) + Duration::from_secs(15),
+        address_space: Some(1 << 30),
+        ..Case::default()
+    };
+    every_hook_against_with("slow-reader", &url, "agt_slow", true, &case);
+    assert!(seen.load(Ordering::SeqCst) > 0);
+}
+
+/// Aesthetics review 3, §2 (b): a token with CR/LF (from the environment or
+/// config.json) is never written into a request, where it would split the
+/// head: the call fails before it connects, and the gate answers by its
+/// fail policy.
+#[test]
+fn a_token_with_a_line_break_is_never_sent() {
+    let heads = Arc::new(Mutex::new(Vec::<String>::new()));
+    let rec = heads.clone();
+    let (url, _) = raw_server(move |mut s| {
+        let head = read_request(&mut s);
+        rec.lock().unwrap().push(head);
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+    });
+    every_hook_against("crlf-token", &url, "agt_x\r\nX-Injected: 1", true);
+    let heads = heads.lock().unwrap();
+    assert!(heads.iter().all(|h| !h.contains("X-Injected")), "a header was injected: {heads:?}");
 }
 
 // ----- no note is lost while the server misbehaves --------------------------

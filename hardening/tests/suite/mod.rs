@@ -5,5 +5,6 @@ mod disk;
 mod fuzz;
 mod fuzz_process;
 mod hostile;
+mod http_parser;
 mod regressions;
 mod secrets;

@@ -361,14 +361,15 @@ struct WatchLock {
 }
 
 fn open_lock(path: &Path, create: bool) -> std::io::Result<File> {
-    let nofollow = if cfg!(any(target_os = "linux", target_os = "android")) { 0o400000 } else { 0x0100 };
     OpenOptions::new()
         .read(true)
         .write(true)
         .create(create)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(nofollow)
+        // From libc, never a literal: the value differs by architecture
+        // (0o400000 on x86_64 is O_LARGEFILE on aarch64).
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
 }
 
@@ -505,6 +506,24 @@ mod tests {
         assert!(!s.watch);
         assert_eq!(s.watch_max_secs, 60);
         std::fs::remove_dir_all(&home).unwrap();
+    }
+
+    /// The watcher's lock is never opened through a symlink (red-team 2 and
+    /// aesthetics review 3: the flag was a literal, O_LARGEFILE on aarch64).
+    #[test]
+    fn watch_lock_never_follows_a_symlink() {
+        let dir = std::env::temp_dir().join(format!("preloop-watch-lock-{}", fsutil::note_id()));
+        fsutil::private_dir(&dir).unwrap();
+        let target = dir.join("target");
+        std::fs::write(&target, b"").unwrap();
+        let link = dir.join("s.watch");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        for create in [false, true] {
+            let e = open_lock(&link, create).expect_err("a symlinked lock must not open");
+            assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "{e}");
+        }
+        assert!(open_lock(&target, false).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
