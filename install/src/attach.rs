@@ -35,7 +35,7 @@ use preloop_shared::time::Timestamp;
 use preloop_shared::{Error, Result};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::{BufRead, IsTerminal, Read};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -158,8 +158,7 @@ pub fn run(a: AttachArgs) -> Result<()> {
     let result = main_loop(&ops, &s, &rx, &shared, &mut view);
     shared.stop.store(true, Ordering::SeqCst);
     if view.tty {
-        let _ = write!(std::io::stdout(), "\r\x1b[2K");
-        let _ = std::io::stdout().flush();
+        let _ = output::redraw("", false);
     }
     drop(raw);
     result
@@ -186,10 +185,7 @@ impl View {
         if term::take_resized() {
             self.width = term::width();
         }
-        let line = clip_width(&line, self.width);
-        let mut out = std::io::stdout().lock();
-        write!(out, "\r\x1b[2K{line}\n").map_err(|e| Error::io("write to stdout", e))?;
-        drop(out);
+        output::redraw(&clip_width(&output::shown(&line), self.width), true)?;
         self.prompt()
     }
 
@@ -204,8 +200,7 @@ impl View {
         let buf = safe_line(&self.editor.buf);
         let n = buf.chars().count();
         let shown: String = if n > room { buf.chars().skip(n - room).collect() } else { buf };
-        let mut out = std::io::stdout().lock();
-        write!(out, "\r\x1b[2K{PROMPT}{shown}").and_then(|_| out.flush()).map_err(|e| Error::io("write to stdout", e))
+        output::redraw(&format!("{PROMPT}{shown}"), false)
     }
 }
 
@@ -235,13 +230,13 @@ pub fn format_event(e: &Event) -> String {
     };
     let mut parts: Vec<String> = Vec::new();
     if let Some(id) = &e.note_id {
-        parts.push(id.clone());
+        parts.push(safe_line(id));
     }
     if let Some(tool) = &e.tool {
         parts.push(safe_line(tool));
     }
     if let Some(st) = &e.state {
-        parts.push(st.clone());
+        parts.push(safe_line(st));
     }
     if let Some(a) = &e.args {
         parts.push(clip(a, 160));
