@@ -17,7 +17,9 @@
 //! terminal the input line stays at the bottom while events scroll above it;
 //! without one, every event is one line (`--json`: one JSON object per line,
 //! `schemas/preloop-hooks/attach-event.schema.json`). It ends when the
-//! session ends, on Ctrl-C / Ctrl-D (terminal) or SIGINT / SIGTERM.
+//! session ends, on Ctrl-C / Ctrl-D (terminal) or SIGINT / SIGTERM (and, on
+//! a terminal, SIGQUIT / SIGHUP), always with the terminal restored
+//! (`term`: also across SIGTSTP and SIGCONT).
 
 use crate::notes;
 use crate::ops::{Backend, Ops, SessionRef};
@@ -258,7 +260,7 @@ fn main_loop(ops: &Ops, s: &SessionRef, rx: &Receiver<Msg>, shared: &Shared, vie
     view.prompt()?;
     let mut input_open = true;
     loop {
-        if notes::interrupted() {
+        if notes::interrupted() || term::leave_requested() {
             return Ok(());
         }
         let msg = match rx.recv_timeout(Duration::from_millis(200)) {

@@ -1,12 +1,18 @@
 //! What reaches the operator's terminal (issue 23, red-team 3): every field a
 //! server sends is shown terminal-safe in every command (N5), `--json` keeps
-//! it exactly; a URL's credentials are never shown (N8).
+//! it exactly; a URL's credentials are never shown (N8); `sessions attach`
+//! gives the terminal back on SIGQUIT, SIGHUP and SIGTSTP, and takes it
+//! again on SIGCONT.
 
 use crate::common::*;
+use preloop_shared::backend::Backend;
 use preloop_testkit::stub_server::{StubResponse, StubServer};
 use serde_json::{Value, json};
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 const RID: &str = "11111111-2222-4333-8444-555555555555";
 /// A window title, a screen clear, a colour, an OSC 52 clipboard write, a C1
@@ -172,4 +178,130 @@ fn n8_url_credentials_are_never_shown() {
         assert!(!all.contains(PASSWORD), "login {target}: {all}");
         assert!(all.contains("admin:***@"), "login {target} names the URL: {all}");
     }
+}
+
+// ----- sessions attach and signals ------------------------------------------------------
+
+/// A `sessions attach` of a local session on a pty: the child, the pty
+/// master (read in the background) and the slave (kept to read its modes).
+struct Attached {
+    child: std::process::Child,
+    _master: std::fs::File,
+    slave: OwnedFd,
+    _h: Home,
+}
+
+fn attach_on_a_pty(tag: &str) -> Attached {
+    let h = Home::new(tag, String::new());
+    preloop_shared::local::LocalInbox::new(&h.home, 86_400)
+        .session_start(&preloop_shared::wire::SessionStartRequest {
+            session_id: "tty".into(),
+            source: Some("claude_code".into()),
+            cwd: Some("/work/tty".into()),
+            parent_session_id: None,
+            alias: None,
+            first_prompt: None,
+            hook_event_name: Some("SessionStart".into()),
+            transcript_path: None,
+        })
+        .unwrap();
+    let (mut master, mut slave) = (0, 0);
+    let ws = libc::winsize { ws_row: 30, ws_col: 100, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: openpty fills two fds we then own.
+    let rc = unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), &ws) };
+    assert_eq!(rc, 0, "openpty");
+    // SAFETY: both fds were just opened and are owned here.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut c = operator_cmd(&h.root, &h.home, &["sessions", "attach", "tty"]);
+    c.stdin(slave.try_clone().unwrap()).stdout(slave.try_clone().unwrap()).stderr(Stdio::null());
+    let child = c.spawn().unwrap();
+    let master = std::fs::File::from(master);
+    let mut reader = master.try_clone().unwrap();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while matches!(reader.read(&mut buf), Ok(n) if n > 0) {}
+    });
+    let a = Attached { child, _master: master, slave, _h: h };
+    assert!(a.wait_mode(false, 10), "attach puts the terminal in raw mode");
+    a
+}
+
+impl Attached {
+    /// Whether the pty is in canonical mode with echo (as a shell leaves it).
+    fn canonical(&self) -> bool {
+        // SAFETY: tcgetattr on an fd we own, into a struct we own.
+        unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            assert_eq!(libc::tcgetattr(self.slave.as_raw_fd(), &mut t), 0);
+            t.c_lflag & libc::ICANON != 0 && t.c_lflag & libc::ECHO != 0 && t.c_lflag & libc::ISIG != 0
+        }
+    }
+    fn wait_mode(&self, canonical: bool, secs: u64) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if self.canonical() == canonical {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+    fn signal(&self, sig: i32) {
+        // SAFETY: a signal to our own child.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, sig) }, 0);
+    }
+    /// Wait for the child to stop (WUNTRACED), without reaping it.
+    fn wait_stopped(&self, secs: u64) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            let mut status = 0;
+            // SAFETY: waitpid on our own child; WNOHANG|WUNTRACED reports a stop without reaping.
+            let r = unsafe { libc::waitpid(self.child.id() as i32, &mut status, libc::WNOHANG | libc::WUNTRACED) };
+            if r > 0 && libc::WIFSTOPPED(status) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+    fn exit(mut self, secs: u64) -> std::process::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        panic!("attach did not exit within {secs}s");
+    }
+}
+
+/// SIGQUIT and SIGHUP end `attach` like SIGTERM: the terminal is canonical
+/// again afterwards (red-team 3, N5: they left it raw).
+#[test]
+fn attach_gives_the_terminal_back_on_sigquit_and_sighup() {
+    for (sig, name) in [(libc::SIGQUIT, "SIGQUIT"), (libc::SIGHUP, "SIGHUP"), (libc::SIGTERM, "SIGTERM")] {
+        let a = attach_on_a_pty(&format!("sig-{name}"));
+        a.signal(sig);
+        assert!(a.wait_mode(true, 10), "{name}: the terminal is canonical again");
+        let status = a.exit(10);
+        assert!(status.success(), "{name}: exit {status:?}");
+    }
+}
+
+/// SIGTSTP stops `attach` with the terminal given back; SIGCONT takes it
+/// raw again and `attach` goes on (and still leaves cleanly).
+#[test]
+fn attach_stops_with_the_terminal_given_back_and_resumes_raw() {
+    let a = attach_on_a_pty("sig-tstp");
+    a.signal(libc::SIGTSTP);
+    assert!(a.wait_stopped(10), "SIGTSTP stops it");
+    assert!(a.canonical(), "stopped with the terminal canonical");
+    a.signal(libc::SIGCONT);
+    assert!(a.wait_mode(false, 10), "SIGCONT: raw again");
+    a.signal(libc::SIGTERM);
+    assert!(a.wait_mode(true, 10), "canonical after leaving");
+    let status = a.exit(10);
+    assert!(status.success(), "exit {status:?}");
 }
