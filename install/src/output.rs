@@ -4,7 +4,7 @@
 //! (`… -o id | head -1`) ends the program quietly by its error kind.
 //!
 //! Every line of text the CLI prints, on stdout or stderr, goes through
-//! [`shown`] in the writers below ([`line`], [`line_or_exit`],
+//! [`shown`] in the writers below ([`line()`], [`line_or_exit`],
 //! [`text_or_exit`], [`eline`], [`redraw`], [`status`]): a server (or a proxy)
 //! can put terminal escapes into any field, and a field added later cannot
 //! forget the escaping (red-team 3, N5). `println!` and friends are refused
