@@ -17,7 +17,9 @@
 //! terminal the input line stays at the bottom while events scroll above it;
 //! without one, every event is one line (`--json`: one JSON object per line,
 //! `schemas/preloop-hooks/attach-event.schema.json`). It ends when the
-//! session ends, on Ctrl-C / Ctrl-D (terminal) or SIGINT / SIGTERM.
+//! session ends, on Ctrl-C / Ctrl-D (terminal) or SIGINT / SIGTERM (and, on
+//! a terminal, SIGQUIT / SIGHUP), always with the terminal restored
+//! (`term`: also across SIGTSTP and SIGCONT).
 
 use crate::notes;
 use crate::ops::{Backend, Ops, SessionRef};
@@ -35,7 +37,7 @@ use preloop_shared::time::Timestamp;
 use preloop_shared::{Error, Result};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::{BufRead, IsTerminal, Read};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -158,8 +160,7 @@ pub fn run(a: AttachArgs) -> Result<()> {
     let result = main_loop(&ops, &s, &rx, &shared, &mut view);
     shared.stop.store(true, Ordering::SeqCst);
     if view.tty {
-        let _ = write!(std::io::stdout(), "\r\x1b[2K");
-        let _ = std::io::stdout().flush();
+        let _ = output::redraw("", false);
     }
     drop(raw);
     result
@@ -186,10 +187,7 @@ impl View {
         if term::take_resized() {
             self.width = term::width();
         }
-        let line = clip_width(&line, self.width);
-        let mut out = std::io::stdout().lock();
-        write!(out, "\r\x1b[2K{line}\n").map_err(|e| Error::io("write to stdout", e))?;
-        drop(out);
+        output::redraw(&clip_width(&output::shown(&line), self.width), true)?;
         self.prompt()
     }
 
@@ -204,8 +202,7 @@ impl View {
         let buf = safe_line(&self.editor.buf);
         let n = buf.chars().count();
         let shown: String = if n > room { buf.chars().skip(n - room).collect() } else { buf };
-        let mut out = std::io::stdout().lock();
-        write!(out, "\r\x1b[2K{PROMPT}{shown}").and_then(|_| out.flush()).map_err(|e| Error::io("write to stdout", e))
+        output::redraw(&format!("{PROMPT}{shown}"), false)
     }
 }
 
@@ -235,13 +232,13 @@ pub fn format_event(e: &Event) -> String {
     };
     let mut parts: Vec<String> = Vec::new();
     if let Some(id) = &e.note_id {
-        parts.push(id.clone());
+        parts.push(safe_line(id));
     }
     if let Some(tool) = &e.tool {
         parts.push(safe_line(tool));
     }
     if let Some(st) = &e.state {
-        parts.push(st.clone());
+        parts.push(safe_line(st));
     }
     if let Some(a) = &e.args {
         parts.push(clip(a, 160));
@@ -263,7 +260,7 @@ fn main_loop(ops: &Ops, s: &SessionRef, rx: &Receiver<Msg>, shared: &Shared, vie
     view.prompt()?;
     let mut input_open = true;
     loop {
-        if notes::interrupted() {
+        if notes::interrupted() || term::leave_requested() {
             return Ok(());
         }
         let msg = match rx.recv_timeout(Duration::from_millis(200)) {

@@ -263,7 +263,7 @@ fn run() -> Exit {
         Err(e) => {
             // A server (or a proxy) may echo a token in its answer: never print one.
             let secrets = crate::util::secrets(&Config::load(None));
-            eprintln!("preloop-hooks: {}", crate::util::redact(&e.to_string(), &secrets));
+            crate::errln!("preloop-hooks: {}", crate::util::redact(&e.to_string(), &secrets));
             e.exit()
         }
     }

@@ -868,7 +868,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
     }
     if !failures.is_empty() {
         for f in &failures[..failures.len() - 1] {
-            eprintln!("preloop-hooks: {f}");
+            crate::errln!("preloop-hooks: {f}");
         }
         let last = failures.last().cloned().unwrap_or_default();
         return Err(Error::Refused(if failures.len() == 1 {

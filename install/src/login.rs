@@ -146,7 +146,7 @@ pub fn login(a: LoginArgs) -> Result<()> {
         },
     };
     if url.starts_with("http://") && !is_loopback(&url) {
-        eprintln!("warning: {url} is plain http: the token would cross the network unencrypted");
+        crate::errln!("warning: {url} is plain http: the token would cross the network unencrypted");
     }
     let (key, kind_word) = if a.user {
         ("user_token", "user token (personal API key or JWT)")
@@ -175,7 +175,7 @@ pub fn login(a: LoginArgs) -> Result<()> {
                     "not saved: {url} answers but is not a Preloop server ({why}); check the URL (the server's base URL), or pass --no-verify"
                 )));
             }
-            Health::Unreachable(why) => eprintln!("warning: could not check the token ({why}); saving it anyway"),
+            Health::Unreachable(why) => crate::errln!("warning: could not check the token ({why}); saving it anyway"),
             Health::Preloop | Health::Unhealthy(_) => {
                 let check = if a.user {
                     probe::user_token(&url, &secret, Duration::from_secs(10))
@@ -183,7 +183,7 @@ pub fn login(a: LoginArgs) -> Result<()> {
                     probe::runtime_token(&url, &secret, Duration::from_secs(10))
                 };
                 match check {
-                    TokenCheck::Accepted => eprintln!("the server accepted the {what}"),
+                    TokenCheck::Accepted => crate::errln!("the server accepted the {what}"),
                     TokenCheck::Rejected(why) => {
                         return Err(Error::Refused(format!(
                             "not saved: the server at {url} rejected this {what} ({why}); {}",
@@ -195,7 +195,7 @@ pub fn login(a: LoginArgs) -> Result<()> {
                         )));
                     }
                     TokenCheck::Unknown(why) => {
-                        eprintln!("warning: could not check the token ({why}); saving it anyway")
+                        crate::errln!("warning: could not check the token ({why}); saving it anyway")
                     }
                 }
             }
@@ -206,10 +206,10 @@ pub fn login(a: LoginArgs) -> Result<()> {
     write_config(&path, &cfg)?;
     crate::outln!("saved the {what} {} and the URL {url} in {} (mode 0600)", secret.hint(), util::tilde(&env, &path));
     if !a.user && (env.get("PRELOOP_URL").is_some() || env.get("PRELOOP_TOKEN").is_some()) {
-        eprintln!("note: PRELOOP_URL/PRELOOP_TOKEN are set in this environment and take precedence over the file");
+        crate::errln!("note: PRELOOP_URL/PRELOOP_TOKEN are set in this environment and take precedence over the file");
     }
     if a.user && env.get("PRELOOP_USER_TOKEN").is_some() {
-        eprintln!("note: PRELOOP_USER_TOKEN is set in this environment and takes precedence over the file");
+        crate::errln!("note: PRELOOP_USER_TOKEN is set in this environment and takes precedence over the file");
     }
     Ok(())
 }
@@ -243,7 +243,7 @@ pub fn logout(user_only: bool) -> Result<()> {
         .filter(|k| !user_only || *k == "PRELOOP_USER_TOKEN")
         .collect();
     if !set.is_empty() {
-        eprintln!("note: {} still set in this environment (unset it to stop using it)", set.join(", "));
+        crate::errln!("note: {} still set in this environment (unset it to stop using it)", set.join(", "));
     }
     Ok(())
 }

@@ -92,7 +92,7 @@ fn unknown_name(name: &OsStr) -> i32 {
     line.append(&config);
     // SAFETY: isatty on descriptor numbers has no preconditions.
     if unsafe { libc::isatty(0) == 1 && libc::isatty(2) == 1 } {
-        eprintln!(
+        crate::errln!(
             "preloop-hooks: started as {shown:?}, which is neither {CLI_NAME} nor a hook command; run it as {CLI_NAME} (`{CLI_NAME} links --list` names the hook commands)"
         );
     }

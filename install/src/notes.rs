@@ -419,7 +419,7 @@ fn read_text(arg: Option<String>) -> Result<String> {
         Some(t) => t,
         None => {
             if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-                eprintln!("reading the note from stdin; end it with Ctrl-D");
+                crate::errln!("reading the note from stdin; end it with Ctrl-D");
             }
             crate::util::read_stdin("the note")?
         }
@@ -440,12 +440,12 @@ fn read_text(arg: Option<String>) -> Result<String> {
 fn announce(ops: &Ops, r: &Resolved) {
     let Resolved::Session { id, found } = r else { return };
     match found {
-        None if ops.is_local() => eprintln!(
+        None if ops.is_local() => crate::errln!(
             "preloop-hooks: no session {} has started on this machine yet; the note waits for it (the local inbox keeps notes for a session that has not started; a server refuses a session it does not know)",
             safe_line(id)
         ),
         None => {}
-        Some(s) if s.ended_at.is_some() => eprintln!(
+        Some(s) if s.ended_at.is_some() => crate::errln!(
             "preloop-hooks: session {} ended at {}; the note waits in case it is resumed",
             safe_line(s.name()),
             time(s.ended_at)
@@ -457,7 +457,7 @@ fn announce(ops: &Ops, r: &Resolved) {
     if let Some(f) = found.as_ref().and_then(|s| s.file.clone()).or_else(|| ops.local_file(id))
         && f.mode != ops.mode()
     {
-        eprintln!(
+        crate::errln!(
             "preloop-hooks: {} mode ({}), but the hooks of session {} ran in {} mode: they will not read this note there",
             ops.mode(),
             if ops.is_local() { "no server URL configured" } else { "a server URL and a user token are configured" },
@@ -480,7 +480,7 @@ fn send(a: SendArgs) -> Result<()> {
     let resolved = resolve(&ops, &a.target, a.next_session)?;
     let text = read_text(a.text)?;
     if a.from.is_some() && !ops.is_local() {
-        eprintln!(
+        crate::errln!(
             "preloop-hooks: --from applies to the local inbox only; the server names the author from the user token"
         );
     }
@@ -726,7 +726,7 @@ fn wait_for(ops: &Ops, resolved: &Resolved, mut receipts: Vec<Receipt>, wait: u6
     let poll = if ops.is_local() { Duration::from_millis(500) } else { Duration::from_secs(2) };
     let targets = receipts.iter().map(to_of).collect::<Vec<_>>().join(", ");
     if !json {
-        eprintln!(
+        crate::errln!(
             "{} sent to {}; waiting up to {} for delivery…",
             receipts.iter().map(|r| r.note_id.as_str()).collect::<Vec<_>>().join(", "),
             targets,
@@ -760,12 +760,12 @@ fn wait_for(ops: &Ops, resolved: &Resolved, mut receipts: Vec<Receipt>, wait: u6
         if tty {
             let states: BTreeSet<&str> = receipts.iter().map(|r| r.state.as_str()).collect();
             let l = format!(
-                "\r\x1b[2K{} · {} elapsed (Ctrl-C stops waiting)",
+                "{} · {} elapsed (Ctrl-C stops waiting)",
                 states.into_iter().collect::<Vec<_>>().join(", "),
                 output::human_secs(started.elapsed().as_secs())
             );
             if l != last_line {
-                eprint!("{l}");
+                output::status(&l);
                 last_line = l;
             }
         }
@@ -792,7 +792,7 @@ fn wait_for(ops: &Ops, resolved: &Resolved, mut receipts: Vec<Receipt>, wait: u6
         }
     };
     if tty && !last_line.is_empty() {
-        eprint!("\r\x1b[2K");
+        output::status("");
     }
     if json {
         if receipts.len() == 1 {

@@ -54,7 +54,7 @@ impl Ops {
         };
         let ops = Ops { config, backend };
         if let Some(note) = ops.mode_note() {
-            eprintln!("preloop-hooks: {note}");
+            crate::errln!("preloop-hooks: {note}");
         }
         Ok(ops)
     }
@@ -66,7 +66,7 @@ impl Ops {
         let config = Config::load(None);
         refuse_problems(&config)?;
         if config.url.is_some() && config.user_token.is_none() {
-            eprintln!(
+            crate::errln!(
                 "preloop-hooks: no user token for {}: showing the sessions on this machine only (for the whole account: `preloop-hooks login --user`, or set PRELOOP_USER_TOKEN)",
                 config.url.as_ref().map(|(u, _)| u.as_str()).unwrap_or("the server")
             );
@@ -206,7 +206,7 @@ pub fn refuse_problems(config: &Config) -> Result<()> {
         return Ok(());
     }
     for p in &config.problems {
-        eprintln!("preloop-hooks: {} ({})", p.what, p.fix);
+        crate::errln!("preloop-hooks: {} ({})", p.what, p.fix);
     }
     Err(Error::Config(format!(
         "the configuration has {} problem(s), listed above; notes and sessions refuse to run until they are fixed (check with `preloop-hooks doctor`)",

@@ -2,19 +2,46 @@
 //! authors never drive the terminal), aligned tables, one time style,
 //! durations, and a stdout writer whose errors are values, so a closed pipe
 //! (`… -o id | head -1`) ends the program quietly by its error kind.
+//!
+//! Every line of text the CLI prints, on stdout or stderr, goes through
+//! [`shown`] in the writers below ([`line()`], [`line_or_exit`],
+//! [`text_or_exit`], [`eline`], [`redraw`], [`status`]): a server (or a proxy)
+//! can put terminal escapes into any field, and a field added later cannot
+//! forget the escaping (red-team 3, N5). `println!` and friends are refused
+//! in this crate by clippy (`install/clippy.toml`). Only [`json`] and
+//! [`json_line`] write their document as serde made it: `--json` stays exact
+//! JSON.
 
 use preloop_shared::time::Timestamp;
 use preloop_shared::{Error, Result};
 use std::io::{IsTerminal, Write};
 
-/// Write `text` and a newline to stdout. A closed pipe is an `Error::Io`
-/// whose source is `BrokenPipe`; `cli::main` turns it into a quiet exit 0.
-pub fn line(text: &str) -> Result<()> {
+/// Text as the CLI shows it: URL credentials hidden
+/// ([`preloop_shared::redact::redact_url_credentials`], red-team 3, N8),
+/// then [`safe`]. Idempotent, so a cell made safe already is unchanged.
+pub fn shown(text: &str) -> String {
+    safe(&preloop_shared::redact::redact_url_credentials(text))
+}
+
+/// [`shown`] on one line (whitespace runs become one space): table cells.
+pub fn shown_line(text: &str) -> String {
+    safe_line(&preloop_shared::redact::redact_url_credentials(text))
+}
+
+fn write_stdout(parts: &[&str]) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.write_all(b"\n"))
+    parts
+        .iter()
+        .try_for_each(|p| out.write_all(p.as_bytes()))
         .and_then(|_| out.flush())
         .map_err(|e| Error::io("write to stdout", e))
+}
+
+/// Write `text` (made [`shown`]) and a newline to stdout. A closed pipe is
+/// an `Error::Io` whose source is `BrokenPipe`; `cli::main` turns it into a
+/// quiet exit 0.
+pub fn line(text: &str) -> Result<()> {
+    write_stdout(&[&shown(text), "\n"])
 }
 
 /// [`line()`] for output that is not threaded through a `Result` (doctor,
@@ -29,24 +56,44 @@ pub fn line_or_exit(text: &str) {
     }
 }
 
-/// `text` without a newline, as [`line_or_exit`].
+/// `text` (made [`shown`]) without a newline, as [`line_or_exit`].
 pub fn text_or_exit(text: &str) {
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
-        && e.kind() == std::io::ErrorKind::BrokenPipe
+    if let Err(e) = write_stdout(&[&shown(text)])
+        && is_broken_pipe(&e)
     {
         std::process::exit(0);
     }
 }
 
+/// On a terminal: clear the cursor's line and write `text` (made [`shown`])
+/// there, with a newline or not (`sessions attach`: events above, the input
+/// line at the bottom).
+pub fn redraw(text: &str, newline: bool) -> Result<()> {
+    write_stdout(&["\r\x1b[2K", &shown(text), if newline { "\n" } else { "" }])
+}
+
+/// One line (made [`shown`]) on stderr; a write error is ignored.
+pub fn eline(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(shown(text).as_bytes()).and_then(|_| err.write_all(b"\n"));
+}
+
+/// A status line on a terminal's stderr, redrawn in place (`notes send
+/// --wait`): the cursor's line cleared, then `text` made [`shown`] (empty
+/// text just clears it).
+pub fn status(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(b"\r\x1b[2K").and_then(|_| err.write_all(shown(text).as_bytes())).and_then(|_| err.flush());
+}
+
 /// Pretty JSON on stdout.
 pub fn json<T: serde::Serialize>(v: &T) -> Result<()> {
-    line(&serde_json::to_string_pretty(v).unwrap_or_default())
+    write_stdout(&[&serde_json::to_string_pretty(v).unwrap_or_default(), "\n"])
 }
 
 /// One compact JSON document on one line (event streams).
 pub fn json_line<T: serde::Serialize>(v: &T) -> Result<()> {
-    line(&serde_json::to_string(v).unwrap_or_default())
+    write_stdout(&[&serde_json::to_string(v).unwrap_or_default(), "\n"])
 }
 
 /// Whether an error is stdout going away (a pipe closed by `head`).
@@ -104,12 +151,14 @@ fn is_unsafe(c: char) -> bool {
         || (0xfff9..=0xfffb).contains(&u)
 }
 
-/// Rows as an aligned table (the last column is not padded); every cell is
-/// assumed safe already.
+/// Rows as an aligned table (the last column is not padded). Every cell is
+/// made [`shown_line`] first, so the columns line up and a row stays one
+/// line whatever a server sent.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> Vec<String> {
+    let rows: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|c| shown_line(c)).collect()).collect();
     let n = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
+    for r in &rows {
         for (i, c) in r.iter().enumerate().take(n) {
             widths[i] = widths[i].max(c.chars().count());
         }
@@ -233,6 +282,14 @@ macro_rules! outln {
     };
     ($($arg:tt)*) => {
         $crate::output::line_or_exit(&format!($($arg)*))
+    };
+}
+
+/// `eprintln!` through [`eline`]: the message made [`shown`].
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::output::eline(&format!($($arg)*))
     };
 }
 

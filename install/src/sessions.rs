@@ -134,7 +134,7 @@ fn list(a: ListArgs) -> Result<()> {
         _ => {
             print_table(&rows, a.wide)?;
             if output::stdout_is_tty() {
-                eprintln!(
+                crate::errln!(
                     "Steer: preloop-hooks notes send --session <id> \"…\". Watch: preloop-hooks sessions attach <id>. (--wide: full ids)"
                 );
             }

@@ -1,11 +1,82 @@
 //! The little terminal handling `sessions attach` needs, on libc alone: raw
 //! input (so a line can be edited while events scroll above it), the window
 //! width (re-read after SIGWINCH), and restoring the terminal however the
-//! program leaves.
+//! program leaves: dropping [`RawMode`] (a return, Ctrl-C, SIGINT and SIGTERM
+//! through the main loop), SIGQUIT and SIGHUP (the terminal is restored in
+//! the handler and the main loop leaves), SIGTSTP (restored, then stopped)
+//! and SIGCONT (raw again, the input line redrawn). Red-team 3, N5.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static RESIZED: AtomicBool = AtomicBool::new(true);
+/// The terminal's modes as found and raw, for the signal handlers.
+static MODES: OnceLock<(libc::termios, libc::termios)> = OnceLock::new();
+/// Whether the terminal should be raw now (a [`RawMode`] is alive).
+static RAW: AtomicBool = AtomicBool::new(false);
+/// SIGQUIT or SIGHUP arrived: leave.
+static LEAVE: AtomicBool = AtomicBool::new(false);
+
+/// Set the terminal to the saved (`raw == false`) or the raw modes.
+/// Async-signal-safe: an atomic load and `tcsetattr`.
+fn apply(raw: bool) {
+    if let Some((saved, raw_modes)) = MODES.get() {
+        let t = if raw { raw_modes } else { saved };
+        // SAFETY: tcsetattr on fd 0 with a termios read by `RawMode::enter`.
+        unsafe {
+            libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, t);
+        }
+    }
+}
+
+extern "C" fn on_leave_signal(_: libc::c_int) {
+    RAW.store(false, Ordering::SeqCst);
+    apply(false);
+    LEAVE.store(true, Ordering::SeqCst);
+}
+
+extern "C" fn on_tstp(_: libc::c_int) {
+    if RAW.load(Ordering::SeqCst) {
+        apply(false);
+    }
+    // Stop as SIGTSTP's default would; SIGSTOP cannot be caught, so this
+    // handler goes on (after SIGCONT) where it stopped.
+    // SAFETY: kill and getpid are async-signal-safe.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGSTOP);
+    }
+}
+
+extern "C" fn on_cont(_: libc::c_int) {
+    if RAW.load(Ordering::SeqCst) {
+        apply(true);
+    }
+    // Redraw: the shell may have written over the input line.
+    RESIZED.store(true, Ordering::SeqCst);
+}
+
+const GUARDED: [libc::c_int; 4] = [libc::SIGQUIT, libc::SIGHUP, libc::SIGTSTP, libc::SIGCONT];
+
+fn set_handlers(on: bool) {
+    for sig in GUARDED {
+        let handler = match sig {
+            _ if !on => libc::SIG_DFL,
+            libc::SIGTSTP => on_tstp as *const () as libc::sighandler_t,
+            libc::SIGCONT => on_cont as *const () as libc::sighandler_t,
+            _ => on_leave_signal as *const () as libc::sighandler_t,
+        };
+        // SAFETY: the handlers only touch atomics and call tcsetattr, kill
+        // and getpid, which are async-signal-safe.
+        unsafe {
+            libc::signal(sig, handler);
+        }
+    }
+}
+
+/// Whether SIGQUIT or SIGHUP asked to leave (the terminal is restored already).
+pub fn leave_requested() -> bool {
+    LEAVE.load(Ordering::SeqCst)
+}
 
 extern "C" fn on_winch(_: libc::c_int) {
     RESIZED.store(true, Ordering::SeqCst);
@@ -38,7 +109,9 @@ pub fn width() -> usize {
 
 /// Raw input on stdin while alive: no echo, no line buffering, Ctrl-C and
 /// Ctrl-D arrive as bytes. Output processing stays on. Dropping it restores
-/// the terminal as it was.
+/// the terminal as it was; while it lives, SIGQUIT, SIGHUP, SIGTSTP and
+/// SIGCONT are handled so that no way of leaving or stopping keeps the
+/// terminal raw.
 pub struct RawMode {
     saved: libc::termios,
 }
@@ -56,7 +129,12 @@ impl RawMode {
             t.c_iflag &= !(libc::ICRNL | libc::IXON);
             t.c_cc[libc::VMIN] = 1;
             t.c_cc[libc::VTIME] = 0;
+            let _ = MODES.set((saved, t));
+            RAW.store(true, Ordering::SeqCst);
+            set_handlers(true);
             if libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &t) != 0 {
+                RAW.store(false, Ordering::SeqCst);
+                set_handlers(false);
                 return None;
             }
             Some(RawMode { saved })
@@ -66,6 +144,8 @@ impl RawMode {
 
 impl Drop for RawMode {
     fn drop(&mut self) {
+        RAW.store(false, Ordering::SeqCst);
+        set_handlers(false);
         // SAFETY: restores the attributes read in `enter`.
         unsafe {
             libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &self.saved);

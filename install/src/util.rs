@@ -297,8 +297,16 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
     }
 }
 
+/// Pretty JSON on stdout (`doctor`, `install`), as serde escapes it, with
+/// the credentials of any URL in its strings hidden (red-team 3, N8).
 pub fn print_json<T: serde::Serialize>(v: &T) {
-    crate::outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    let mut v = serde_json::to_value(v).unwrap_or_default();
+    preloop_shared::redact::redact_url_value(&mut v);
+    if let Err(e) = crate::output::json(&v)
+        && crate::output::is_broken_pipe(&e)
+    {
+        std::process::exit(0);
+    }
 }
 
 /// Read all of stdin, dropping one trailing newline.

@@ -48,6 +48,64 @@ pub fn redact_value(v: &mut Value, secrets: &[&Secret]) {
     }
 }
 
+/// What replaces the password (or a lone user name) of a URL.
+pub const URL_SECRET: &str = "***";
+
+/// `text` with the credentials of every URL in it hidden: `http://user:pass@host`
+/// becomes `http://user:***@host`, and `https://tok@host` (a user name alone,
+/// often a token) becomes `https://***@host`. A basic-auth password in front
+/// of a reverse proxy is a secret like a token (docs/guarantees.md), so every
+/// place a URL is shown passes through here: the operator CLI's output and
+/// messages, `doctor` (text and `--json`), the hook log. Text without `://`
+/// is returned as is, without a copy.
+pub fn redact_url_credentials(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("://") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(at) = text[from..].find("://") {
+        let start = from + at + 3;
+        // The authority: up to the path, query, fragment, or where the URL plainly ends.
+        let len = text[start..]
+            .find(|c: char| matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>' | '`') || c.is_whitespace())
+            .unwrap_or(text.len() - start);
+        let authority = &text[start..start + len];
+        if let Some(userinfo_len) = authority.rfind('@').filter(|n| *n > 0) {
+            let userinfo = &authority[..userinfo_len];
+            let shown_user = match userinfo.split_once(':') {
+                Some((user, _)) => format!("{user}:{URL_SECRET}"),
+                None => URL_SECRET.to_string(),
+            };
+            out.push_str(&text[copied..start]);
+            out.push_str(&shown_user);
+            copied = start + userinfo_len;
+        }
+        from = start + len;
+    }
+    if copied == 0 {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`redact_url_credentials`] in every string value of a JSON document, in
+/// place (keys, and so their order, are left as they are).
+pub fn redact_url_value(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(r) = redact_url_credentials(s) {
+                *s = r;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(redact_url_value),
+        Value::Object(m) => m.values_mut().for_each(redact_url_value),
+        _ => {}
+    }
+}
+
 /// One decoded character and the span of `text` it came from.
 struct Unit {
     c: char,
@@ -148,6 +206,24 @@ mod tests {
         let mut v2 = v.clone();
         redact_value(&mut v2, &secrets);
         assert_eq!(v2["detail"], "Bearer [redacted]");
+    }
+
+    /// Red-team 3, N8.
+    #[test]
+    fn url_credentials_are_hidden() {
+        let r = |t| redact_url_credentials(t).into_owned();
+        assert_eq!(
+            r("server http://admin:Sup3rS3cretPw@127.0.0.1:18081 unreachable"),
+            "server http://admin:***@127.0.0.1:18081 unreachable"
+        );
+        assert_eq!(r("https://ghp_tok@example.com/api/v1/x?a=b@c"), "https://***@example.com/api/v1/x?a=b@c");
+        assert_eq!(r("a http://u:p@h/x and ws://v:q@[::1]:8/y"), "a http://u:***@h/x and ws://v:***@[::1]:8/y");
+        assert_eq!(r("http://u:p@ss@h:1"), "http://u:***@h:1");
+        assert_eq!(r("(http://u:p@h)"), "(http://u:***@h)");
+        for plain in ["no url", "http://127.0.0.1:8080/api", "mailto:a@b", "see https://h/p@x", "://@"] {
+            assert_eq!(r(plain), plain);
+            assert!(matches!(redact_url_credentials(plain), std::borrow::Cow::Borrowed(_)));
+        }
     }
 
     #[test]

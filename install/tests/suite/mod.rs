@@ -4,3 +4,4 @@ mod cli_operator;
 mod cli_server;
 mod codex_trust;
 mod install_files;
+mod term_safety;
