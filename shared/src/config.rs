@@ -7,9 +7,16 @@
 //!    (`base_url`, `token`, `source`) whose `source` matches the harness.
 //!
 //! Otherwise local mode (the embedded inbox under `$PRELOOP_HOME/inbox`).
-//! `PRELOOP_HOME` (default `~/.preloop`) relocates everything.
+//! `PRELOOP_HOME` (default `~/.preloop`, absolute) relocates everything.
 //! Settings (timeouts, fail policies) come from `config.json` and can be
 //! overridden per variable in the environment.
+//!
+//! A repository can set the hooks' environment (a project's `.env` in
+//! Gemini, a `.claude/settings.json` `env` block), so when the user's own
+//! `~/.preloop/config.json` names a server, step 1, `PRELOOP_HOME` and the
+//! environment's looser gate settings are ignored unless that file says
+//! `allow_env_override` (docs/guarantees.md, "A repository cannot move the
+//! gate").
 
 use crate::Harness;
 use crate::fsutil;
