@@ -932,7 +932,7 @@ fn doctor_says_an_environment_override_was_ignored() {
     let cfg = e.preloop.join("config.json");
     std::fs::write(&cfg, serde_json::json!({"url": server.url(), "token": server.runtime_token()}).to_string())
         .unwrap();
-    std::fs::set_permissions(&cfg, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    std::fs::set_permissions(&cfg, PermissionsExt::from_mode(0o600)).unwrap();
     e.set("PRELOOP_URL", "http://127.0.0.1:9");
     e.set("PRELOOP_TOKEN", "agt_repository");
     let (_, v) = e.doctor();
