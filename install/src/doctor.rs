@@ -806,7 +806,16 @@ fn config_findings(ctx: &Ctx, config: &Config, c: &mut Collector) {
         c.install(Finding::new(p.what.clone(), p.fix.clone()));
     }
     for w in &config.warnings {
-        c.warn(Finding::new(w.clone(), ""));
+        // An override the user's own configuration refused (docs/guarantees.md,
+        // "A repository cannot move the gate"): say how to take it.
+        let fix = match w.split_once(" in the environment ignored") {
+            Some((var, _)) => format!(
+                "unset {} (a project's .env or .claude/settings.json env may set it), or set \"allow_env_override\": true in ~/.preloop/config.json",
+                var.split('=').next().unwrap_or(var)
+            ),
+            None => String::new(),
+        };
+        c.warn(Finding::new(w.clone(), fix));
     }
     // A token file others can read (ssh refuses such a key; we warn).
     let mut files = vec![config.home.join("config.json")];

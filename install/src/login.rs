@@ -28,7 +28,7 @@ pub struct LoginArgs {
 }
 
 fn config_path(env: &Env) -> PathBuf {
-    preloop_home(env).join("config.json")
+    preloop_home(env, None).join("config.json")
 }
 
 /// Refuse when the configuration has a problem: one line, the first

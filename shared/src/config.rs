@@ -7,9 +7,16 @@
 //!    (`base_url`, `token`, `source`) whose `source` matches the harness.
 //!
 //! Otherwise local mode (the embedded inbox under `$PRELOOP_HOME/inbox`).
-//! `PRELOOP_HOME` (default `~/.preloop`) relocates everything.
+//! `PRELOOP_HOME` (default `~/.preloop`, absolute) relocates everything.
 //! Settings (timeouts, fail policies) come from `config.json` and can be
 //! overridden per variable in the environment.
+//!
+//! A repository can set the hooks' environment (a project's `.env` in
+//! Gemini, a `.claude/settings.json` `env` block), so when the user's own
+//! `~/.preloop/config.json` names a server, step 1, `PRELOOP_HOME` and the
+//! environment's looser gate settings are ignored unless that file says
+//! `allow_env_override` (docs/guarantees.md, "A repository cannot move the
+//! gate").
 
 use crate::Harness;
 use crate::fsutil;
@@ -156,6 +163,11 @@ pub struct ConfigFile {
     /// A user credential (personal API key or JWT) for the operator CLI.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_token: Option<Secret>,
+    /// In `~/.preloop/config.json` only: let the environment
+    /// (`PRELOOP_HOME`, `PRELOOP_URL`, `PRELOOP_TOKEN`, the gate settings)
+    /// override the server this file names (docs/guarantees.md).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub allow_env_override: bool,
     #[serde(flatten)]
     pub settings: Settings,
 }
@@ -229,62 +241,106 @@ impl Config {
     }
 
     pub fn load_from(env: &Env, harness: Option<Harness>) -> Config {
-        let home = preloop_home(env);
         let mut problems = Vec::new();
         let mut warnings = Vec::new();
-        let mut unusable_source = false;
 
-        let home_ok = match fsutil::check_owned_dir(&home) {
-            Ok(()) => true,
-            Err(e) => {
-                problems
-                    .push(Problem { what: format!("PRELOOP_HOME {}: {e}", home.display()), fix: home_fix(&home, &e) });
-                false
+        // The user's own configuration, under the real home: whether it
+        // names a server decides what the environment may still change
+        // (docs/guarantees.md, "A repository cannot move the gate").
+        let user_home_dir = default_home(env);
+        let user = HomeFiles::read(&user_home_dir);
+        let user_server = if user.home_ok { user.server() } else { None };
+        let user_onboarding = match &user_server {
+            Some(_) => None,
+            None if user.home_ok => {
+                let mut unusable = false;
+                let mut found = Vec::new();
+                let s = onboarding(&user_home_dir, harness, &mut found, &mut unusable);
+                Some((s, found, unusable))
             }
+            None => None,
+        };
+        let user_pins = user_server.is_some() || user_onboarding.as_ref().is_some_and(|(s, _, _)| s.is_some());
+        let user_unusable = user.unusable || user_onboarding.as_ref().is_some_and(|(_, _, u)| *u);
+        let pin = if user.file.allow_env_override && !user_unusable {
+            Pin::Open
+        } else if user_pins {
+            Pin::Server
+        } else if user_unusable {
+            Pin::Unknown
+        } else {
+            Pin::Open
         };
 
-        let file_path = home.join("config.json");
-        let mut file = ConfigFile::default();
-        if home_ok {
-            match fsutil::read_owned_json_value(&file_path) {
-                Ok(None) => {}
-                Ok(Some(v)) => {
-                    // Not an object: nothing in it can be read, so nothing
-                    // is known about the server either.
-                    unusable_source |= !v.is_object();
-                    file = config_from_value(&file_path, &v, &mut problems);
-                }
-                Err(e) => {
-                    unusable_source = true;
-                    problems.push(Problem {
-                        what: format!("{}: {e}", file_path.display()),
-                        fix: format!("fix or remove {}, then run `preloop-hooks doctor`", file_path.display()),
-                    });
-                }
+        let mut home = user_home_dir.clone();
+        let mut refused_home = false;
+        if let Some(h) = env.get("PRELOOP_HOME").filter(|h| !h.is_empty()) {
+            let asked = PathBuf::from(&h);
+            if !asked.is_absolute() {
+                problems.push(Problem {
+                    what: format!("PRELOOP_HOME={h:?} is not an absolute path: refused"),
+                    fix: "set PRELOOP_HOME to an absolute path, or unset it for ~/.preloop".to_string(),
+                });
+                refused_home = true;
+            } else if pin != Pin::Open && !same_dir(&asked, &user_home_dir) {
+                warnings.push(format!(
+                    "PRELOOP_HOME={} in the environment ignored: {}",
+                    asked.display(),
+                    pin.reason(&user_home_dir)
+                ));
+            } else {
+                home = asked;
             }
-        } else {
-            unusable_source = true;
         }
+
+        let file_path = home.join("config.json");
+        let at_user_home = home == user_home_dir;
+        let here = if at_user_home { user } else { HomeFiles::read(&home) };
+        problems.extend(here.problems.iter().cloned());
+        let home_ok = here.home_ok;
+        let mut unusable_source = here.unusable || refused_home;
+        let file = here.file.clone();
         let mut settings = file.settings.clone();
-        apply_env_settings(env, &mut settings, &mut problems);
+        apply_env_settings(env, &mut settings, &mut problems, (pin != Pin::Open).then_some(&mut warnings));
 
         let env_url = env.get("PRELOOP_URL").filter(|u| !u.trim().is_empty());
         let env_token = env.get("PRELOOP_TOKEN").filter(|t| !t.is_empty());
-        let server = match (&env_url, &env_token) {
-            (Some(url), Some(token)) => {
-                Some(ServerConfig { url: normalize_url(url), token: Secret::new(token.clone()), origin: Origin::Env })
+        let file_server = || here.server().map(|s| ServerConfig { origin: Origin::ConfigFile(file_path.clone()), ..s });
+        let server = if pin == Pin::Open {
+            match (&env_url, &env_token) {
+                (Some(url), Some(token)) => Some(ServerConfig {
+                    url: normalize_url(url),
+                    token: Secret::new(token.clone()),
+                    origin: Origin::Env,
+                }),
+                _ => None,
             }
-            _ => None,
+        } else {
+            None
         }
-        .or_else(|| match (&file.url, &file.token) {
-            (Some(url), Some(token)) if !url.trim().is_empty() && !token.expose().is_empty() => Some(ServerConfig {
-                url: normalize_url(url),
-                token: token.clone(),
-                origin: Origin::ConfigFile(file_path.clone()),
-            }),
+        .or_else(file_server)
+        .or_else(|| match (&user_onboarding, at_user_home) {
+            (Some((s, found, unusable)), true) => {
+                problems.extend(found.iter().cloned());
+                unusable_source |= *unusable;
+                s.clone()
+            }
+            _ if home_ok => onboarding(&home, harness, &mut problems, &mut unusable_source),
             _ => None,
-        })
-        .or_else(|| if home_ok { onboarding(&home, harness, &mut problems, &mut unusable_source) } else { None });
+        });
+        if pin != Pin::Open {
+            let differs = |var: &str, differs: bool| {
+                differs.then(|| format!("{var} in the environment ignored: {}", pin.reason(&user_home_dir)))
+            };
+            let pinned_url = server.as_ref().map(|s| s.url.as_str());
+            let pinned_token = server.as_ref().map(|s| s.token.expose());
+            warnings.extend(differs(
+                "PRELOOP_URL",
+                env_url.as_deref().is_some_and(|u| Some(normalize_url(u).as_str()) != pinned_url),
+            ));
+            warnings.extend(differs("PRELOOP_TOKEN", env_token.as_deref().is_some_and(|t| Some(t) != pinned_token)));
+        }
+        let env_url = if pin == Pin::Open { env_url } else { None };
 
         let url = env_url
             .clone()
@@ -301,7 +357,7 @@ impl Config {
             .filter(|t| !t.is_empty())
             .map(|t| (Secret::new(t), TokenOrigin::Env))
             .or_else(|| file.user_token.clone().map(|t| (t, TokenOrigin::ConfigFile(file_path.clone()))));
-        if env_url.is_some() != env_token.is_some() && server.is_some() {
+        if pin == Pin::Open && env_url.is_some() != env_token.is_some() && server.is_some() {
             warnings.push("only one of PRELOOP_URL and PRELOOP_TOKEN is set in the environment".to_string());
         }
         let mode_unknown = server.is_none() && unusable_source;
@@ -337,11 +393,109 @@ fn home_fix(home: &Path, e: &fsutil::TrustError) -> String {
     }
 }
 
+/// What the user's own configuration (`~/.preloop`, under the real home)
+/// leaves the environment (docs/guarantees.md, "A repository cannot move the
+/// gate").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pin {
+    /// It names no server, or it says `allow_env_override`: the
+    /// environment may choose the home and the server.
+    Open,
+    /// It names a server: the environment may not move the home, swap the
+    /// server or loosen how a gate fails.
+    Server,
+    /// It exists but cannot be read or trusted: whether it names a server
+    /// is unknown, so the environment may not replace it either.
+    Unknown,
+}
+
+impl Pin {
+    fn reason(self, user_home: &Path) -> String {
+        match self {
+            Pin::Server => format!(
+                "{} names the server (set \"allow_env_override\": true in its config.json to allow this)",
+                user_home.display()
+            ),
+            _ => format!("{} cannot be used, so it may name a server (see problems)", user_home.display()),
+        }
+    }
+}
+
+/// One home's `config.json`, read and checked.
+struct HomeFiles {
+    home_ok: bool,
+    file: ConfigFile,
+    /// A source that may name a server could not be used.
+    unusable: bool,
+    problems: Vec<Problem>,
+    path: PathBuf,
+}
+
+impl HomeFiles {
+    fn read(home: &Path) -> HomeFiles {
+        let path = home.join("config.json");
+        let mut problems = Vec::new();
+        let mut file = ConfigFile::default();
+        let mut unusable = false;
+        let home_ok = match fsutil::check_owned_dir(home) {
+            Ok(()) => true,
+            Err(e) => {
+                problems
+                    .push(Problem { what: format!("PRELOOP_HOME {}: {e}", home.display()), fix: home_fix(home, &e) });
+                false
+            }
+        };
+        if home_ok {
+            match fsutil::read_owned_json_value(&path) {
+                Ok(None) => {}
+                Ok(Some(v)) => {
+                    // Not an object: nothing in it can be read, so nothing
+                    // is known about the server either.
+                    unusable |= !v.is_object();
+                    file = config_from_value(&path, &v, &mut problems);
+                }
+                Err(e) => {
+                    unusable = true;
+                    problems.push(Problem {
+                        what: format!("{}: {e}", path.display()),
+                        fix: format!("fix or remove {}, then run `preloop-hooks doctor`", path.display()),
+                    });
+                }
+            }
+        } else {
+            unusable = true;
+        }
+        HomeFiles { home_ok, file, unusable, problems, path }
+    }
+
+    /// The server `config.json` names (`url` + `token`), if any.
+    fn server(&self) -> Option<ServerConfig> {
+        match (&self.file.url, &self.file.token) {
+            (Some(url), Some(token)) if !url.trim().is_empty() && !token.expose().is_empty() => Some(ServerConfig {
+                url: normalize_url(url),
+                token: token.clone(),
+                origin: Origin::ConfigFile(self.path.clone()),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Whether two absolute paths name the same directory (either may not
+/// exist yet).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a.components().eq(b.components()),
+    }
+}
+
 /// Every key `config.json` may hold.
 pub const CONFIG_KEYS: &[&str] = &[
     "url",
     "token",
     "user_token",
+    "allow_env_override",
     "connect_timeout_ms",
     "call_timeout_ms",
     "permission_timeout_secs",
@@ -401,6 +555,10 @@ fn config_from_value(path: &Path, v: &serde_json::Value, problems: &mut Vec<Prob
             "user_token" => match as_str() {
                 Some(t) => f.user_token = Some(Secret::new(t)),
                 None => bad(key, "a token string", value),
+            },
+            "allow_env_override" => match parse_switch(value) {
+                Some(b) => f.allow_env_override = b,
+                None => bad(key, "true/false", value),
             },
             "connect_timeout_ms" => {
                 num_into(value, &mut s.connect_timeout_ms).unwrap_or_else(|| bad(key, "a number", value))
@@ -554,10 +712,17 @@ pub fn user_home(env: &Env) -> Option<PathBuf> {
         .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()).filter(|p| p.is_absolute()))
 }
 
-pub fn preloop_home(env: &Env) -> PathBuf {
-    if let Some(h) = env.get("PRELOOP_HOME").filter(|h| !h.is_empty()) {
-        return PathBuf::from(h);
-    }
+/// Where the hooks keep their files for `harness`: [`Config::home`] (it
+/// reads the user's own configuration to know whether `PRELOOP_HOME` may
+/// move it).
+pub fn preloop_home(env: &Env, harness: Option<Harness>) -> PathBuf {
+    Config::load_from(env, harness).home
+}
+
+/// The user's own home, `~/.preloop`, whatever `PRELOOP_HOME` says. Where
+/// the hooks actually keep their files is [`Config::home`]: the environment
+/// may move it only as docs/guarantees.md allows.
+pub fn default_home(env: &Env) -> PathBuf {
     user_home(env).unwrap_or_else(|| PathBuf::from("/tmp")).join(".preloop")
 }
 
@@ -619,7 +784,13 @@ fn onboarding(
     None
 }
 
-fn apply_env_settings(env: &Env, s: &mut Settings, problems: &mut Vec<Problem>) {
+/// The environment's settings over `s`. With `pinned` (the user's own
+/// configuration names the server), a gate may not be loosened from the
+/// environment: a fail policy may only become `deny`, and the connect and
+/// permission timeouts are not taken (a tiny one would make every check
+/// fail); each refusal is one warning.
+fn apply_env_settings(env: &Env, s: &mut Settings, problems: &mut Vec<Problem>, mut pinned: Option<&mut Vec<String>>) {
+    let gate = s.clone();
     let mut bad = |key: &str, v: &str, expected: &str| {
         problems.push(Problem {
             what: format!("{key}={v:?} in the environment: expected {expected}; using the default or config.json"),
@@ -659,8 +830,29 @@ fn apply_env_settings(env: &Env, s: &mut Settings, problems: &mut Vec<Problem>) 
     ] {
         if let Some(v) = env.get(key) {
             match FailPolicy::parse(&v) {
+                Some(FailPolicy::Open) if pinned.is_some() && *slot == FailPolicy::Deny => {
+                    if let Some(w) = pinned.as_deref_mut() {
+                        w.push(format!(
+                            "{key}=open in the environment ignored: the user's own configuration names the server"
+                        ));
+                    }
+                }
                 Some(p) => *slot = p,
                 None => bad(key, &v, "open or deny"),
+            }
+        }
+    }
+    if let Some(w) = pinned {
+        for (key, changed, restore) in [
+            ("PRELOOP_CONNECT_TIMEOUT_MS", s.connect_timeout_ms != gate.connect_timeout_ms, 0),
+            ("PRELOOP_PERMISSION_TIMEOUT_SECS", s.permission_timeout_secs != gate.permission_timeout_secs, 1),
+        ] {
+            if changed {
+                w.push(format!("{key} in the environment ignored: the user's own configuration names the server"));
+                match restore {
+                    0 => s.connect_timeout_ms = gate.connect_timeout_ms,
+                    _ => s.permission_timeout_secs = gate.permission_timeout_secs,
+                }
             }
         }
     }
@@ -669,10 +861,6 @@ fn apply_env_settings(env: &Env, s: &mut Settings, problems: &mut Vec<Problem>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn env(pairs: &[(&str, &str)]) -> Env {
-        Env::of(pairs)
-    }
 
     #[test]
     fn env_wins_then_file_then_onboarding() {
@@ -684,6 +872,13 @@ mod tests {
             br#"{"base_url":"http://o:1/api/v1/","token":"agt_o","source":"codex_cli"}"#,
         )
         .unwrap();
+        // HOME names a directory without .preloop: no user configuration
+        // pins the server, so the environment chooses (a CI setup).
+        let env = |pairs: &[(&str, &str)]| {
+            let mut v = vec![("HOME", home)];
+            v.extend_from_slice(pairs);
+            Env::of(&v)
+        };
         let c = Config::load_from(&env(&[("PRELOOP_HOME", home)]), Some(Harness::ClaudeCode));
         assert!(c.server.is_none(), "onboarding for another harness must not match");
         let c = Config::load_from(&env(&[("PRELOOP_HOME", home)]), Some(Harness::Codex));
@@ -700,5 +895,128 @@ mod tests {
         assert_eq!(c.server.as_ref().unwrap().origin, Origin::Env);
         assert!(!format!("{c:?}").contains("agt_e"), "tokens never appear in Debug output");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A scratch real home with `~/.preloop/config.json` holding `config`
+    /// (None: no `.preloop` at all), and a second, absolute home a
+    /// repository could point at, holding its own server.
+    struct Homes {
+        root: PathBuf,
+    }
+
+    impl Homes {
+        fn new(config: Option<&str>) -> Homes {
+            let root = std::env::temp_dir().join(format!("preloop-config-pin-{}", fsutil::note_id()));
+            fsutil::private_dir(&root.join("elsewhere")).unwrap();
+            fsutil::write_atomic(&root.join("elsewhere/config.json"), br#"{"url":"http://repo:9","token":"agt_repo"}"#)
+                .unwrap();
+            std::fs::create_dir_all(root.join("home")).unwrap();
+            if let Some(c) = config {
+                fsutil::private_dir(&root.join("home/.preloop")).unwrap();
+                fsutil::write_atomic(&root.join("home/.preloop/config.json"), c.as_bytes()).unwrap();
+            }
+            Homes { root }
+        }
+        fn load(&self, pairs: &[(&str, &str)]) -> Config {
+            let home = self.root.join("home");
+            let mut v = vec![("HOME", home.to_str().unwrap())];
+            v.extend_from_slice(pairs);
+            Config::load_from(&Env::of(&v), Some(Harness::Gemini))
+        }
+        fn elsewhere(&self) -> String {
+            self.root.join("elsewhere").to_str().unwrap().to_string()
+        }
+        fn user_home(&self) -> PathBuf {
+            self.root.join("home/.preloop")
+        }
+    }
+
+    impl Drop for Homes {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+
+    const USER_SERVER: &str = r#"{"url":"http://user:1","token":"agt_user","pre_tool_use_on_error":"deny"}"#;
+
+    #[test]
+    fn n2_the_environment_cannot_move_a_server_the_user_configured() {
+        let h = Homes::new(Some(USER_SERVER));
+        let elsewhere = h.elsewhere();
+        let attempts: &[(&str, &[(&str, &str)])] = &[
+            ("a relative PRELOOP_HOME", &[("PRELOOP_HOME", ".preloop-dev")]),
+            ("an absolute PRELOOP_HOME elsewhere", &[("PRELOOP_HOME", &elsewhere)]),
+            ("another server", &[("PRELOOP_URL", "http://repo:9"), ("PRELOOP_TOKEN", "agt_repo")]),
+            ("another token", &[("PRELOOP_TOKEN", "agt_repo")]),
+            ("fail open", &[("PRELOOP_PRE_TOOL_USE_ON_ERROR", "open"), ("PRELOOP_PERMISSION_TIMEOUT_SECS", "0")]),
+            ("fast fail", &[("PRELOOP_CONNECT_TIMEOUT_MS", "1")]),
+        ];
+        for (what, pairs) in attempts {
+            let c = h.load(pairs);
+            let s = c.server.as_ref().unwrap_or_else(|| panic!("{what}: the user's server is gone"));
+            assert_eq!((s.url.as_str(), s.token.expose()), ("http://user:1", "agt_user"), "{what}");
+            assert_eq!(c.home, h.user_home(), "{what}");
+            assert_eq!(c.url.as_ref().map(|u| u.0.as_str()), Some("http://user:1"), "{what}");
+            assert!(!c.mode_unknown, "{what}");
+            assert_eq!(c.settings.pre_tool_use_on_error, FailPolicy::Deny, "{what}");
+            assert_eq!(c.settings.permission_timeout_secs, 310, "{what}");
+            assert_eq!(c.settings.connect_timeout_ms, 1500, "{what}");
+            let said = format!("{:?} {:?}", c.warnings, c.problems);
+            assert!(said.contains("ignored") || said.contains("refused"), "{what}: nothing says so: {said}");
+        }
+        // Tightening is still taken, and settings that do not touch the gate.
+        let c = h.load(&[("PRELOOP_PERMISSION_REQUEST_ON_ERROR", "deny"), ("PRELOOP_STOP_RESCUE_CAP", "1")]);
+        assert_eq!(c.settings.stop_rescue_cap, 1);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        // The same values as the file's are no override.
+        let c = h.load(&[("PRELOOP_URL", "http://user:1/api/v1/"), ("PRELOOP_TOKEN", "agt_user")]);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        let user_home = h.user_home();
+        let c = h.load(&[("PRELOOP_HOME", user_home.to_str().unwrap())]);
+        assert!(c.warnings.is_empty() && c.problems.is_empty(), "{:?} {:?}", c.warnings, c.problems);
+    }
+
+    #[test]
+    fn n2_the_user_can_opt_in_to_environment_overrides() {
+        let h = Homes::new(Some(r#"{"url":"http://user:1","token":"agt_user","allow_env_override":true}"#));
+        let c = h.load(&[("PRELOOP_URL", "http://repo:9"), ("PRELOOP_TOKEN", "agt_repo")]);
+        assert_eq!(c.server.as_ref().unwrap().origin, Origin::Env);
+        let c = h.load(&[("PRELOOP_HOME", &h.elsewhere())]);
+        assert_eq!(c.server.as_ref().unwrap().url, "http://repo:9");
+        // Never a relative home: refused, a problem.
+        let c = h.load(&[("PRELOOP_HOME", "rel")]);
+        assert!(c.problems.iter().any(|p| p.what.contains("not an absolute path")), "{:?}", c.problems);
+        assert_eq!(c.home, h.user_home());
+    }
+
+    #[test]
+    fn n2_without_a_user_server_the_environment_decides_but_never_a_relative_home() {
+        // CI: no ~/.preloop at all, the server only in the environment.
+        let h = Homes::new(None);
+        let c = h.load(&[("PRELOOP_URL", "http://ci:1"), ("PRELOOP_TOKEN", "agt_ci")]);
+        assert_eq!(c.server.as_ref().map(|s| (&s.origin, s.url.as_str())), Some((&Origin::Env, "http://ci:1")));
+        let c = h.load(&[("PRELOOP_HOME", &h.elsewhere())]);
+        assert_eq!(c.server.as_ref().unwrap().url, "http://repo:9");
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        // A relative home is refused: not local mode, the gates' fail policy.
+        let c = h.load(&[("PRELOOP_HOME", ".preloop-dev")]);
+        assert!(c.server.is_none() && c.mode_unknown, "a relative PRELOOP_HOME must not mean local mode");
+        assert!(!c.problems.is_empty());
+        // A user config with settings but no server pins nothing either.
+        let h = Homes::new(Some(r#"{"stop_rescue_cap":2}"#));
+        let c = h.load(&[("PRELOOP_URL", "http://ci:1"), ("PRELOOP_TOKEN", "agt_ci")]);
+        assert_eq!(c.server.as_ref().unwrap().origin, Origin::Env);
+    }
+
+    #[test]
+    fn n2_a_user_config_that_cannot_be_used_is_not_replaced_by_the_environment() {
+        use std::os::unix::fs::PermissionsExt;
+        let h = Homes::new(Some(USER_SERVER));
+        let cfg = h.user_home().join("config.json");
+        std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let c = h.load(&[("PRELOOP_URL", "http://repo:9"), ("PRELOOP_TOKEN", "agt_repo")]);
+        assert!(c.server.is_none() && c.mode_unknown, "{:?}", c.server);
+        let c = h.load(&[("PRELOOP_HOME", &h.elsewhere())]);
+        assert!(c.server.is_none() && c.mode_unknown && c.home == h.user_home());
     }
 }

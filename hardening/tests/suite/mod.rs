@@ -4,6 +4,7 @@ mod crash;
 mod disk;
 mod fuzz;
 mod fuzz_process;
+mod gate_env;
 mod hostile;
 mod http_parser;
 mod regressions;

@@ -48,7 +48,10 @@ impl Adapter for ClaudeCode {
             Event::SessionStart => export_lineage(outcome, env),
             // Again by the stdin session id, in case the environment lacked it.
             Event::SessionEnd => {
-                watch::stop(&preloop_shared::config::preloop_home(env), &input.session_id);
+                watch::stop(
+                    &preloop_shared::config::preloop_home(env, Some(preloop_shared::Harness::ClaudeCode)),
+                    &input.session_id,
+                );
             }
             _ => {}
         }

@@ -438,7 +438,7 @@ pub fn stop(home: &Path, session_id: &str) -> Stopped {
 /// for every Claude Code hook).
 pub fn stop_from_env(env: &Env) -> Option<Stopped> {
     let sid = env.get("CLAUDE_CODE_SESSION_ID").filter(|s| !s.trim().is_empty())?;
-    Some(stop(&preloop_home(env), sid.trim()))
+    Some(stop(&preloop_home(env, Some(Harness::ClaudeCode)), sid.trim()))
 }
 
 /// Whether `pid` runs our watcher binary (Linux: its command line; elsewhere

@@ -1016,3 +1016,28 @@ fn an_executable_in_an_npm_package_is_copied_and_the_hooks_never_point_into_node
     assert!(!e.preloop.join("bin/preloop-hooks").exists() && !e.preloop.join("bin/preloop-codex-stop").exists());
     assert!(pkg_bin.join("preloop-hooks").exists());
 }
+
+/// N2 (docs/guarantees.md, "A repository cannot move the gate"): with the
+/// server in ~/.preloop/config.json, doctor names every environment override
+/// the hooks ignore, and how to allow it; the mode stays the user's server.
+#[test]
+fn doctor_says_an_environment_override_was_ignored() {
+    let server = preloop_testkit::FakeServer::start();
+    let mut e = Env::new("doctor-n2");
+    e.install("claude-code");
+    std::fs::create_dir_all(&e.preloop).unwrap();
+    let cfg = e.preloop.join("config.json");
+    std::fs::write(&cfg, serde_json::json!({"url": server.url(), "token": server.runtime_token()}).to_string())
+        .unwrap();
+    std::fs::set_permissions(&cfg, PermissionsExt::from_mode(0o600)).unwrap();
+    e.set("PRELOOP_URL", "http://127.0.0.1:9");
+    e.set("PRELOOP_TOKEN", "agt_repository");
+    let (_, v) = e.doctor();
+    let w = warnings(&v);
+    assert!(
+        w.iter().any(|w| w.contains("PRELOOP_URL in the environment ignored") && w.contains("allow_env_override")),
+        "{w:?}"
+    );
+    assert!(w.iter().any(|w| w.contains("PRELOOP_TOKEN in the environment ignored")), "{w:?}");
+    assert!(v.to_string().contains(&server.url()), "the hooks still use the user's server: {v:#}");
+}
