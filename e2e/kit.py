@@ -278,6 +278,43 @@ def build_binaries(required=()):
     return commands
 
 
+def ensure_packages():
+    """Return the directory holding what scripts/package writes (the release tarball with its
+    .sha256, the npm tarballs): PRELOOP_PACKAGE_DIR when set (scripts/test packs once), else
+    `scripts/package` into a fresh temp dir (builds the release profile: minutes when cold)."""
+    out = os.environ.get("PRELOOP_PACKAGE_DIR")
+    if not out:
+        out = tempfile.mkdtemp(prefix="preloop-e2e-packages-", dir=os.environ.get("PRELOOP_E2E_TMPDIR"))
+        _log("scripts/package %s" % out)
+        p = subprocess.run([os.path.join(REPO_ROOT, "scripts", "package"), out], cwd=REPO_ROOT,
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if p.returncode != 0:
+            raise KitError("scripts/package failed (rc %d):\n%s" % (p.returncode, p.stderr[-6000:]))
+    names = os.listdir(out)
+    if not any(n.endswith(".tar.gz") for n in names) or not any(n.endswith(".tgz") for n in names):
+        raise KitError("%s holds no release tarball or no npm tarball: %s" % (out, names))
+    return os.path.abspath(out)
+
+
+def npm_install_packages(package_dir):
+    """`npm install -g --offline --prefix P` of every npm tarball in package_dir, as a user
+    installs them with no registry; returns P (its bin/ holds the preloop-hooks command)."""
+    prefix = tempfile.mkdtemp(prefix="preloop-e2e-npm-", dir=os.environ.get("PRELOOP_E2E_TMPDIR"))
+    tgz = sorted(os.path.join(package_dir, n) for n in os.listdir(package_dir) if n.endswith(".tgz"))
+    cache = tempfile.mkdtemp(prefix="preloop-e2e-npm-cache-", dir=os.environ.get("PRELOOP_E2E_TMPDIR"))
+    try:
+        p = subprocess.run(["npm", "install", "-g", "--offline", "--no-audit", "--no-fund",
+                            "--cache", cache, "--prefix", prefix] + tgz,
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+                           env={"PATH": BASE_PATH, "HOME": prefix})
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    if p.returncode != 0:
+        raise KitError("npm install -g --offline %s failed (rc %d): %s"
+                       % (" ".join(tgz), p.returncode, (p.stdout + p.stderr)[-3000:]))
+    return prefix
+
+
 def fail_setup(msg):
     """Raise KitError(msg): for Prereq.get(name, lambda: cond or fail_setup("why"))."""
     raise KitError(msg)

@@ -625,8 +625,11 @@ fn place_commands(ctx: &Ctx, dry_run: bool) -> Result<()> {
             return Ok(());
         }
         if !util::sync_binaries(&ctx.bin_dir, &hook_dir, &[crate::multicall::CLI_NAME])?.is_empty() {
+            // A hard link where the file system allows (one file on disk; an
+            // upgrade or uninstall of the package replaces its own name only).
+            let how = if crate::links::is_link_to(&ctx.exe(), &exe) { "hard-linked" } else { "copied" };
             crate::outln!(
-                "copied {} to {} (it was in {why}; run install again after an upgrade)",
+                "{how} {} to {} (it was in {why}; run install again after an upgrade)",
                 crate::multicall::CLI_NAME,
                 t(&hook_dir)
             );

@@ -495,7 +495,7 @@ fn an_executable_in_a_cargo_target_dir_is_copied_to_a_stable_place() {
     let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", release.to_str().unwrap()]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("copied preloop-hooks to ~/.preloop/bin") && stdout(&out).contains("cargo clean"),
+        stdout(&out).contains("preloop-hooks to ~/.preloop/bin") && stdout(&out).contains("cargo clean"),
         "{}",
         stdout(&out)
     );
@@ -512,7 +512,7 @@ fn an_executable_in_a_cargo_target_dir_is_copied_to_a_stable_place() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(warnings(&v).iter().any(|w| w.contains("differs from its copy")), "{:?}", warnings(&v));
     let out = e.run(&["install", "--harness", "claude-code", "--bin-dir", release.to_str().unwrap()]);
-    assert!(stdout(&out).contains("copied preloop-hooks"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("preloop-hooks to ~/.preloop/bin"), "{}", stdout(&out));
     // Every hook command links to the new copy: one file on disk.
     let stable = e.preloop.join("bin");
     for name in preloop_hooks::links::names() {
@@ -999,7 +999,7 @@ fn an_executable_in_an_npm_package_is_copied_and_the_hooks_never_point_into_node
     let out = e.run(&["install", "--bin-dir", pkg_bin.to_str().unwrap()]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("copied preloop-hooks to ~/.preloop/bin") && stdout(&out).contains("npm"),
+        stdout(&out).contains("preloop-hooks to ~/.preloop/bin") && stdout(&out).contains("npm"),
         "{}",
         stdout(&out)
     );
