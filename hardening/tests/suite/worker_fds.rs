@@ -1,9 +1,9 @@
-//! N6 (red-team 3): the detached SessionEnd worker outlives the hook, so it
-//! must not keep open what the hook inherited beyond 0-2. A wrapper or CI
-//! step that reads a status pipe to its end would otherwise wait for the
-//! worker (up to its calls' timeouts). `detach::worker_main` closes every
-//! descriptor above 2 first (`fsutil::close_fds_above_stdio`); this test
-//! fails without that call.
+//! N6 (docs/hardening.md, round three): the detached SessionEnd worker
+//! outlives the hook, so it must not keep open what the hook inherited
+//! beyond 0-2. A wrapper or CI step that reads a status pipe to its end
+//! would otherwise wait for the worker (up to its calls' timeouts).
+//! `detach::worker_main` closes every descriptor above 2 first
+//! (`fsutil::close_fds_above_stdio`); this test fails without that call.
 
 use crate::common::{Home, bin, hook, unique_session};
 use preloop_shared::Harness;
