@@ -745,7 +745,7 @@ fn limits(config: &Config, harnesses: &[HarnessReport]) -> Vec<String> {
         l.push("codex: PermissionRequest fires only when Codex asks for approval (never in plain `codex exec`); SessionEnd gets at most 3 s".into());
     }
     if hooked(Harness::Cursor) {
-        l.push("cursor: headless `cursor-agent -p` fires no stop and no beforeSubmitPrompt, so a late note waits for the next session; sessionEnd is unreliable in the IDE; sessionStart context can be dropped by some IDE builds".into());
+        l.push("cursor: headless `cursor-agent -p` fires no stop and no beforeSubmitPrompt, so a session note that arrives after the run's last tool call ends undeliverable (session_ended) at sessionEnd, and a note to the agent waits for its next run; sessionEnd is unreliable in the IDE; sessionStart context can be dropped by some IDE builds".into());
     }
     if hooked(Harness::Gemini) {
         l.push("gemini: BeforeTool has no context carrier (a note rides SessionStart, BeforeAgent, AfterTool or AfterAgent); additionalContext reaches the model with < and > escaped; with GITHUB_SHA or SURFACE=Github set, Gemini strips PRELOOP_* from the hooks' environment".into());

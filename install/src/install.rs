@@ -765,8 +765,10 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
                 ctx.bin_dir.display()
             )));
         }
-        place_commands(ctx, req.dry_run)?;
     }
+    // The commands are placed once a harness's plan is known to go ahead,
+    // so an install refused for every harness leaves nothing behind.
+    let mut placed = false;
     let mut failures: Vec<String> = Vec::new();
     let mut touched_dirs: Vec<PathBuf> = Vec::new();
     // Where the entries of ours ran their commands from before the change.
@@ -779,6 +781,10 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
                 continue;
             }
         };
+        if req.action == Action::Install && !placed {
+            place_commands(ctx, req.dry_run)?;
+            placed = true;
+        }
         if !req.dry_run {
             // Which configs hold entries of ours: uninstall removes the hook
             // commands only once none does.
@@ -855,7 +861,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
                 notes.insert(0, format!("{program} not found on PATH; {how}"));
             }
             if h == Harness::Cursor && !changed.is_empty() {
-                notes.push("headless `cursor-agent -p` fires no stop and no beforeSubmitPrompt: a late note waits for the next session start or tool call".into());
+                notes.push("headless `cursor-agent -p` fires no stop and no beforeSubmitPrompt: a session note that arrives after the run's last tool call ends undeliverable (session_ended) at sessionEnd".into());
             }
         }
         for n in &notes {

@@ -53,8 +53,9 @@ const SEND_EXAMPLES: &str = "Examples:
 Targets (exactly one):
   --session ID          a session: its harness session id or its runtime session id
   --alias NAME          the live session started with PRELOOP_SESSION_ALIAS=NAME
-  --children latest|all the live runs a session started (from inside a run: that run;
-                        or --parent SESSION); `all`: one note each, at most 20
+  --children latest|all the live runs a session started (from inside a Claude Code or
+                        Cursor run: that run; or --parent SESSION); `all`: one note each,
+                        at most 20
   --execution ID        the session a flow execution runs on
   --next HARNESS        the next session of a harness that starts after the note
   --agent ID            a managed agent's current or next session (server mode)
@@ -101,7 +102,7 @@ pub struct TargetArgs {
     /// The live session started with PRELOOP_SESSION_ALIAS=NAME.
     #[arg(long, group = "target", value_name = "NAME")]
     alias: Option<String>,
-    /// The live runs a session started: from inside a run, that run (PRELOOP_PARENT_SESSION_ID); or --parent.
+    /// The live runs a session started: from inside a Claude Code or Cursor run, that run (PRELOOP_PARENT_SESSION_ID); or --parent.
     #[arg(long, group = "target", value_enum, value_name = "latest|all")]
     children: Option<Children>,
     /// The session a flow execution runs on.
@@ -345,7 +346,7 @@ fn parent_from_env(flag: Option<&String>) -> Result<String> {
     }
     std::env::var("PRELOOP_PARENT_SESSION_ID").ok().filter(|p| !p.trim().is_empty()).ok_or_else(|| {
         Error::Usage(
-            "--children needs the parent session: run it from inside a run (its PRELOOP_PARENT_SESSION_ID names that run), or pass --parent SESSION"
+            "--children needs the parent session: run it from inside a Claude Code or Cursor run (its PRELOOP_PARENT_SESSION_ID names that run; Codex, Gemini CLI and Copilot CLI export none), or pass --parent SESSION"
                 .into(),
         )
     })

@@ -217,10 +217,17 @@ impl ServerOperator {
         let path = format!("operator-notes/{}", pct(note_id));
         let a = self.call("GET", &path, &[], None)?;
         if a.status == 404 && http::looks_like_json(&a.text) {
-            return Err(Error::NotFound(format!(
-                "note {note_id} not found in this account ({})",
-                detail_text(&a.text)
-            )));
+            // Preloop answers "Note not found" for an id this account does
+            // not hold; any other 404 (a bare "Not Found") is a server
+            // without this route.
+            let why = detail_text(&a.text);
+            return Err(Error::NotFound(if why.eq_ignore_ascii_case("note not found") {
+                format!("note {note_id} not found in this account (404: {why})")
+            } else {
+                format!(
+                    "note {note_id}: the server answered 404 ({why}): no such note in this account, or a server that does not support operator notes (GET /api/v1/operator-notes/<id>)"
+                )
+            }));
         }
         self.parse("GET", &path, a)
     }

@@ -51,7 +51,9 @@ pub struct ListArgs {
     /// Only sessions of this harness.
     #[arg(long, value_name = "KIND", value_parser = kind_values())]
     kind: Option<String>,
-    /// Only sessions active in this period (90m, 2h, 1d).
+    /// Only sessions started or active within this period (90m, 2h, 1d): the
+    /// server's last recorded activity (tool call, prompt, turn end) or start,
+    /// the local inbox's last hook activity, prompt, start or end.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     since: Option<String>,
     /// Only sessions that have not ended.

@@ -9,3 +9,4 @@ mod hostile;
 mod http_parser;
 mod regressions;
 mod secrets;
+mod worker_fds;
