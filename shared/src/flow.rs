@@ -363,16 +363,43 @@ impl Engine {
     }
 
     /// Register the session if no hook of it has yet (hooks installed mid-session,
-    /// or a SessionStart that could not reach the server).
-    fn ensure_registered(&mut self, cwd: Option<&str>) -> Result<()> {
+    /// or a SessionStart that could not reach the server). A session that
+    /// has ended is left ended ([`Engine::has_ended`]): `Ok(false)`.
+    fn ensure_registered(&mut self, cwd: Option<&str>) -> Result<bool> {
         let (state, err) = self.run.read();
         if let Some(e) = err {
             self.warnings.push(format!("run state unreadable, starting afresh: {e}"));
         }
         if state.runtime_session_id.is_none() {
+            if self.has_ended(&state) {
+                return Ok(false);
+            }
             self.register(cwd, None)?;
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// Whether this session has ended: SessionEnd removed its run state and
+    /// its session file records the end. Registering again would reopen it
+    /// (docs/contracts/preloop-server.md §4.1), and only a SessionStart (a
+    /// resume) may do that: a late hook of an ended session (a prompt, a
+    /// tool call, a Stop that arrives after SessionEnd) stays neutral and
+    /// claims nothing. Costs a file read only when the run state is gone.
+    fn has_ended(&mut self, state: &RunState) -> bool {
+        if state.runtime_session_id.is_some() {
+            return false;
+        }
+        let ended = session::read_session_file(&self.config.home, &self.session_id)
+            .ok()
+            .flatten()
+            .is_some_and(|f| f.ended_at.is_some());
+        if ended {
+            self.warnings.push(format!(
+                "{}: the session has ended; only a SessionStart (resume) reopens it, so this hook claims nothing",
+                self.def.on
+            ));
+        }
+        ended
     }
 
     // ----- events ------------------------------------------------------------
@@ -394,6 +421,9 @@ impl Engine {
 
     fn on_prompt(&mut self, input: &Input, prompt: &str, pull: bool) -> Result<(Outcome, AfterFlush)> {
         let (state, _) = self.run.read();
+        if self.has_ended(&state) {
+            return Ok((Outcome::default(), AfterFlush::default()));
+        }
         if !state.first_prompt_registered || state.runtime_session_id.is_none() {
             let first = Some(prompt).filter(|p| !p.trim().is_empty());
             self.register(input.cwd.as_deref(), first)?;
@@ -412,10 +442,19 @@ impl Engine {
             unreachable!("on_tool takes a tool input")
         };
         let gate = self.def.gate.expect("a tool input comes from a gate");
-        if let Err(e) = self.ensure_registered(input.cwd.as_deref()) {
-            // Not fatal: the check still runs (it falls back to the agent's session).
-            self.warnings.push(format!("registration failed: {e}"));
-        }
+        // The check runs whatever happens here: a central deny is never
+        // skipped. An ended session is not reopened; the server claims
+        // nothing on a check of an ended session (§4.3, trap 19) and the
+        // local inbox is asked for nothing.
+        let carry = match self.ensure_registered(input.cwd.as_deref()) {
+            Ok(true) => carry,
+            Ok(false) => &Carry::None,
+            Err(e) => {
+                // Not fatal: the check still runs (it falls back to the agent's session).
+                self.warnings.push(format!("registration failed: {e}"));
+                carry
+            }
+        };
         let req = PermissionCheckRequest {
             tool_name: cut_chars(tool_name, MAX_TOOL_NAME_CHARS),
             tool_input: if tool_input.is_object() { tool_input.clone() } else { Value::Object(Default::default()) },
@@ -480,10 +519,9 @@ impl Engine {
     fn on_after_tool(&mut self, input: &Input, carry: bool) -> Result<(Outcome, AfterFlush)> {
         let mut out = Outcome::default();
         let mut after = AfterFlush::default();
-        if !carry {
+        if !carry || !self.ensure_registered(input.cwd.as_deref())? {
             return Ok((out, after));
         }
-        self.ensure_registered(input.cwd.as_deref())?;
         let claimed = self.pull(self.delivery())?;
         self.carry_into(claimed, &mut out, &mut after);
         Ok((out, after))
@@ -494,6 +532,10 @@ impl Engine {
         let mut after = AfterFlush::default();
         let cap = self.config.settings.stop_rescue_cap;
         let (state, _) = self.run.read();
+        if self.has_ended(&state) {
+            // A Stop after SessionEnd: no turn end to report, nothing to claim.
+            return Ok((out, after));
+        }
         let may_pull = may_continue && state.stop_rescues < cap;
         if may_pull && state.runtime_session_id.is_none() {
             // A session we never registered cannot be addressed; do not claim.
@@ -913,14 +955,25 @@ const MAX_CWD_CHARS: usize = 4096;
 const MAX_FIRST_PROMPT_CHARS: usize = 20_000;
 const MAX_TOOL_NAME_CHARS: usize = 255;
 
-/// The flow execution a run belongs to (`PRELOOP_EXECUTION_ID`), if it is
-/// one the server can take (1-64 characters). Reads that one variable, not
-/// a copy of the whole environment.
+/// The variables that name a run's flow execution, in the order they are
+/// read: `PRELOOP_FLOW_EXECUTION_ID` is the one Preloop 0.17.1 documents
+/// and its flow sidecar sets; `PRELOOP_EXECUTION_ID` is the name these hooks
+/// read before, kept as an alias.
+pub const EXECUTION_ID_VARS: [&str; 2] = ["PRELOOP_FLOW_EXECUTION_ID", "PRELOOP_EXECUTION_ID"];
+
+/// The flow execution a run belongs to ([`EXECUTION_ID_VARS`]), if it is
+/// one the server can take (1-64 characters). Reads those variables only,
+/// not a copy of the whole environment.
 pub fn execution_id() -> Option<String> {
-    std::env::var("PRELOOP_EXECUTION_ID")
-        .ok()
-        .map(|e| e.trim().to_string())
-        .filter(|e| !e.is_empty() && e.chars().count() <= 64)
+    execution_id_in(&crate::config::Env::process())
+}
+
+/// [`execution_id`] from a given environment: the first variable of
+/// [`EXECUTION_ID_VARS`] that is set and not blank decides.
+pub fn execution_id_in(env: &crate::config::Env) -> Option<String> {
+    let value =
+        EXECUTION_ID_VARS.iter().filter_map(|k| env.get(k)).map(|e| e.trim().to_string()).find(|e| !e.is_empty())?;
+    (value.chars().count() <= 64).then_some(value)
 }
 
 fn cut_chars(s: &str, n: usize) -> String {

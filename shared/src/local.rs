@@ -315,7 +315,7 @@ impl LocalInbox {
             Target::Execution(e) => {
                 let f = self.execution_sessions(e).into_iter().find(|f| f.ended_at.is_none()).ok_or_else(|| {
                     Error::NotFound(format!(
-                        "no live session on this machine recorded execution {e} (PRELOOP_EXECUTION_ID at its start)"
+                        "no live session on this machine recorded execution {e} (PRELOOP_FLOW_EXECUTION_ID at its start)"
                     ))
                 })?;
                 vec![to_file(f)]
@@ -605,7 +605,7 @@ impl Backend for LocalInbox {
             file.alias = Some(self.unique_alias(&a, &file));
         }
         if file.execution_id.is_none() {
-            // The hook's own environment (`PRELOOP_EXECUTION_ID`): the
+            // The hook's own environment (`PRELOOP_FLOW_EXECUTION_ID`): the
             // server learns it on permission-check, not at session-start.
             file.execution_id = crate::flow::execution_id();
         }

@@ -41,7 +41,7 @@ pub struct SessionFile {
     /// The harness's transcript file, when its payloads name one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_path: Option<String>,
-    /// The Preloop flow execution the run belongs to (`PRELOOP_EXECUTION_ID`
+    /// The Preloop flow execution the run belongs to (`PRELOOP_FLOW_EXECUTION_ID`
     /// at its start), for `notes send --execution` on the local inbox.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_id: Option<String>,

@@ -644,3 +644,55 @@ fn a_deny_carries_its_note_and_note_handling_never_changes_the_decision() {
     let (out, _) = rig.hook(cc(event::ClaudeCode::PreToolUse), tool(Carry::All));
     assert_eq!(out.decision, Some(Decision::Deny));
 }
+
+// ----- mission audit 3 (issue 23): receipts and sessions ------------------------------
+
+/// D-3: a hook that runs after SessionEnd (a late prompt, tool call, post-tool
+/// hook or Stop) never registers the session again, which would reopen it on
+/// the server, and claims nothing; only a SessionStart (a resume) reopens it.
+#[test]
+fn d3_a_late_hook_never_reopens_an_ended_session() {
+    let rig = Rig::server();
+    rig.start(cc(event::ClaudeCode::SessionStart));
+    rig.hook(cc(event::ClaudeCode::SessionEnd), InputKind::SessionEnd { reason: "exit".into() });
+    assert!(rig.mem.lock().ended);
+    let late = rig.mem.queue("after end");
+    rig.mem.clear_calls();
+    for (def, kind) in [
+        (cc(event::ClaudeCode::UserPromptSubmit), prompt()),
+        (def_of(event::Copilot::PostToolUse), InputKind::AfterTool { carry: true }),
+        (cc(event::ClaudeCode::Stop), stop()),
+    ] {
+        let (out, carried) = rig.hook(def, kind);
+        assert_eq!((out, carried), (Outcome::default(), vec![]), "{}: neutral", def.binary);
+    }
+    assert_eq!(rig.mem.routes(), Vec::<&str>::new(), "no session-start, no pull, no turn end");
+    // A gate still asks the server (a deny is never skipped), without reopening.
+    rig.mem.decide_next(Decision::Deny, "no");
+    let (out, _) = rig.hook(cc(event::ClaudeCode::PreToolUse), tool(Carry::All));
+    assert_eq!(out.decision, Some(Decision::Deny));
+    assert_eq!(rig.mem.routes(), vec!["permission-check"]);
+    assert!(rig.mem.lock().ended, "still ended");
+    assert_eq!(rig.mem.state(&late), NoteState::Pending);
+    assert_eq!(rig.state(), RunState::default(), "no run state for an ended session");
+    // A resume reopens it and carries the note.
+    let (_, carried) = rig.hook(cc(event::ClaudeCode::SessionStart), InputKind::SessionStart { pull: true });
+    assert_eq!(carried, vec![late.clone()]);
+    assert_eq!(rig.mem.state(&late), NoteState::Delivered);
+}
+
+/// D-2: the flow execution is read from `PRELOOP_FLOW_EXECUTION_ID` (Preloop
+/// 0.17.1's name, set by its flow sidecar); `PRELOOP_EXECUTION_ID` stays an
+/// alias, and the documented name wins when both are set.
+#[test]
+fn d2_the_flow_execution_is_read_from_preloops_variable_and_the_old_name() {
+    use preloop_shared::flow::execution_id_in;
+    assert_eq!(execution_id_in(&Env::of(&[("PRELOOP_FLOW_EXECUTION_ID", "exec-1")])).as_deref(), Some("exec-1"));
+    assert_eq!(execution_id_in(&Env::of(&[("PRELOOP_EXECUTION_ID", "exec-2")])).as_deref(), Some("exec-2"));
+    let both = Env::of(&[("PRELOOP_EXECUTION_ID", "old"), ("PRELOOP_FLOW_EXECUTION_ID", "new")]);
+    assert_eq!(execution_id_in(&both).as_deref(), Some("new"));
+    let blank = Env::of(&[("PRELOOP_FLOW_EXECUTION_ID", " "), ("PRELOOP_EXECUTION_ID", "old")]);
+    assert_eq!(execution_id_in(&blank).as_deref(), Some("old"), "a blank value names nothing");
+    assert_eq!(execution_id_in(&Env::of(&[("PRELOOP_FLOW_EXECUTION_ID", &"x".repeat(65))])), None);
+    assert_eq!(execution_id_in(&Env::default()), None);
+}
