@@ -499,7 +499,13 @@ impl Engine {
                 self.warnings.push("approval timed out".into());
             }
         }
-        // Note handling never changes the decision (docs/contracts/preloop-server.md §4.2).
+        // The engine never changes the server's decision for a note
+        // (docs/contracts/preloop-server.md §4.2): `out.decision` is the
+        // server's. One adapter does, by design: Gemini's BeforeTool has no
+        // field the model reads but a deny's reason, so when the check
+        // claimed a note (recorded delivered at once) its output holds the
+        // call (a deny with the note as the reason, hooks/gemini/src/lib.rs),
+        // and the model reads the note before the tool runs.
         match carry {
             Carry::All => self.carry_into(note, &mut out, &mut after),
             Carry::ClaimedOnly => {
