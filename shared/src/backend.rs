@@ -49,6 +49,18 @@ pub trait Backend {
     /// Claim up to 5 pending notes for the session.
     fn pull(&self, req: &PendingRequest) -> Result<Option<Claimed>>;
 
+    /// Claim like [`Backend::pull`], but only the oldest notes for which
+    /// `fits` holds: the calling hook's output can show them together with
+    /// what it already holds, so no hook claims a note it cannot carry and
+    /// the receipt's `delivery_event` names the hook that carried it. The
+    /// server cannot be asked for less (`notes/pending` claims up to 5,
+    /// docs/contracts/preloop-server.md §4.3), so by default `fits` is not
+    /// consulted; the local inbox claims exactly what fits.
+    fn pull_fitting(&self, req: &PendingRequest, fits: &dyn Fn(&[NoteElement]) -> bool) -> Result<Option<Claimed>> {
+        let _ = fits;
+        self.pull(req)
+    }
+
     /// Ack deferred claims: delivered, or undeliverable (`spool_dropped`).
     fn ack(&self, req: &AckRequest) -> Result<()>;
 

@@ -646,18 +646,30 @@ impl Engine {
     // ----- notes ------------------------------------------------------------
 
     fn pull(&mut self, event: DeliveryEvent) -> Result<Option<Claimed>> {
-        // The spool already fills a block: carry it, claim nothing more (what
-        // is claimed now could not go out in this output and would only grow
-        // the spool; it stays pending on the server for a later hook).
-        if self.run.read().0.spool.len() >= BLOCK_CAP {
-            return Ok(None);
+        // Never claim what this output cannot carry. The spool goes out
+        // first: when it already fills this carrier (a block's worth, or a
+        // note that waits for a larger carrier), claim nothing (what is
+        // claimed now could not go out in this output, would be carried by
+        // another hook, and the server records the claiming hook as the
+        // receipt's `delivery_event`; it stays pending for a later hook).
+        let spool = self.run.read().0.spool;
+        let (limit, largest) = (self.limit, self.largest());
+        if !spool.is_empty() {
+            let Split { take, rest, .. } = split_to_fit(limit, largest, spool.clone());
+            if take.len() >= BLOCK_CAP || !rest.is_empty() {
+                return Ok(None);
+            }
         }
-        let claimed = self.backend.pull(&PendingRequest {
-            channel: "hook",
-            event,
-            defer_delivery: true,
-            session_id: self.session_id.clone(),
-        })?;
+        // The local inbox claims only what fits beside the spool; the
+        // server claims up to 5 whatever their size (§4.3).
+        let now = Timestamp::now();
+        let fits = |notes: &[NoteElement]| {
+            let mut all = spool.clone();
+            all.extend(notes.iter().map(|n| SpoolEntry { note: n.clone(), deferred: true, spooled_at: now }));
+            split_to_fit(limit, largest, all).rest.is_empty()
+        };
+        let req = PendingRequest { channel: "hook", event, defer_delivery: true, session_id: self.session_id.clone() };
+        let claimed = self.backend.pull_fitting(&req, &fits)?;
         if claimed.is_some() {
             kill_point("after_claim");
         }

@@ -482,7 +482,16 @@ impl LocalInbox {
 
     // ----- hook side -------------------------------------------------------
 
-    fn claim(&self, session_id: &str, event: DeliveryEvent, defer: bool) -> Result<Option<Claimed>> {
+    /// Claim up to [`CLAIM_LIMIT`] notes, oldest first; with `fits`, stop at
+    /// the first note the caller's output could not show with those before
+    /// it (it stays pending for a hook that can carry it).
+    fn claim(
+        &self,
+        session_id: &str,
+        event: DeliveryEvent,
+        defer: bool,
+        fits: Option<&dyn Fn(&[NoteElement]) -> bool>,
+    ) -> Result<Option<Claimed>> {
         let sq = self.session_queue(session_id);
         let file = session::read_session_file(&self.home, session_id)?;
         let harness_dir =
@@ -527,6 +536,13 @@ impl LocalInbox {
             }
             if note.next_session && file.started_at <= note.created_at {
                 continue; // §4.3: only a session started after the note.
+            }
+            if let Some(fits) = fits {
+                let mut trial = claimed.clone();
+                trial.push(note.element());
+                if !fits(&trial) {
+                    break; // Oldest first: nothing younger jumps ahead of it.
+                }
             }
             note.state = if defer { NoteState::Claimed } else { NoteState::Delivered };
             note.session_id = Some(session_id.to_string());
@@ -643,12 +659,16 @@ impl Backend for LocalInbox {
         // No central policy on one machine: never decide, so the harness's
         // own permission flow stays in charge. Claim only what this hook can
         // carry, deferred, so it is acked once written.
-        let note = if can_carry { self.claim(&req.session_id, DeliveryEvent::PreToolUse, true)? } else { None };
+        let note = if can_carry { self.claim(&req.session_id, DeliveryEvent::PreToolUse, true, None)? } else { None };
         Ok(PermissionAnswer { decision: None, reason: String::new(), timed_out: false, note })
     }
 
     fn pull(&self, req: &PendingRequest) -> Result<Option<Claimed>> {
-        self.claim(&req.session_id, req.event, req.defer_delivery)
+        self.claim(&req.session_id, req.event, req.defer_delivery, None)
+    }
+
+    fn pull_fitting(&self, req: &PendingRequest, fits: &dyn Fn(&[NoteElement]) -> bool) -> Result<Option<Claimed>> {
+        self.claim(&req.session_id, req.event, req.defer_delivery, Some(fits))
     }
 
     fn ack(&self, req: &AckRequest) -> Result<()> {

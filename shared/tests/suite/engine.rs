@@ -696,3 +696,24 @@ fn d2_the_flow_execution_is_read_from_preloops_variable_and_the_old_name() {
     assert_eq!(execution_id_in(&Env::of(&[("PRELOOP_FLOW_EXECUTION_ID", &"x".repeat(65))])), None);
     assert_eq!(execution_id_in(&Env::default()), None);
 }
+
+/// D-8: a hook never claims what its output cannot carry. A Codex Stop whose
+/// spool holds a note that only the larger context carriers can show makes
+/// no pull: a note it claimed now could not go out in its output, and the
+/// server would record `stop` as the delivery event of whichever hook
+/// carried it later.
+#[test]
+fn d8_a_stop_whose_spool_waits_for_a_larger_carrier_claims_nothing() {
+    let rig = Rig::server();
+    rig.start(cx(event::Codex::SessionStart));
+    let big = rig.mem.queue(&"€".repeat(4096));
+    rig.hook(cx(event::Codex::PermissionRequest), tool(Carry::None));
+    let late = rig.mem.queue("late");
+    rig.mem.clear_calls();
+    let (out, carried) = rig.hook(cx(event::Codex::Stop), stop());
+    assert!(carried.is_empty() && !out.continue_turn);
+    assert_eq!(rig.mem.routes(), vec!["session-event"], "no pull behind a spool this carrier cannot show");
+    assert_eq!(rig.mem.state(&late), NoteState::Pending);
+    let (_, carried) = rig.hook(cx(event::Codex::UserPromptSubmit), prompt());
+    assert_eq!(carried, vec![big, late]);
+}
