@@ -355,6 +355,7 @@ impl Engine {
             execution_id: self.execution_id.clone().or_else(|| existing.as_ref().and_then(|e| e.execution_id.clone())),
             ended_at: None,
             end_reason: None,
+            uncarried_notes: existing.as_ref().map(|e| e.uncarried_notes.clone()).unwrap_or_default(),
         };
         if existing.as_ref() != Some(&file) {
             session::write_session_mirror(&self.config.home, &file)?;
@@ -591,10 +592,16 @@ impl Engine {
         // Deferred spooled notes will never be carried: report them first, so
         // the sender sees spool_dropped rather than session_ended.
         let dropped: Vec<String> = state.spool.iter().filter(|e| e.deferred).flat_map(|e| ids_of(&e.note)).collect();
-        for e in state.spool.iter().filter(|e| !e.deferred) {
+        // Notes the server recorded delivered at the claim (an immediate
+        // claim beyond the carrier's room, or in a sub-agent) that no output
+        // carried: the one case where a receipt over-reports. Named in the
+        // hook log and kept in the session file for `notes status` and
+        // `doctor`; the server (0.17.1) has no route that records it on the
+        // session's timeline (session-event takes only an event name).
+        let uncarried: Vec<String> = state.spool.iter().filter(|e| !e.deferred).flat_map(|e| ids_of(&e.note)).collect();
+        for id in &uncarried {
             self.warnings.push(format!(
-                "spooled note {} (already recorded delivered by the server) was never carried: the session ended",
-                e.note.id
+                "spooled note {id} (already recorded delivered by the server) was never carried: the session ended; its receipt over-reports"
             ));
         }
         self.retry_owed(&state.owed_acks);
@@ -620,6 +627,7 @@ impl Engine {
         {
             f.ended_at = Some(Timestamp::now());
             f.end_reason = Some(reason.to_string());
+            f.uncarried_notes.extend(uncarried);
             // The server holds the end; this file only mirrors it.
             let _ = session::write_session_mirror(&self.config.home, &f);
         }

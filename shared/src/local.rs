@@ -595,6 +595,7 @@ impl Backend for LocalInbox {
                 execution_id: None,
                 ended_at: None,
                 end_reason: None,
+                uncarried_notes: Vec::new(),
             },
         };
         let before = file.clone();

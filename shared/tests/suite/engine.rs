@@ -717,3 +717,34 @@ fn d8_a_stop_whose_spool_waits_for_a_larger_carrier_claims_nothing() {
     let (_, carried) = rig.hook(cx(event::Codex::UserPromptSubmit), prompt());
     assert_eq!(carried, vec![big, late]);
 }
+
+/// D-1: the one over-report the server leaves open (an immediate claim
+/// beyond the carrier's room, when the session ends before a carrying hook)
+/// is reported at the end: the session file names the notes
+/// (`uncarried_notes`, shown by `notes status`), the hook log too.
+#[test]
+fn d1_immediate_claims_no_output_carried_are_recorded_at_session_end() {
+    let rig = Rig::server();
+    rig.start(cc(event::ClaudeCode::SessionStart));
+    let ids = rig.mem.queue_n(5, &"x".repeat(4000));
+    let (_, carried) = rig.hook(cc(event::ClaudeCode::PreToolUse), tool(Carry::All));
+    assert_eq!(carried, ids[..2].to_vec(), "the carrier holds two");
+    assert!(ids.iter().all(|id| rig.mem.state(id) == NoteState::Delivered), "the server's immediate claim");
+    rig.hook(cc(event::ClaudeCode::Stop), InputKind::Stop { may_continue: false });
+    let mut e = rig.engine(cc(event::ClaudeCode::SessionEnd));
+    let input = Input {
+        session_id: rig.session.clone(),
+        cwd: None,
+        transcript_path: None,
+        kind: InputKind::SessionEnd { reason: "exit".into() },
+    };
+    let (_, after) = e.handle(&input).unwrap();
+    e.finish(after, true);
+    let named: Vec<&String> = e.warnings.iter().filter(|w| w.contains("never carried")).collect();
+    assert_eq!(named.len(), 3, "{:?}", e.warnings);
+    let file = preloop_shared::session::read_session_file(&rig.home.dir, &rig.session).unwrap().unwrap();
+    assert!(file.ended_at.is_some());
+    assert_eq!(file.uncarried_notes, ids[2..].to_vec());
+    assert_eq!(preloop_shared::session::uncarried_by(&rig.home.dir, &ids[3]).as_deref(), Some("s1"));
+    assert_eq!(preloop_shared::session::uncarried_by(&rig.home.dir, &ids[0]), None, "carried ones are not named");
+}
