@@ -8,6 +8,10 @@ use crate::registry::ServerClaim;
 use crate::render::NoteElement;
 use crate::wire::*;
 
+/// Whether a calling hook's output can show these notes (oldest first)
+/// beside what it already holds ([`Backend::pull_fitting`]).
+pub type Fits<'a> = &'a dyn Fn(&[NoteElement]) -> bool;
+
 /// Notes claimed in one call, oldest first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claimed {
@@ -56,7 +60,7 @@ pub trait Backend {
     /// server cannot be asked for less (`notes/pending` claims up to 5,
     /// docs/contracts/preloop-server.md §4.3), so by default `fits` is not
     /// consulted; the local inbox claims exactly what fits.
-    fn pull_fitting(&self, req: &PendingRequest, fits: &dyn Fn(&[NoteElement]) -> bool) -> Result<Option<Claimed>> {
+    fn pull_fitting(&self, req: &PendingRequest, fits: Fits<'_>) -> Result<Option<Claimed>> {
         let _ = fits;
         self.pull(req)
     }

@@ -21,7 +21,7 @@
 //! `inbox/lock`, so two hooks never claim the same note.
 
 use crate::Harness;
-use crate::backend::{Backend, Claimed, PermissionAnswer};
+use crate::backend::{Backend, Claimed, Fits, PermissionAnswer};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, LockGuard};
 use crate::operator::{Author, MAX_CHILDREN, Receipt, SendRequest, SessionFilter, SessionRow, Target};
@@ -490,7 +490,7 @@ impl LocalInbox {
         session_id: &str,
         event: DeliveryEvent,
         defer: bool,
-        fits: Option<&dyn Fn(&[NoteElement]) -> bool>,
+        fits: Option<Fits<'_>>,
     ) -> Result<Option<Claimed>> {
         let sq = self.session_queue(session_id);
         let file = session::read_session_file(&self.home, session_id)?;
@@ -668,7 +668,7 @@ impl Backend for LocalInbox {
         self.claim(&req.session_id, req.event, req.defer_delivery, None)
     }
 
-    fn pull_fitting(&self, req: &PendingRequest, fits: &dyn Fn(&[NoteElement]) -> bool) -> Result<Option<Claimed>> {
+    fn pull_fitting(&self, req: &PendingRequest, fits: Fits<'_>) -> Result<Option<Claimed>> {
         self.claim(&req.session_id, req.event, req.defer_delivery, Some(fits))
     }
 
