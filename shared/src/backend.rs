@@ -54,9 +54,9 @@ pub trait Backend {
     fn pull(&self, req: &PendingRequest) -> Result<Option<Claimed>>;
 
     /// Claim like [`Backend::pull`], but only the oldest notes for which
-    /// `fits` holds: the calling hook's output can show them together with
-    /// what it already holds, so no hook claims a note it cannot carry and
-    /// the receipt's `delivery_event` names the hook that carried it. The
+    /// `fits` holds (the engine: each one fits the calling hook's carrier),
+    /// so no hook claims a note it cannot carry at all and the receipt's
+    /// `delivery_event` names the hook that carried it. The
     /// server cannot be asked for less (`notes/pending` claims up to 5,
     /// docs/contracts/preloop-server.md §4.3), so by default `fits` is not
     /// consulted; the local inbox claims exactly what fits.

@@ -668,13 +668,18 @@ impl Engine {
                 return Ok(None);
             }
         }
-        // The local inbox claims only what fits beside the spool; the
-        // server claims up to 5 whatever their size (§4.3).
+        // The local inbox stops at the first note this carrier cannot show
+        // even alone (one that waits for a larger carrier, as a 4,096-emoji
+        // note on Codex's Stop): it stays pending for the hook that can carry
+        // it, so its receipt names that hook. Notes that fit alone but not
+        // together are claimed, and the rest is spooled, as on the server,
+        // which claims up to 5 whatever their size (§4.3).
         let now = Timestamp::now();
         let fits = |notes: &[NoteElement]| {
-            let mut all = spool.clone();
-            all.extend(notes.iter().map(|n| SpoolEntry { note: n.clone(), deferred: true, spooled_at: now }));
-            split_to_fit(limit, largest, all).rest.is_empty()
+            notes.last().is_none_or(|n| {
+                let e = SpoolEntry { note: n.clone(), deferred: true, spooled_at: now };
+                split_to_fit(limit, largest, vec![e]).rest.is_empty()
+            })
         };
         let req = PendingRequest { channel: "hook", event, defer_delivery: true, session_id: self.session_id.clone() };
         let claimed = self.backend.pull_fitting(&req, &fits)?;

@@ -263,12 +263,9 @@ fn a_block_past_the_carrier_limit_is_split_at_note_boundaries() {
     let ctx = context(&out).unwrap();
     assert!(ctx.chars().count() <= 10_000, "Claude shows 10,000 characters inline");
     assert_eq!(ids_in(&ctx), ids[..2].to_vec(), "oldest first, whole notes only");
-    // The local inbox claims only what the output can carry (D-8): the rest
-    // stays pending for the next carrying hook, whose event its receipt names.
-    assert_eq!(home.receipt(&ids[2]).state, "pending", "not claimed by a hook that cannot carry it");
+    assert_eq!(home.receipt(&ids[2]).state, "claimed", "the rest waits in the spool, claimed");
     let out = hook(&home, "PreToolUse", S);
-    assert_eq!(ids_in(&context(&out).unwrap()), vec![ids[2].clone()], "the next carrying hook takes it");
-    assert_eq!(home.receipt(&ids[2]).delivery_event.as_deref(), Some("pre_tool_use"));
+    assert_eq!(ids_in(&context(&out).unwrap()), vec![ids[2].clone()], "the next carrying hook takes the spool");
     for id in &ids {
         assert_eq!(home.receipt(id).state, "delivered");
     }
