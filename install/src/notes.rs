@@ -204,7 +204,23 @@ pub fn run_notes(cmd: NotesCmd) -> Result<()> {
             let ops = Ops::load()?;
             let mut r = receipt(&ops, &a.note_id)?;
             ops.fill(std::slice::from_mut(&mut r));
-            if a.json { output::json(&ReceiptOut::new(&r)) } else { print_receipt(&r) }
+            if a.json {
+                return output::json(&ReceiptOut::new(&r));
+            }
+            print_receipt(&r)?;
+            // The one receipt that can over-report (docs/guarantees.md):
+            // a note the server recorded delivered at its claim that no
+            // output carried, because the session ended first.
+            match preloop_shared::session::uncarried_by(&ops.config.home, &r.note_id) {
+                Some(s) if r.state == "delivered" => output::print_pairs(&[(
+                    "carried",
+                    format!(
+                        "never: session {} ended before a hook could show it (the server recorded it delivered when it was claimed)",
+                        safe_line(&s)
+                    ),
+                )]),
+                _ => Ok(()),
+            }
         }
         NotesCmd::Cancel(a) => {
             check_note_id(&a.note_id)?;

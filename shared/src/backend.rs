@@ -8,6 +8,10 @@ use crate::registry::ServerClaim;
 use crate::render::NoteElement;
 use crate::wire::*;
 
+/// Whether a calling hook's output can show these notes (oldest first)
+/// beside what it already holds ([`Backend::pull_fitting`]).
+pub type Fits<'a> = &'a dyn Fn(&[NoteElement]) -> bool;
+
 /// Notes claimed in one call, oldest first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claimed {
@@ -48,6 +52,18 @@ pub trait Backend {
 
     /// Claim up to 5 pending notes for the session.
     fn pull(&self, req: &PendingRequest) -> Result<Option<Claimed>>;
+
+    /// Claim like [`Backend::pull`], but only the oldest notes for which
+    /// `fits` holds (the engine: each one fits the calling hook's carrier),
+    /// so no hook claims a note it cannot carry at all and the receipt's
+    /// `delivery_event` names the hook that carried it. The
+    /// server cannot be asked for less (`notes/pending` claims up to 5,
+    /// docs/contracts/preloop-server.md §4.3), so by default `fits` is not
+    /// consulted; the local inbox claims exactly what fits.
+    fn pull_fitting(&self, req: &PendingRequest, fits: Fits<'_>) -> Result<Option<Claimed>> {
+        let _ = fits;
+        self.pull(req)
+    }
 
     /// Ack deferred claims: delivered, or undeliverable (`spool_dropped`).
     fn ack(&self, req: &AckRequest) -> Result<()>;

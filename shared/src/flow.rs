@@ -355,6 +355,7 @@ impl Engine {
             execution_id: self.execution_id.clone().or_else(|| existing.as_ref().and_then(|e| e.execution_id.clone())),
             ended_at: None,
             end_reason: None,
+            uncarried_notes: existing.as_ref().map(|e| e.uncarried_notes.clone()).unwrap_or_default(),
         };
         if existing.as_ref() != Some(&file) {
             session::write_session_mirror(&self.config.home, &file)?;
@@ -363,16 +364,43 @@ impl Engine {
     }
 
     /// Register the session if no hook of it has yet (hooks installed mid-session,
-    /// or a SessionStart that could not reach the server).
-    fn ensure_registered(&mut self, cwd: Option<&str>) -> Result<()> {
+    /// or a SessionStart that could not reach the server). A session that
+    /// has ended is left ended ([`Engine::has_ended`]): `Ok(false)`.
+    fn ensure_registered(&mut self, cwd: Option<&str>) -> Result<bool> {
         let (state, err) = self.run.read();
         if let Some(e) = err {
             self.warnings.push(format!("run state unreadable, starting afresh: {e}"));
         }
         if state.runtime_session_id.is_none() {
+            if self.has_ended(&state) {
+                return Ok(false);
+            }
             self.register(cwd, None)?;
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// Whether this session has ended: SessionEnd removed its run state and
+    /// its session file records the end. Registering again would reopen it
+    /// (docs/contracts/preloop-server.md §4.1), and only a SessionStart (a
+    /// resume) may do that: a late hook of an ended session (a prompt, a
+    /// tool call, a Stop that arrives after SessionEnd) stays neutral and
+    /// claims nothing. Costs a file read only when the run state is gone.
+    fn has_ended(&mut self, state: &RunState) -> bool {
+        if state.runtime_session_id.is_some() {
+            return false;
+        }
+        let ended = session::read_session_file(&self.config.home, &self.session_id)
+            .ok()
+            .flatten()
+            .is_some_and(|f| f.ended_at.is_some());
+        if ended {
+            self.warnings.push(format!(
+                "{}: the session has ended; only a SessionStart (resume) reopens it, so this hook claims nothing",
+                self.def.on
+            ));
+        }
+        ended
     }
 
     // ----- events ------------------------------------------------------------
@@ -394,6 +422,9 @@ impl Engine {
 
     fn on_prompt(&mut self, input: &Input, prompt: &str, pull: bool) -> Result<(Outcome, AfterFlush)> {
         let (state, _) = self.run.read();
+        if self.has_ended(&state) {
+            return Ok((Outcome::default(), AfterFlush::default()));
+        }
         if !state.first_prompt_registered || state.runtime_session_id.is_none() {
             let first = Some(prompt).filter(|p| !p.trim().is_empty());
             self.register(input.cwd.as_deref(), first)?;
@@ -412,10 +443,19 @@ impl Engine {
             unreachable!("on_tool takes a tool input")
         };
         let gate = self.def.gate.expect("a tool input comes from a gate");
-        if let Err(e) = self.ensure_registered(input.cwd.as_deref()) {
-            // Not fatal: the check still runs (it falls back to the agent's session).
-            self.warnings.push(format!("registration failed: {e}"));
-        }
+        // The check runs whatever happens here: a central deny is never
+        // skipped. An ended session is not reopened; the server claims
+        // nothing on a check of an ended session (§4.3, trap 19) and the
+        // local inbox is asked for nothing.
+        let carry = match self.ensure_registered(input.cwd.as_deref()) {
+            Ok(true) => carry,
+            Ok(false) => &Carry::None,
+            Err(e) => {
+                // Not fatal: the check still runs (it falls back to the agent's session).
+                self.warnings.push(format!("registration failed: {e}"));
+                carry
+            }
+        };
         let req = PermissionCheckRequest {
             tool_name: cut_chars(tool_name, MAX_TOOL_NAME_CHARS),
             tool_input: if tool_input.is_object() { tool_input.clone() } else { Value::Object(Default::default()) },
@@ -460,7 +500,13 @@ impl Engine {
                 self.warnings.push("approval timed out".into());
             }
         }
-        // Note handling never changes the decision (docs/contracts/preloop-server.md §4.2).
+        // The engine never changes the server's decision for a note
+        // (docs/contracts/preloop-server.md §4.2): `out.decision` is the
+        // server's. One adapter does, by design: Gemini's BeforeTool has no
+        // field the model reads but a deny's reason, so when the check
+        // claimed a note (recorded delivered at once) its output holds the
+        // call (a deny with the note as the reason, hooks/gemini/src/lib.rs),
+        // and the model reads the note before the tool runs.
         match carry {
             Carry::All => self.carry_into(note, &mut out, &mut after),
             Carry::ClaimedOnly => {
@@ -480,10 +526,9 @@ impl Engine {
     fn on_after_tool(&mut self, input: &Input, carry: bool) -> Result<(Outcome, AfterFlush)> {
         let mut out = Outcome::default();
         let mut after = AfterFlush::default();
-        if !carry {
+        if !carry || !self.ensure_registered(input.cwd.as_deref())? {
             return Ok((out, after));
         }
-        self.ensure_registered(input.cwd.as_deref())?;
         let claimed = self.pull(self.delivery())?;
         self.carry_into(claimed, &mut out, &mut after);
         Ok((out, after))
@@ -494,6 +539,10 @@ impl Engine {
         let mut after = AfterFlush::default();
         let cap = self.config.settings.stop_rescue_cap;
         let (state, _) = self.run.read();
+        if self.has_ended(&state) {
+            // A Stop after SessionEnd: no turn end to report, nothing to claim.
+            return Ok((out, after));
+        }
         let may_pull = may_continue && state.stop_rescues < cap;
         if may_pull && state.runtime_session_id.is_none() {
             // A session we never registered cannot be addressed; do not claim.
@@ -543,10 +592,16 @@ impl Engine {
         // Deferred spooled notes will never be carried: report them first, so
         // the sender sees spool_dropped rather than session_ended.
         let dropped: Vec<String> = state.spool.iter().filter(|e| e.deferred).flat_map(|e| ids_of(&e.note)).collect();
-        for e in state.spool.iter().filter(|e| !e.deferred) {
+        // Notes the server recorded delivered at the claim (an immediate
+        // claim beyond the carrier's room, or in a sub-agent) that no output
+        // carried: the one case where a receipt over-reports. Named in the
+        // hook log and kept in the session file for `notes status` and
+        // `doctor`; the server (0.17.1) has no route that records it on the
+        // session's timeline (session-event takes only an event name).
+        let uncarried: Vec<String> = state.spool.iter().filter(|e| !e.deferred).flat_map(|e| ids_of(&e.note)).collect();
+        for id in &uncarried {
             self.warnings.push(format!(
-                "spooled note {} (already recorded delivered by the server) was never carried: the session ended",
-                e.note.id
+                "spooled note {id} (already recorded delivered by the server) was never carried: the session ended; its receipt over-reports"
             ));
         }
         self.retry_owed(&state.owed_acks);
@@ -572,6 +627,7 @@ impl Engine {
         {
             f.ended_at = Some(Timestamp::now());
             f.end_reason = Some(reason.to_string());
+            f.uncarried_notes.extend(uncarried);
             // The server holds the end; this file only mirrors it.
             let _ = session::write_session_mirror(&self.config.home, &f);
         }
@@ -598,18 +654,35 @@ impl Engine {
     // ----- notes ------------------------------------------------------------
 
     fn pull(&mut self, event: DeliveryEvent) -> Result<Option<Claimed>> {
-        // The spool already fills a block: carry it, claim nothing more (what
-        // is claimed now could not go out in this output and would only grow
-        // the spool; it stays pending on the server for a later hook).
-        if self.run.read().0.spool.len() >= BLOCK_CAP {
-            return Ok(None);
+        // Never claim what this output cannot carry. The spool goes out
+        // first: when it already fills this carrier (a block's worth, or a
+        // note that waits for a larger carrier), claim nothing (what is
+        // claimed now could not go out in this output, would be carried by
+        // another hook, and the server records the claiming hook as the
+        // receipt's `delivery_event`; it stays pending for a later hook).
+        let spool = self.run.read().0.spool;
+        let (limit, largest) = (self.limit, self.largest());
+        if !spool.is_empty() {
+            let Split { take, rest, .. } = split_to_fit(limit, largest, spool.clone());
+            if take.len() >= BLOCK_CAP || !rest.is_empty() {
+                return Ok(None);
+            }
         }
-        let claimed = self.backend.pull(&PendingRequest {
-            channel: "hook",
-            event,
-            defer_delivery: true,
-            session_id: self.session_id.clone(),
-        })?;
+        // The local inbox stops at the first note this carrier cannot show
+        // even alone (one that waits for a larger carrier, as a 4,096-emoji
+        // note on Codex's Stop): it stays pending for the hook that can carry
+        // it, so its receipt names that hook. Notes that fit alone but not
+        // together are claimed, and the rest is spooled, as on the server,
+        // which claims up to 5 whatever their size (§4.3).
+        let now = Timestamp::now();
+        let fits = |notes: &[NoteElement]| {
+            notes.last().is_none_or(|n| {
+                let e = SpoolEntry { note: n.clone(), deferred: true, spooled_at: now };
+                split_to_fit(limit, largest, vec![e]).rest.is_empty()
+            })
+        };
+        let req = PendingRequest { channel: "hook", event, defer_delivery: true, session_id: self.session_id.clone() };
+        let claimed = self.backend.pull_fitting(&req, &fits)?;
         if claimed.is_some() {
             kill_point("after_claim");
         }
@@ -913,14 +986,25 @@ const MAX_CWD_CHARS: usize = 4096;
 const MAX_FIRST_PROMPT_CHARS: usize = 20_000;
 const MAX_TOOL_NAME_CHARS: usize = 255;
 
-/// The flow execution a run belongs to (`PRELOOP_EXECUTION_ID`), if it is
-/// one the server can take (1-64 characters). Reads that one variable, not
-/// a copy of the whole environment.
+/// The variables that name a run's flow execution, in the order they are
+/// read: `PRELOOP_FLOW_EXECUTION_ID` is the one Preloop 0.17.1 documents
+/// and its flow sidecar sets; `PRELOOP_EXECUTION_ID` is the name these hooks
+/// read before, kept as an alias.
+pub const EXECUTION_ID_VARS: [&str; 2] = ["PRELOOP_FLOW_EXECUTION_ID", "PRELOOP_EXECUTION_ID"];
+
+/// The flow execution a run belongs to ([`EXECUTION_ID_VARS`]), if it is
+/// one the server can take (1-64 characters). Reads those variables only,
+/// not a copy of the whole environment.
 pub fn execution_id() -> Option<String> {
-    std::env::var("PRELOOP_EXECUTION_ID")
-        .ok()
-        .map(|e| e.trim().to_string())
-        .filter(|e| !e.is_empty() && e.chars().count() <= 64)
+    execution_id_in(&crate::config::Env::process())
+}
+
+/// [`execution_id`] from a given environment: the first variable of
+/// [`EXECUTION_ID_VARS`] that is set and not blank decides.
+pub fn execution_id_in(env: &crate::config::Env) -> Option<String> {
+    let value =
+        EXECUTION_ID_VARS.iter().filter_map(|k| env.get(k)).map(|e| e.trim().to_string()).find(|e| !e.is_empty())?;
+    (value.chars().count() <= 64).then_some(value)
 }
 
 fn cut_chars(s: &str, n: usize) -> String {

@@ -21,7 +21,7 @@
 //! `inbox/lock`, so two hooks never claim the same note.
 
 use crate::Harness;
-use crate::backend::{Backend, Claimed, PermissionAnswer};
+use crate::backend::{Backend, Claimed, Fits, PermissionAnswer};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, LockGuard};
 use crate::operator::{Author, MAX_CHILDREN, Receipt, SendRequest, SessionFilter, SessionRow, Target};
@@ -315,7 +315,7 @@ impl LocalInbox {
             Target::Execution(e) => {
                 let f = self.execution_sessions(e).into_iter().find(|f| f.ended_at.is_none()).ok_or_else(|| {
                     Error::NotFound(format!(
-                        "no live session on this machine recorded execution {e} (PRELOOP_EXECUTION_ID at its start)"
+                        "no live session on this machine recorded execution {e} (PRELOOP_FLOW_EXECUTION_ID at its start)"
                     ))
                 })?;
                 vec![to_file(f)]
@@ -482,7 +482,16 @@ impl LocalInbox {
 
     // ----- hook side -------------------------------------------------------
 
-    fn claim(&self, session_id: &str, event: DeliveryEvent, defer: bool) -> Result<Option<Claimed>> {
+    /// Claim up to [`CLAIM_LIMIT`] notes, oldest first; with `fits`, stop at
+    /// the first note the caller's output could not show with those before
+    /// it (it stays pending for a hook that can carry it).
+    fn claim(
+        &self,
+        session_id: &str,
+        event: DeliveryEvent,
+        defer: bool,
+        fits: Option<Fits<'_>>,
+    ) -> Result<Option<Claimed>> {
         let sq = self.session_queue(session_id);
         let file = session::read_session_file(&self.home, session_id)?;
         let harness_dir =
@@ -527,6 +536,13 @@ impl LocalInbox {
             }
             if note.next_session && file.started_at <= note.created_at {
                 continue; // §4.3: only a session started after the note.
+            }
+            if let Some(fits) = fits {
+                let mut trial = claimed.clone();
+                trial.push(note.element());
+                if !fits(&trial) {
+                    break; // Oldest first: nothing younger jumps ahead of it.
+                }
             }
             note.state = if defer { NoteState::Claimed } else { NoteState::Delivered };
             note.session_id = Some(session_id.to_string());
@@ -579,6 +595,7 @@ impl Backend for LocalInbox {
                 execution_id: None,
                 ended_at: None,
                 end_reason: None,
+                uncarried_notes: Vec::new(),
             },
         };
         let before = file.clone();
@@ -605,7 +622,7 @@ impl Backend for LocalInbox {
             file.alias = Some(self.unique_alias(&a, &file));
         }
         if file.execution_id.is_none() {
-            // The hook's own environment (`PRELOOP_EXECUTION_ID`): the
+            // The hook's own environment (`PRELOOP_FLOW_EXECUTION_ID`): the
             // server learns it on permission-check, not at session-start.
             file.execution_id = crate::flow::execution_id();
         }
@@ -643,12 +660,16 @@ impl Backend for LocalInbox {
         // No central policy on one machine: never decide, so the harness's
         // own permission flow stays in charge. Claim only what this hook can
         // carry, deferred, so it is acked once written.
-        let note = if can_carry { self.claim(&req.session_id, DeliveryEvent::PreToolUse, true)? } else { None };
+        let note = if can_carry { self.claim(&req.session_id, DeliveryEvent::PreToolUse, true, None)? } else { None };
         Ok(PermissionAnswer { decision: None, reason: String::new(), timed_out: false, note })
     }
 
     fn pull(&self, req: &PendingRequest) -> Result<Option<Claimed>> {
-        self.claim(&req.session_id, req.event, req.defer_delivery)
+        self.claim(&req.session_id, req.event, req.defer_delivery, None)
+    }
+
+    fn pull_fitting(&self, req: &PendingRequest, fits: Fits<'_>) -> Result<Option<Claimed>> {
+        self.claim(&req.session_id, req.event, req.defer_delivery, Some(fits))
     }
 
     fn ack(&self, req: &AckRequest) -> Result<()> {

@@ -41,7 +41,7 @@ pub struct SessionFile {
     /// The harness's transcript file, when its payloads name one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_path: Option<String>,
-    /// The Preloop flow execution the run belongs to (`PRELOOP_EXECUTION_ID`
+    /// The Preloop flow execution the run belongs to (`PRELOOP_FLOW_EXECUTION_ID`
     /// at its start), for `notes send --execution` on the local inbox.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_id: Option<String>,
@@ -49,6 +49,13 @@ pub struct SessionFile {
     pub ended_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_reason: Option<String>,
+    /// Server mode, written at the session's end: notes the server
+    /// recorded `delivered` when a permission check claimed them (an
+    /// immediate claim beyond the carrier's room, or inside a sub-agent)
+    /// that no output of this session carried, because it ended first.
+    /// Their receipts over-report; `notes status` and `doctor` say so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncarried_notes: Vec<String>,
 }
 
 fn default_mode() -> String {
@@ -91,6 +98,15 @@ pub fn all_session_files(home: &Path) -> Vec<SessionFile> {
         .filter(|n| n.ends_with(".json"))
         .filter_map(|n| fsutil::read_json::<SessionFile>(&dir.join(n)).ok().flatten())
         .collect()
+}
+
+/// The harness session on this machine whose end left `note_id` uncarried
+/// although the server recorded it `delivered` ([`SessionFile::uncarried_notes`]).
+pub fn uncarried_by(home: &Path, note_id: &str) -> Option<String> {
+    all_session_files(home)
+        .into_iter()
+        .find(|f| f.uncarried_notes.iter().any(|n| n == note_id))
+        .map(|f| f.external_session_id)
 }
 
 /// A note held for a later carrying hook.

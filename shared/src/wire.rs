@@ -64,7 +64,7 @@ pub struct PermissionCheckRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     pub evaluation_phase: EvaluationPhase,
-    /// The flow execution the run belongs to (`PRELOOP_EXECUTION_ID`): lets
+    /// The flow execution the run belongs to (`PRELOOP_FLOW_EXECUTION_ID`): lets
     /// that flow's approval policy cover the call (≤ 64 characters).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flow_execution_id: Option<String>,

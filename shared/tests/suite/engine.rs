@@ -644,3 +644,107 @@ fn a_deny_carries_its_note_and_note_handling_never_changes_the_decision() {
     let (out, _) = rig.hook(cc(event::ClaudeCode::PreToolUse), tool(Carry::All));
     assert_eq!(out.decision, Some(Decision::Deny));
 }
+
+// ----- mission audit 3 (issue 23): receipts and sessions ------------------------------
+
+/// D-3: a hook that runs after SessionEnd (a late prompt, tool call, post-tool
+/// hook or Stop) never registers the session again, which would reopen it on
+/// the server, and claims nothing; only a SessionStart (a resume) reopens it.
+#[test]
+fn d3_a_late_hook_never_reopens_an_ended_session() {
+    let rig = Rig::server();
+    rig.start(cc(event::ClaudeCode::SessionStart));
+    rig.hook(cc(event::ClaudeCode::SessionEnd), InputKind::SessionEnd { reason: "exit".into() });
+    assert!(rig.mem.lock().ended);
+    let late = rig.mem.queue("after end");
+    rig.mem.clear_calls();
+    for (def, kind) in [
+        (cc(event::ClaudeCode::UserPromptSubmit), prompt()),
+        (def_of(event::Copilot::PostToolUse), InputKind::AfterTool { carry: true }),
+        (cc(event::ClaudeCode::Stop), stop()),
+    ] {
+        let (out, carried) = rig.hook(def, kind);
+        assert_eq!((out, carried), (Outcome::default(), vec![]), "{}: neutral", def.binary);
+    }
+    assert_eq!(rig.mem.routes(), Vec::<&str>::new(), "no session-start, no pull, no turn end");
+    // A gate still asks the server (a deny is never skipped), without reopening.
+    rig.mem.decide_next(Decision::Deny, "no");
+    let (out, _) = rig.hook(cc(event::ClaudeCode::PreToolUse), tool(Carry::All));
+    assert_eq!(out.decision, Some(Decision::Deny));
+    assert_eq!(rig.mem.routes(), vec!["permission-check"]);
+    assert!(rig.mem.lock().ended, "still ended");
+    assert_eq!(rig.mem.state(&late), NoteState::Pending);
+    assert_eq!(rig.state(), RunState::default(), "no run state for an ended session");
+    // A resume reopens it and carries the note.
+    let (_, carried) = rig.hook(cc(event::ClaudeCode::SessionStart), InputKind::SessionStart { pull: true });
+    assert_eq!(carried, vec![late.clone()]);
+    assert_eq!(rig.mem.state(&late), NoteState::Delivered);
+}
+
+/// D-2: the flow execution is read from `PRELOOP_FLOW_EXECUTION_ID` (Preloop
+/// 0.17.1's name, set by its flow sidecar); `PRELOOP_EXECUTION_ID` stays an
+/// alias, and the documented name wins when both are set.
+#[test]
+fn d2_the_flow_execution_is_read_from_preloops_variable_and_the_old_name() {
+    use preloop_shared::flow::execution_id_in;
+    assert_eq!(execution_id_in(&Env::of(&[("PRELOOP_FLOW_EXECUTION_ID", "exec-1")])).as_deref(), Some("exec-1"));
+    assert_eq!(execution_id_in(&Env::of(&[("PRELOOP_EXECUTION_ID", "exec-2")])).as_deref(), Some("exec-2"));
+    let both = Env::of(&[("PRELOOP_EXECUTION_ID", "old"), ("PRELOOP_FLOW_EXECUTION_ID", "new")]);
+    assert_eq!(execution_id_in(&both).as_deref(), Some("new"));
+    let blank = Env::of(&[("PRELOOP_FLOW_EXECUTION_ID", " "), ("PRELOOP_EXECUTION_ID", "old")]);
+    assert_eq!(execution_id_in(&blank).as_deref(), Some("old"), "a blank value names nothing");
+    assert_eq!(execution_id_in(&Env::of(&[("PRELOOP_FLOW_EXECUTION_ID", &"x".repeat(65))])), None);
+    assert_eq!(execution_id_in(&Env::default()), None);
+}
+
+/// D-8: a hook never claims what its output cannot carry. A Codex Stop whose
+/// spool holds a note that only the larger context carriers can show makes
+/// no pull: a note it claimed now could not go out in its output, and the
+/// server would record `stop` as the delivery event of whichever hook
+/// carried it later.
+#[test]
+fn d8_a_stop_whose_spool_waits_for_a_larger_carrier_claims_nothing() {
+    let rig = Rig::server();
+    rig.start(cx(event::Codex::SessionStart));
+    let big = rig.mem.queue(&"€".repeat(4096));
+    rig.hook(cx(event::Codex::PermissionRequest), tool(Carry::None));
+    let late = rig.mem.queue("late");
+    rig.mem.clear_calls();
+    let (out, carried) = rig.hook(cx(event::Codex::Stop), stop());
+    assert!(carried.is_empty() && !out.continue_turn);
+    assert_eq!(rig.mem.routes(), vec!["session-event"], "no pull behind a spool this carrier cannot show");
+    assert_eq!(rig.mem.state(&late), NoteState::Pending);
+    let (_, carried) = rig.hook(cx(event::Codex::UserPromptSubmit), prompt());
+    assert_eq!(carried, vec![big, late]);
+}
+
+/// D-1: the one over-report the server leaves open (an immediate claim
+/// beyond the carrier's room, when the session ends before a carrying hook)
+/// is reported at the end: the session file names the notes
+/// (`uncarried_notes`, shown by `notes status`), the hook log too.
+#[test]
+fn d1_immediate_claims_no_output_carried_are_recorded_at_session_end() {
+    let rig = Rig::server();
+    rig.start(cc(event::ClaudeCode::SessionStart));
+    let ids = rig.mem.queue_n(5, &"x".repeat(4000));
+    let (_, carried) = rig.hook(cc(event::ClaudeCode::PreToolUse), tool(Carry::All));
+    assert_eq!(carried, ids[..2].to_vec(), "the carrier holds two");
+    assert!(ids.iter().all(|id| rig.mem.state(id) == NoteState::Delivered), "the server's immediate claim");
+    rig.hook(cc(event::ClaudeCode::Stop), InputKind::Stop { may_continue: false });
+    let mut e = rig.engine(cc(event::ClaudeCode::SessionEnd));
+    let input = Input {
+        session_id: rig.session.clone(),
+        cwd: None,
+        transcript_path: None,
+        kind: InputKind::SessionEnd { reason: "exit".into() },
+    };
+    let (_, after) = e.handle(&input).unwrap();
+    e.finish(after, true);
+    let named: Vec<&String> = e.warnings.iter().filter(|w| w.contains("never carried")).collect();
+    assert_eq!(named.len(), 3, "{:?}", e.warnings);
+    let file = preloop_shared::session::read_session_file(&rig.home.dir, &rig.session).unwrap().unwrap();
+    assert!(file.ended_at.is_some());
+    assert_eq!(file.uncarried_notes, ids[2..].to_vec());
+    assert_eq!(preloop_shared::session::uncarried_by(&rig.home.dir, &ids[3]).as_deref(), Some("s1"));
+    assert_eq!(preloop_shared::session::uncarried_by(&rig.home.dir, &ids[0]), None, "carried ones are not named");
+}

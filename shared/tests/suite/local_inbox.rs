@@ -145,3 +145,39 @@ fn session_end_ends_pending_and_claimed_notes() {
         assert_eq!((r.state.as_str(), r.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));
     }
 }
+
+/// D-3 on the local inbox: a late hook of an ended session neither reopens
+/// it nor claims a note sent after the end; a SessionStart (resume) does.
+#[test]
+fn d3_a_late_hook_never_reopens_an_ended_local_session() {
+    let home = Home::new("inbox-late");
+    hook(&home, def_of(event::Codex::SessionStart), "s", InputKind::SessionStart { pull: true });
+    hook(&home, def_of(event::Codex::SessionEnd), "s", InputKind::SessionEnd { reason: "exit".into() });
+    let id = home.send("s", "after end");
+    let prompt = InputKind::Prompt { prompt: "p".into(), pull: true };
+    assert!(hook(&home, def_of(event::Codex::UserPromptSubmit), "s", prompt).is_empty());
+    assert!(hook(&home, def_of(event::Codex::PreToolUse), "s", tool(Carry::All)).is_empty());
+    assert!(hook(&home, def_of(event::Codex::Stop), "s", InputKind::Stop { may_continue: true }).is_empty());
+    assert_eq!(home.state(&id), "pending");
+    assert!(home.session_file("s").unwrap().ended_at.is_some(), "still ended");
+    assert_eq!(hook(&home, def_of(event::Codex::SessionStart), "s", InputKind::SessionStart { pull: true }), vec![id]);
+}
+
+/// D-8 on the local inbox: a hook does not claim a note its output cannot
+/// carry, so the receipt's `delivery_event` names the hook that carried the
+/// note. A Codex Stop (10,000 bytes) leaves a 4,096-emoji note pending; the
+/// next prompt (20,000 bytes) claims and carries it (`session_start`).
+#[test]
+fn d8_a_local_hook_never_claims_a_note_its_output_cannot_carry() {
+    let home = Home::new("inbox-fit");
+    hook(&home, def_of(event::Codex::SessionStart), "s", InputKind::SessionStart { pull: true });
+    let big = home.send("s", &"😀".repeat(4096));
+    let small = home.send("s", "small");
+    assert!(hook(&home, def_of(event::Codex::Stop), "s", InputKind::Stop { may_continue: true }).is_empty());
+    assert_eq!(home.state(&big), "pending", "the Stop cannot carry it, so it does not claim it");
+    assert_eq!(home.state(&small), "pending", "nothing younger jumps ahead of it");
+    let prompt = InputKind::Prompt { prompt: "p".into(), pull: true };
+    assert_eq!(hook(&home, def_of(event::Codex::UserPromptSubmit), "s", prompt), vec![big.clone(), small]);
+    let r = home.receipt(&big);
+    assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("session_start")));
+}

@@ -1,5 +1,6 @@
 mod golden;
 mod local_mode;
+mod receipts;
 mod regressions;
 mod server_mode;
 mod watch;
