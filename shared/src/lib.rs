@@ -52,10 +52,7 @@ macro_rules! hook_main {
         // A test build of the binary keeps the test harness's `main`.
         #[cfg(not(test))]
         #[unsafe(no_mangle)]
-        extern "C" fn main(
-            argc: ::core::ffi::c_int,
-            argv: *const *const ::core::ffi::c_char,
-        ) -> ::core::ffi::c_int {
+        extern "C" fn main(argc: ::core::ffi::c_int, argv: *const *const ::core::ffi::c_char) -> ::core::ffi::c_int {
             $crate::fsutil::sanitize_standard_fds();
             // SAFETY: `argc` and `argv` are the C runtime's own, valid for
             // the life of the process.
