@@ -269,6 +269,18 @@ pub fn find_parent(
     })
 }
 
+/// The run a command was started from (the operator CLI run by a
+/// conductor's shell tool, with no `PRELOOP_PARENT_SESSION_ID`): the
+/// nearest of its ancestors that serves a live session of ours.
+pub fn enclosing_session(home: &Path, mode: &str) -> Option<SessionFile> {
+    let procs = Procs::system();
+    let ancestors = procs.ancestors(std::process::id(), MAX_ANCESTORS, |_| false);
+    let boot_id = procs.boot_id();
+    ancestors.iter().find_map(|s| {
+        session_of(home, &HarnessProcess { pid: s.pid, start_time: s.start_time, boot_id: boot_id.clone() }, mode)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -116,21 +116,25 @@ fn conductor_finds_the_workers_its_shell_started(w: &World) {
     }
     let p = fixture_for("gemini-cli-0.61.0", "SessionStart.json", &workers[2]);
     w.worker_hook("preloop-gemini-session-start", &p, "{run}; true", &[]);
-    // A session the test process started itself is not a child: it is the
-    // conductor's own harness, not one its shell started.
-    let sibling = unique("sibling");
-    w.hook("preloop-codex-session-start", &fixture_for("codex-0.169.0", "SessionStart.json", &sibling), &[]);
     for kid in &workers {
         assert_eq!(w.session(kid)["parent_session_id"].as_str(), Some(cond_rt.as_str()), "{kid}");
     }
-    assert!(w.session(&sibling).get("parent_session_id").is_none());
-
     let mut want = workers.to_vec();
     want.sort();
     let listed = w.cli(&["sessions", "list", "--parent", &cond, "--json"]);
     assert_eq!(sessions_of(&listed, "sessions", "id"), want, "{listed}");
-    let sent = w.cli(&["notes", "send", "--children", "all", "--parent", &cond, "--json", "Wrap up"]);
+    // The CLI started by the conductor's harness (here: the test process)
+    // with no --parent and no PRELOOP_PARENT_SESSION_ID finds its run the
+    // same way.
+    let sent = w.cli(&["notes", "send", "--children", "all", "--json", "Wrap up"]);
     assert_eq!(sessions_of(&sent, "notes", "session"), want, "{sent}");
+    let sent = w.cli(&["notes", "send", "--children", "all", "--parent", &cond, "--json", "Wrap up, again"]);
+    assert_eq!(sessions_of(&sent, "notes", "session"), want, "{sent}");
+    // A session the test process started itself is not a child: it is the
+    // conductor's own harness, not one its shell started.
+    let sibling = unique("sibling");
+    w.hook("preloop-codex-session-start", &fixture_for("codex-0.169.0", "SessionStart.json", &sibling), &[]);
+    assert!(w.session(&sibling).get("parent_session_id").is_none());
 }
 
 fn unique(tag: &str) -> String {
