@@ -2,6 +2,9 @@
 //! `PRELOOP_COMMIT` when set (a packager's build), else `git rev-parse` in
 //! the checkout, else `unknown` (a crate built from crates.io).
 
+// A build script talks to cargo on stdout: `outln!` is for what users read.
+#![allow(clippy::disallowed_macros)]
+
 use std::path::Path;
 use std::process::Command;
 
