@@ -353,7 +353,7 @@ fn parent_from_env(ops: &Ops, flag: Option<&String>) -> Result<String> {
     let mode = if ops.is_local() { "local" } else { "server" };
     preloop_shared::lineage::enclosing_session(&ops.config.home, mode).map(|f| f.runtime_session_id).ok_or_else(|| {
         Error::Usage(
-            "--children needs the parent session: run it from inside a run (from its shell tool), or pass --parent SESSION"
+            "--children needs the parent session: run it from inside a run (its shell tool: PRELOOP_PARENT_SESSION_ID or the process tree names that run), or pass --parent SESSION"
                 .into(),
         )
     })
