@@ -525,6 +525,7 @@ fn seed_inbox(home: &Path, sessions: usize, notes: usize) {
                         first_prompt: None,
                         hook_event_name: Some("SessionStart".into()),
                         transcript_path: None,
+                        harness_process: None,
                     };
                     inbox.session_start(&req).expect("register a session");
                 }

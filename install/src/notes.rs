@@ -102,7 +102,7 @@ pub struct TargetArgs {
     /// The live session started with PRELOOP_SESSION_ALIAS=NAME.
     #[arg(long, group = "target", value_name = "NAME")]
     alias: Option<String>,
-    /// The live runs a session started: from inside a Claude Code or Cursor run, that run (PRELOOP_PARENT_SESSION_ID); or --parent.
+    /// The live runs a session started: from inside a run (its shell tool), that run; or --parent.
     #[arg(long, group = "target", value_enum, value_name = "latest|all")]
     children: Option<Children>,
     /// The session a flow execution runs on.
@@ -356,13 +356,21 @@ struct NoteListOut<'a> {
     total: usize,
 }
 
-fn parent_from_env(flag: Option<&String>) -> Result<String> {
+/// The parent of `--children`: `--parent`, else the run this command was
+/// started from: its PRELOOP_PARENT_SESSION_ID (Claude Code, Cursor), else
+/// the nearest ancestor process that serves a live session of ours (a
+/// conductor's shell tool in any harness; docs/guarantees.md, "Lineage").
+fn parent_from_env(ops: &Ops, flag: Option<&String>) -> Result<String> {
     if let Some(p) = flag {
         return Ok(p.clone());
     }
-    std::env::var("PRELOOP_PARENT_SESSION_ID").ok().filter(|p| !p.trim().is_empty()).ok_or_else(|| {
+    if let Some(p) = std::env::var("PRELOOP_PARENT_SESSION_ID").ok().filter(|p| !p.trim().is_empty()) {
+        return Ok(p);
+    }
+    let mode = if ops.is_local() { "local" } else { "server" };
+    preloop_shared::lineage::enclosing_session(&ops.config.home, mode).map(|f| f.runtime_session_id).ok_or_else(|| {
         Error::Usage(
-            "--children needs the parent session: run it from inside a Claude Code or Cursor run (its PRELOOP_PARENT_SESSION_ID names that run; Codex, Gemini CLI and Copilot CLI export none), or pass --parent SESSION"
+            "--children needs the parent session: run it from inside a run (its shell tool: PRELOOP_PARENT_SESSION_ID or the process tree names that run), or pass --parent SESSION"
                 .into(),
         )
     })
@@ -391,7 +399,7 @@ fn resolve(ops: &Ops, t: &TargetArgs, next_session: bool) -> Result<Resolved> {
         return Ok(Resolved::Alias(a.clone()));
     }
     if let Some(c) = t.children {
-        let p = parent_from_env(t.parent.as_ref())?;
+        let p = parent_from_env(ops, t.parent.as_ref())?;
         let parent = ops
             .find_session(&p)?
             .ok_or_else(|| Error::NotFound(format!("the parent session {p} is not known {}", where_(ops))))?;
@@ -956,7 +964,7 @@ fn list_local(ops: &Ops, ib: &LocalInbox, a: &ListArgs) -> Result<Vec<Receipt>> 
                 .collect(),
         )
     } else if let Some(c) = a.children {
-        let p = parent_from_env(a.parent.as_ref())?;
+        let p = parent_from_env(ops, a.parent.as_ref())?;
         let parent = ops
             .find_session(&p)?
             .ok_or_else(|| Error::NotFound(format!("the parent session {p} is not known on this machine")))?;
@@ -1015,7 +1023,7 @@ fn list_server(ops: &Ops, s: &ServerOperator, a: &ListArgs) -> Result<Vec<Receip
         }
         ids
     } else if let Some(c) = a.children {
-        let p = parent_from_env(a.parent.as_ref())?;
+        let p = parent_from_env(ops, a.parent.as_ref())?;
         let parent = ops
             .find_session(&p)?
             .ok_or_else(|| Error::NotFound(format!("the parent session {p} is not known in this account")))?;

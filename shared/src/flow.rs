@@ -277,7 +277,9 @@ impl Engine {
         // A session is never its own parent: Cursor merges sessionStart's
         // `env` (our PRELOOP_PARENT_SESSION_ID export) into the same
         // session's later hooks, which register again.
-        let own_runtime_id = self.run.read().0.runtime_session_id.or_else(|| {
+        let registered = self.run.read().0.runtime_session_id;
+        let first_registration = registered.is_none();
+        let own_runtime_id = registered.or_else(|| {
             session::read_session_file(&self.config.home, &self.session_id).ok().flatten().map(|f| f.runtime_session_id)
         });
         let parent = env.get("PRELOOP_PARENT_SESSION_ID").filter(|p| !p.is_empty());
@@ -295,6 +297,15 @@ impl Engine {
             }
             p => p,
         };
+        // Where no variable arrived, the parent by process ancestry, looked
+        // for at the session's first registration only (docs/guarantees.md,
+        // "Lineage"); every registration records the harness process.
+        let ancestry = crate::lineage::Ancestry::here(parent.is_none() && first_registration);
+        let parent = parent.or_else(|| {
+            crate::lineage::find_parent(&self.config.home, &ancestry, self.mode(), own_runtime_id.as_deref())
+                .map(|(p, _)| p)
+        });
+        let harness_process = ancestry.harness_process();
         let alias =
             env.get("PRELOOP_SESSION_ALIAS").map(|a| crate::local::sanitize_alias(&a)).filter(|a| !a.is_empty());
         let req = SessionStartRequest {
@@ -306,6 +317,7 @@ impl Engine {
             first_prompt: first_prompt.map(|p| cut_chars(p, MAX_FIRST_PROMPT_CHARS)),
             hook_event_name: first_prompt.and(self.def.server_event).map(str::to_string),
             transcript_path: self.transcript_path.clone(),
+            harness_process: harness_process.clone(),
         };
         let resp = self.backend.session_start(&req)?;
         if !is_uuid(&resp.runtime_session_id) {
@@ -314,7 +326,12 @@ impl Engine {
                 detail: "runtime_session_id is not a UUID".into(),
             });
         }
-        self.mirror_session(&resp, cwd)?;
+        self.mirror_session(&resp, cwd, harness_process.as_ref())?;
+        if let Some(p) = &harness_process
+            && let Err(e) = crate::lineage::record(&self.config.home, p, &self.session_id)
+        {
+            self.warnings.push(format!("lineage: harness process not recorded: {e}"));
+        }
         let _g = self.run.lock(RUN_LOCK_WAIT)?;
         let (mut state, _) = self.run.read();
         if state.runtime_session_id.as_deref() != Some(resp.runtime_session_id.as_str())
@@ -329,7 +346,12 @@ impl Engine {
 
     /// The public session file. The local inbox keeps it itself; in server
     /// mode we mirror the server's answer into it, unsynced.
-    fn mirror_session(&self, resp: &SessionStartResponse, cwd: Option<&str>) -> Result<()> {
+    fn mirror_session(
+        &self,
+        resp: &SessionStartResponse,
+        cwd: Option<&str>,
+        harness_process: Option<&crate::lineage::HarnessProcess>,
+    ) -> Result<()> {
         if self.config.is_local() {
             return Ok(());
         }
@@ -353,6 +375,9 @@ impl Engine {
                 .clone()
                 .or_else(|| existing.as_ref().and_then(|e| e.transcript_path.clone())),
             execution_id: self.execution_id.clone().or_else(|| existing.as_ref().and_then(|e| e.execution_id.clone())),
+            harness_process: harness_process
+                .cloned()
+                .or_else(|| existing.as_ref().and_then(|e| e.harness_process.clone())),
             ended_at: None,
             end_reason: None,
             uncarried_notes: existing.as_ref().map(|e| e.uncarried_notes.clone()).unwrap_or_default(),
@@ -621,6 +646,7 @@ impl Engine {
         if resp.marked > 0 {
             self.warnings.push(format!("{} note(s) marked undeliverable (session_ended)", resp.marked));
         }
+        crate::lineage::forget_session(&self.config.home, &self.session_id);
         if !self.config.is_local()
             && let Ok(Some(mut f)) = session::read_session_file(&self.config.home, &self.session_id)
             && f.ended_at.is_none()

@@ -18,6 +18,7 @@ pub mod fsutil;
 pub mod http;
 pub mod http_plain;
 pub mod json;
+pub mod lineage;
 pub mod local;
 pub mod log;
 pub mod operator;

@@ -593,6 +593,7 @@ impl Backend for LocalInbox {
                 last_prompt_at: None,
                 transcript_path: None,
                 execution_id: None,
+                harness_process: None,
                 ended_at: None,
                 end_reason: None,
                 uncarried_notes: Vec::new(),
@@ -630,6 +631,11 @@ impl Backend for LocalInbox {
             && file.transcript_path.as_ref() != Some(t)
         {
             file.transcript_path = Some(t.clone());
+        }
+        if let Some(p) = req.harness_process.as_ref()
+            && file.harness_process.as_ref() != Some(p)
+        {
+            file.harness_process = Some(p.clone());
         }
         if file.title.is_none() {
             file.title = req.first_prompt.as_deref().map(title_of).filter(|t| !t.is_empty());

@@ -45,6 +45,10 @@ pub struct SessionFile {
     /// at its start), for `notes send --execution` on the local inbox.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_id: Option<String>,
+    /// The harness process the session's hooks serve, for lineage by
+    /// process ancestry (`lineage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_process: Option<crate::lineage::HarnessProcess>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -27,6 +27,10 @@ pub struct SessionStartRequest {
     /// inbox's session file records.
     #[serde(skip)]
     pub transcript_path: Option<String>,
+    /// Not a server field: the harness process the hooks serve, which only
+    /// the session file records (lineage by process ancestry).
+    #[serde(skip)]
+    pub harness_process: Option<crate::lineage::HarnessProcess>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -47,6 +47,7 @@ impl Env {
                 first_prompt: None,
                 hook_event_name: Some("SessionStart".into()),
                 transcript_path: None,
+                harness_process: None,
             })
             .unwrap();
     }

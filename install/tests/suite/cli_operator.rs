@@ -78,6 +78,7 @@ fn start_local(w: &World, id: &str, parent: Option<&str>, alias: Option<&str>, t
             first_prompt: None,
             hook_event_name: Some("SessionStart".into()),
             transcript_path: transcript.map(|p| p.display().to_string()),
+            harness_process: None,
         })
         .unwrap()
         .runtime_session_id
@@ -117,6 +118,7 @@ fn local_sessions_list_every_filter() {
             first_prompt: Some("Fix the parser".into()),
             hook_event_name: Some("UserPromptSubmit".into()),
             transcript_path: None,
+            harness_process: None,
         })
         .unwrap();
     let f = w.home.join("sessions/kid-b.json");

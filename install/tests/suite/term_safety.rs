@@ -203,6 +203,7 @@ fn attach_on_a_pty(tag: &str) -> Attached {
             first_prompt: None,
             hook_event_name: Some("SessionStart".into()),
             transcript_path: None,
+            harness_process: None,
         })
         .unwrap();
     let (mut master, mut slave) = (0, 0);

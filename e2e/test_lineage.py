@@ -1,0 +1,293 @@
+"""Lineage by process ancestry, end to end with the real harnesses (docs/guarantees.md,
+"Lineage"): conductors whose harness cannot export PRELOOP_PARENT_SESSION_ID to the
+commands the model runs still find the workers their shell tool started.
+
+  codex_claude   a Codex 0.169.0 conductor (`codex exec`, mock_openai.py) whose shell tool
+                 starts two `claude -p` workers (Claude Code 2.1.328, their own
+                 mock_anthropic.py) with `nohup … &`, waits until both sit in a tool call,
+                 then runs `preloop-hooks notes send --children all` with no --parent and no
+                 variable: the CLI finds the conductor among its own ancestors, each worker's
+                 SessionStart found it among its ancestors. Both workers' next request after
+                 their next tool call carries the note; both receipts end `delivered`;
+                 `sessions list --parent <conductor>` lists exactly the two.
+  gemini_codex   a Gemini CLI 0.61.0 conductor (`gemini -p`, mock_gemini.py) whose shell tool
+                 starts a `codex exec` worker (its own mock_openai.py) the same way; the
+                 worker's next request after its next tool call carries the note.
+
+Local inbox (TestLineageLocal). Missing prerequisites fail the tests (kit.Prereq), never
+skip them. Run alone:
+  python3 -m unittest -v e2e/test_lineage.py
+"""
+
+import json
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kit  # noqa: E402
+
+PREREQ = kit.Prereq()
+
+
+def setUpModule():
+    PREREQ.get("bin_dir", lambda: kit.build_binaries(kit.CODEX_HOOK_BINARIES))
+    PREREQ.get("install", lambda: kit.require_install(PREREQ["bin_dir"], "codex"))
+    PREREQ.get("install_gemini", lambda: kit.require_install(PREREQ["bin_dir"], "gemini"))
+    PREREQ.get("claude", kit.ensure_claude)
+    PREREQ.get("codex", kit.ensure_codex)
+    PREREQ.get("gemini", kit.ensure_gemini)
+
+
+WAIT_SH = """#!/bin/sh
+# wait.sh count N DIR | wait.sh grep TEXT FILE...: until DIR holds N entries, or every FILE
+# holds TEXT; 120 s at most. (A script: Gemini CLI refuses $(...) in a command line.)
+what=$1; shift
+i=0
+while [ "$i" -lt 1200 ]; do
+  case $what in
+    count) [ "$(ls "$2" | wc -l)" -ge "$1" ] && exit 0 ;;
+    grep) t=$1; shift; ok=1; for f in "$@"; do grep -qF -- "$t" "$f" 2>/dev/null || ok=0; done
+          [ $ok = 1 ] && exit 0; set -- "$t" "$@" ;;
+  esac
+  sleep 0.1; i=$((i+1))
+done
+exit 1
+"""
+
+
+def wait_sh(sb):
+    path = os.path.join(sb.root, "wait.sh")
+    with open(path, "w") as f:
+        f.write(WAIT_SH)
+    os.chmod(path, 0o755)
+    return q(path)
+
+
+def read_text(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def q(s):
+    return kit.quote_path(s)
+
+
+class _Lineage(kit.Scenario):
+    HARNESS = "codex"
+    PREREQ = PREREQ
+    PREREQS = ("bin_dir", "install", "install_gemini", "claude", "codex", "gemini")
+    TOKEN_PREFIX = "E2E-LIN"
+    ARTIFACTS = "requests.jsonl, worker-mock/requests.jsonl, worker-*.out, conductor-send.out, home/, preloop-home/"
+
+    def label(self):
+        return self.MODE
+
+    def session_file(self, sb, sid):
+        try:
+            with open(os.path.join(sb.preloop_home, "sessions", sid + ".json")) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {}
+
+    def sessions(self, sb):
+        d = os.path.join(sb.preloop_home, "sessions")
+        out = []
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            try:
+                with open(os.path.join(d, name)) as f:
+                    out.append(json.load(f))
+            except (OSError, ValueError):
+                pass
+        return out
+
+    def send_cmd(self, sb, body, out):
+        """The conductor's shell: notes send --children all, no --parent, no variable."""
+        return "%s notes send --children all --json %s >%s 2>&1; echo rc=$? >>%s" % (
+            q(sb.bin(kit.CLI_BINARY)), q(body), q(out), q(out))
+
+    def check_sent(self, sent_text, workers):
+        self.extra.append("conductor's notes send: " + kit.shorten(sent_text, 1500))
+        self.check("rc=0" in sent_text, "`notes send --children all` in the conductor's shell failed: %s" % sent_text)
+        sent = json.loads(sent_text[:sent_text.rindex("rc=")])
+        notes = sent.get("notes") or []
+        for n in notes:
+            self.add_sent({"note_id": n["note_id"]}, "notes send --children all")
+        got = sorted(n.get("session") or "" for n in notes)
+        self.check(got == sorted(workers), "the note went to %r, want the workers %r" % (got, sorted(workers)))
+        return notes
+
+    def check_lineage(self, sb, conductor, workers):
+        cond = self.session_file(sb, conductor)
+        self.extra.append("conductor session file: %s" % json.dumps(cond))
+        self.check(cond.get("harness_process"), "the conductor's session file records no harness process")
+        for w in workers:
+            f = self.session_file(sb, w)
+            self.extra.append("worker session file: %s" % json.dumps(f))
+            self.check(f.get("parent_session_id") == cond.get("runtime_session_id"),
+                       "worker %s has parent %r, want the conductor %r"
+                       % (w, f.get("parent_session_id"), cond.get("runtime_session_id")))
+        listed = sb.cli_json("sessions", "list", "--parent", conductor, "--json")
+        got = sorted(s["id"] for s in listed.get("sessions") or [])
+        self.check(got == sorted(workers), "sessions list --parent %s: %r, want %r" % (conductor, got, sorted(workers)))
+
+    def wait_outputs(self, outs, marker, timeout=120):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if all(marker in read_text(o) for o in outs):
+                break
+            time.sleep(0.5)
+        for o in outs:
+            self.extra.append("%s: %s" % (os.path.basename(o), kit.shorten(read_text(o) or "(none)", 600)))
+        time.sleep(2.0)   # their SessionEnd hooks
+
+    def check_receipts(self, notes):
+        for n in notes:
+            r = self.wait_receipt(n["note_id"], kit.TERMINAL_STATES)
+            self.check(r.get("state") == "delivered", "receipt of %s: %r" % (n["note_id"], r))
+            self.check(r.get("delivery_event") == "pre_tool_use", "delivery_event %r" % r.get("delivery_event"))
+
+    # ------------------------------------------------------------------ Codex -> claude -p
+    def test_codex_conductor_steers_two_claude_workers(self):
+        sb = self.new_sandbox("lineage: a Codex conductor's shell starts two claude -p workers")
+        sb.claude_bin = PREREQ["claude"]
+        sb.write_settings()   # the workers' Claude Code hooks
+        tok = self.token("CX2CC")
+        body = "%s Wrap up now and report." % tok
+        workers = {"A": kit.new_session_id(), "B": kit.new_session_id()}
+        flag = os.path.join(sb.root, "note-sent.flag")
+        ready = os.path.join(sb.root, "ready")
+        os.makedirs(ready, exist_ok=True)
+        worker_script = {"turns": [
+            kit.bash_turn("touch %s/$$; %s grep sent %s; echo go" % (q(ready), wait_sh(sb), q(flag))),
+            kit.bash_turn("echo continuing", "Continuing."),
+            kit.text_turn("Wrapped up."),
+        ]}
+        wdir = os.path.join(sb.root, "worker-mock")
+        os.makedirs(wdir, exist_ok=True)
+        wmock = kit.Mock(wdir, worker_script, dict(sb.base_env(), **sb.mock_env))
+        self.addCleanup(wmock.stop)
+        # Codex keeps *KEY* variables from its shell: the workers' settings are inline. Codex
+        # ends the process group of a command when it returns, so the workers get their own
+        # session (`setsid`, which does not fork here: the shell stays their parent).
+        worker_env = "ANTHROPIC_BASE_URL=%s ANTHROPIC_API_KEY=%s IS_SANDBOX=1 DISABLE_TELEMETRY=1 " \
+                     "DISABLE_AUTOUPDATER=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1" % (wmock.url, kit.MOCK_API_KEY)
+        spawn = " ".join(
+            "%s setsid nohup %s -p %s --output-format json --dangerously-skip-permissions --session-id %s "
+            "--debug-file %s >%s 2>&1 &" % (
+                worker_env, q(sb.claude_bin), q("worker %s: fix the flaky test" % name), sid,
+                q(os.path.join(sb.root, "worker-%s.debug.log" % name)),
+                q(os.path.join(sb.root, "worker-%s.out" % name)))
+            for name, sid in workers.items())
+        send_out = os.path.join(sb.root, "conductor-send.out")
+        conductor = {"agents": [{"name": "main", "turns": [
+            {"calls": [{"cmd": "%s %s count 2 %s; echo spawned" % (spawn, wait_sh(sb), q(ready)),
+                        "yield_time_ms": 120000}]},
+            # Then wait for both (a run that ends takes its children's shells with it).
+            {"calls": [{"cmd": "%s; echo sent >%s; %s grep '\"result\"' %s" % (
+                self.send_cmd(sb, body, send_out), q(flag), wait_sh(sb),
+                " ".join(q(os.path.join(sb.root, "worker-%s.out" % n)) for n in workers)),
+                "yield_time_ms": 120000}]},
+            {"text": "Both workers were told."}], "overflow": {"text": "Nothing more."}}]}
+        sb.start_mock(conductor, "openai")
+        sb.write_codex_config()
+        sb.install_hooks("codex")
+        self.wiring = "preloop-hooks install --harness codex --scope user; kit.Sandbox.write_settings (workers)"
+        try:
+            self.run_result = sb.run_codex(PREREQ["codex"], "Start two workers, then tell them to wrap up.",
+                                           timeout=float(os.environ.get("PRELOOP_E2E_CODEX_TIMEOUT", "90")) * 3)
+        finally:
+            sb.mock.stop()
+        run = self.run_result
+        self.check(not run.timed_out and run.rc == 0, "the conductor did not finish cleanly (rc=%s)" % run.rc)
+        outs = [os.path.join(sb.root, "worker-%s.out" % n) for n in workers]
+        self.wait_outputs(outs, '"result"')
+        cond = [s["external_session_id"] for s in self.sessions(sb) if s.get("agent_kind") == "codex_cli"]
+        self.check(len(cond) == 1, "want one Codex session, got %r" % cond)
+        notes = self.check_sent(read_text(send_out), workers.values())
+        self.check_lineage(sb, cond[0], list(workers.values()))
+        records = wmock.records()
+        for name in workers:
+            reqs = [r.get("body") or {} for r in records
+                    if r.get("route") == "messages" and (r.get("reply") or {}).get("kind") == "main"
+                    and ("worker %s" % name) in json.dumps((r.get("body") or {}).get("messages", [])[:1])]
+            first = kit.first_hit(kit.find_marker(reqs, tok))
+            self.check(first is not None, "worker %s never got the note (%d requests): %s"
+                       % (name, len(reqs), kit.summarize_requests(reqs, [tok])))
+            self.check(first.request_index == 2 and first.label == kit.LABEL_PRE_TOOL_USE_BASH,
+                       "worker %s got the note in request #%d under %r, want #2 under PreToolUse:Bash"
+                       % (name, first.request_index, first.label))
+        self.check_receipts(notes)
+
+    # ------------------------------------------------------------------ Gemini -> codex exec
+    def test_gemini_conductor_steers_a_codex_worker(self):
+        sb = self.new_sandbox("lineage: a Gemini conductor's shell starts a codex exec worker")
+        tok = self.token("GM2CX")
+        body = "%s Wrap up now and report." % tok
+        flag = os.path.join(sb.root, "note-sent.flag")
+        ready = os.path.join(sb.root, "ready")
+        os.makedirs(ready, exist_ok=True)
+        # The worker: Codex against its own mock, hooks installed into the sandbox's CODEX_HOME.
+        worker_script = {"agents": [{"name": "main", "turns": [
+            {"calls": [{"cmd": "touch %s/w; %s grep sent %s; echo go" % (q(ready), wait_sh(sb), q(flag)),
+                        "yield_time_ms": 120000}]},
+            {"calls": [{"cmd": "echo continuing"}]},
+            {"text": "Wrapped up."}], "overflow": {"text": "Nothing more."}}]}
+        wdir = os.path.join(sb.root, "worker-mock")
+        os.makedirs(wdir, exist_ok=True)
+        wmock = kit.Mock(wdir, worker_script, dict(sb.base_env(), **sb.mock_env), api="openai")
+        self.addCleanup(wmock.stop)
+        sb.mock = wmock
+        sb.write_codex_config()
+        sb.install_hooks("codex")
+        sb.mock = None
+        worker_out = os.path.join(sb.root, "worker-codex.out")
+        spawn = "CODEX_HOME=%s MOCK_API_KEY=mock-key nohup %s exec --skip-git-repo-check -C %s --color never %s " \
+                ">%s 2>&1 &" % (q(sb.codex_home()), q(PREREQ["codex"]), q(sb.proj),
+                                q("worker: fix the flaky test"), q(worker_out))
+        send_out = os.path.join(sb.root, "conductor-send.out")
+
+        def shell(cmd):
+            return {"calls": [{"name": "run_shell_command", "args": {"command": cmd}}]}
+        conductor = {"turns": [
+            shell("%s %s count 1 %s; echo spawned" % (spawn, wait_sh(sb), q(ready))),
+            shell("%s; echo sent >%s; %s grep %s %s" % (self.send_cmd(sb, body, send_out), q(flag), wait_sh(sb),
+                                                     q("Wrapped up."), q(worker_out))),
+            {"text": "The worker was told."}], "overflow": {"text": "Nothing more."}}
+        sb.start_mock(conductor, "gemini")
+        sb.write_gemini_settings()
+        sb.install_hooks("gemini")
+        self.wiring = "preloop-hooks install --harness gemini and --harness codex --scope user"
+        cond_sid = kit.new_session_id()
+        try:
+            self.run_result = sb.run_gemini(PREREQ["gemini"], "Start a worker, then tell it to wrap up.",
+                                            session_id=cond_sid,
+                                            timeout=float(os.environ.get("PRELOOP_E2E_GEMINI_TIMEOUT", "120")) * 2)
+        finally:
+            sb.mock.stop()
+        run = self.run_result
+        self.check(not run.timed_out and run.rc == 0, "the conductor did not finish cleanly (rc=%s)" % run.rc)
+        self.wait_outputs([worker_out], "Wrapped up.")
+        kids = [s["external_session_id"] for s in self.sessions(sb) if s.get("agent_kind") == "codex_cli"]
+        self.check(len(kids) == 1, "want one Codex session, got %r" % kids)
+        notes = self.check_sent(read_text(send_out), kids)
+        self.check_lineage(sb, cond_sid, kids)
+        reqs = kit.main_requests("codex", wmock.records())
+        hits = kit.codex_find_marker(reqs, tok)
+        self.check(hits, "the worker never got the note (%d requests): %s"
+                   % (len(reqs), kit.summarize_codex_requests(reqs, [tok])))
+        self.check(hits[0][0] == 2, "the worker got the note first in request #%d, want #2 (after its next "
+                                    "tool call)" % hits[0][0])
+        self.check_receipts(notes)
+
+
+class TestLineageLocal(_Lineage, kit.LocalMode, unittest.TestCase):
+    pass
+
+
+if __name__ == "__main__":
+    unittest.main()
