@@ -757,14 +757,12 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
     } else {
         Some(fsutil::lock(&ctx.preloop_home.join("install.lock"), Duration::from_secs(60))?)
     };
-    if req.action == Action::Install {
-        if exe_missing(ctx) {
-            return Err(Error::Refused(format!(
-                "no {} executable in {}: nothing was changed (point --bin-dir at the directory that holds it)",
-                crate::multicall::CLI_NAME,
-                ctx.bin_dir.display()
-            )));
-        }
+    if req.action == Action::Install && exe_missing(ctx) {
+        return Err(Error::Refused(format!(
+            "no {} executable in {}: nothing was changed (point --bin-dir at the directory that holds it)",
+            crate::multicall::CLI_NAME,
+            ctx.bin_dir.display()
+        )));
     }
     // The commands are placed once a harness's plan is known to go ahead,
     // so an install refused for every harness leaves nothing behind.

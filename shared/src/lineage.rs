@@ -341,6 +341,7 @@ mod tests {
             harness_process: hp.clone(),
             ended_at: None,
             end_reason: None,
+            uncarried_notes: Vec::new(),
         };
         session::write_session_file(home, &f).unwrap();
         if let Some(p) = hp {

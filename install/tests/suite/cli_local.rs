@@ -286,6 +286,8 @@ fn install_dry_run_writes_nothing_and_a_missing_executable_is_refused() {
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("settings.json") && stderr(&out).contains("line 1"), "{}", stderr(&out));
     assert_eq!(read(&claude_settings(&e.root)), "{\"hooks\": ");
+    // D-9: refused before anything was placed: no hook command was linked.
+    assert_eq!(std::fs::read_dir(&bin).unwrap().count(), 1, "only preloop-hooks is in the bin dir");
 }
 
 #[test]
@@ -322,18 +324,15 @@ fn doctor_exit_codes_local() {
 
 #[test]
 fn demo_runs_through_the_real_hooks_when_built() {
-    // The Claude Code hook binaries sit next to preloop-hooks after `cargo build --workspace`.
-    let dir = cli().parent().unwrap().to_path_buf();
+    // The demo runs this executable under each Claude Code hook's name: no
+    // hook command needs to exist on disk.
     let e = Env::new("demo");
-    if !dir.join("preloop-claude-code-stop").exists() {
-        let out = e.run(&["demo"], None);
-        assert_eq!(code(&out), 1);
-        assert!(stderr(&out).contains("cargo build --workspace"), "{}", stderr(&out));
-        panic!(
-            "the demo runs the real Claude Code hooks, which are not built in {}: run `cargo build --workspace` first (scripts/test does)",
-            dir.display()
-        );
-    }
+    // A --bin-dir without the executable is refused with the fix.
+    let empty = e.root.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = e.run(&["demo", "--bin-dir", empty.to_str().unwrap()], None);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("cargo build"), "{}", stderr(&out));
     let out = e.run(&["demo"], None);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(code(&out), 0, "{text}\n{}", stderr(&out));
