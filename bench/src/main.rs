@@ -867,7 +867,7 @@ fn main() {
     }
     let elapsed = started.elapsed();
     // Peak RSS: three more runs of every case through a tiny spawner.
-    let spawner = bins.join("preloop-bench-rss");
+    let spawner = bin_dir().join("preloop-bench-rss");
     for k in 0..3 {
         for c in cases.iter_mut() {
             c.rss_once(runs + warmup + k, &spawner);

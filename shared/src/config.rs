@@ -703,13 +703,31 @@ impl Env {
     }
 }
 
-/// The user's home directory: `$HOME` when set and absolute, else the
-/// passwd entry. The hooks and the installer resolve it the same way.
+/// The user's home directory: `$HOME` when set and absolute, else our
+/// entry in `/etc/passwd`. The hooks and the installer resolve it the same
+/// way.
+///
+/// `/etc/passwd` is read directly, not through `getpwuid`: in the static
+/// glibc build `getpwuid` goes through NSS, which loads the system's modules
+/// (`libnss_systemd`, `libnss_compat`) with their shared libc into the static
+/// executable, and that crashes it (SIGSEGV) for a uid `/etc/passwd` does not
+/// list, as in a container run under an arbitrary uid (docs/performance.md,
+/// "Static linking"). A user known only to LDAP or sssd gets no home here
+/// when `HOME` is unset (then `/tmp/.preloop`, [`default_home`]).
 pub fn user_home(env: &Env) -> Option<PathBuf> {
-    env.get("HOME")
-        .filter(|h| h.starts_with('/'))
-        .map(PathBuf::from)
-        .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()).filter(|p| p.is_absolute()))
+    env.get("HOME").filter(|h| h.starts_with('/')).map(PathBuf::from).or_else(|| {
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        passwd_home(&std::fs::read_to_string("/etc/passwd").ok()?, uid)
+    })
+}
+
+/// The home directory of `uid` in a passwd file's text (`name:pw:uid:gid:gecos:home:shell`).
+pub fn passwd_home(passwd: &str, uid: u32) -> Option<PathBuf> {
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() >= 7 && f[2].parse::<u32>().ok() == Some(uid) && f[5].starts_with('/')).then(|| PathBuf::from(f[5]))
+    })
 }
 
 /// Where the hooks keep their files for `harness`: [`Config::home`] (it
@@ -861,6 +879,17 @@ fn apply_env_settings(env: &Env, s: &mut Settings, problems: &mut Vec<Problem>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The home without NSS (the static build's `getpwuid` crashed in a
+    /// container under a uid /etc/passwd does not list).
+    #[test]
+    fn the_home_comes_from_passwd_without_nss() {
+        let pw = "root:x:0:0:root:/root:/bin/bash\n# comment\nbad line\nu:x:1000:1000:U,,,:/home/u:/bin/sh\nrel:x:7:7::home:/bin/sh\n";
+        assert_eq!(passwd_home(pw, 1000), Some(PathBuf::from("/home/u")));
+        assert_eq!(passwd_home(pw, 0), Some(PathBuf::from("/root")));
+        assert_eq!(passwd_home(pw, 4242), None, "a uid not listed: no home, no crash");
+        assert_eq!(passwd_home(pw, 7), None, "a relative home is not one");
+    }
 
     #[test]
     fn env_wins_then_file_then_onboarding() {
