@@ -265,17 +265,14 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// `dir` with a hard link to `exe` under every hook command's name (a copy
-/// where the file system takes no hard link, e.g. a tmpfs /tmp beside a
-/// target dir on disk: one file either way, as installed).
+/// `dir` laid out by the executable's own `preloop-hooks links DIR` (what
+/// `install` makes: a hard link to it under every hook command's name, a
+/// symlink or a copy where the file system takes none), so the benchmark
+/// measures the installed layout through the code that makes it.
 fn hook_commands(exe: &Path, dir: &Path) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
-    let own = dir.join("preloop-hooks");
-    if std::fs::hard_link(exe, &own).is_err() {
-        std::fs::copy(exe, &own)?;
-    }
-    for name in preloop_shared::registry::binaries() {
-        std::fs::hard_link(&own, dir.join(name))?;
+    let out = Command::new(exe).arg("links").arg(dir).output()?;
+    if !out.status.success() {
+        return Err(std::io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()));
     }
     Ok(dir.to_path_buf())
 }

@@ -4,9 +4,9 @@
 //! rustup's proxies and busybox work the same way.
 //!
 //! The hook path starts without std's runtime (`#![no_main]`,
-//! [`preloop_shared::hook_main`]) and costs what one small hook binary cost:
-//! a static, non-PIE executable is mapped, not loaded, so the CLI's code that
-//! a hook never touches costs it nothing at start-up (docs/performance.md).
+//! [`preloop_shared::hook_main`]). Sharing the file with the CLI costs a hook
+//! about 0.07 ms at start-up against its own binary (more pages faulted in
+//! around the hook's code; docs/performance.md, "Shipping").
 //!
 //! A name that is neither the CLI's nor a hook's (a renamed or mistyped
 //! link) is taken for a hook we do not know: it exits 0 with no output and
