@@ -206,11 +206,15 @@ class TestOperatorServer(_Operator, kit.ServerMode, unittest.TestCase):
         tok = self.token("ATTACH")
         body = "%s From attach: use the staging database." % tok
         flag = os.path.join(sb.root, "typed.flag")
+        # The mock touches `asked` when request #1 arrives: step one's PreToolUse has run by
+        # then, so a note typed after it can only ride step two's PreToolUse (request #2).
+        asked = os.path.join(sb.root, "asked.flag")
         self.sid = kit.new_session_id()
         script = {"turns": [
             kit.bash_turn("echo step-one", "Step one."),
             dict(kit.bash_turn("echo step-two", "Step two."),
-                 before_reply_cmd=["sh", "-c", wait_file_cmd(flag, 60)], before_reply_timeout_s=70),
+                 before_reply_cmd=["sh", "-c", "touch %s; %s" % (kit.quote_path(asked), wait_file_cmd(flag, 60))],
+                 before_reply_timeout_s=70),
             kit.text_turn("Done."),
         ]}
         sb.start_mock(script)
@@ -241,6 +245,8 @@ class TestOperatorServer(_Operator, kit.ServerMode, unittest.TestCase):
                     state["tool_seen_at"] = time.time()
                     break
                 time.sleep(0.1)
+            while not os.path.exists(asked) and time.time() < deadline:
+                time.sleep(0.05)
             att.stdin.write(body + "\n")
             att.stdin.flush()
             state["typed_at"] = time.time()
