@@ -246,31 +246,27 @@ impl Config {
 
         // The user's own configuration, under the real home: whether it
         // names a server decides what the environment may still change
-        // (docs/guarantees.md, "A repository cannot move the gate").
-        let user_home_dir = default_home(env);
-        let user = HomeFiles::read(&user_home_dir);
-        let user_server = if user.home_ok { user.server() } else { None };
-        let user_onboarding = match &user_server {
-            Some(_) => None,
-            None if user.home_ok => {
-                let mut unusable = false;
-                let mut found = Vec::new();
-                let s = onboarding(&user_home_dir, harness, &mut found, &mut unusable);
-                Some((s, found, unusable))
+        // (docs/guarantees.md, "A repository cannot move the gate"). The
+        // account's home (its passwd entry) is asked first when `HOME`
+        // points elsewhere: a repository can set `HOME` through a harness
+        // (Claude Code's project `env` block), so a server named there is
+        // not given up for whatever the moved `HOME` holds.
+        let env_user_dir = default_home(env);
+        let mut user_view = UserView::read(env_user_dir.clone(), harness);
+        if let Some(account_dir) = env.account_home().map(|h| h.join(".preloop")) {
+            if !same_dir(&account_dir, &env_user_dir) && account_dir.exists() {
+                let account = UserView::read(account_dir, harness);
+                if account.pin != Pin::Open {
+                    warnings.push(format!(
+                        "HOME={} in the environment ignored for the Preloop configuration: {}",
+                        env_user_dir.parent().unwrap_or(&env_user_dir).display(),
+                        account.pin.reason(&account.dir)
+                    ));
+                    user_view = account;
+                }
             }
-            None => None,
-        };
-        let user_pins = user_server.is_some() || user_onboarding.as_ref().is_some_and(|(s, _, _)| s.is_some());
-        let user_unusable = user.unusable || user_onboarding.as_ref().is_some_and(|(_, _, u)| *u);
-        let pin = if user.file.allow_env_override && !user_unusable {
-            Pin::Open
-        } else if user_pins {
-            Pin::Server
-        } else if user_unusable {
-            Pin::Unknown
-        } else {
-            Pin::Open
-        };
+        }
+        let UserView { dir: user_home_dir, files: user, onboarding: user_onboarding, pin } = user_view;
 
         let mut home = user_home_dir.clone();
         let mut refused_home = false;
@@ -418,6 +414,47 @@ impl Pin {
             ),
             _ => format!("{} cannot be used, so it may name a server (see problems)", user_home.display()),
         }
+    }
+}
+
+/// The user's own configuration in one `~/.preloop`: its files, the
+/// onboarding files when it names no server itself, and what it leaves the
+/// environment.
+struct UserView {
+    dir: PathBuf,
+    files: HomeFiles,
+    /// (server, problems, unusable) from the onboarding files, read only
+    /// when `config.json` names no server.
+    onboarding: Option<(Option<ServerConfig>, Vec<Problem>, bool)>,
+    pin: Pin,
+}
+
+impl UserView {
+    fn read(dir: PathBuf, harness: Option<Harness>) -> UserView {
+        let files = HomeFiles::read(&dir);
+        let server = if files.home_ok { files.server() } else { None };
+        let onboarding = match &server {
+            Some(_) => None,
+            None if files.home_ok => {
+                let mut unusable = false;
+                let mut found = Vec::new();
+                let s = onboarding(&dir, harness, &mut found, &mut unusable);
+                Some((s, found, unusable))
+            }
+            None => None,
+        };
+        let pins = server.is_some() || onboarding.as_ref().is_some_and(|(s, _, _)| s.is_some());
+        let unusable = files.unusable || onboarding.as_ref().is_some_and(|(_, _, u)| *u);
+        let pin = if files.file.allow_env_override && !unusable {
+            Pin::Open
+        } else if pins {
+            Pin::Server
+        } else if unusable {
+            Pin::Unknown
+        } else {
+            Pin::Open
+        };
+        UserView { dir, files, onboarding, pin }
     }
 }
 
@@ -663,19 +700,22 @@ impl Settings {
 pub struct Env {
     /// `None`: the process's environment.
     fixed: Option<Vec<(String, String)>>,
+    /// `None`: the account's home is read from `/etc/passwd`
+    /// ([`account_home`]); tests fix it with [`Env::with_account_home`].
+    account_home: Option<Option<PathBuf>>,
 }
 
 impl Default for Env {
     /// No variables at all.
     fn default() -> Env {
-        Env { fixed: Some(Vec::new()) }
+        Env { fixed: Some(Vec::new()), account_home: None }
     }
 }
 
 impl Env {
     /// The process's environment, read on demand.
     pub fn process() -> Env {
-        Env { fixed: None }
+        Env { fixed: None, account_home: None }
     }
     pub fn get(&self, key: &str) -> Option<String> {
         match &self.fixed {
@@ -689,7 +729,20 @@ impl Env {
     }
     /// Exactly these variables (a later pair wins over an earlier one).
     pub fn fixed(vars: Vec<(String, String)>) -> Env {
-        Env { fixed: Some(vars) }
+        Env { fixed: Some(vars), account_home: None }
+    }
+    /// The same environment for an account whose passwd home is `home`
+    /// (tests: the real `/etc/passwd` names the tester's home).
+    pub fn with_account_home(mut self, home: Option<PathBuf>) -> Env {
+        self.account_home = Some(home);
+        self
+    }
+    /// The account's home: its `/etc/passwd` entry, whatever `HOME` says.
+    pub fn account_home(&self) -> Option<PathBuf> {
+        match &self.account_home {
+            Some(fixed) => fixed.clone(),
+            None => account_home(),
+        }
     }
     /// A fixed copy of this environment without `keys`.
     pub fn without(&self, keys: &[&str]) -> Env {
@@ -699,7 +752,10 @@ impl Env {
                 std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect()
             }
         };
-        Env::fixed(vars.into_iter().filter(|(k, _)| !keys.contains(&k.as_str())).collect())
+        Env {
+            account_home: self.account_home.clone(),
+            ..Env::fixed(vars.into_iter().filter(|(k, _)| !keys.contains(&k.as_str())).collect())
+        }
     }
 }
 
@@ -715,11 +771,21 @@ impl Env {
 /// "Static linking"). A user known only to LDAP or sssd gets no home here
 /// when `HOME` is unset (then `/tmp/.preloop`, [`default_home`]).
 pub fn user_home(env: &Env) -> Option<PathBuf> {
-    env.get("HOME").filter(|h| h.starts_with('/')).map(PathBuf::from).or_else(|| {
-        // SAFETY: getuid has no preconditions.
-        let uid = unsafe { libc::getuid() };
-        passwd_home(&std::fs::read_to_string("/etc/passwd").ok()?, uid)
-    })
+    env.get("HOME").filter(|h| h.starts_with('/')).map(PathBuf::from).or_else(|| env.account_home())
+}
+
+/// The home directory of this account in `/etc/passwd`, whatever `HOME`
+/// says (read without NSS: the static build loads no NSS module).
+pub fn account_home() -> Option<PathBuf> {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    // The hardening suite hands the executable another passwd file; only
+    // builds with the test-only `fault-injection` feature read the variable.
+    #[cfg(feature = "fault-injection")]
+    if let Some(p) = std::env::var_os("PRELOOP_TEST_PASSWD") {
+        return passwd_home(&std::fs::read_to_string(p).ok()?, uid);
+    }
+    passwd_home(&std::fs::read_to_string("/etc/passwd").ok()?, uid)
 }
 
 /// The home directory of `uid` in a passwd file's text (`name:pw:uid:gid:gecos:home:shell`).
@@ -950,7 +1016,7 @@ mod tests {
             let home = self.root.join("home");
             let mut v = vec![("HOME", home.to_str().unwrap())];
             v.extend_from_slice(pairs);
-            Config::load_from(&Env::of(&v), Some(Harness::Gemini))
+            Config::load_from(&Env::of(&v).with_account_home(Some(home.clone())), Some(Harness::Gemini))
         }
         fn elsewhere(&self) -> String {
             self.root.join("elsewhere").to_str().unwrap().to_string()
@@ -1003,6 +1069,43 @@ mod tests {
         let user_home = h.user_home();
         let c = h.load(&[("PRELOOP_HOME", user_home.to_str().unwrap())]);
         assert!(c.warnings.is_empty() && c.problems.is_empty(), "{:?} {:?}", c.warnings, c.problems);
+    }
+
+    #[test]
+    fn n2_a_moved_home_does_not_hide_the_accounts_server() {
+        // The account's passwd home names a server; a repository sets HOME
+        // (Claude Code's project `env` block can) to a directory with its own
+        // `.preloop`, or to one with none.
+        let h = Homes::new(Some(USER_SERVER));
+        let moved = h.root.join("moved");
+        fsutil::private_dir(&moved.join(".preloop")).unwrap();
+        fsutil::write_atomic(&moved.join(".preloop/config.json"), br#"{"url":"http://repo:9","token":"agt_repo"}"#)
+            .unwrap();
+        let empty = h.root.join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        for home in [&moved, &empty] {
+            let env = Env::of(&[("HOME", home.to_str().unwrap()), ("PRELOOP_URL", "http://repo:9")])
+                .with_account_home(Some(h.root.join("home")));
+            let c = Config::load_from(&env, Some(Harness::ClaudeCode));
+            let s =
+                c.server.as_ref().unwrap_or_else(|| panic!("HOME={}: the account's server is gone", home.display()));
+            assert_eq!((s.url.as_str(), s.token.expose()), ("http://user:1", "agt_user"));
+            assert_eq!(c.home, h.user_home());
+            assert_eq!(c.settings.pre_tool_use_on_error, FailPolicy::Deny);
+            assert!(c.warnings.iter().any(|w| w.starts_with("HOME=") && w.contains("ignored")), "{:?}", c.warnings);
+        }
+        // The account opted in, or names no server: the moved HOME decides
+        // (a sandboxed HOME in tests, a container's HOME).
+        for account in [r#"{"url":"http://user:1","token":"agt_user","allow_env_override":true}"#, "{}"] {
+            fsutil::write_atomic(&h.user_home().join("config.json"), account.as_bytes()).unwrap();
+            let env = Env::of(&[("HOME", moved.to_str().unwrap())]).with_account_home(Some(h.root.join("home")));
+            let c = Config::load_from(&env, Some(Harness::ClaudeCode));
+            assert_eq!(c.server.as_ref().map(|s| s.url.as_str()), Some("http://repo:9"), "{account}");
+            assert!(c.warnings.is_empty(), "{account}: {:?}", c.warnings);
+        }
+        // An account home the passwd entry names but which has no `.preloop`.
+        let env = Env::of(&[("HOME", moved.to_str().unwrap())]).with_account_home(Some(h.root.join("nowhere")));
+        assert_eq!(Config::load_from(&env, None).server.map(|s| s.url), Some("http://repo:9".to_string()));
     }
 
     #[test]

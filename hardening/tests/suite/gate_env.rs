@@ -24,7 +24,12 @@ fn allow_all() -> StubServer {
 
 /// `HOME` is the home's directory, so `~/.preloop` is `<dir>/.preloop`.
 fn user_config(home: &Home, config: serde_json::Value) {
-    let d = home.dir.join(".preloop");
+    config_under(&home.dir, config)
+}
+
+/// `<dir>/.preloop/config.json`, private as `login` writes it.
+fn config_under(dir: &Path, config: serde_json::Value) {
+    let d = dir.join(".preloop");
     std::fs::create_dir_all(&d).unwrap();
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::write(d.join("config.json"), config.to_string()).unwrap();
@@ -130,4 +135,59 @@ fn n2_the_environment_still_decides_when_the_user_lets_it_or_names_no_server() {
         .inspect(|(h, out)| assert!(is_deny(out), "{}: CI's server denies, got {out:?}", h.name()))
         .count();
     assert_eq!(deny.count("permission-check"), n);
+}
+
+/// A passwd file like this machine's, with this account's home at `home`.
+fn passwd_with_home(dir: &Path, home: &Path) -> std::path::PathBuf {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let mut text = format!("preloop-test:x:{uid}:{uid}::{}:/bin/sh\n", home.display());
+    for l in std::fs::read_to_string("/etc/passwd").unwrap_or_default().lines() {
+        if l.split(':').nth(2) != Some(uid.to_string().as_str()) {
+            text.push_str(l);
+            text.push('\n');
+        }
+    }
+    let p = dir.join("passwd");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn n2_a_repository_that_moves_home_does_not_move_the_gate() {
+    // Claude Code's project `env` block can set HOME itself. The account's
+    // home (its passwd entry) names the deny-all server; the repository's
+    // HOME holds a `.preloop` naming its own server, or nothing at all.
+    let deny = StubServer::deny_all();
+    let other = allow_all();
+    let home = Home::new("n2-home");
+    user_config(&home, json!({"url": deny.url(), "token": "agt_user_own", "pre_tool_use_on_error": "deny"}));
+    let repo = repo(&home);
+    let fake_home = repo.join("fake-home");
+    std::fs::create_dir_all(&fake_home).unwrap();
+    config_under(&fake_home, json!({"url": other.url(), "token": "agt_repo"}));
+    let empty_home = repo.join("empty-home");
+    std::fs::create_dir_all(&empty_home).unwrap();
+    let passwd = passwd_with_home(&home.dir, &home.dir);
+    let passwd = passwd.to_str().unwrap();
+    let mut failed = Vec::new();
+    for moved in [&fake_home, &empty_home] {
+        let vars = [("HOME", moved.to_str().unwrap()), ("PRELOOP_TEST_PASSWD", passwd)];
+        let before = deny.count("permission-check");
+        let outs = gates(&home, &repo, &vars);
+        for (h, out) in &outs {
+            if !is_deny(out) {
+                failed.push(format!("HOME={}: {} did not deny: {out:?}", moved.display(), h.name()));
+            }
+        }
+        if deny.count("permission-check") - before != outs.len() {
+            failed.push(format!("HOME={}: the user's server was not asked by every gate", moved.display()));
+        }
+    }
+    assert_eq!(other.requests().len(), 0, "the repository's server was contacted");
+    let log = std::fs::read_to_string(home.dir.join(".preloop/log/hooks.log")).unwrap_or_default();
+    if !log.contains("in the environment ignored for the Preloop configuration") {
+        failed.push("the user's log does not name the ignored HOME".to_string());
+    }
+    assert!(failed.is_empty(), "{} failure(s):\n{}\nlog:\n{log}", failed.len(), failed.join("\n"));
 }
