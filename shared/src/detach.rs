@@ -22,12 +22,22 @@
 //! payload the hook cannot use, `PRELOOP_SESSION_END_DETACH=0`, or a worker
 //! that cannot be started run the flow in-process within
 //! `session_end_budget_ms` instead.
+//!
+//! A resumed session may start before the worker is done (Codex: `codex
+//! exec resume` right after a run). The worker's `session-end` would then
+//! land after the resume's `session-start` and end the resumed session, and
+//! its local clean-up would remove the resumed run's state. So the hook
+//! leaves a marker, `run/<session>.ending` holding the worker's pid, that
+//! the worker removes when it is done; a SessionStart of that session waits
+//! for it (at most [`ENDING_WAIT`]), and when it gives up it writes
+//! `superseded` there, and the worker then leaves the local files alone.
 
 use crate::config::{Config, Env};
 use crate::registry::{Does, HookDef};
 use crate::runner::{Adapter, Parsed};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -58,7 +68,17 @@ pub fn worker_main<A: Adapter>(event: A::Event, env: &Env) -> ! {
     let def = event.into().def();
     let stdin = crate::runner::read_stdin(std::time::Duration::from_secs(5));
     let config = Config::load_from(env, Some(def.harness()));
+    let session =
+        stdin.as_deref().ok().and_then(|b| crate::json::parse_payload(b).ok()).and_then(|json| {
+            match A::parse(event, &json, env) {
+                Ok(Parsed::Run(input)) => Some(input.session_id),
+                _ => None,
+            }
+        });
     let code = crate::runner::run_with::<A>(event, env, &config, stdin, &mut std::io::sink());
+    if let Some(s) = session {
+        clear_ending(&config.home, &s);
+    }
     std::process::exit(code)
 }
 
@@ -89,6 +109,9 @@ pub fn hand_off<A: Adapter>(event: A::Event, config: &Config, env: &Env, stdin: 
         Ok(pid) => {
             line.outcome = "detached";
             line.warnings.push(format!("worker pid {pid}"));
+            if let Err(e) = mark_ending(&config.home, line.session.as_deref().unwrap_or_default(), pid) {
+                line.warnings.push(format!("no ending marker (a quick resume may race the end): {e}"));
+            }
             line.append(config);
             true
         }
@@ -97,6 +120,68 @@ pub fn hand_off<A: Adapter>(event: A::Event, config: &Config, env: &Env, stdin: 
             line.append(config);
             false
         }
+    }
+}
+
+/// How long a SessionStart waits for a worker still ending its session.
+pub const ENDING_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+const SUPERSEDED: &str = "superseded";
+
+fn ending_path(home: &Path, session: &str) -> PathBuf {
+    home.join("run").join(format!("{}.ending", crate::fsutil::session_file_stem(session)))
+}
+
+fn read_ending(home: &Path, session: &str) -> Option<String> {
+    std::fs::read_to_string(ending_path(home, session)).ok().map(|s| s.trim().to_string())
+}
+
+/// The hook: a worker (`pid`) is ending `session`.
+fn mark_ending(home: &Path, session: &str, pid: u32) -> crate::Result<()> {
+    crate::fsutil::private_dir(&home.join("run"))?;
+    crate::fsutil::write_atomic_unsynced(&ending_path(home, session), pid.to_string().as_bytes())
+}
+
+/// The worker, before it touches the local files: whether a SessionStart
+/// of its session gave up waiting for it (the session runs again).
+pub fn superseded(home: &Path, session: &str) -> bool {
+    read_ending(home, session).is_some_and(|s| s == SUPERSEDED)
+}
+
+/// The worker, when done: remove the marker unless it names another worker.
+fn clear_ending(home: &Path, session: &str) {
+    let me = std::process::id().to_string();
+    if read_ending(home, session).is_some_and(|s| s == me || s == SUPERSEDED) {
+        let _ = std::fs::remove_file(ending_path(home, session));
+    }
+}
+
+/// A SessionStart: wait (at most `max`) for a worker still ending this
+/// session, so the end reaches the server before the new start does. A
+/// warning for the log when it gave up. One failed `open` when there is
+/// no marker.
+pub fn wait_for_ending(home: &Path, session: &str, max: std::time::Duration) -> Option<String> {
+    let started = std::time::Instant::now();
+    loop {
+        let pid = match read_ending(home, session) {
+            None => return None,
+            Some(s) if s == SUPERSEDED => return None,
+            Some(s) => s.parse::<i32>().ok().filter(|p| *p > 0),
+        };
+        // SAFETY: kill with signal 0 only checks that the process exists.
+        let alive = pid.is_some_and(|p| unsafe { libc::kill(p, 0) } == 0);
+        if !alive {
+            let _ = std::fs::remove_file(ending_path(home, session));
+            return None;
+        }
+        if started.elapsed() >= max {
+            let _ = crate::fsutil::write_atomic_unsynced(&ending_path(home, session), SUPERSEDED.as_bytes());
+            return Some(format!(
+                "the previous run's SessionEnd worker (pid {}) was still ending this session after {} ms; starting anyway",
+                pid.unwrap_or(0),
+                max.as_millis()
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 

@@ -435,6 +435,12 @@ impl Engine {
     }
 
     fn on_session_start(&mut self, input: &Input, pull: bool) -> Result<(Outcome, AfterFlush)> {
+        // A resume right after the session's end: its SessionEnd worker
+        // goes first (shared/src/detach.rs).
+        if let Some(w) = crate::detach::wait_for_ending(&self.config.home, &self.session_id, crate::detach::ENDING_WAIT)
+        {
+            self.warnings.push(w);
+        }
         let resp = self.register(input.cwd.as_deref(), None)?;
         let mut out = Outcome { runtime_session_id: Some(resp.runtime_session_id), ..Outcome::default() };
         let mut after = AfterFlush::default();
@@ -645,6 +651,33 @@ impl Engine {
         })?;
         if resp.marked > 0 {
             self.warnings.push(format!("{} note(s) marked undeliverable (session_ended)", resp.marked));
+        }
+        if crate::detach::in_worker() && crate::detach::superseded(&self.config.home, &self.session_id) {
+            // The session was started again while this worker ended it:
+            // its files are the new run's now, and the end may have reached
+            // the server after the new start, so register it again (which
+            // reopens it, docs/contracts/preloop-server.md §4.1).
+            self.warnings.push(
+                "the session started again before this end was done: registered again, local files left to the new run"
+                    .into(),
+            );
+            // Not `register`: this worker is not the harness's child, so
+            // it neither records a harness process nor looks for a parent.
+            let again = SessionStartRequest {
+                session_id: self.session_id.clone(),
+                source: Some(self.source()),
+                cwd: None,
+                parent_session_id: None,
+                alias: None,
+                first_prompt: None,
+                hook_event_name: None,
+                transcript_path: None,
+                harness_process: None,
+            };
+            if let Err(e) = self.backend.session_start(&again) {
+                self.warnings.push(format!("registering the new run again failed: {e}"));
+            }
+            return Ok((Outcome::default(), AfterFlush::default()));
         }
         crate::lineage::forget_session(&self.config.home, &self.session_id);
         if !self.config.is_local()

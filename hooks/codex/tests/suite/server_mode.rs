@@ -493,3 +493,46 @@ fn unwritable_spool_keeps_the_decision_and_reports_the_drop() {
         ("undeliverable".into(), Some("pre_tool_use".into()), Some("spool_dropped".into()))
     );
 }
+
+/// D-3's sibling: `codex exec resume` right after a run. The run's
+/// SessionEnd hands off to a detached worker whose `session-end` is slow;
+/// the resume's SessionStart comes first. The worker's end must not land
+/// after the resume's start (ending the resumed session on the server) nor
+/// remove the resumed run's state (every later hook would stay neutral):
+/// the SessionStart waits for the worker, so a note sent to the resumed
+/// session is carried by its next prompt.
+#[test]
+fn a_resume_right_after_the_end_is_not_ended_by_the_end_s_worker() {
+    let (server, home, session) = hooks::started_on_server::<Codex>("d3-resume");
+    server.set_fault(FaultSpec::route("/api/v1/agents/session-end").delay(Duration::from_millis(1200)));
+    let t0 = Instant::now();
+    home.run(Event::SessionEnd, &fixture_for("SessionEnd.json", &session));
+    assert!(t0.elapsed() < Duration::from_millis(1000), "SessionEnd handed off: {:?}", t0.elapsed());
+    assert!(home.log().contains("outcome=detached"), "{}", home.log());
+    // The resume: a SessionStart of the same session, at once.
+    home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
+    // Let any worker finish before the resumed run goes on.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !home.log().contains("SessionEnd:detached") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(home.log().contains("SessionEnd:detached"), "the worker never finished: {}", home.log());
+    let id = server.send_to_session(&session, "the resumed run still listens");
+    let (out, _) = home.run(Event::UserPromptSubmit, &fixture_for("UserPromptSubmit.json", &session));
+    assert_eq!(
+        context_of(&out).map(|c| ids_in(&c)),
+        Some(vec![id.clone()]),
+        "the resumed session's prompt carries the note; log:\n{}",
+        home.log()
+    );
+    assert_eq!(server.note_state(&id).0, "delivered");
+    let ends = server.requests().iter().filter(|r| r.path.ends_with("/session-end")).count();
+    let starts_after_end = server
+        .requests()
+        .iter()
+        .skip_while(|r| !r.path.ends_with("/session-end"))
+        .filter(|r| r.path.ends_with("/session-start"))
+        .count();
+    assert_eq!(ends, 1);
+    assert!(starts_after_end >= 1, "the resume registered after the end reached the server");
+}
