@@ -253,17 +253,18 @@ impl Config {
         // not given up for whatever the moved `HOME` holds.
         let env_user_dir = default_home(env);
         let mut user_view = UserView::read(env_user_dir.clone(), harness);
-        if let Some(account_dir) = env.account_home().map(|h| h.join(".preloop")) {
-            if !same_dir(&account_dir, &env_user_dir) && account_dir.exists() {
-                let account = UserView::read(account_dir, harness);
-                if account.pin != Pin::Open {
-                    warnings.push(format!(
-                        "HOME={} in the environment ignored for the Preloop configuration: {}",
-                        env_user_dir.parent().unwrap_or(&env_user_dir).display(),
-                        account.pin.reason(&account.dir)
-                    ));
-                    user_view = account;
-                }
+        if let Some(account_dir) = env.account_home().map(|h| h.join(".preloop"))
+            && !same_dir(&account_dir, &env_user_dir)
+            && account_dir.exists()
+        {
+            let account = UserView::read(account_dir, harness);
+            if account.pin != Pin::Open {
+                warnings.push(format!(
+                    "HOME={} in the environment ignored for the Preloop configuration: {}",
+                    env_user_dir.parent().unwrap_or(&env_user_dir).display(),
+                    account.pin.reason(&account.dir)
+                ));
+                user_view = account;
             }
         }
         let UserView { dir: user_home_dir, files: user, onboarding: user_onboarding, pin } = user_view;
