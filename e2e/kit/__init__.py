@@ -26,8 +26,9 @@ re-exported here, `kit.Sandbox`, never the modules):
   harnesses.py   the pinned harness CLIs: ensure_<harness>()
   mock.py        the mock model APIs as child processes; main_requests()
   blocks.py      the operator-notes blocks (XML and Gemini's bracket form), parsed
+  landing.py     Landing: where a string landed in a Gemini or Copilot request body
   claude.py      Claude Code: hook commands, labels, find_marker, turns, runner, PtyClaude
-  codex.py, gemini.py, copilot.py (+ landing.py, what the last two share)
+  codex.py, gemini.py, copilot.py
                  each harness: hook commands, marker search, runner (a Sandbox mixin)
   binaries.py    the preloop-hooks build, its hook-command links, the release packages
   prereq.py      Prereq and the setUpModule helpers of the install-wired suites
