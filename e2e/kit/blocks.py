@@ -1,7 +1,7 @@
 """The operator-notes block the hooks render, parsed back out of what the model received:
-the XML block (<operator-notes ...>) every harness but Gemini gets verbatim, and the
-bracket-framed block ([operator-notes ...]) the Gemini hooks write so that Gemini's escaping
-of < and > cannot break it."""
+the XML block (<operator-notes ...>), and the bracket-framed block ([operator-notes ...])
+the Gemini hooks write into an additionalContext, where Gemini escapes every < and > and
+would break the XML frame. Every scenario checks a delivered note through these."""
 
 import re
 
