@@ -21,7 +21,7 @@ public REST API on 127.0.0.1 and never through a proxy.
 
 Knobs: PRELOOP_E2E_SERVER_HOME (/tmp/preloop-e2e-server; creds.json lives there),
 PRELOOP_E2E_SERVER_PORT (27765). up.sh runs `ensure`; the e2e suite mints its own
-agents through the same API (e2e/kit.py, ServerClient).
+agents through the same API (e2e/kit/server.py, ServerClient).
 """
 
 from __future__ import annotations
