@@ -208,8 +208,11 @@ pub fn refuse_problems(config: &Config) -> Result<()> {
     for p in &config.problems {
         crate::errln!("preloop-hooks: {} ({})", p.what, p.fix);
     }
+    let (has, they) = match config.problems.len() {
+        1 => ("a problem".to_string(), "it is"),
+        n => (format!("{n} problems"), "they are"),
+    };
     Err(Error::Config(format!(
-        "the configuration has {} problem(s), listed above; notes and sessions refuse to run until they are fixed (check with `preloop-hooks doctor`)",
-        config.problems.len()
+        "the configuration has {has}, listed above; notes and sessions refuse to run until {they} fixed (check with `preloop-hooks doctor`)"
     )))
 }

@@ -18,16 +18,7 @@ pub fn home_dir(env: &Env) -> Option<PathBuf> {
 
 /// `~/x` for paths under `home` (display only).
 pub fn tilde_in(home: &Path, p: &Path) -> String {
-    match p.strip_prefix(home) {
-        Ok(rest) if home != Path::new("/") && !home.as_os_str().is_empty() => {
-            if rest.as_os_str().is_empty() {
-                "~".to_string()
-            } else {
-                format!("~/{}", rest.display())
-            }
-        }
-        _ => p.display().to_string(),
-    }
+    preloop_shared::config::tilde_in(home, p)
 }
 
 /// `~/x` for paths under the home directory of `env` (display only).

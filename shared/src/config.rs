@@ -252,17 +252,18 @@ impl Config {
         // (Claude Code's project `env` block), so a server named there is
         // not given up for whatever the moved `HOME` holds.
         let env_user_dir = default_home(env);
-        let mut user_view = UserView::read(env_user_dir.clone(), harness);
+        let show = Show(user_home(env));
+        let mut user_view = UserView::read(env_user_dir.clone(), harness, &show);
         if let Some(account_dir) = env.account_home().map(|h| h.join(".preloop"))
             && !same_dir(&account_dir, &env_user_dir)
             && account_dir.exists()
         {
-            let account = UserView::read(account_dir, harness);
+            let account = UserView::read(account_dir, harness, &show);
             if account.pin != Pin::Open {
                 warnings.push(format!(
                     "HOME={} in the environment ignored for the Preloop configuration: {}",
                     env_user_dir.parent().unwrap_or(&env_user_dir).display(),
-                    account.pin.reason(&account.dir)
+                    account.pin.reason(&show.path(&account.dir))
                 ));
                 user_view = account;
             }
@@ -282,8 +283,8 @@ impl Config {
             } else if pin != Pin::Open && !same_dir(&asked, &user_home_dir) {
                 warnings.push(format!(
                     "PRELOOP_HOME={} in the environment ignored: {}",
-                    asked.display(),
-                    pin.reason(&user_home_dir)
+                    show.path(&asked),
+                    pin.reason(&show.path(&user_home_dir))
                 ));
             } else {
                 home = asked;
@@ -292,7 +293,7 @@ impl Config {
 
         let file_path = home.join("config.json");
         let at_user_home = home == user_home_dir;
-        let here = if at_user_home { user } else { HomeFiles::read(&home) };
+        let here = if at_user_home { user } else { HomeFiles::read(&home, &show) };
         problems.extend(here.problems.iter().cloned());
         let home_ok = here.home_ok;
         let mut unusable_source = here.unusable || refused_home;
@@ -322,12 +323,12 @@ impl Config {
                 unusable_source |= *unusable;
                 s.clone()
             }
-            _ if home_ok => onboarding(&home, harness, &mut problems, &mut unusable_source),
+            _ if home_ok => onboarding(&home, harness, &show, &mut problems, &mut unusable_source),
             _ => None,
         });
         if pin != Pin::Open {
             let differs = |var: &str, differs: bool| {
-                differs.then(|| format!("{var} in the environment ignored: {}", pin.reason(&user_home_dir)))
+                differs.then(|| format!("{var} in the environment ignored: {}", pin.reason(&show.path(&user_home_dir))))
             };
             let pinned_url = server.as_ref().map(|s| s.url.as_str());
             let pinned_token = server.as_ref().map(|s| s.token.expose());
@@ -375,17 +376,17 @@ impl Config {
     }
 }
 
-fn home_fix(home: &Path, e: &fsutil::TrustError) -> String {
+fn home_fix(home: &str, e: &fsutil::TrustError) -> String {
     match e {
         fsutil::TrustError::NotADirectory => {
-            format!("move {} away or point PRELOOP_HOME at a directory", home.display())
+            format!("move {home} away or point PRELOOP_HOME at a directory")
         }
-        fsutil::TrustError::Writable(_) => format!("chmod 700 {}", home.display()),
+        fsutil::TrustError::Writable(_) => format!("chmod 700 {home}"),
         fsutil::TrustError::Owner(_) => {
             "point PRELOOP_HOME at a directory you own (unset it for ~/.preloop)".to_string()
         }
         fsutil::TrustError::Io(_) | fsutil::TrustError::NotARegularFile => {
-            format!("check {} (ls -ld), then run `preloop-hooks doctor`", home.display())
+            format!("check {home} (ls -ld), then run `preloop-hooks doctor`")
         }
     }
 }
@@ -407,13 +408,13 @@ enum Pin {
 }
 
 impl Pin {
-    fn reason(self, user_home: &Path) -> String {
+    /// Why, for the user's own home as messages show it (`~/.preloop`).
+    fn reason(self, user_home: &str) -> String {
         match self {
             Pin::Server => format!(
-                "{} names the server (set \"allow_env_override\": true in its config.json to allow this)",
-                user_home.display()
+                "{user_home} names the server (set \"allow_env_override\": true in its config.json to allow this)"
             ),
-            _ => format!("{} cannot be used, so it may name a server (see problems)", user_home.display()),
+            _ => format!("{user_home} cannot be used, so it may name a server (see problems)"),
         }
     }
 }
@@ -431,15 +432,15 @@ struct UserView {
 }
 
 impl UserView {
-    fn read(dir: PathBuf, harness: Option<Harness>) -> UserView {
-        let files = HomeFiles::read(&dir);
+    fn read(dir: PathBuf, harness: Option<Harness>, show: &Show) -> UserView {
+        let files = HomeFiles::read(&dir, show);
         let server = if files.home_ok { files.server() } else { None };
         let onboarding = match &server {
             Some(_) => None,
             None if files.home_ok => {
                 let mut unusable = false;
                 let mut found = Vec::new();
-                let s = onboarding(&dir, harness, &mut found, &mut unusable);
+                let s = onboarding(&dir, harness, show, &mut found, &mut unusable);
                 Some((s, found, unusable))
             }
             None => None,
@@ -470,8 +471,9 @@ struct HomeFiles {
 }
 
 impl HomeFiles {
-    fn read(home: &Path) -> HomeFiles {
+    fn read(home: &Path, show: &Show) -> HomeFiles {
         let path = home.join("config.json");
+        let (shown_home, shown) = (show.path(home), show.path(&path));
         let mut problems = Vec::new();
         let mut file = ConfigFile::default();
         let mut unusable = false;
@@ -479,7 +481,7 @@ impl HomeFiles {
             Ok(()) => true,
             Err(e) => {
                 problems
-                    .push(Problem { what: format!("PRELOOP_HOME {}: {e}", home.display()), fix: home_fix(home, &e) });
+                    .push(Problem { what: format!("PRELOOP_HOME {shown_home}: {e}"), fix: home_fix(&shown_home, &e) });
                 false
             }
         };
@@ -490,13 +492,13 @@ impl HomeFiles {
                     // Not an object: nothing in it can be read, so nothing
                     // is known about the server either.
                     unusable |= !v.is_object();
-                    file = config_from_value(&path, &v, &mut problems);
+                    file = config_from_value(&shown, &v, &mut problems);
                 }
                 Err(e) => {
                     unusable = true;
                     problems.push(Problem {
-                        what: format!("{}: {e}", path.display()),
-                        fix: format!("fix or remove {}, then run `preloop-hooks doctor`", path.display()),
+                        what: format!("{shown}: {e}"),
+                        fix: format!("fix or remove {shown}, then run `preloop-hooks doctor`"),
                     });
                 }
             }
@@ -551,20 +553,22 @@ pub const CONFIG_KEYS: &[&str] = &[
 ];
 
 /// A config file key by key: one bad value costs that key (its default is
-/// used, and it is a problem), never the URL and tokens.
-fn config_from_value(path: &Path, v: &serde_json::Value, problems: &mut Vec<Problem>) -> ConfigFile {
+/// used, and it is a problem), never the URL and tokens. `path` is the file
+/// as messages show it.
+///
+/// A problem says what is wrong and how to fix it, not what happens
+/// meanwhile: that depends on who reads it (a hook uses the key's default,
+/// the operator commands refuse to run), and each of them says so itself.
+fn config_from_value(path: &str, v: &serde_json::Value, problems: &mut Vec<Problem>) -> ConfigFile {
     let mut f = ConfigFile::default();
     let Some(obj) = v.as_object() else {
-        problems.push(Problem {
-            what: format!("{}: not a JSON object", path.display()),
-            fix: format!("fix or remove {}", path.display()),
-        });
+        problems.push(Problem { what: format!("{path}: not a JSON object"), fix: format!("fix or remove {path}") });
         return f;
     };
     let mut bad = |key: &str, expected: &str, got: &serde_json::Value| {
         if expected == "no such key" {
             problems.push(Problem {
-                what: format!("{}: unknown key {key:?}", path.display()),
+                what: format!("{path}: unknown key {key:?}"),
                 fix: format!("remove it (known keys: {})", CONFIG_KEYS.join(", ")),
             });
             return;
@@ -574,8 +578,8 @@ fn config_from_value(path: &Path, v: &serde_json::Value, problems: &mut Vec<Prob
             other => other.to_string().chars().take(40).collect(),
         };
         problems.push(Problem {
-            what: format!("{}: {key} is {shown}, expected {expected}; using the default", path.display()),
-            fix: format!("edit {key} in {}", path.display()),
+            what: format!("{path}: {key} is {shown}, expected {expected}"),
+            fix: format!("edit {key} in {path}"),
         });
     };
     for (key, value) in obj {
@@ -811,6 +815,34 @@ pub fn default_home(env: &Env) -> PathBuf {
     user_home(env).unwrap_or_else(|| PathBuf::from("/tmp")).join(".preloop")
 }
 
+/// `~/x` for a path under `home`, else the path (display only: the CLI
+/// shows every path under the user's home this way).
+pub fn tilde_in(home: &Path, p: &Path) -> String {
+    match p.strip_prefix(home) {
+        Ok(rest) if home != Path::new("/") && !home.as_os_str().is_empty() => {
+            if rest.as_os_str().is_empty() {
+                "~".to_string()
+            } else {
+                format!("~/{}", rest.display())
+            }
+        }
+        _ => p.display().to_string(),
+    }
+}
+
+/// How the configuration's messages show a path: under the user's home
+/// (when known) as `~/…`.
+struct Show(Option<PathBuf>);
+
+impl Show {
+    fn path(&self, p: &Path) -> String {
+        match &self.0 {
+            Some(home) => tilde_in(home, p),
+            None => p.display().to_string(),
+        }
+    }
+}
+
 /// `https://x/api/v1/` → `https://x`.
 pub fn normalize_url(url: &str) -> String {
     let mut u = url.trim().trim_end_matches('/').to_string();
@@ -823,6 +855,7 @@ pub fn normalize_url(url: &str) -> String {
 fn onboarding(
     home: &Path,
     harness: Option<Harness>,
+    show: &Show,
     problems: &mut Vec<Problem>,
     unusable: &mut bool,
 ) -> Option<ServerConfig> {
@@ -837,8 +870,8 @@ fn onboarding(
             Err(e) => {
                 *unusable = true;
                 problems.push(Problem {
-                    what: format!("{}: {e}", path.display()),
-                    fix: format!("fix or remove {} (re-run `preloop agents onboard`)", path.display()),
+                    what: format!("{}: {e}", show.path(&path)),
+                    fix: format!("fix or remove {} (re-run `preloop agents onboard`)", show.path(&path)),
                 });
                 continue;
             }
@@ -848,8 +881,8 @@ fn onboarding(
             Err(e) => {
                 *unusable = true;
                 problems.push(Problem {
-                    what: format!("{}: {e}", path.display()),
-                    fix: format!("fix or remove {} (re-run `preloop agents onboard`)", path.display()),
+                    what: format!("{}: {e}", show.path(&path)),
+                    fix: format!("fix or remove {} (re-run `preloop agents onboard`)", show.path(&path)),
                 });
                 continue;
             }
@@ -878,7 +911,7 @@ fn apply_env_settings(env: &Env, s: &mut Settings, problems: &mut Vec<Problem>, 
     let gate = s.clone();
     let mut bad = |key: &str, v: &str, expected: &str| {
         problems.push(Problem {
-            what: format!("{key}={v:?} in the environment: expected {expected}; using the default or config.json"),
+            what: format!("{key}={v:?} in the environment: expected {expected}"),
             fix: format!("unset {key} or set it to {expected}"),
         });
     };
@@ -1151,5 +1184,38 @@ mod tests {
         assert!(c.server.is_none() && c.mode_unknown, "{:?}", c.server);
         let c = h.load(&[("PRELOOP_HOME", &h.elsewhere())]);
         assert!(c.server.is_none() && c.mode_unknown && c.home == h.user_home());
+    }
+
+    /// newcomer-ux-3 N10: a bad setting is one fact and its fix, with the
+    /// path as the rest of the CLI shows it. It does not say "using the
+    /// default" (the operator commands refuse to run on it; the hooks' use
+    /// of the default is theirs to say), and every path under the home is `~/…`.
+    #[test]
+    fn n10_a_bad_setting_says_what_and_how_to_fix_it_with_tilde_paths() {
+        let h = Homes::new(Some(r#"{"watch":"maybe"}"#));
+        let c = h.load(&[("PRELOOP_WATCH", "sometimes")]);
+        let said: Vec<(&str, &str)> = c.problems.iter().map(|p| (p.what.as_str(), p.fix.as_str())).collect();
+        assert_eq!(
+            said,
+            [
+                (
+                    r#"~/.preloop/config.json: watch is "maybe", expected true/false or "on"/"off""#,
+                    "edit watch in ~/.preloop/config.json"
+                ),
+                (
+                    r#"PRELOOP_WATCH="sometimes" in the environment: expected on or off"#,
+                    "unset PRELOOP_WATCH or set it to on or off"
+                ),
+            ]
+        );
+        assert!(c.settings.watch, "the hooks still use the default");
+
+        // The home itself, refused, and the environment's home, ignored.
+        let h = Homes::new(Some(USER_SERVER));
+        std::fs::set_permissions(h.user_home(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+        let c = h.load(&[]);
+        let said = format!("{:?} {:?}", c.problems, c.warnings);
+        assert!(said.contains("PRELOOP_HOME ~/.preloop: ") && said.contains("chmod 700 ~/.preloop"), "{said}");
+        assert!(!said.contains(h.root.to_str().unwrap()), "{said}");
     }
 }

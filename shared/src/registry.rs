@@ -8,21 +8,16 @@
 //! benchmark and the docs (a test holds `docs/event-matrix.md` and the
 //! README's harness table to it).
 //!
-//! Adding a harness: one adapter crate under `hooks/`, one [`HarnessDef`]
-//! and its [`HookDef`] rows here, and what the compiler then asks for
-//! (`docs/adding-a-harness.md`).
+//! A harness is one block of the `harnesses!` invocation below: its events
+//! and its [`HarnessDef`]. The macro makes [`Harness`], the event enums of
+//! [`event`], [`Event`], [`Harness::ALL`], [`Event::ALL`] and the conversions
+//! between them from that block, so nothing here lists the harnesses a
+//! second time. Its hooks are then its [`HookDef`] rows in [`HOOKS`]; the
+//! tests check that every event has one. Everything a new harness touches
+//! outside this file is listed, and counted, in `docs/adding-a-harness.md`
+//! (a test keeps the list true).
 
 use crate::wire::{DeliveryEvent, EvaluationPhase};
-
-/// The harnesses we ship hooks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Harness {
-    ClaudeCode,
-    Codex,
-    Cursor,
-    Gemini,
-    Copilot,
-}
 
 /// How much model-visible text one carrier takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +105,21 @@ pub struct HarnessDef {
     /// hands its calls to a detached worker ([`crate::detach`]); under such
     /// a harness that is what lets them finish at all.
     pub session_end_kill_ms: Option<u64>,
+    /// How a run this harness's agent starts learns its parent session.
+    pub lineage: Lineage,
+}
+
+/// How a run an agent starts (a worker from its shell tool) learns that it
+/// is that agent's child (docs/guarantees.md, "Lineage").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lineage {
+    /// SessionStart exports `PRELOOP_PARENT_SESSION_ID` to the commands the
+    /// model runs, through this channel (`$CLAUDE_ENV_FILE`, sessionStart's
+    /// `env`); process ancestry where the variable did not arrive.
+    Export(&'static str),
+    /// No hook can export a variable: the parent is found by process
+    /// ancestry ([`crate::lineage`]).
+    Ancestry,
 }
 
 /// How a harness's behaviour was established.
@@ -229,102 +239,150 @@ pub enum Budget {
     Watch,
 }
 
-/// The harness events we hook, one enum per harness.
-pub mod event {
-    macro_rules! count {
-        () => { 0usize };
-        ($head:ident $($tail:ident)*) => { 1usize + count!($($tail)*) };
-    }
+macro_rules! count {
+    () => { 0usize };
+    ($head:ident $($tail:ident)*) => { 1usize + count!($($tail)*) };
+}
 
-    macro_rules! events {
-        ($($(#[$m:meta])* $harness:ident { $($ev:ident),* $(,)? })*) => {$(
-            $(#[$m])*
-            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-            pub enum $harness {
-                $($ev),*
-            }
-
-            impl $harness {
-                /// Every event of the harness, in registry order.
-                pub const ALL: [$harness; count!($($ev)*)] = [$($harness::$ev),*];
-
-                /// The event's registry row.
-                pub fn def(self) -> &'static super::HookDef {
-                    super::Event::from(self).def()
-                }
-                /// The harness's own name for the event.
-                pub fn name(self) -> &'static str {
-                    self.def().on
-                }
-                /// Our binary for the event.
-                pub fn binary(self) -> &'static str {
-                    self.def().binary
-                }
-                /// The event by the harness's name for it.
-                pub fn from_name(name: &str) -> Option<$harness> {
-                    Self::ALL.into_iter().find(|e| e.name() == name)
-                }
-            }
-        )*};
-    }
-
-    events! {
-        /// Claude Code 2.1.328 (`Watch`: the idle-wake watcher, on SessionStart and Stop).
-        ClaudeCode { SessionStart, UserPromptSubmit, PreToolUse, Stop, SessionEnd, Watch }
-        /// Codex CLI 0.169.0.
-        Codex { SessionStart, UserPromptSubmit, PreToolUse, PermissionRequest, Stop, SessionEnd }
-        /// Cursor CLI (documented contract: docs/contracts/cursor.md).
-        Cursor {
-            SessionStart,
-            BeforeSubmitPrompt,
-            BeforeShellExecution,
-            BeforeMcpExecution,
-            PreToolUse,
-            Stop,
-            SessionEnd,
+/// The harnesses, each as one block: its doc, its name as a Rust identifier,
+/// the events we hook (in the order the harness runs them) and the fields of
+/// its [`HarnessDef`]. Everything that lists the harnesses or their events is
+/// made here, so a harness cannot be in one list and missing from another.
+macro_rules! harnesses {
+    ($(
+        $(#[$doc:meta])*
+        $harness:ident {
+            events: [$($ev:ident),+ $(,)?],
+            $($field:ident: $value:expr),+ $(,)?
         }
-        /// Gemini CLI 0.61.0.
-        Gemini { SessionStart, BeforeAgent, BeforeTool, AfterTool, AfterAgent, SessionEnd }
-        /// GitHub Copilot CLI 1.0.102 (camelCase hooks file).
-        Copilot { SessionStart, UserPromptSubmitted, PreToolUse, PostToolUse, AgentStop, SessionEnd }
-    }
-}
+    )+) => {
+        /// The harnesses we ship hooks for.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Harness {
+            $($(#[$doc])* $harness),+
+        }
 
-/// One hook of one harness.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Event {
-    ClaudeCode(event::ClaudeCode),
-    Codex(event::Codex),
-    Cursor(event::Cursor),
-    Gemini(event::Gemini),
-    Copilot(event::Copilot),
-}
+        impl Harness {
+            /// Every harness, in registry order.
+            pub const ALL: [Harness; count!($($harness)+)] = [$(Harness::$harness),+];
+        }
 
-macro_rules! event_from {
-    ($($h:ident),*) => {$(
-        impl From<event::$h> for Event {
-            fn from(e: event::$h) -> Event {
-                Event::$h(e)
+        /// Every harness, in the order we list them (`HARNESSES[h as usize]`
+        /// is `h`'s).
+        pub const HARNESSES: &[HarnessDef] = &[$(
+            HarnessDef { harness: Harness::$harness, $($field: $value),+ }
+        ),+];
+
+        /// The harness events we hook, one enum per harness.
+        pub mod event {
+            $(
+                $(#[$doc])*
+                #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+                pub enum $harness {
+                    $($ev),+
+                }
+
+                impl $harness {
+                    /// Every event of the harness, in registry order.
+                    pub const ALL: [$harness; count!($($ev)+)] = [$($harness::$ev),+];
+
+                    /// The event's registry row.
+                    pub fn def(self) -> &'static super::HookDef {
+                        super::Event::from(self).def()
+                    }
+                    /// The harness's own name for the event.
+                    pub fn name(self) -> &'static str {
+                        self.def().on
+                    }
+                    /// Our binary for the event.
+                    pub fn binary(self) -> &'static str {
+                        self.def().binary
+                    }
+                    /// The event by the harness's name for it.
+                    pub fn from_name(name: &str) -> Option<$harness> {
+                        Self::ALL.into_iter().find(|e| e.name() == name)
+                    }
+                }
+
+                impl super::HarnessEvent for $harness {
+                    const HARNESS: super::Harness = super::Harness::$harness;
+                    fn all() -> &'static [Self] {
+                        &Self::ALL
+                    }
+                }
+
+                impl From<$harness> for super::Event {
+                    fn from(e: $harness) -> super::Event {
+                        super::Event::$harness(e)
+                    }
+                }
+            )+
+        }
+
+        /// One hook of one harness.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Event {
+            $($harness(event::$harness)),+
+        }
+
+        impl Event {
+            /// Every event of every harness, by harness in registry order.
+            pub const ALL: [Event; count!($($($ev)+)+)] = [$($(Event::$harness(event::$harness::$ev)),+),+];
+
+            pub fn harness(self) -> Harness {
+                match self {
+                    $(Event::$harness(_) => Harness::$harness),+
+                }
+            }
+
+            /// Our name for the event, the variant's (`PreToolUse`); our
+            /// binary is `preloop-<slug>-<it in kebab case>`.
+            pub fn ident(self) -> &'static str {
+                match self {
+                    $($(Event::$harness(event::$harness::$ev) => stringify!($ev)),+),+
+                }
             }
         }
-    )*};
+    };
 }
-event_from!(ClaudeCode, Codex, Cursor, Gemini, Copilot);
+
+/// What the event enums of [`event`] share, for code generic over a
+/// harness (the test kit's suites).
+pub trait HarnessEvent: Copy + Eq + std::hash::Hash + std::fmt::Debug + Into<Event> + 'static {
+    /// The harness the events are of.
+    const HARNESS: Harness;
+    /// Every event of the harness, in registry order.
+    fn all() -> &'static [Self];
+    /// The event's registry row.
+    fn def(self) -> &'static HookDef {
+        Into::<Event>::into(self).def()
+    }
+    /// The harness's own name for the event.
+    fn name(self) -> &'static str {
+        self.def().on
+    }
+    /// Our binary for the event.
+    fn binary(self) -> &'static str {
+        self.def().binary
+    }
+}
 
 impl Event {
-    pub fn harness(self) -> Harness {
-        match self {
-            Event::ClaudeCode(_) => Harness::ClaudeCode,
-            Event::Codex(_) => Harness::Codex,
-            Event::Cursor(_) => Harness::Cursor,
-            Event::Gemini(_) => Harness::Gemini,
-            Event::Copilot(_) => Harness::Copilot,
-        }
-    }
-
     /// The event's row (the first, for the watcher installed on two events).
     pub fn def(self) -> &'static HookDef {
         HOOKS.iter().find(|d| d.event == self).expect("every event has a registry row")
+    }
+    /// The harness's own name for the event.
+    pub fn name(self) -> &'static str {
+        self.def().on
+    }
+    /// Our binary for the event.
+    pub fn binary(self) -> &'static str {
+        self.def().binary
+    }
+    /// The event a binary serves (the first, for the watcher).
+    pub fn from_binary(binary: &str) -> Option<Event> {
+        by_binary(binary).map(|d| d.event)
     }
 }
 
@@ -364,10 +422,10 @@ impl HookDef {
     }
 }
 
-/// Every harness, in the order we list them.
-pub const HARNESSES: &[HarnessDef] = &[
-    HarnessDef {
-        harness: Harness::ClaudeCode,
+harnesses! {
+    /// Claude Code 2.1.328 (`Watch`: the idle-wake watcher, on SessionStart and Stop).
+    ClaudeCode {
+        events: [SessionStart, UserPromptSubmit, PreToolUse, Stop, SessionEnd, Watch],
         slug: "claude-code",
         source: "claude_code",
         source_aliases: &[],
@@ -381,9 +439,11 @@ pub const HARNESSES: &[HarnessDef] = &[
         timeout_unit: TimeoutUnit::Seconds,
         // Claude Code cancels SessionEnd hooks about 1.5 s in.
         session_end_kill_ms: Some(1500),
-    },
-    HarnessDef {
-        harness: Harness::Codex,
+        lineage: Lineage::Export("`$CLAUDE_ENV_FILE`"),
+    }
+    /// Codex CLI 0.169.0.
+    Codex {
+        events: [SessionStart, UserPromptSubmit, PreToolUse, PermissionRequest, Stop, SessionEnd],
         slug: "codex",
         source: "codex_cli",
         source_aliases: &["codex"],
@@ -397,9 +457,20 @@ pub const HARNESSES: &[HarnessDef] = &[
         timeout_unit: TimeoutUnit::Seconds,
         // Codex kills SessionEnd hooks about 0.96 s in, whatever their timeout.
         session_end_kill_ms: Some(960),
-    },
-    HarnessDef {
-        harness: Harness::Cursor,
+        // No env file and no session variable (docs/contracts/codex.md §1).
+        lineage: Lineage::Ancestry,
+    }
+    /// Cursor CLI (documented contract: docs/contracts/cursor.md).
+    Cursor {
+        events: [
+            SessionStart,
+            BeforeSubmitPrompt,
+            BeforeShellExecution,
+            BeforeMcpExecution,
+            PreToolUse,
+            Stop,
+            SessionEnd,
+        ],
         slug: "cursor",
         source: "cursor",
         source_aliases: &[],
@@ -412,9 +483,11 @@ pub const HARNESSES: &[HarnessDef] = &[
         stop_brake: StopBrake::LoopLimit(CURSOR_LOOP_LIMIT),
         timeout_unit: TimeoutUnit::Seconds,
         session_end_kill_ms: None,
-    },
-    HarnessDef {
-        harness: Harness::Gemini,
+        lineage: Lineage::Export("its `env` output"),
+    }
+    /// Gemini CLI 0.61.0.
+    Gemini {
+        events: [SessionStart, BeforeAgent, BeforeTool, AfterTool, AfterAgent, SessionEnd],
         slug: "gemini",
         source: "gemini_cli",
         source_aliases: &[],
@@ -431,9 +504,12 @@ pub const HARNESSES: &[HarnessDef] = &[
         timeout_unit: TimeoutUnit::Millis,
         // SessionEnd is awaited in `-p` up to the hook's timeout (§5).
         session_end_kill_ms: None,
-    },
-    HarnessDef {
-        harness: Harness::Copilot,
+        // No env file, and no output field sets the commands' environment.
+        lineage: Lineage::Ancestry,
+    }
+    /// GitHub Copilot CLI 1.0.102 (camelCase hooks file).
+    Copilot {
+        events: [SessionStart, UserPromptSubmitted, PreToolUse, PostToolUse, AgentStop, SessionEnd],
         slug: "copilot",
         source: "copilot_cli",
         source_aliases: &[],
@@ -449,8 +525,10 @@ pub const HARNESSES: &[HarnessDef] = &[
         timeout_unit: TimeoutUnit::Seconds,
         // sessionEnd is awaited (§4).
         session_end_kill_ms: None,
-    },
-];
+        // No env file, and no output field sets the commands' environment.
+        lineage: Lineage::Ancestry,
+    }
+}
 
 /// Copilot CLI ignores an agentStop block after this many in a row
 /// (docs/contracts/copilot-cli.md §4); our `stop_rescue_cap` (3) stays below it.
@@ -923,11 +1001,12 @@ pub const HOOKS: &[HookDef] = &[
 impl Harness {
     /// Every harness, in registry order.
     pub fn all() -> impl Iterator<Item = Harness> {
-        HARNESSES.iter().map(|h| h.harness)
+        Harness::ALL.into_iter()
     }
 
-    pub fn def(self) -> &'static HarnessDef {
-        HARNESSES.iter().find(|d| d.harness == self).expect("every harness has a registry row")
+    /// The harness's row (the macro makes `HARNESSES` in `Harness` order).
+    pub const fn def(self) -> &'static HarnessDef {
+        &HARNESSES[self as usize]
     }
 
     /// The `source` the server knows the harness by.
@@ -1106,6 +1185,22 @@ pub fn markdown_harnesses() -> String {
     out
 }
 
+/// How a run each harness's agent starts learns its parent session: the
+/// lineage table of docs/event-matrix.md.
+pub fn markdown_lineage() -> String {
+    let mut out = String::from("| harness | a run its agent starts learns its parent from |\n|---|---|\n");
+    for h in HARNESSES {
+        let how = match h.lineage {
+            Lineage::Export(via) => format!(
+                "`PRELOOP_PARENT_SESSION_ID`, which SessionStart exports through {via}; process ancestry where it did not arrive"
+            ),
+            Lineage::Ancestry => "process ancestry (no hook can export a variable to the commands it runs)".to_string(),
+        };
+        out.push_str(&format!("| {} {} | {how} |\n", h.name, h.version));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1142,19 +1237,23 @@ mod tests {
         assert_eq!(bins.len(), sorted.len());
     }
 
+    /// Every event of every harness has its row, named after it, and the
+    /// rows are grouped by harness in registry order.
     #[test]
     fn every_event_has_a_row() {
-        use event::*;
-        let all = ClaudeCode::ALL
-            .map(Event::from)
-            .into_iter()
-            .chain(Codex::ALL.map(Event::from))
-            .chain(Cursor::ALL.map(Event::from))
-            .chain(Gemini::ALL.map(Event::from))
-            .chain(Copilot::ALL.map(Event::from));
-        for e in all {
-            assert_eq!(e.def().event, e);
+        for e in Event::ALL {
+            let d = HOOKS.iter().find(|d| d.event == e).unwrap_or_else(|| panic!("{e:?} has no HookDef row"));
+            let slug = e.harness().slug();
+            assert_eq!(d.binary, format!("preloop-{slug}-{}", lower_words(e.ident(), '-')), "{e:?}");
+            assert_eq!(Event::from_binary(d.binary), Some(e));
         }
+        for (i, h) in Harness::ALL.into_iter().enumerate() {
+            assert_eq!(h.def().harness, h);
+            assert_eq!(HARNESSES[i].harness, h);
+        }
+        let order: Vec<usize> = HOOKS.iter().map(|d| d.harness() as usize).collect();
+        assert!(order.is_sorted(), "HOOKS is not grouped by harness in registry order");
+        assert_eq!(Harness::ALL.len(), HARNESSES.len());
     }
 
     /// The generated tables in docs/event-matrix.md and README.md are the
@@ -1165,6 +1264,7 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         for (file, marker, table) in [
             ("docs/event-matrix.md", "registry:hooks", markdown_hooks()),
+            ("docs/event-matrix.md", "registry:lineage", markdown_lineage()),
             ("README.md", "registry:harnesses", markdown_harnesses()),
         ] {
             let path = root.join(file);
@@ -1196,6 +1296,104 @@ mod tests {
         for b in binaries() {
             assert!(named.contains(b), "docs/event-matrix.md does not mention {b}");
         }
+    }
+
+    /// Whether a Rust file names `h` the way per-harness code does: a path to
+    /// its variant or its adapter crate, or its slug or source as a string.
+    fn rust_names(text: &str, h: Harness) -> bool {
+        let ident = format!("{h:?}");
+        let def = h.def();
+        let token = |pat: String| {
+            text.match_indices(&pat)
+                .any(|(i, _)| !text[i + pat.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+        };
+        ["Harness", "Event", "event"].iter().any(|p| token(format!("{p}::{ident}")))
+            || token(format!("preloop_{}", def.slug.replace('-', "_")))
+            || text.contains(&format!("\"{}\"", def.slug))
+            || text.contains(&format!("\"{}\"", def.source))
+    }
+
+    /// Whether any other file mentions `h`: its slug, source or name.
+    fn mentions(text: &str, h: Harness) -> bool {
+        let text = text.to_lowercase();
+        let d = h.def();
+        [d.slug, d.source, &d.name.to_lowercase()].iter().any(|w| text.contains(w))
+    }
+
+    /// The workspace's Rust files outside the adapter crates (`hooks/`).
+    fn rust_files(dir: &std::path::Path, root: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                let skip = name.starts_with('.') || name == "target" || name == "node_modules";
+                if !skip && path != root.join("hooks") {
+                    rust_files(&path, root, out);
+                }
+            } else if kind.is_file() && name.ends_with(".rs") {
+                out.push(path.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+
+    /// docs/adding-a-harness.md lists and counts the existing files a new
+    /// harness touches. Checked both ways where a machine can: every listed
+    /// file exists and names every harness (none is stale), every Rust file
+    /// outside the adapter crates that names every harness is listed (a new
+    /// per-harness match or list cannot go unmentioned), and the count the
+    /// page states is the number of rows.
+    #[test]
+    fn adding_a_harness_counts_its_places() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let root = root.canonicalize().unwrap();
+        let doc = std::fs::read_to_string(root.join("docs/adding-a-harness.md")).unwrap();
+        let (Some(b), Some(e)) = (doc.find("<!-- places begin"), doc.find("<!-- places end -->")) else {
+            panic!("docs/adding-a-harness.md has no places table")
+        };
+        let listed: Vec<&str> =
+            doc[b..e].lines().filter_map(|l| l.strip_prefix("| `")).map(|l| l.split('`').next().unwrap()).collect();
+        let stated: usize = doc
+            .split("**")
+            .find_map(|w| w.strip_suffix(" existing files").and_then(|n| n.parse().ok()))
+            .expect("the page states \"**N existing files**\"");
+        assert_eq!(
+            stated,
+            listed.len(),
+            "docs/adding-a-harness.md says {stated} existing files and lists {}",
+            listed.len()
+        );
+
+        for file in &listed {
+            let text = std::fs::read_to_string(root.join(file))
+                .unwrap_or_else(|e| panic!("docs/adding-a-harness.md lists {file}: {e}"));
+            for h in Harness::ALL {
+                // The e2e suite drives only the harnesses we can run.
+                if file.starts_with("e2e/") && h.def().evidence != Evidence::RealBinary {
+                    continue;
+                }
+                let named = if file.ends_with(".rs") { rust_names(&text, h) } else { mentions(&text, h) };
+                assert!(named, "docs/adding-a-harness.md lists {file}, which does not name {}", h.name());
+            }
+        }
+
+        let mut files = Vec::new();
+        rust_files(&root, &root, &mut files);
+        files.sort();
+        assert!(files.iter().any(|f| f == "shared/src/registry.rs"), "the walk missed the workspace");
+        let unlisted: Vec<&String> = files
+            .iter()
+            .filter(|f| !listed.contains(&f.as_str()))
+            .filter(|f| {
+                let text = std::fs::read_to_string(root.join(f)).unwrap();
+                Harness::ALL.into_iter().all(|h| rust_names(&text, h))
+            })
+            .collect();
+        assert!(
+            unlisted.is_empty(),
+            "these files name every harness, so a new one goes there too: list them in docs/adding-a-harness.md: {unlisted:?}"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use crate::FakeServer;
 use crate::support::{Home, Run, context_of, ids_in, one_object, read_json, schemas_dir, validate};
 use preloop_shared::flow::Outcome;
-use preloop_shared::registry::{Does, HookDef, event};
+use preloop_shared::registry::Does;
 use preloop_shared::runner::Parsed;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -23,36 +23,7 @@ pub type RenderFn<E, O> = fn(E, &Outcome) -> Option<O>;
 
 /// A harness's events (`preloop_shared::registry::event::*`): every one,
 /// the harness's name for it, and our binary's name, from the registry.
-pub trait HookEvent: Copy + PartialEq + std::fmt::Debug + 'static {
-    /// Every event of the harness, in registry order.
-    fn all() -> Vec<Self>;
-    /// The harness's own name for the event.
-    fn name(self) -> &'static str;
-    /// Our binary's file name for the event.
-    fn binary(self) -> &'static str;
-    /// The event's registry row (what the hook does, its carrier, ...).
-    fn def(self) -> &'static HookDef;
-}
-
-macro_rules! hook_events {
-    ($($harness:ident),*) => {$(
-        impl HookEvent for event::$harness {
-            fn all() -> Vec<Self> {
-                Self::ALL.to_vec()
-            }
-            fn name(self) -> &'static str {
-                event::$harness::name(self)
-            }
-            fn binary(self) -> &'static str {
-                event::$harness::binary(self)
-            }
-            fn def(self) -> &'static HookDef {
-                event::$harness::def(self)
-            }
-        }
-    )*};
-}
-hook_events!(ClaudeCode, Codex, Cursor, Gemini, Copilot);
+pub use preloop_shared::registry::HarnessEvent as HookEvent;
 
 /// What a test crate says about its harness: where its binaries are, the
 /// pure adapter, its captures, and how the harness reads a hook's output.
@@ -73,7 +44,7 @@ pub trait Hooks {
 
     /// Every event we hook, in registry order.
     fn events() -> Vec<Self::Event> {
-        Self::Event::all()
+        Self::Event::all().to_vec()
     }
     /// The harness's own name for the event.
     fn name(event: Self::Event) -> &'static str {

@@ -265,6 +265,31 @@ fn an_unusable_config_json_is_a_problem_and_operator_commands_refuse() {
     assert_eq!(v["mode"], "local");
 }
 
+/// newcomer-ux-3 N10: a bad setting is one fact with its fix, in `~` paths,
+/// and the refusal under it agrees with it (no "using the default" above
+/// "refuse to run") and counts in words.
+#[test]
+fn a_bad_setting_reads_as_one_refusal_with_tilde_paths() {
+    let e = Env::new("cfg-n10");
+    std::fs::create_dir_all(&e.preloop).unwrap();
+    std::fs::set_permissions(&e.preloop, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let cfg = e.preloop.join("config.json");
+    write(&cfg, r#"{"watch":"maybe"}"#);
+    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = e.run(&["notes", "send", "--session", "abc", "x"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            r#"preloop-hooks: ~/.preloop/config.json: watch is "maybe", expected true/false or "on"/"off" (edit watch in ~/.preloop/config.json)"#,
+            "preloop-hooks: the configuration has a problem, listed above; notes and sessions refuse to run until it is fixed (check with `preloop-hooks doctor`)",
+        ],
+        "{err}"
+    );
+}
+
 #[test]
 fn a_preloop_home_that_is_not_a_directory_is_refused_before_anything_is_written() {
     let mut e = Env::new("home-file");
