@@ -78,7 +78,9 @@ fn heading(n: usize, title: &str) -> Result<()> {
 
 impl Demo {
     fn hook(&self, event: &str, extra: Value) -> Result<Option<Value>> {
-        let name = EVENTS.iter().find(|(e, _)| *e == event).map(|(_, b)| *b).expect("known event");
+        let Some(name) = EVENTS.iter().find(|(e, _)| *e == event).map(|(_, b)| *b) else {
+            return Err(Error::NotFound(format!("the demo has no hook command for {event}")));
+        };
         let mut input = json!({
             "session_id": self.session,
             "transcript_path": format!("/tmp/demo/{}.jsonl", self.session),

@@ -5,6 +5,11 @@
 //! is that hook ([`multicall`]). The binary is a thin wrapper around
 //! [`multicall::main`].
 
+// Shipped code never panics on a value it did not check: an `unwrap` or
+// `expect` outside tests is refused, and each true invariant is allowed by
+// name where it is (docs/adding-a-harness.md, "Code rules").
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod attach;
 pub mod cli;
 pub mod codex_trust;

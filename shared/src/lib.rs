@@ -7,6 +7,11 @@
 //! inbox), the spool and session state, the note renderer, the hook log, and
 //! the [`runner`] that makes every binary answer the harness no matter what.
 
+// Shipped code never panics on a value it did not check: an `unwrap` or
+// `expect` outside tests is refused, and each true invariant is allowed by
+// name where it is (docs/adding-a-harness.md, "Code rules").
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod adapter;
 pub mod args;
 pub mod backend;

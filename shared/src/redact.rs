@@ -143,7 +143,8 @@ fn decode(text: &str) -> Vec<Unit> {
             i += 3;
             continue;
         }
-        let c = rest.chars().next().expect("non-empty");
+        // `i < b.len()` on a char boundary: `rest` has a first char.
+        let Some(c) = rest.chars().next() else { break };
         units.push(Unit { c, start: i, end: i + c.len_utf8() });
         i += c.len_utf8();
     }

@@ -369,6 +369,7 @@ pub trait HarnessEvent: Copy + Eq + std::hash::Hash + std::fmt::Debug + Into<Eve
 
 impl Event {
     /// The event's row (the first, for the watcher installed on two events).
+    #[allow(clippy::expect_used, reason = "an invariant: `every_event_has_a_row` checks each event has its row")]
     pub fn def(self) -> &'static HookDef {
         HOOKS.iter().find(|d| d.event == self).expect("every event has a registry row")
     }

@@ -16,6 +16,11 @@
 //! Plus a background watcher (`preloop-claude-code-watch`, [`watch`]) that
 //! wakes an idle interactive session when a note arrives; SessionEnd stops it.
 
+// Shipped code never panics on a value it did not check: an `unwrap` or
+// `expect` outside tests is refused, and each true invariant is allowed by
+// name where it is (docs/adding-a-harness.md, "Code rules").
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use preloop_shared::adapter::{ClaudeStyle, deny_reason_verbatim, parse_claude_style};
 use preloop_shared::config::Env;
 use preloop_shared::flow::{Carry, Input, Outcome};

@@ -377,7 +377,7 @@ impl WatchLock {
     /// The lock, or `None` when another watcher holds it.
     fn acquire(home: &Path, session_id: &str) -> preloop_shared::Result<Option<WatchLock>> {
         let path = lock_path(home, session_id);
-        fsutil::private_dir(path.parent().expect("run dir"))?;
+        fsutil::private_dir(&home.join("run"))?;
         let mut file = open_lock(&path, true).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
         match file.try_lock() {
             Ok(()) => {}

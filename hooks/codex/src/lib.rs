@@ -14,6 +14,11 @@
 //! | Stop | `reason` of `decision: "block"` (continues the turn once) | block + reason | nothing |
 //! | SessionEnd | none | nothing | nothing |
 
+// Shipped code never panics on a value it did not check: an `unwrap` or
+// `expect` outside tests is refused, and each true invariant is allowed by
+// name where it is (docs/adding-a-harness.md, "Code rules").
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use preloop_shared::adapter::{ClaudeStyle, deny_reason, parse_claude_style};
 use preloop_shared::flow::{Carry, Outcome};
 use preloop_shared::registry::{def_of, lower_words};

@@ -22,6 +22,11 @@
 //! the sub-agent, so they register nothing and carry nothing. Their tool
 //! calls are still checked, under the session's id, and a deny holds.
 
+// Shipped code never panics on a value it did not check: an `unwrap` or
+// `expect` outside tests is refused, and each true invariant is allowed by
+// name where it is (docs/adding-a-harness.md, "Code rules").
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use preloop_shared::adapter::{deny_reason, may_continue, prompt_input, tool_input};
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::registry::def_of;

@@ -18,6 +18,11 @@
 //! | stop | notes/pending `stop` (completed, `loop_count` < `loop_limit`, rescues < 3) | `followup_message` | follow-up or `{}` | `{}` |
 //! | sessionEnd | notes/ack `spool_dropped`; session-end | none | `{}` | `{}` |
 
+// Shipped code never panics on a value it did not check: an `unwrap` or
+// `expect` outside tests is refused, and each true invariant is allowed by
+// name where it is (docs/adding-a-harness.md, "Code rules").
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use preloop_shared::adapter::{check_event_name, deny_reason_verbatim};
 use preloop_shared::config::Env;
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};

@@ -21,6 +21,11 @@
 //! Nothing is ever printed on stderr: Gemini parses stderr as the hook's
 //! output when stdout is empty (§4).
 
+// Shipped code never panics on a value it did not check: an `unwrap` or
+// `expect` outside tests is refused, and each true invariant is allowed by
+// name where it is (docs/adding-a-harness.md, "Code rules").
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use preloop_shared::adapter::{check_event_name, deny_reason, may_continue, prompt_input, tool_input};
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::json::{non_blank, str_field};
