@@ -61,6 +61,49 @@ pub enum Action {
     Uninstall,
 }
 
+/// How the executable got where it is: what puts it back, and what removes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstallMethod {
+    /// An npm package (`npm install -g preloop-hooks`).
+    Npm,
+    /// A cargo target dir of a checkout (`cargo build`).
+    CargoBuild,
+    /// `cargo install` (`~/.cargo/bin`).
+    CargoInstall,
+    /// The bin dir of a prefix (this one): `scripts/install` from a checkout,
+    /// or the release tarball unpacked there.
+    Prefix(PathBuf),
+}
+
+impl InstallMethod {
+    /// The command that puts the executable back in place.
+    pub fn reinstall(&self, env: &Env) -> String {
+        match self {
+            InstallMethod::Npm => "npm install -g preloop-hooks, then `preloop-hooks install`".into(),
+            InstallMethod::CargoBuild => {
+                "cargo build --release -p preloop-hooks in your checkout, then `preloop-hooks install`".into()
+            }
+            InstallMethod::CargoInstall => "cargo install --force preloop-hooks, then `preloop-hooks install`".into(),
+            InstallMethod::Prefix(prefix) => {
+                let p = util::tilde(env, prefix);
+                let flag = if p == "~/.local" { String::new() } else { format!(" --prefix {p}") };
+                format!(
+                    "re-run scripts/install{flag} from your checkout (or unpack the release tarball into {p} again)"
+                )
+            }
+        }
+    }
+    /// The command that removes the executable `exe` (None: `cargo clean`'s business).
+    pub fn remove(&self, env: &Env, exe: &Path) -> Option<String> {
+        match self {
+            InstallMethod::Npm => Some("npm uninstall -g preloop-hooks".into()),
+            InstallMethod::CargoBuild => None,
+            InstallMethod::CargoInstall => Some("cargo uninstall preloop-hooks".into()),
+            InstallMethod::Prefix(_) => Some(format!("rm {}", util::tilde(env, exe))),
+        }
+    }
+}
+
 /// Where things are (tests build their own).
 #[derive(Debug, Clone)]
 pub struct Ctx {
@@ -134,6 +177,18 @@ impl Ctx {
     /// npm package ([`Ctx::unstable_reason`]).
     pub fn hook_dir(&self) -> PathBuf {
         if self.unstable_reason().is_some() { self.preloop_home.join("bin") } else { self.bin_dir.clone() }
+    }
+    /// How the executable in the bin dir was installed.
+    pub fn install_method(&self) -> InstallMethod {
+        if self.npm_package_dir().is_some() {
+            InstallMethod::Npm
+        } else if self.target_dir().is_some() {
+            InstallMethod::CargoBuild
+        } else if self.bin_dir.ends_with(".cargo/bin") {
+            InstallMethod::CargoInstall
+        } else {
+            InstallMethod::Prefix(self.bin_dir.parent().unwrap_or(&self.bin_dir).to_path_buf())
+        }
     }
     /// The executable install links the hook commands to (in the bin dir).
     pub fn exe(&self) -> PathBuf {
@@ -226,7 +281,8 @@ impl FileEdit {
     }
     /// On uninstall: a Claude settings.json, Codex hooks.json or
     /// config.toml, or Gemini settings.json that install created and that
-    /// now holds nothing (`{}`, or no TOML at all) is removed again.
+    /// now holds nothing (`{}`, or no TOML at all) is removed again, without
+    /// a backup.
     pub fn delete_if_emptied(mut self, ctx: &Ctx) -> FileEdit {
         // `{}` (a JSON config) or nothing at all (Codex's config.toml).
         let empty = |t: &str| {
@@ -237,7 +293,10 @@ impl FileEdit {
             && empty(&self.after)
             && ctx.created_files().contains(&self.path)
         {
+            // Install created it and it held only our entries: nothing of
+            // the user's to keep a backup of (a project's would be committed).
             self.delete = true;
+            self.backup = false;
             self.after = String::new();
         }
         self
@@ -584,6 +643,8 @@ fn remove_commands(ctx: &Ctx, dirs: &[PathBuf]) -> Result<Vec<String>> {
 
 pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
     let verb = if req.action == Action::Install { "install" } else { "uninstall" };
+    // An uninstall on a machine without $PRELOOP_HOME leaves none behind.
+    let home_existed = ctx.preloop_home.exists();
     check_preloop_home(ctx, !req.dry_run)?;
     // One install at a time: the harness files and install-state.json are
     // read, changed and written back.
@@ -706,6 +767,10 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
     }
     if req.action == Action::Uninstall && !req.dry_run && failures.is_empty() {
         let kept = remove_commands(ctx, &command_dirs)?;
+        if !home_existed {
+            drop(_lock);
+            forget_home(ctx);
+        }
         leftovers(ctx, &touched_dirs, kept);
     }
     if !failures.is_empty() {
@@ -722,6 +787,15 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
     Ok(())
 }
 
+/// After an uninstall that had to create `$PRELOOP_HOME` (for its lock and
+/// state): remove what it wrote there, and the directory once empty.
+fn forget_home(ctx: &Ctx) {
+    for name in ["install.lock", "install-state.json"] {
+        let _ = std::fs::remove_file(ctx.preloop_home.join(name));
+    }
+    let _ = std::fs::remove_dir(&ctx.preloop_home);
+}
+
 /// After an uninstall: what is left on purpose, and how to remove it.
 fn leftovers(ctx: &Ctx, dirs: &[PathBuf], kept: Vec<String>) {
     let mut backups: Vec<PathBuf> = Vec::new();
@@ -732,15 +806,10 @@ fn leftovers(ctx: &Ctx, dirs: &[PathBuf], kept: Vec<String>) {
     }
     let mut parts: Vec<String> = kept;
     let exe = ctx.exe();
-    if exe.exists() && ctx.target_dir().is_none() {
-        let how = if ctx.npm_package_dir().is_some() {
-            "`npm uninstall -g preloop-hooks`".to_string()
-        } else if ctx.bin_dir.ends_with(".cargo/bin") {
-            "`cargo uninstall preloop-hooks`".to_string()
-        } else {
-            format!("`rm {}`", util::tilde(&ctx.env, &exe))
-        };
-        parts.push(format!("this executable, {} ({how} removes it)", util::tilde(&ctx.env, &exe)));
+    if exe.exists()
+        && let Some(how) = ctx.install_method().remove(&ctx.env, &exe)
+    {
+        parts.push(format!("this executable, {} (`{how}` removes it)", util::tilde(&ctx.env, &exe)));
     }
     if ctx.preloop_home.exists() {
         parts.push(format!(
@@ -760,7 +829,12 @@ fn leftovers(ctx: &Ctx, dirs: &[PathBuf], kept: Vec<String>) {
                 globs.push(g);
             }
         }
-        parts.push(format!("{} backup file(s): {}", backups.len(), globs.join(" ")));
+        parts.push(format!(
+            "{} backup file(s): {} (`rm {}` removes them)",
+            backups.len(),
+            globs.join(" "),
+            globs.join(" ")
+        ));
     }
     if !parts.is_empty() {
         crate::outln!("left in place: {}", parts.join("; "));

@@ -378,6 +378,16 @@ impl Config {
     }
 }
 
+/// The fix for a config or onboarding file we refused: for one others can
+/// write, the permission fix (removing it would lose its tokens); else
+/// `otherwise`.
+fn file_fix(path: &Path, e: &fsutil::TrustError, otherwise: String) -> String {
+    match e {
+        fsutil::TrustError::Writable(_) => format!("chmod 600 {}", path.display()),
+        _ => otherwise,
+    }
+}
+
 fn home_fix(home: &Path, e: &fsutil::TrustError) -> String {
     match e {
         fsutil::TrustError::NotADirectory => {
@@ -458,7 +468,11 @@ impl HomeFiles {
                     unusable = true;
                     problems.push(Problem {
                         what: format!("{}: {e}", path.display()),
-                        fix: format!("fix or remove {}, then run `preloop-hooks doctor`", path.display()),
+                        fix: file_fix(
+                            &path,
+                            &e,
+                            format!("fix or remove {}, then run `preloop-hooks doctor`", path.display()),
+                        ),
                     });
                 }
             }
@@ -771,7 +785,11 @@ fn onboarding(
                 *unusable = true;
                 problems.push(Problem {
                     what: format!("{}: {e}", path.display()),
-                    fix: format!("fix or remove {} (re-run `preloop agents onboard`)", path.display()),
+                    fix: file_fix(
+                        &path,
+                        &e,
+                        format!("fix or remove {} (re-run `preloop agents onboard`)", path.display()),
+                    ),
                 });
                 continue;
             }

@@ -147,12 +147,7 @@ impl Dialect for Codex {
         ask: bool,
     ) -> Option<Trust> {
         let program = program.filter(|_| ask);
-        let asked = program.map(|_| {
-            Note::warning(
-                "codex trust was read from `codex app-server`, which writes Codex's own state (a database, skills) into CODEX_HOME",
-                "preloop-hooks doctor --no-codex-query (derives trust from config.toml)",
-            )
-        });
+        let started = std::time::Instant::now();
         let listed = program.and_then(|p| {
             codex_trust::list_hooks_via_app_server(
                 p,
@@ -162,6 +157,13 @@ impl Dialect for Codex {
                 Duration::from_secs(20),
             )
             .ok()
+        });
+        let asked = program.map(|_| {
+            format!(
+                "codex trust was {} `codex app-server` ({:.1} s), which writes Codex's own state (a database, skills) into CODEX_HOME; `preloop-hooks doctor --no-codex-query` derives it from config.toml without starting Codex",
+                if listed.is_some() { "read from" } else { "asked of (it did not answer, so it was derived from config.toml)" },
+                started.elapsed().as_secs_f64()
+            )
         });
         Some(match listed {
             Some((hooks, problems)) => Trust {

@@ -119,9 +119,10 @@ impl TrustState {
 pub struct Trust {
     /// Where the states come from (for people).
     pub source: String,
-    /// What asking the harness itself did (it may write its own state
-    /// while answering), and how to avoid it; None when it was not asked.
-    pub asked: Option<Note>,
+    /// What asking the harness itself cost and did (it may write its own
+    /// state while answering), and how to avoid it: informational, shown
+    /// with `--verbose`; None when it was not asked.
+    pub asked: Option<String>,
     /// (command, event as the harness keys it, state).
     pub states: Vec<(String, String, TrustState)>,
     /// What the harness reported about the file, one line each.

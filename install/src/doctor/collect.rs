@@ -5,7 +5,7 @@
 use super::{ConfigState, ProgramState, StateReport};
 use crate::dialect::{self, Dialect, EnvFacts, FolderTrust, Trust};
 use crate::edit::{self, Owner};
-use crate::install::{Ctx, Scope};
+use crate::install::{Ctx, InstallMethod, Scope};
 use crate::probe::{self, Health, TokenCheck};
 use crate::util;
 use preloop_shared::config::{Config, Origin, Secret};
@@ -25,6 +25,8 @@ pub struct Facts {
     pub unstable_reason: Option<String>,
     /// The executable the hooks link to exists in the hook dir.
     pub hook_exe_exists: bool,
+    /// How the executable was installed (what puts it back).
+    pub install_method: Option<InstallMethod>,
     /// This executable and the hooks' copy have the same bytes.
     pub exe_same_as_copy: bool,
     /// Hook commands in the hook dir that are not links to its executable.
@@ -59,6 +61,8 @@ pub struct ScopeFacts {
     pub state: ConfigState,
     /// The parsed file (`null` when missing or unparsable).
     pub doc: Value,
+    /// Other users can write it (and so make the harness run anything).
+    pub writable_by_others: bool,
     /// Per command of an entry of ours: where its program stands.
     pub programs: Vec<(String, ProgramState)>,
     /// The harness's trust per entry of ours, where it has such a thing.
@@ -87,6 +91,7 @@ pub fn collect(ctx: &Ctx, config: &Config, ask_harness: bool) -> Facts {
     let secrets = util::secrets(config);
     Facts {
         unstable_reason: ctx.unstable_reason(),
+        install_method: Some(ctx.install_method()),
         hook_exe_exists: hook_exe.exists(),
         exe_same_as_copy: hook_exe.exists() && util::same_file_content(&ctx.exe(), &hook_exe),
         stale_links: crate::links::names()
@@ -154,7 +159,11 @@ fn scope(
             Some((util::tilde(&ctx.env, &f), v))
         })
         .collect();
-    Some(ScopeFacts { scope, path, state, doc, programs, trust, folder, switches })
+    let writable_by_others = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&path).is_ok_and(|m| m.mode() & 0o022 != 0)
+    };
+    Some(ScopeFacts { scope, path, state, doc, writable_by_others, programs, trust, folder, switches })
 }
 
 /// Where the program `prog` of an entry stands against ours, `here`.

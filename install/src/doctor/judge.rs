@@ -26,8 +26,8 @@ struct Findings {
     install_problem: bool,
     server_problem: bool,
     info: Vec<String>,
-    /// What asking a harness did (filed after the other warnings).
-    asked: Vec<Note>,
+    /// The harnesses whose asking is in `info` (once each, not per scope).
+    asked: Vec<Harness>,
 }
 
 impl Findings {
@@ -140,14 +140,17 @@ pub fn judge(ctx: &Ctx, config: &Config, facts: &Facts) -> Report {
             "preloop-hooks install (it links them again)",
         ));
     }
-    for n in std::mem::take(&mut c.asked) {
-        c.note(n);
-    }
     let limits = limits(config, &harnesses);
-    if !any_installed {
+    // A config that does not parse may hold our hooks: it is the problem
+    // (exit 6), and "installed in no harness" with install as its fix would
+    // contradict its line.
+    let any_unreadable =
+        harnesses.iter().flat_map(|h| &h.scopes).any(|s| matches!(s.config_state, ConfigState::Unparsable(_)));
+    let not_installed = !any_installed && !any_unreadable;
+    if not_installed {
         c.problems.insert(0, Finding::new("our hooks are installed in no harness", "preloop-hooks install"));
     }
-    let exit = if !any_installed {
+    let exit = if not_installed {
         Exit::NotInstalled
     } else if c.install_problem {
         Exit::InstallProblem
@@ -211,7 +214,9 @@ fn harness(ctx: &Ctx, facts: &Facts, hf: &HarnessFacts, c: &mut Findings, moved:
         ));
     }
     let hooks_present = scopes.iter().map(|s| s.hooks_present).max().unwrap_or(0);
-    if hf.program.is_some() && hooks_present == 0 {
+    // A config that does not parse is its own problem: its fix comes first.
+    let unreadable = scopes.iter().any(|s| matches!(s.config_state, ConfigState::Unparsable(_)));
+    if hf.program.is_some() && hooks_present == 0 && !unreadable {
         c.warn(Finding::new(format!("{} is installed but not hooked up", h.slug()), install_cmd(Some(h), Scope::User)));
     }
     HarnessReport {
@@ -264,6 +269,17 @@ fn scope(
     }
     let doc = &sf.doc;
     let found: Vec<Entry> = edit::our_entries(doc, &owner);
+    if sf.writable_by_others {
+        c.install(Finding::new(
+            format!(
+                "{}{}: other users can write {file}, and so make {} run any command",
+                h.slug(),
+                scope_label(scope),
+                d.short_name()
+            ),
+            format!("chmod go-w {file}"),
+        ));
+    }
     let own = edit::preloop_own_entries(doc);
     if !own.is_empty() {
         let mut events: Vec<&str> = own.iter().map(|e| e.event.as_str()).collect();
@@ -294,8 +310,13 @@ fn scope(
         for p in &t.reported {
             c.warn(Finding::new(format!("{} reports: {p}", h.slug()), ""));
         }
-        if let Some(n) = &t.asked {
-            c.asked.push(n.clone());
+        // Informational (--verbose): a warning on every healthy run would
+        // teach people to skip the warnings.
+        if let Some(n) = &t.asked
+            && !c.asked.contains(&h)
+        {
+            c.asked.push(h);
+            c.info.push(n.clone());
         }
     }
     if !found.is_empty() {
@@ -388,13 +409,26 @@ fn scope(
             }
         } else {
             let names: Vec<String> = missing_programs.iter().map(|(p, _)| util::tilde(&ctx.env, p)).collect();
-            c.install(Finding::new(
-                format!("{label}: {} missing or not executable", names.join(", ")),
-                format!(
-                    "{} (after `cargo build --release --workspace --bins`, or with --bin-dir DIR)",
-                    install_cmd(Some(h), scope)
-                ),
-            ));
+            let all_not_executable = missing_programs.iter().all(|(_, s)| *s == ProgramState::NotExecutable);
+            let (what, fix) = if all_not_executable {
+                ("not executable", format!("chmod +x {}", names.join(" ")))
+            } else if !facts.hook_exe_exists {
+                // Nothing to link them to: the executable itself is gone.
+                (
+                    "missing or not executable",
+                    facts
+                        .install_method
+                        .as_ref()
+                        .map(|m| m.reinstall(&ctx.env))
+                        .unwrap_or_else(|| install_cmd(Some(h), scope)),
+                )
+            } else {
+                (
+                    "missing or not executable",
+                    format!("{} (it links the hook commands again)", install_cmd(Some(h), scope)),
+                )
+            };
+            c.install(Finding::new(format!("{label}: {} {what}", names.join(", ")), fix));
         }
     }
     if !differs.is_empty() {
@@ -727,6 +761,7 @@ mod tests {
             scope,
             path: dialect::of(h).hooks_file(&ctx(), scope),
             state: ConfigState::Ok,
+            writable_by_others: false,
             programs: programs(&doc, h, state),
             doc,
             trust: None,
@@ -975,5 +1010,75 @@ mod tests {
             ["copilot: /p/.github/hooks/preloop.json is loaded only in a trusted folder (decided per session)"]
         );
         assert_eq!(r.harnesses[4].scopes[0].folder_trusted, None);
+    }
+
+    #[test]
+    fn the_fix_for_a_broken_program_is_the_one_that_restores_it() {
+        let h = Harness::Gemini;
+        let broken = |state: ProgramState, exe: bool| {
+            let mut sf = scope_facts(h, Scope::User, installed_doc(h), ProgramState::Ok);
+            sf.programs[0].1 = state;
+            let mut f = facts_with(h, sf);
+            f.hook_exe_exists = exe;
+            f.install_method = Some(install::InstallMethod::Prefix("/h/.local".into()));
+            judge(&ctx(), &config(), &f).problems.remove(0)
+        };
+        let p = broken(ProgramState::NotExecutable, true);
+        assert_eq!(
+            (p.what.as_str(), p.fix.as_str()),
+            (
+                "gemini: ~/bin/preloop-gemini-session-start not executable",
+                "chmod +x ~/bin/preloop-gemini-session-start"
+            )
+        );
+        let p = broken(ProgramState::Missing, true);
+        assert_eq!(p.fix, "preloop-hooks install --harness gemini (it links the hook commands again)");
+        let p = broken(ProgramState::Missing, false);
+        assert_eq!(
+            p.fix,
+            "re-run scripts/install from your checkout (or unpack the release tarball into ~/.local again)"
+        );
+    }
+
+    #[test]
+    fn asking_the_harness_is_information_not_a_warning() {
+        let h = Harness::Codex;
+        let mut sf = scope_facts(h, Scope::User, installed_doc(h), ProgramState::Ok);
+        let states = edit::our_entries(&sf.doc, &Owner::new(h, Path::new("/h/bin")))
+            .into_iter()
+            .map(|e| (e.command, codex_trust::snake(&e.event), TrustState::Trusted))
+            .collect();
+        sf.trust = Some(Trust {
+            source: "codex app-server hooks/list".into(),
+            asked: Some("codex trust was read from `codex app-server` (1.0 s)".into()),
+            states,
+            reported: Vec::new(),
+        });
+        let r = judge(&ctx(), &config(), &facts_with(h, sf));
+        assert!(r.healthy && r.warnings.is_empty(), "{:?}", r.warnings);
+        assert_eq!(r.info, ["codex trust was read from `codex app-server` (1.0 s)"]);
+    }
+
+    #[test]
+    fn an_unreadable_config_is_not_also_not_hooked_up_nor_not_installed() {
+        let h = Harness::ClaudeCode;
+        let mut sf = scope_facts(h, Scope::User, Value::Null, ProgramState::Ok);
+        sf.state = ConfigState::Unparsable("line 9, column 1: trailing characters".into());
+        let mut f = facts_with(h, sf);
+        f.harnesses[0].program = Some("/usr/bin/claude".into());
+        let r = judge(&ctx(), &config(), &f);
+        assert_eq!(r.outcome, Exit::InstallProblem);
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn a_harness_config_others_can_write_is_a_problem() {
+        let h = Harness::Cursor;
+        let mut sf = scope_facts(h, Scope::User, installed_doc(h), ProgramState::Ok);
+        sf.writable_by_others = true;
+        let r = judge(&ctx(), &config(), &facts_with(h, sf));
+        assert_eq!(r.outcome, Exit::InstallProblem);
+        assert_eq!(r.problems[0].fix, "chmod go-w ~/.cursor/hooks.json");
     }
 }

@@ -9,20 +9,24 @@ use std::path::Path;
 
 /// The report for people.
 pub fn human(ctx: &Ctx, r: &Report, verbose: bool) {
+    human_at(ctx, r, verbose, terminal_width())
+}
+
+/// The report for people, prose wrapped to `width` (None: one line per item).
+pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
     let t = |p: &str| util::tilde(&ctx.env, Path::new(p));
-    crate::outln!("hooks      {}: {}", r.modes.hooks, r.modes.hooks_why);
-    crate::outln!("notes      {}: {}", r.modes.operator, r.modes.operator_why);
-    if r.bin_dir == r.hook_dir {
-        crate::outln!("binaries   {}", t(&r.bin_dir));
+    // A labelled line: the label's column, then the text, continued under it.
+    let labelled = |label: &str, text: &str| wrap(&format!("{label:<11}"), text, 11, width);
+    crate::outln!("{}", labelled("hooks", &format!("{}: {}", r.modes.hooks, r.modes.hooks_why)));
+    crate::outln!("{}", labelled("notes", &format!("{}: {}", r.modes.operator, r.modes.operator_why)));
+    let binaries = if r.bin_dir == r.hook_dir {
+        t(&r.bin_dir)
     } else if Path::new(&r.hook_dir).exists() {
-        crate::outln!("binaries   {} (copied from {})", t(&r.hook_dir), t(&r.bin_dir));
+        format!("{} (copied from {})", t(&r.hook_dir), t(&r.bin_dir))
     } else {
-        crate::outln!(
-            "binaries   {} (install copies them to {}: `cargo clean` deletes target/)",
-            t(&r.bin_dir),
-            t(&r.hook_dir)
-        );
-    }
+        format!("{} (install copies them to {}: `cargo clean` deletes target/)", t(&r.bin_dir), t(&r.hook_dir))
+    };
+    crate::outln!("{}", labelled("binaries", &binaries));
     crate::outln!();
     let mut rows: Vec<Vec<String>> = Vec::new();
     for h in &r.harnesses {
@@ -98,18 +102,19 @@ pub fn human(ctx: &Ctx, r: &Report, verbose: bool) {
     }
     if r.server.configured {
         crate::outln!();
-        crate::outln!(
-            "server     {}: {}; runtime token {}; user token {}",
+        let server = format!(
+            "{}: {}; runtime token {}; user token {}",
             r.server.url.as_deref().unwrap_or(""),
             r.server.health.describe(),
             r.server.runtime_token,
             r.server.user_token
         );
+        crate::outln!("{}", labelled("server", &server));
     }
     crate::outln!();
     let st = &r.state;
-    crate::outln!(
-        "sessions   {} live, {} ended; spool: {} note(s){}; owed acks: {}{}",
+    let sessions = format!(
+        "{} live, {} ended; spool: {} note(s){}; owed acks: {}{}",
         st.sessions_live,
         st.sessions_ended,
         st.spooled_notes,
@@ -121,33 +126,41 @@ pub fn human(ctx: &Ctx, r: &Report, verbose: bool) {
         st.owed_acks,
         st.inbox_pending.map(|n| format!("; inbox: {n} pending")).unwrap_or_default()
     );
+    crate::outln!("{}", labelled("sessions", &sessions));
     if !r.last_errors.is_empty() {
         crate::outln!();
         crate::outln!("last errors ({})", t(&format!("{}/log/hooks.log", r.preloop_home)));
         for e in &r.last_errors {
-            crate::outln!("  {e}");
+            crate::outln!("{}", wrap("  ", e, 4, width));
         }
     }
     if verbose && !r.limits.is_empty() {
         crate::outln!();
         crate::outln!("known limits");
         for l in &r.limits {
-            crate::outln!("  - {l}");
+            crate::outln!("{}", bullet(l, width));
         }
     }
-    let width = terminal_width();
-    if !r.warnings.is_empty() {
+    if verbose && !r.info.is_empty() {
         crate::outln!();
-        crate::outln!("warnings");
-        for w in &r.warnings {
-            crate::outln!("{}", bullet(&w.line(), width));
+        crate::outln!("notes (informational)");
+        for i in &r.info {
+            crate::outln!("{}", bullet(i, width));
         }
     }
+    // Problems first: what must be fixed, then what is worth knowing.
     if !r.problems.is_empty() {
         crate::outln!();
         crate::outln!("problems");
         for p in &r.problems {
             crate::outln!("{}", bullet(&p.line(), width));
+        }
+    }
+    if !r.warnings.is_empty() {
+        crate::outln!();
+        crate::outln!("warnings");
+        for w in &r.warnings {
+            crate::outln!("{}", bullet(&w.line(), width));
         }
     }
     crate::outln!();
@@ -163,39 +176,53 @@ pub fn human(ctx: &Ctx, r: &Report, verbose: bool) {
     }
 }
 
-/// The terminal's width when stdout is one (`COLUMNS`, else the tty's),
-/// else None: piped output keeps one line per item.
+/// The width to wrap to when stdout is a terminal: `COLUMNS`, else the
+/// tty's, else 80. None when stdout is not a terminal: piped output keeps
+/// one line per item.
 fn terminal_width() -> Option<usize> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() {
         return None;
     }
-    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse::<usize>().ok()) {
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse::<usize>().ok()).filter(|c| *c > 0) {
         return Some(c);
     }
     let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
     // SAFETY: TIOCGWINSZ writes one winsize through a valid pointer to ours.
     let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } == 0;
-    (ok && ws.ws_col > 0).then_some(ws.ws_col as usize)
+    Some(if ok && ws.ws_col > 0 { usize::from(ws.ws_col) } else { 80 })
 }
 
 /// `  - text`, wrapped at word boundaries to `width` with a hanging indent.
 fn bullet(text: &str, width: Option<usize>) -> String {
-    let Some(width) = width.filter(|w| *w >= 40) else { return format!("  - {text}") };
-    let mut out = String::from("  -");
-    let mut col = 3;
+    wrap("  - ", text, 4, width)
+}
+
+/// `first` then `text`, wrapped at word boundaries to `width`, each
+/// continuation line indented by `indent` spaces. A word longer than the
+/// line (a path, a URL) stays whole. Below 40 columns, or without a width,
+/// nothing is wrapped.
+fn wrap(first: &str, text: &str, indent: usize, width: Option<usize>) -> String {
+    let Some(width) = width.filter(|w| *w >= 40) else { return format!("{first}{text}") };
+    let mut out = String::from(first);
+    let mut col = first.chars().count();
+    // Nothing of `text` on this line yet.
+    let mut fresh = true;
     for word in text.split(' ') {
         let n = word.chars().count();
-        if col > 4 && col + 1 + n > width {
-            out.push_str("\n    ");
-            col = 4;
-            out.push_str(word);
-        } else {
+        if !fresh && col + 1 + n > width {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            col = indent;
+            fresh = true;
+        }
+        if !fresh {
             out.push(' ');
-            out.push_str(word);
             col += 1;
         }
+        out.push_str(word);
         col += n;
+        fresh = false;
     }
     out
 }
@@ -212,5 +239,20 @@ mod tests {
         assert!(w.lines().all(|l| l.chars().count() <= 40), "{w}");
         assert!(w.lines().skip(1).all(|l| l.starts_with("    ")), "{w}");
         assert_eq!(w.split_whitespace().filter(|x| *x != "-").collect::<Vec<_>>().join(" "), t);
+    }
+
+    #[test]
+    fn labelled_lines_continue_under_their_text() {
+        let t =
+            "server: http://127.0.0.1:8765 (URL from ~/.preloop/config.json), user token from ~/.preloop/config.json";
+        let w = wrap("notes      ", t, 11, Some(80));
+        assert!(w.lines().all(|l| l.chars().count() <= 80), "{w}");
+        assert!(w.starts_with("notes      server:"), "{w}");
+        assert!(w.lines().skip(1).all(|l| l.starts_with(&" ".repeat(11)) && !l.starts_with(&" ".repeat(12))), "{w}");
+        assert_eq!(w.split_whitespace().skip(1).collect::<Vec<_>>().join(" "), t);
+        // A word longer than the line stays whole, on a line of its own.
+        let long = format!("see {}", "x".repeat(100));
+        assert_eq!(wrap("  - ", &long, 4, Some(80)), format!("  - see\n    {}", "x".repeat(100)));
+        assert_eq!(wrap("  - ", &long, 4, None), format!("  - {long}"));
     }
 }
