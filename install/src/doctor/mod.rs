@@ -14,7 +14,7 @@
 //! In three steps: [`collect`] reads the machine (files, programs, the
 //! server) into plain [`collect::Facts`]; [`judge`] turns them into the
 //! [`Report`] and its findings without touching anything (unit-tested on
-//! constructed facts); [`print`] renders it. What differs per harness is its
+//! constructed facts); [`print`](mod@print) renders it. What differs per harness is its
 //! dialect's ([`crate::dialect`]).
 //!
 //! One problem is one line with one fix that works as written. Exit codes:
