@@ -323,3 +323,71 @@ pub fn run(ctx: &Ctx, config: &Config, json: bool, deep_codex: bool, verbose: bo
     }
     report.outcome
 }
+
+#[cfg(test)]
+mod tests {
+    //! The typed states serialise to exactly the strings doctor.schema.json allows.
+    use super::*;
+    use serde_json::Value;
+
+    const SCHEMA: &str = include_str!("../../../schemas/preloop-hooks/doctor.schema.json");
+
+    fn allowed(pointer: &str) -> Vec<String> {
+        let v: Value = serde_json::from_str(SCHEMA).unwrap_or_default();
+        v.pointer(pointer)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+
+    fn names<T: Serialize>(all: &[T]) -> Vec<String> {
+        all.iter()
+            .map(|x| serde_json::to_value(x).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default())
+            .collect()
+    }
+
+    /// Every variant, in a match the compiler keeps complete.
+    fn programs() -> Vec<ProgramState> {
+        use ProgramState::*;
+        let all = [Ok, Missing, NotExecutable, ElsewhereIdentical, ElsewhereDiffers, NotBuiltHere];
+        for p in all {
+            match p {
+                Ok | Missing | NotExecutable | ElsewhereIdentical | ElsewhereDiffers | NotBuiltHere => {}
+            }
+        }
+        all.to_vec()
+    }
+
+    #[test]
+    fn typed_states_serialise_to_the_schemas_strings() {
+        let programs = programs();
+        assert_eq!(names(&programs), allowed("/$defs/entry/properties/program/enum"));
+        assert!(programs.iter().all(|p| names(&[*p])[0] == p.as_str()));
+        let trust = [TrustState::Trusted, TrustState::Untrusted, TrustState::Modified];
+        for t in trust {
+            match t {
+                TrustState::Trusted | TrustState::Untrusted | TrustState::Modified => {}
+            }
+            assert_eq!(TrustState::parse(t.as_str()), t);
+        }
+        assert_eq!(names(&trust), allowed("/$defs/entry/properties/trust/enum"));
+        let health = [
+            HealthState::Preloop,
+            HealthState::Unhealthy,
+            HealthState::NotPreloop,
+            HealthState::Unreachable,
+            HealthState::Unchecked,
+        ];
+        assert_eq!(names(&health), allowed("/$defs/server/properties/health/enum"));
+        let tokens = [TokenState::Accepted, TokenState::Rejected, TokenState::Unchecked, TokenState::NotConfigured];
+        assert_eq!(names(&tokens), allowed("/$defs/server/properties/runtime_token/enum"));
+        assert!(tokens.iter().all(|t| names(&[*t])[0] == t.to_string()));
+        let modes = [Mode::Server, Mode::Local, Mode::Unknown];
+        assert_eq!(names(&modes), allowed("/properties/mode/enum"));
+        assert!(modes.iter().all(|m| names(&[*m])[0] == m.to_string()));
+        assert_eq!(
+            names(&[ConfigState::Ok, ConfigState::Missing, ConfigState::Unparsable("line 1".into())]),
+            ["ok", "missing", "does not parse: line 1"]
+        );
+    }
+}
