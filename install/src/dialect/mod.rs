@@ -29,9 +29,7 @@ use preloop_shared::{Harness, Result};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-pub use codex::{codex_config, codex_home, project_trusted as codex_project_trusted};
-pub use copilot::copilot_home;
-pub use gemini::{folder_trusted as gemini_folder_trusted, gemini_home};
+pub use codex::codex_config;
 
 /// Every dialect, in registry order.
 pub static ALL: [&dyn Dialect; 5] =
@@ -44,7 +42,7 @@ pub fn all() -> impl Iterator<Item = &'static dyn Dialect> {
 
 /// The dialect of `h`.
 pub fn of(h: Harness) -> &'static dyn Dialect {
-    // `dialects_cover_the_registry` proves every harness has one.
+    // `dialects_cover_the_registry_in_its_order` proves every harness has one.
     all().find(|d| d.harness() == h).unwrap_or(ALL[0])
 }
 
