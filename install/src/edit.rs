@@ -39,7 +39,7 @@ pub type EditError = String;
 
 /// Whether the harness's own loader accepts comments in the file.
 pub fn comments_allowed(h: Harness) -> bool {
-    h == Harness::Gemini
+    crate::dialect::of(h).comments_allowed()
 }
 
 /// The line (1-based) of byte offset `pos`.
@@ -617,9 +617,10 @@ pub fn edit_flat(text: &str, owner: &Owner, desired: &Desired) -> Result<String,
     if fresh && desired.is_empty() {
         return Ok(text.to_string());
     }
+    let known = crate::dialect::of(owner.harness).known_events();
     for (e, _) in desired {
-        if !table::CURSOR_KNOWN_EVENTS.contains(&e.as_str()) {
-            return Err(format!("internal: {e} is not an event Cursor knows"));
+        if known.is_some_and(|k| !k.contains(&e.as_str())) {
+            return Err(format!("internal: {e} is not an event {} knows", owner.harness.name()));
         }
     }
     let source = if fresh { "{}" } else { text };

@@ -28,12 +28,11 @@
 //! `$PRELOOP_HOME/bin` and the hooks run that copy, so a hook costs one
 //! native process start and never goes away under the harness.
 
-use crate::codex_trust;
+use crate::dialect::{self, FolderTrust, Layout};
 use crate::edit::{self, Desired, Owner};
 use crate::table::{self, HookDef};
 use crate::util;
 use preloop_shared::config::{Env, Settings};
-use preloop_shared::registry::{self, Carrier};
 use preloop_shared::{Error, Harness, Result, fsutil};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -60,6 +59,49 @@ impl Scope {
 pub enum Action {
     Install,
     Uninstall,
+}
+
+/// How the executable got where it is: what puts it back, and what removes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstallMethod {
+    /// An npm package (`npm install -g preloop-hooks`).
+    Npm,
+    /// A cargo target dir of a checkout (`cargo build`).
+    CargoBuild,
+    /// `cargo install` (`~/.cargo/bin`).
+    CargoInstall,
+    /// The bin dir of a prefix (this one): `scripts/install` from a checkout,
+    /// or the release tarball unpacked there.
+    Prefix(PathBuf),
+}
+
+impl InstallMethod {
+    /// The command that puts the executable back in place.
+    pub fn reinstall(&self, env: &Env) -> String {
+        match self {
+            InstallMethod::Npm => "npm install -g preloop-hooks, then `preloop-hooks install`".into(),
+            InstallMethod::CargoBuild => {
+                "cargo build --release -p preloop-hooks in your checkout, then `preloop-hooks install`".into()
+            }
+            InstallMethod::CargoInstall => "cargo install --force preloop-hooks, then `preloop-hooks install`".into(),
+            InstallMethod::Prefix(prefix) => {
+                let p = util::tilde(env, prefix);
+                let flag = if p == "~/.local" { String::new() } else { format!(" --prefix {p}") };
+                format!(
+                    "re-run scripts/install{flag} from your checkout (or unpack the release tarball into {p} again)"
+                )
+            }
+        }
+    }
+    /// The command that removes the executable `exe` (None: `cargo clean`'s business).
+    pub fn remove(&self, env: &Env, exe: &Path) -> Option<String> {
+        match self {
+            InstallMethod::Npm => Some("npm uninstall -g preloop-hooks".into()),
+            InstallMethod::CargoBuild => None,
+            InstallMethod::CargoInstall => Some("cargo uninstall preloop-hooks".into()),
+            InstallMethod::Prefix(_) => Some(format!("rm {}", util::tilde(env, exe))),
+        }
+    }
 }
 
 /// Where things are (tests build their own).
@@ -136,6 +178,18 @@ impl Ctx {
     pub fn hook_dir(&self) -> PathBuf {
         if self.unstable_reason().is_some() { self.preloop_home.join("bin") } else { self.bin_dir.clone() }
     }
+    /// How the executable in the bin dir was installed.
+    pub fn install_method(&self) -> InstallMethod {
+        if self.npm_package_dir().is_some() {
+            InstallMethod::Npm
+        } else if self.target_dir().is_some() {
+            InstallMethod::CargoBuild
+        } else if self.bin_dir.ends_with(".cargo/bin") {
+            InstallMethod::CargoInstall
+        } else {
+            InstallMethod::Prefix(self.bin_dir.parent().unwrap_or(&self.bin_dir).to_path_buf())
+        }
+    }
     /// The executable install links the hook commands to (in the bin dir).
     pub fn exe(&self) -> PathBuf {
         self.bin_dir.join(crate::multicall::CLI_NAME)
@@ -176,77 +230,14 @@ impl Ctx {
         fsutil::private_dir(&self.preloop_home)?;
         fsutil::write_json(&self.state_path(), &json!({"created": created, "configs": configs}))
     }
-    pub fn claude_settings(&self, scope: Scope) -> PathBuf {
-        match scope {
-            Scope::User => self
-                .env
-                .get("CLAUDE_CONFIG_DIR")
-                .filter(|d| !d.is_empty())
-                .map(PathBuf::from)
-                .unwrap_or_else(|| self.home.join(".claude"))
-                .join("settings.json"),
-            Scope::Project => self.cwd.join(".claude/settings.json"),
-        }
-    }
-    pub fn codex_home(&self) -> PathBuf {
-        self.env
-            .get("CODEX_HOME")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| self.home.join(".codex"))
-    }
-    pub fn codex_hooks(&self, scope: Scope) -> PathBuf {
-        match scope {
-            Scope::User => self.codex_home().join("hooks.json"),
-            Scope::Project => self.cwd.join(".codex/hooks.json"),
-        }
-    }
-    pub fn codex_config(&self) -> PathBuf {
-        self.codex_home().join("config.toml")
-    }
-    pub fn cursor_hooks(&self, scope: Scope) -> PathBuf {
-        match scope {
-            Scope::User => self.home.join(".cursor/hooks.json"),
-            Scope::Project => self.cwd.join(".cursor/hooks.json"),
-        }
-    }
-    /// `$GEMINI_CLI_HOME` (it replaces the home directory for `.gemini`) or `~`.
-    pub fn gemini_home(&self) -> PathBuf {
-        self.env
-            .get("GEMINI_CLI_HOME")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| self.home.clone())
-    }
-    pub fn gemini_settings(&self, scope: Scope) -> PathBuf {
-        match scope {
-            Scope::User => self.gemini_home().join(".gemini/settings.json"),
-            Scope::Project => self.cwd.join(".gemini/settings.json"),
-        }
-    }
-    /// `$COPILOT_HOME` (default `~/.copilot`).
-    pub fn copilot_home(&self) -> PathBuf {
-        self.env
-            .get("COPILOT_HOME")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| self.home.join(".copilot"))
-    }
-    pub fn copilot_hooks(&self, scope: Scope) -> PathBuf {
-        match scope {
-            Scope::User => self.copilot_home().join("hooks/preloop.json"),
-            Scope::Project => self.cwd.join(".github/hooks/preloop.json"),
-        }
-    }
-    /// The config files a harness's hooks live in (the first one holds them).
+    /// The config files a harness's hooks live in (the first one holds
+    /// them; the others change with it).
     pub fn files(&self, h: Harness, scope: Scope) -> Vec<PathBuf> {
-        match h {
-            Harness::ClaudeCode => vec![self.claude_settings(scope)],
-            Harness::Codex => vec![self.codex_hooks(scope), self.codex_config()],
-            Harness::Cursor => vec![self.cursor_hooks(scope)],
-            Harness::Gemini => vec![self.gemini_settings(scope)],
-            Harness::Copilot => vec![self.copilot_hooks(scope)],
-        }
+        dialect::of(h).files(self, scope)
+    }
+    /// The config file a harness's hooks live in.
+    pub fn hooks_file(&self, h: Harness, scope: Scope) -> PathBuf {
+        dialect::of(h).hooks_file(self, scope)
     }
     /// The command an entry of ours runs (a link to [`Ctx::hook_exe`]).
     pub fn binary(&self, d: &HookDef) -> PathBuf {
@@ -254,35 +245,10 @@ impl Ctx {
     }
 }
 
-/// The entry we write for one hook.
+/// The entry we write for one hook, in its harness's dialect.
 pub fn entry_for(ctx: &Ctx, d: &HookDef) -> Value {
     let command = edit::shell_quote(&ctx.binary(d).to_string_lossy());
-    let timeout = table::timeout_value(d, &ctx.settings);
-    match d.harness() {
-        // The idle-wake watcher (Claude Code 2.1.328 honours both labels, see hooks/claude-code/README.md).
-        Harness::ClaudeCode if d.role == table::Role::Watch => json!({
-            "type": "command", "command": command, "async": true, "asyncRewake": true, "timeout": timeout,
-            "rewakeMessage": "Preloop operator notes arrived while the session was idle:",
-            "rewakeSummary": "Preloop operator note"
-        }),
-        Harness::ClaudeCode => json!({"type": "command", "command": command, "timeout": timeout}),
-        // Codex keeps 4 bytes per token of a context handler's output intact:
-        // at 5,000 tokens every whole note fits (the registry's Codex limit).
-        Harness::Codex if matches!(d.carrier, Carrier::Context(_)) => json!({
-            "type": "command", "command": command, "timeout": timeout,
-            "additionalContextLimit": registry::CODEX_CONTEXT_LIMIT_TOKENS
-        }),
-        Harness::Codex => json!({"type": "command", "command": command, "timeout": timeout}),
-        // The one loop_limit the adapter checks `loop_count` against.
-        Harness::Cursor if d.is_stop() => {
-            json!({"command": command, "timeout": timeout, "loop_limit": registry::CURSOR_LOOP_LIMIT})
-        }
-        Harness::Cursor => json!({"command": command, "timeout": timeout}),
-        // Gemini: `name` (what `hooksConfig.disabled` and its messages use), timeout in ms.
-        Harness::Gemini => json!({"type": "command", "name": d.binary, "command": command, "timeout": timeout}),
-        // Copilot's camelCase dialect.
-        Harness::Copilot => json!({"type": "command", "bash": command, "timeoutSec": timeout}),
-    }
+    dialect::of(d.harness()).entry(d, command, table::timeout_value(d, &ctx.settings))
 }
 
 pub fn desired(ctx: &Ctx, h: Harness) -> Desired {
@@ -307,7 +273,7 @@ pub struct FileEdit {
 }
 
 impl FileEdit {
-    fn new(path: PathBuf, before: Option<String>, after: String) -> FileEdit {
+    pub fn new(path: PathBuf, before: Option<String>, after: String) -> FileEdit {
         FileEdit { path, before, after, delete: false, backup: true }
     }
     pub fn changed(&self) -> bool {
@@ -315,8 +281,9 @@ impl FileEdit {
     }
     /// On uninstall: a Claude settings.json, Codex hooks.json or
     /// config.toml, or Gemini settings.json that install created and that
-    /// now holds nothing (`{}`, or no TOML at all) is removed again.
-    fn delete_if_emptied(mut self, ctx: &Ctx) -> FileEdit {
+    /// now holds nothing (`{}`, or no TOML at all) is removed again, without
+    /// a backup.
+    pub fn delete_if_emptied(mut self, ctx: &Ctx) -> FileEdit {
         // `{}` (a JSON config) or nothing at all (Codex's config.toml).
         let empty = |t: &str| {
             t.trim().is_empty() || matches!(serde_json::from_str::<Value>(t), Ok(Value::Object(m)) if m.is_empty())
@@ -326,7 +293,10 @@ impl FileEdit {
             && empty(&self.after)
             && ctx.created_files().contains(&self.path)
         {
+            // Install created it and it held only our entries: nothing of
+            // the user's to keep a backup of (a project's would be committed).
             self.delete = true;
+            self.backup = false;
             self.after = String::new();
         }
         self
@@ -343,7 +313,7 @@ pub struct Plan {
     pub entries: usize,
 }
 
-fn read_opt(path: &Path) -> Result<Option<String>> {
+pub(crate) fn read_opt(path: &Path) -> Result<Option<String>> {
     match std::fs::read(path) {
         Ok(b) => String::from_utf8(b)
             .map(Some)
@@ -353,7 +323,7 @@ fn read_opt(path: &Path) -> Result<Option<String>> {
     }
 }
 
-fn refuse(path: &Path, why: impl std::fmt::Display) -> Error {
+pub(crate) fn refuse(path: &Path, why: impl std::fmt::Display) -> Error {
     Error::Refused(format!("{}: {why}; not touching it (fix or move the file, then run again)", path.display()))
 }
 
@@ -363,93 +333,61 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
         Action::Install => desired(ctx, h),
         Action::Uninstall => Vec::new(),
     };
+    let d = dialect::of(h);
     let hook_dir = ctx.hook_dir();
     let owner = Owner::new(h, &hook_dir);
     let mut notes = Vec::new();
     let mut edits = Vec::new();
-    let path = ctx.files(h, scope)[0].clone();
+    let path = d.hooks_file(ctx, scope);
     let before = read_opt(&path)?;
     let before_text = before.as_deref().unwrap_or("");
-    // Copilot's file is ours alone: whatever it holds is replaced.
-    let before_doc = match edit::parse_config(before_text, h) {
-        Err(_) if h == Harness::Copilot => json!({}),
-        parsed => parsed.map_err(|e| refuse(&path, e))?,
+    let before_doc = match (edit::parse_config(before_text, h), d.layout()) {
+        // A file that is ours alone: whatever it holds is replaced.
+        (Err(_), Layout::OwnFile) => json!({}),
+        (parsed, _) => parsed.map_err(|e| refuse(&path, e))?,
     };
-    match h {
-        Harness::ClaudeCode | Harness::Gemini => {
-            let after = edit::edit_grouped(before_text, &owner, &want).map_err(|e| refuse(&path, e))?;
-            edits.push(FileEdit::new(path.clone(), before.clone(), after).delete_if_emptied(ctx));
-        }
-        Harness::Cursor => {
-            let after = edit::edit_flat(before_text, &owner, &want).map_err(|e| refuse(&path, e))?;
-            edits.push(FileEdit::new(path.clone(), before.clone(), after));
-        }
-        Harness::Copilot => {
-            let after = edit::copilot_file(&want);
-            let mut e = FileEdit::new(path.clone(), before.clone(), after);
-            e.backup = false;
-            if action == Action::Uninstall && before.is_some() {
-                e.delete = true;
-            }
-            edits.push(e);
-        }
-        Harness::Codex => {
-            if let Some(o) = before_doc.as_object() {
-                let extra: Vec<&String> = o.keys().filter(|k| *k != "hooks" && *k != "description").collect();
-                if !extra.is_empty() {
-                    return Err(refuse(
-                        &path,
-                        format!(
-                            "Codex rejects a hooks.json with the top-level key(s) {extra:?} (only \"hooks\" and \"description\" are allowed), so no hook in it runs"
-                        ),
-                    ));
-                }
-            }
-            let after = edit::edit_grouped(before_text, &owner, &want).map_err(|e| refuse(&path, e))?;
-            let after_doc = edit::parse_config(&after, h).map_err(|e| refuse(&path, e))?;
-            let cfg_path = ctx.codex_config();
-            let cfg_before = read_opt(&cfg_path)?;
-            let cfg_text = cfg_before.as_deref().unwrap_or("");
-            cfg_text
-                .parse::<toml_edit::DocumentMut>()
-                .map_err(|e| refuse(&cfg_path, e.to_string().trim().replace('\n', " ")))?;
-            let key_path = codex_trust::canonical_dir(path.parent().unwrap_or(Path::new("/"))).join("hooks.json");
-            let kb = codex_trust::hook_keys(&key_path, &before_doc, &owner);
-            let ka = codex_trust::hook_keys(&key_path, &after_doc, &owner);
-            let current = codex_trust::trusted_hashes(cfg_text);
-            let (set, remove) = codex_trust::plan_trust(&kb, &ka, &current);
-            let cfg_after = codex_trust::edit_config_toml(cfg_text, &set, &remove).map_err(|e| refuse(&cfg_path, e))?;
-            let project_untrusted =
-                scope == Scope::Project && action == Action::Install && !codex_project_trusted(cfg_text, &ctx.cwd);
-            edits.push(FileEdit::new(path.clone(), before.clone(), after).delete_if_emptied(ctx));
-            edits.push(FileEdit::new(cfg_path, cfg_before, cfg_after).delete_if_emptied(ctx));
-            if project_untrusted {
-                notes.push(format!(
-                    "Codex loads {} only in a trusted project: trust {} in Codex (accept its prompt there, or add [projects.\"{}\"] trust_level = \"trusted\" to {})",
-                    util::tilde(&ctx.env, &path),
-                    ctx.cwd.display(),
-                    ctx.cwd.display(),
-                    util::tilde(&ctx.env, &ctx.codex_config())
-                ));
-            }
+    let extra = d.rejected_keys(&before_doc);
+    if !extra.is_empty() {
+        let allowed: Vec<String> = d.top_level_keys().unwrap_or_default().iter().map(|k| format!("{k:?}")).collect();
+        return Err(refuse(
+            &path,
+            format!(
+                "{} rejects a {} with the top-level key(s) {extra:?} (only {} are allowed), so no hook in it runs",
+                d.short_name(),
+                path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+                allowed.join(" and ")
+            ),
+        ));
+    }
+    let after = match d.layout() {
+        Layout::Grouped => edit::edit_grouped(before_text, &owner, &want).map_err(|e| refuse(&path, e))?,
+        Layout::Flat => edit::edit_flat(before_text, &owner, &want).map_err(|e| refuse(&path, e))?,
+        Layout::OwnFile => edit::copilot_file(&want),
+    };
+    let after_doc = edit::parse_config(&after, h).map_err(|e| refuse(&path, e))?;
+    let companions = d.companion_edits(ctx, &path, &before_doc, &after_doc, &owner)?;
+    let mut main = FileEdit::new(path.clone(), before.clone(), after);
+    match d.layout() {
+        Layout::Grouped => main = main.delete_if_emptied(ctx),
+        // Cursor's hooks.json stays (deleting it does not unload hooks).
+        Layout::Flat => {}
+        Layout::OwnFile => {
+            main.backup = false;
+            main.delete = action == Action::Uninstall && before.is_some();
         }
     }
+    edits.push(main);
+    edits.extend(companions);
     if action == Action::Install && scope == Scope::Project {
-        match h {
-            Harness::Gemini if !gemini_folder_trusted(ctx) => notes.push(format!(
-                "Gemini CLI loads {} only in a trusted folder: trust {} in Gemini (its trust prompt), or set GEMINI_CLI_TRUST_WORKSPACE=true for headless runs",
-                util::tilde(&ctx.env, &path),
-                ctx.cwd.display()
-            )),
-            Harness::Copilot => notes.push(format!(
-                "Copilot CLI loads {} only in a trusted folder: run `copilot --trust-folder` there, or set COPILOT_ALLOW_ALL=true or GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true for headless runs",
-                util::tilde(&ctx.env, &path)
-            )),
-            _ => {}
+        let trust = d.folder_trust(ctx);
+        if trust != FolderTrust::Trusted
+            && let Some((note, _)) = d.untrusted_folder(ctx, &path, trust)
+        {
+            notes.push(note);
         }
     }
     // What is the user's though it looks like ours, and Preloop's own hooks.
-    if h != Harness::Copilot {
+    if d.has_lookalikes() {
         for e in edit::lookalikes(&before_doc, &owner) {
             notes.push(format!(
                 "left alone: {} `{}` (named like ours but {}: the user's)",
@@ -487,50 +425,6 @@ pub fn preloop_own_note(ctx: &Ctx, path: &Path, own: &[edit::Entry]) -> String {
         events.join(", "),
         util::tilde(&ctx.env, path)
     )
-}
-
-/// Whether config.toml marks `dir` as a trusted project.
-pub fn codex_project_trusted(cfg_text: &str, dir: &Path) -> bool {
-    let Ok(doc) = cfg_text.parse::<toml_edit::DocumentMut>() else { return false };
-    let canon = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    [dir.to_path_buf(), canon].iter().any(|d| {
-        doc.get("projects")
-            .and_then(|p| p.get(d.to_string_lossy().as_ref()))
-            .and_then(|p| p.get("trust_level"))
-            .and_then(|t| t.as_str())
-            == Some("trusted")
-    })
-}
-
-/// Whether Gemini CLI trusts the current folder: `GEMINI_CLI_TRUST_WORKSPACE=true`,
-/// folder trust switched off in the user's settings, or the longest matching
-/// rule of `~/.gemini/trustedFolders.json` trusts it (as Gemini 0.61.0 decides).
-pub fn gemini_folder_trusted(ctx: &Ctx) -> bool {
-    if ctx.env.get("GEMINI_CLI_TRUST_WORKSPACE").as_deref() == Some("true") {
-        return true;
-    }
-    let dir = ctx.gemini_home().join(".gemini");
-    let read = |name: &str| {
-        std::fs::read_to_string(dir.join(name)).ok().and_then(|t| edit::parse_config(&t, Harness::Gemini).ok())
-    };
-    if let Some(s) = read("settings.json")
-        && s.pointer("/security/folderTrust/enabled") == Some(&Value::Bool(false))
-    {
-        return true;
-    }
-    let Some(rules) = read("trustedFolders.json") else { return false };
-    let cwd = std::fs::canonicalize(&ctx.cwd).unwrap_or_else(|_| ctx.cwd.clone());
-    let mut best: Option<(usize, &str)> = None;
-    for (rule, level) in rules.as_object().into_iter().flatten() {
-        let Some(level) = level.as_str() else { continue };
-        let p = PathBuf::from(rule);
-        let effective = if level == "TRUST_PARENT" { p.parent().map(Path::to_path_buf).unwrap_or(p) } else { p };
-        let effective = std::fs::canonicalize(&effective).unwrap_or(effective);
-        if cwd.starts_with(&effective) && best.is_none_or(|(n, _)| rule.len() > n) {
-            best = Some((rule.len(), level));
-        }
-    }
-    matches!(best, Some((_, "TRUST_FOLDER" | "TRUST_PARENT")))
 }
 
 /// A unified diff of one edit (for `--dry-run`), with `~` paths.
@@ -688,11 +582,11 @@ fn entry_dirs(text: &str, h: Harness, hook_dir: &Path) -> Option<Vec<PathBuf>> {
 fn remove_commands(ctx: &Ctx, dirs: &[PathBuf]) -> Result<Vec<String>> {
     let hook_dir = ctx.hook_dir();
     let mut files: Vec<(PathBuf, Harness)> = ctx.recorded_configs();
-    for h in Harness::all() {
+    for d in dialect::all() {
         for scope in [Scope::User, Scope::Project] {
-            let p = ctx.files(h, scope)[0].clone();
+            let p = d.hooks_file(ctx, scope);
             if !files.iter().any(|(f, _)| *f == p) {
-                files.push((p, h));
+                files.push((p, d.harness()));
             }
         }
     }
@@ -749,6 +643,8 @@ fn remove_commands(ctx: &Ctx, dirs: &[PathBuf]) -> Result<Vec<String>> {
 
 pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
     let verb = if req.action == Action::Install { "install" } else { "uninstall" };
+    // An uninstall on a machine without $PRELOOP_HOME leaves none behind.
+    let home_existed = ctx.preloop_home.exists();
     check_preloop_home(ctx, !req.dry_run)?;
     // One install at a time: the harness files and install-state.json are
     // read, changed and written back.
@@ -858,8 +754,8 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
                 let how = if req.dry_run { "it would be installed anyway" } else { "installed anyway" };
                 notes.insert(0, format!("{program} not found on PATH; {how}"));
             }
-            if h == Harness::Cursor && !changed.is_empty() {
-                notes.push("headless `cursor-agent -p` fires no stop and no beforeSubmitPrompt: a session note that arrives after the run's last tool call ends undeliverable (session_ended) at sessionEnd".into());
+            if let Some(n) = dialect::of(h).install_note().filter(|_| !changed.is_empty()) {
+                notes.push(n.into());
             }
         }
         for n in &notes {
@@ -871,6 +767,10 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
     }
     if req.action == Action::Uninstall && !req.dry_run && failures.is_empty() {
         let kept = remove_commands(ctx, &command_dirs)?;
+        if !home_existed {
+            drop(_lock);
+            forget_home(ctx);
+        }
         leftovers(ctx, &touched_dirs, kept);
     }
     if !failures.is_empty() {
@@ -887,6 +787,15 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
     Ok(())
 }
 
+/// After an uninstall that had to create `$PRELOOP_HOME` (for its lock and
+/// state): remove what it wrote there, and the directory once empty.
+fn forget_home(ctx: &Ctx) {
+    for name in ["install.lock", "install-state.json"] {
+        let _ = std::fs::remove_file(ctx.preloop_home.join(name));
+    }
+    let _ = std::fs::remove_dir(&ctx.preloop_home);
+}
+
 /// After an uninstall: what is left on purpose, and how to remove it.
 fn leftovers(ctx: &Ctx, dirs: &[PathBuf], kept: Vec<String>) {
     let mut backups: Vec<PathBuf> = Vec::new();
@@ -897,15 +806,10 @@ fn leftovers(ctx: &Ctx, dirs: &[PathBuf], kept: Vec<String>) {
     }
     let mut parts: Vec<String> = kept;
     let exe = ctx.exe();
-    if exe.exists() && ctx.target_dir().is_none() {
-        let how = if ctx.npm_package_dir().is_some() {
-            "`npm uninstall -g preloop-hooks`".to_string()
-        } else if ctx.bin_dir.ends_with(".cargo/bin") {
-            "`cargo uninstall preloop-hooks`".to_string()
-        } else {
-            format!("`rm {}`", util::tilde(&ctx.env, &exe))
-        };
-        parts.push(format!("this executable, {} ({how} removes it)", util::tilde(&ctx.env, &exe)));
+    if exe.exists()
+        && let Some(how) = ctx.install_method().remove(&ctx.env, &exe)
+    {
+        parts.push(format!("this executable, {} (`{how}` removes it)", util::tilde(&ctx.env, &exe)));
     }
     if ctx.preloop_home.exists() {
         parts.push(format!(
@@ -925,7 +829,12 @@ fn leftovers(ctx: &Ctx, dirs: &[PathBuf], kept: Vec<String>) {
                 globs.push(g);
             }
         }
-        parts.push(format!("{} backup file(s): {}", backups.len(), globs.join(" ")));
+        parts.push(format!(
+            "{} backup file(s): {} (`rm {}` removes them)",
+            backups.len(),
+            globs.join(" "),
+            globs.join(" ")
+        ));
     }
     if !parts.is_empty() {
         crate::outln!("left in place: {}", parts.join("; "));

@@ -14,6 +14,7 @@ pub mod attach;
 pub mod cli;
 pub mod codex_trust;
 pub mod demo;
+pub mod dialect;
 pub mod doctor;
 pub mod edit;
 pub mod install;

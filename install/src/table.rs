@@ -6,32 +6,6 @@ use preloop_shared::Harness;
 use preloop_shared::config::Settings;
 pub use preloop_shared::registry::{HookDef, Role, TimeoutUnit};
 
-/// Every event name Cursor documents for `hooks.json` (docs/contracts/cursor.md §1.2,
-/// "Event names"). One unknown key voids the whole file in some CLI builds,
-/// so we never write a name outside this list.
-pub const CURSOR_KNOWN_EVENTS: &[&str] = &[
-    "sessionStart",
-    "sessionEnd",
-    "beforeSubmitPrompt",
-    "beforeShellExecution",
-    "afterShellExecution",
-    "beforeMCPExecution",
-    "afterMCPExecution",
-    "beforeReadFile",
-    "afterFileEdit",
-    "beforeTabFileRead",
-    "afterTabFileEdit",
-    "preToolUse",
-    "postToolUse",
-    "postToolUseFailure",
-    "subagentStart",
-    "subagentStop",
-    "preCompact",
-    "stop",
-    "afterAgentResponse",
-    "afterAgentThought",
-];
-
 /// Our hooks for one harness, in registry order.
 pub fn hooks_for(harness: Harness) -> impl Iterator<Item = &'static HookDef> {
     harness.hooks()
@@ -41,26 +15,6 @@ pub fn hooks_for(harness: Harness) -> impl Iterator<Item = &'static HookDef> {
 pub fn is_our_binary(harness: Harness, file_name: &str) -> bool {
     hooks_for(harness).any(|d| d.binary == file_name)
 }
-
-/// Every event name Copilot CLI 1.0.102 knows in a camelCase hooks file
-/// (docs/contracts/copilot-cli.md §2).
-pub const COPILOT_KNOWN_EVENTS: &[&str] = &[
-    "sessionStart",
-    "sessionEnd",
-    "userPromptSubmitted",
-    "userPromptTransformed",
-    "preToolUse",
-    "postToolUse",
-    "postToolUseFailure",
-    "errorOccurred",
-    "agentStop",
-    "subagentStart",
-    "subagentStop",
-    "preCompact",
-    "permissionRequest",
-    "notification",
-    "preMcpToolCall",
-];
 
 /// The `timeout` to write for a hook, in its harness's unit (Gemini:
 /// milliseconds; everyone else: seconds).
@@ -121,18 +75,13 @@ mod tests {
     fn table_is_consistent() {
         for d in preloop_shared::registry::HOOKS {
             assert!(d.binary.starts_with(&format!("preloop-{}-", d.harness().slug())), "{d:?}");
-            if d.harness() == Harness::Cursor {
-                assert!(CURSOR_KNOWN_EVENTS.contains(&d.on), "{} is not a Cursor event", d.on);
-            }
-            if d.harness() == Harness::Copilot {
-                assert!(COPILOT_KNOWN_EVENTS.contains(&d.on), "{} is not a Copilot event", d.on);
+            if let Some(known) = crate::dialect::of(d.harness()).known_events() {
+                assert!(known.contains(&d.on), "{} is not an event {} knows", d.on, d.harness().name());
             }
         }
-        assert_eq!(hooks_for(Harness::ClaudeCode).count(), 7);
-        assert_eq!(hooks_for(Harness::Codex).count(), 6);
-        assert_eq!(hooks_for(Harness::Cursor).count(), 7);
-        assert_eq!(hooks_for(Harness::Gemini).count(), 6);
-        assert_eq!(hooks_for(Harness::Copilot).count(), 6);
+        // Every row belongs to exactly one harness's table.
+        let per_harness: usize = Harness::all().map(|h| hooks_for(h).count()).sum();
+        assert_eq!(per_harness, preloop_shared::registry::HOOKS.len());
         let gemini_end = hooks_for(Harness::Gemini).find(|d| d.role == Role::End).unwrap();
         // Gemini awaits SessionEnd: the ordinary lifecycle budget, in milliseconds.
         assert_eq!(timeout_value(gemini_end, &Settings::default()), 20_000, "Gemini counts milliseconds");

@@ -376,6 +376,16 @@ impl Config {
     }
 }
 
+/// The fix for a config or onboarding file we refused: for one others can
+/// write, the permission fix (removing it would lose its tokens); else
+/// `otherwise`.
+fn file_fix(shown: &str, e: &fsutil::TrustError, otherwise: String) -> String {
+    match e {
+        fsutil::TrustError::Writable(_) => format!("chmod 600 {shown}"),
+        _ => otherwise,
+    }
+}
+
 fn home_fix(home: &str, e: &fsutil::TrustError) -> String {
     match e {
         fsutil::TrustError::NotADirectory => {
@@ -498,7 +508,7 @@ impl HomeFiles {
                     unusable = true;
                     problems.push(Problem {
                         what: format!("{shown}: {e}"),
-                        fix: format!("fix or remove {shown}, then run `preloop-hooks doctor`"),
+                        fix: file_fix(&shown, &e, format!("fix or remove {shown}, then run `preloop-hooks doctor`")),
                     });
                 }
             }
@@ -871,7 +881,11 @@ fn onboarding(
                 *unusable = true;
                 problems.push(Problem {
                     what: format!("{}: {e}", show.path(&path)),
-                    fix: format!("fix or remove {} (re-run `preloop agents onboard`)", show.path(&path)),
+                    fix: file_fix(
+                        &show.path(&path),
+                        &e,
+                        format!("fix or remove {} (re-run `preloop agents onboard`)", show.path(&path)),
+                    ),
                 });
                 continue;
             }

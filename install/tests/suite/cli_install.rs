@@ -647,24 +647,43 @@ fn uninstall_says_what_is_left_and_needs_no_bin_dir() {
     assert_eq!(read(&e.claude()), "{\"model\": \"opus\"}\n");
     let last = stdout(&out).lines().last().unwrap().to_string();
     assert!(last.starts_with("left in place: ~/.preloop"), "{last}");
-    assert!(last.contains("2 backup file(s): ~/.claude/settings.json.bak.preloop-*"), "{last}");
+    assert!(
+        last.contains(
+            "2 backup file(s): ~/.claude/settings.json.bak.preloop-* (`rm ~/.claude/settings.json.bak.preloop-*` removes them)"
+        ),
+        "{last}"
+    );
     let help = stdout(&e.run(&["uninstall", "--help"]));
     assert!(!help.contains("--bin-dir"), "{help}");
 }
 
-// ---------------------------------------------------------------- newcomer 41
+// ---------------------------------------------------------------- newcomer 41, newcomer-ux-3 N6
 
 #[test]
-fn doctor_says_when_it_asks_codex_and_how_not_to() {
+fn doctor_says_when_it_asks_codex_and_how_not_to_without_a_warning() {
     let e = Env::new("codex-query");
     e.install("codex");
     let fake = e.root.join("fakebin");
     write(&fake.join("codex"), "#!/bin/sh\n[ \"$1\" = --version ] && echo 'codex-cli 0.169.0'\nexit 1\n");
     std::fs::set_permissions(fake.join("codex"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut c = e.cmd(&["doctor", "--json", "--bin-dir", &e.bin_arg()]);
-    c.env("PATH", format!("{}:/usr/bin:/bin", fake.display()));
-    let v: Value = serde_json::from_slice(&c.output().unwrap().stdout).unwrap();
-    assert!(warnings(&v).iter().any(|w| w.contains("codex app-server") && w.contains("--no-codex-query")), "{v:#}");
+    let bin = e.bin_arg();
+    let doctor = |args: &[&str]| {
+        let mut a = vec!["doctor", "--bin-dir", &bin];
+        a.extend_from_slice(args);
+        let mut c = e.cmd(&a);
+        c.env("PATH", format!("{}:/usr/bin:/bin", fake.display()));
+        c.output().unwrap()
+    };
+    // A healthy run has no warning for it (one on every run teaches people to skip warnings) ...
+    let out = doctor(&["--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(code(&out), 0, "{v:#}");
+    assert!(warnings(&v).is_empty(), "{v:#}");
+    assert!(!stdout(&doctor(&[])).contains("codex app-server"));
+    // ... and --verbose says what it did, as information, with the way around it.
+    let text = stdout(&doctor(&["--verbose"]));
+    let note = text.lines().skip_while(|l| *l != "notes (informational)").nth(1).unwrap_or_default().to_string();
+    assert!(note.contains("codex app-server") && note.contains("--no-codex-query"), "{text}");
 }
 
 // ------------------------------------------------------------------------ L8
@@ -1065,4 +1084,180 @@ fn doctor_says_an_environment_override_was_ignored() {
     );
     assert!(w.iter().any(|w| w.contains("PRELOOP_TOKEN in the environment ignored")), "{w:?}");
     assert!(v.to_string().contains(&server.url()), "the hooks still use the user's server: {v:#}");
+}
+
+// ------------------------------------------------------------ newcomer-ux-3
+
+/// Make `name` an executable script in `dir`.
+fn script(dir: &std::path::Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    write(&p, &format!("#!/bin/sh\n{body}"));
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+/// N3: a hook command gone from the bin dir gets the fix that puts it back,
+/// which works as written; with the executable itself gone, the fix is the
+/// way it was installed.
+#[test]
+fn a_missing_hook_command_gets_a_fix_that_works() {
+    let e = Env::new("n3");
+    e.install("codex");
+    std::fs::remove_file(e.bin.join("preloop-codex-stop")).unwrap();
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 6);
+    let p = &v["problems"][0];
+    assert!(p["what"].as_str().unwrap().ends_with("preloop-codex-stop missing or not executable"), "{v:#}");
+    assert_eq!(p["fix"], "preloop-hooks install --harness codex (it links the hook commands again)");
+    e.install("codex");
+    assert_eq!(e.doctor().0, 0);
+    // The executable gone as well: nothing to link to; the bin dir is a
+    // prefix's (scripts/install, the tarball).
+    std::fs::remove_file(e.bin.join("preloop-codex-stop")).unwrap();
+    std::fs::remove_file(e.bin.join("preloop-hooks")).unwrap();
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 6);
+    let fix = v["problems"][0]["fix"].as_str().unwrap().to_string();
+    assert!(fix.starts_with("re-run scripts/install --prefix ") && fix.contains("release tarball"), "{fix}");
+}
+
+/// N7: doctor finds Gemini's version without running it in the user's home
+/// (Gemini CLI leaves a projects.json.<uuid>.tmp in ~/.gemini per run).
+#[test]
+fn doctor_leaves_nothing_in_geminis_home() {
+    let e = Env::new("n7");
+    let leak = "mkdir -p \"$HOME/.gemini\" && touch \"$HOME/.gemini/projects.json.$$.tmp\"; echo 0.61.0\n";
+    // As npm installs it: a link into the package, which has its package.json.
+    let pkg = e.root.join("lib/node_modules/@google/gemini-cli");
+    write(&pkg.join("package.json"), "{\"name\": \"@google/gemini-cli\", \"version\": \"0.61.0\"}");
+    let ran = e.root.join("ran");
+    script(&pkg.join("bundle"), "gemini.js", &format!("touch {}\n{leak}", ran.display()));
+    let npm_bin = e.root.join("npmbin");
+    std::fs::create_dir_all(&npm_bin).unwrap();
+    std::os::unix::fs::symlink(pkg.join("bundle/gemini.js"), npm_bin.join("gemini")).unwrap();
+    // Anywhere else: run, but in a scratch home.
+    let other = e.root.join("otherbin");
+    script(&other, "gemini", leak);
+    for dir in [&npm_bin, &other] {
+        let mut c = e.cmd(&["doctor", "--json", "--no-codex-query", "--bin-dir", &e.bin_arg()]);
+        c.env("PATH", format!("{}:/usr/bin:/bin", dir.display()));
+        let v: Value = serde_json::from_slice(&c.output().unwrap().stdout).unwrap();
+        assert_eq!(v["harnesses"][3]["version"], "0.61.0", "{v:#}");
+        assert!(!e.home.join(".gemini").exists(), "doctor wrote into ~/.gemini");
+        assert!(!ran.exists(), "the npm package's gemini was run");
+    }
+}
+
+/// N8: a file others can write gets the permission fix, which keeps its
+/// tokens; a harness config others can write (it names the commands the
+/// harness runs) is a problem.
+#[test]
+fn writable_files_get_the_permission_fix() {
+    let e = Env::new("n8");
+    e.install("claude-code");
+    let cfg = e.preloop.join("config.json");
+    write(&cfg, "{\"url\": \"http://127.0.0.1:9\", \"token\": \"agt_mine\"}");
+    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 6);
+    let p =
+        v["problems"].as_array().unwrap().iter().find(|p| p["what"].as_str().unwrap().contains("config.json")).unwrap();
+    assert_eq!(p["fix"].as_str().unwrap(), "chmod 600 ~/.preloop/config.json", "{v:#}");
+    std::fs::remove_file(&cfg).unwrap();
+    assert_eq!(e.doctor().0, 0);
+    std::fs::set_permissions(e.claude(), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (rc, v) = e.doctor();
+    assert_eq!(rc, 6, "{v:#}");
+    assert_eq!(
+        v["problems"][0],
+        json!({
+            "what": "claude-code: other users can write ~/.claude/settings.json, and so make Claude Code run any command",
+            "fix": "chmod go-w ~/.claude/settings.json"
+        })
+    );
+}
+
+/// N9: a config that does not parse is one problem, listed first; no
+/// warning beside it says to run the install it refuses.
+#[test]
+fn an_unparsable_config_is_not_also_not_hooked_up() {
+    let e = Env::new("n9");
+    e.install("claude-code");
+    std::fs::OpenOptions::new().append(true).open(e.claude()).unwrap().write_all(b"{\"hooks\": {").unwrap();
+    let fake = e.root.join("fakebin");
+    script(&fake, "claude", "echo '9.9.9 (Claude Code)'\n");
+    let mut c = e.cmd(&["doctor", "--no-codex-query", "--bin-dir", &e.bin_arg()]);
+    c.env("PATH", format!("{}:/usr/bin:/bin", fake.display()));
+    let out = c.output().unwrap();
+    assert_eq!(code(&out), 6);
+    let text = stdout(&out);
+    assert!(!text.contains("not hooked up"), "{text}");
+    assert!(text.contains("settings.json does not parse"), "{text}");
+    let (problems, warnings) = (text.find("\nproblems\n").unwrap(), text.find("\nwarnings\n").unwrap());
+    assert!(problems < warnings, "problems first:\n{text}");
+}
+
+/// N11: on an 80-column terminal every line of doctor's prose fits.
+#[test]
+fn doctor_wraps_to_the_terminal() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut e = Env::new("n11");
+    e.install("all");
+    // Lines that run past 80 columns unwrapped (the server's, the modes').
+    e.set("PRELOOP_URL", "http://127.0.0.1:9/preloop");
+    for cols in [80u16, 0] {
+        let (mut master, mut slave) = (0, 0);
+        let ws = libc::winsize { ws_row: 40, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+        // SAFETY: openpty fills two fds we then own.
+        let rc = unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), &ws) };
+        assert_eq!(rc, 0, "openpty");
+        // SAFETY: both fds were just opened and are owned here.
+        let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let mut c = e.cmd(&["doctor", "--verbose", "--no-codex-query", "--bin-dir", &e.bin_arg()]);
+        c.stdout(slave.try_clone().unwrap()).stdin(Stdio::null()).stderr(Stdio::null());
+        let mut child = c.spawn().unwrap();
+        drop(c);
+        drop(slave);
+        let mut text = Vec::new();
+        let _ = std::fs::File::from(master).read_to_end(&mut text);
+        child.wait().unwrap();
+        let text = String::from_utf8_lossy(&text).replace('\r', "");
+        assert!(text.contains("known limits") && text.contains("\nserver     "), "{text}");
+        // The harness table keeps its rows (its columns are as wide as its paths).
+        let long: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                l.chars().count() > 80 && !l.contains("(user)") && !l.contains("(project)") && !l.starts_with("  ")
+            })
+            .collect();
+        assert!(long.is_empty(), "{cols} columns: {long:#?}\n{text}");
+        assert!(text.lines().filter(|l| l.starts_with("  - ")).all(|l| l.chars().count() <= 80), "{text}");
+    }
+}
+
+/// N16: uninstall leaves no backup of a file that held only our entries (a
+/// project's would be committed), creates no $PRELOOP_HOME it then reports
+/// as left behind, and gives the command for the backups it keeps.
+#[test]
+fn uninstall_leaves_only_what_it_says_with_the_commands_to_remove_it() {
+    let e = Env::new("n16");
+    let out = e.run(&["uninstall"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!e.preloop.exists(), "an uninstall on a clean machine created {}", e.preloop.display());
+    assert!(!stdout(&out).contains("~/.preloop"), "{}", stdout(&out));
+    let project = e.root.join("project");
+    for h in ["codex", "gemini", "claude-code"] {
+        let out = e.run(&["install", "--scope", "project", "--harness", h, "--bin-dir", &e.bin_arg()]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let out = e.run(&["uninstall", "--scope", "project", "--harness", h]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let mut left = Vec::new();
+    let mut stack = vec![project.clone()];
+    while let Some(d) = stack.pop() {
+        for x in std::fs::read_dir(&d).unwrap().flatten() {
+            if x.path().is_dir() { stack.push(x.path()) } else { left.push(x.path()) }
+        }
+    }
+    assert!(left.is_empty(), "left in the project: {left:?}");
 }

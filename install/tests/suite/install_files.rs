@@ -122,7 +122,7 @@ fn round_trip(ctx: &Ctx, h: Harness, files: &[(&Path, &str)]) {
 fn claude_code_round_trip_keeps_user_hooks_and_formatting() {
     let t = TempDir::new("claude");
     let ctx = ctx(t.path());
-    let settings = ctx.claude_settings(Scope::User);
+    let settings = ctx.hooks_file(Harness::ClaudeCode, Scope::User);
     write(&settings, CLAUDE_SETTINGS);
     run(&ctx, Harness::ClaudeCode, Action::Install);
     let text = read(&settings);
@@ -162,7 +162,7 @@ fn claude_code_round_trip_keeps_user_hooks_and_formatting() {
 fn compact_and_crlf_files_round_trip() {
     let t = TempDir::new("compact");
     let ctx = ctx(t.path());
-    let settings = ctx.claude_settings(Scope::User);
+    let settings = ctx.hooks_file(Harness::ClaudeCode, Scope::User);
     round_trip(
         &ctx,
         Harness::ClaudeCode,
@@ -177,7 +177,7 @@ fn compact_and_crlf_files_round_trip() {
 fn fresh_claude_file_is_created_and_removed() {
     let t = TempDir::new("fresh");
     let ctx = ctx(t.path());
-    let settings = ctx.claude_settings(Scope::User);
+    let settings = ctx.hooks_file(Harness::ClaudeCode, Scope::User);
     run(&ctx, Harness::ClaudeCode, Action::Install);
     assert!(read(&settings).ends_with("}\n"));
     assert_eq!(
@@ -186,13 +186,15 @@ fn fresh_claude_file_is_created_and_removed() {
         "5 hooks and the watcher on SessionStart and Stop"
     );
     run(&ctx, Harness::ClaudeCode, Action::Uninstall);
-    assert!(!settings.exists(), "a file that held only our hooks is removed (with a backup)");
+    // Install created it and it held only our hooks: removed, with no backup
+    // (nothing of the user's was in it; newcomer-ux-3 N16).
+    assert!(!settings.exists(), "a file that held only our hooks is removed");
     let backups: Vec<_> = std::fs::read_dir(settings.parent().unwrap())
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().into_string().unwrap())
         .collect();
-    assert!(backups.iter().any(|n| n.starts_with("settings.json.bak.preloop-")), "{backups:?}");
+    assert!(backups.is_empty(), "{backups:?}");
 }
 
 /// Installing `harness` (user scope) over `path` holding `text` is refused,
@@ -208,7 +210,7 @@ fn refused_over(ctx: &Ctx, harness: Harness, path: &Path, text: &str) -> String 
 fn corrupt_files_are_refused_and_left_alone() {
     let t = TempDir::new("corrupt");
     let ctx = ctx(t.path());
-    let settings = ctx.claude_settings(Scope::User);
+    let settings = ctx.hooks_file(Harness::ClaudeCode, Scope::User);
     let bad = "{\n  \"model\": \"opus\",\n  \"hooks\": {,}\n}\n";
     let err = refused_over(&ctx, Harness::ClaudeCode, &settings, bad);
     assert!(err.contains(&settings.display().to_string()) && err.contains("line 3"), "{err}");
@@ -219,13 +221,13 @@ fn corrupt_files_are_refused_and_left_alone() {
         assert_eq!(read(&settings), bad);
     }
     // A corrupt config.toml stops the Codex install before anything is written.
-    let cfg = ctx.codex_config();
+    let cfg = preloop_hooks::dialect::codex_config(&ctx);
     write(&cfg, "model = \"o3\"\n[broken\n");
     let err = install::plan(&ctx, Harness::Codex, Scope::User, Action::Install).unwrap_err().to_string();
     assert!(err.contains("config.toml"), "{err}");
-    assert!(!ctx.codex_hooks(Scope::User).exists());
+    assert!(!ctx.hooks_file(Harness::Codex, Scope::User).exists());
     // Cursor: an unknown version is refused.
-    let cursor = ctx.cursor_hooks(Scope::User);
+    let cursor = ctx.hooks_file(Harness::Cursor, Scope::User);
     write(&cursor, "{\"version\": 2, \"hooks\": {}}");
     assert!(install::plan(&ctx, Harness::Cursor, Scope::User, Action::Install).is_err());
 }
@@ -234,7 +236,7 @@ fn corrupt_files_are_refused_and_left_alone() {
 fn stale_entries_are_updated_in_place_and_duplicates_removed() {
     let t = TempDir::new("stale");
     let ctx = ctx(t.path());
-    let settings = ctx.claude_settings(Scope::User);
+    let settings = ctx.hooks_file(Harness::ClaudeCode, Scope::User);
     // An older install from another directory, a duplicate, and one with a
     // matcher (it would not fire for every tool).
     let old = r#"{
@@ -280,8 +282,8 @@ fn stale_entries_are_updated_in_place_and_duplicates_removed() {
 fn codex_round_trip_with_trust_and_comments() {
     let t = TempDir::new("codex");
     let ctx = ctx(t.path());
-    let hooks = ctx.codex_hooks(Scope::User);
-    let cfg = ctx.codex_config();
+    let hooks = ctx.hooks_file(Harness::Codex, Scope::User);
+    let cfg = preloop_hooks::dialect::codex_config(&ctx);
     write(&hooks, CODEX_HOOKS);
     // The user already trusted their own hook.
     let key_path = codex_trust::canonical_dir(hooks.parent().unwrap()).join("hooks.json");
@@ -312,7 +314,7 @@ fn codex_round_trip_with_trust_and_comments() {
 fn codex_user_hook_added_after_ours_keeps_its_trust_on_uninstall() {
     let t = TempDir::new("codex-shift");
     let ctx = ctx(t.path());
-    let hooks = ctx.codex_hooks(Scope::User);
+    let hooks = ctx.hooks_file(Harness::Codex, Scope::User);
     run(&ctx, Harness::Codex, Action::Install);
     // The user adds a Stop group after ours and trusts it (as Codex's TUI would).
     let mut doc = parse(&hooks);
@@ -324,7 +326,7 @@ fn codex_user_hook_added_after_ours_keeps_its_trust_on_uninstall() {
     let key_path = codex_trust::canonical_dir(hooks.parent().unwrap()).join("hooks.json");
     let user = codex_trust::hook_keys(&key_path, &doc, &owner(&ctx)).into_iter().find(|k| !k.ours).unwrap();
     assert!(user.key.ends_with(":stop:1:0"));
-    let cfg = ctx.codex_config();
+    let cfg = preloop_hooks::dialect::codex_config(&ctx);
     write(&cfg, &format!("{}\n[hooks.state.\"{}\"]\ntrusted_hash = \"{}\"\n", read(&cfg), user.key, user.hash));
     run(&ctx, Harness::Codex, Action::Uninstall);
     let left = parse(&hooks);
@@ -339,7 +341,7 @@ fn codex_user_hook_added_after_ours_keeps_its_trust_on_uninstall() {
 fn codex_refuses_a_hooks_json_codex_would_reject() {
     let t = TempDir::new("codex-extra");
     let ctx = ctx(t.path());
-    let hooks = ctx.codex_hooks(Scope::User);
+    let hooks = ctx.hooks_file(Harness::Codex, Scope::User);
     let text = "{\"version\": 1, \"hooks\": {}}";
     let err = refused_over(&ctx, Harness::Codex, &hooks, text);
     assert!(err.contains("version"), "{err}");
@@ -349,14 +351,17 @@ fn codex_refuses_a_hooks_json_codex_would_reject() {
 fn cursor_round_trip_and_empty_file_is_kept() {
     let t = TempDir::new("cursor");
     let ctx = ctx(t.path());
-    let path = ctx.cursor_hooks(Scope::User);
+    let path = ctx.hooks_file(Harness::Cursor, Scope::User);
     round_trip(&ctx, Harness::Cursor, &[(&path, CURSOR_HOOKS)]);
     write(&path, CURSOR_HOOKS);
     run(&ctx, Harness::Cursor, Action::Install);
     let v = parse(&path);
     let events: Vec<&String> = v["hooks"].as_object().unwrap().keys().collect();
     for e in &events {
-        assert!(table::CURSOR_KNOWN_EVENTS.contains(&e.as_str()), "{e} is not a Cursor event");
+        assert!(
+            preloop_hooks::dialect::of(Harness::Cursor).known_events().unwrap().contains(&e.as_str()),
+            "{e} is not a Cursor event"
+        );
     }
     assert_eq!(v["hooks"]["stop"].as_array().unwrap().len(), 2);
     // The one loop_limit the adapter checks loop_count against.
@@ -403,7 +408,7 @@ fn symlinked_config_is_written_through() {
     let ctx = ctx(t.path());
     let real = t.path().join("dotfiles/claude-settings.json");
     write(&real, "{\"model\": \"opus\"}\n");
-    let settings = ctx.claude_settings(Scope::User);
+    let settings = ctx.hooks_file(Harness::ClaudeCode, Scope::User);
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(&real, &settings).unwrap();
     run(&ctx, Harness::ClaudeCode, Action::Install);
@@ -417,14 +422,14 @@ fn timeouts_follow_the_settings() {
     let mut ctx = ctx(t.path());
     ctx.settings.permission_timeout_secs = 500;
     run(&ctx, Harness::ClaudeCode, Action::Install);
-    let v = parse(&ctx.claude_settings(Scope::User));
+    let v = parse(&ctx.hooks_file(Harness::ClaudeCode, Scope::User));
     assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 530);
     // Changing the setting and installing again updates the entry in place.
     ctx.settings.permission_timeout_secs = 310;
     let p = install::plan(&ctx, Harness::ClaudeCode, Scope::User, Action::Install).unwrap();
     assert!(p.edits[0].changed());
     install::apply(&ctx, &p).unwrap();
-    let v = parse(&ctx.claude_settings(Scope::User));
+    let v = parse(&ctx.hooks_file(Harness::ClaudeCode, Scope::User));
     assert_eq!(v["hooks"]["PreToolUse"].as_array().unwrap().len(), 1);
     assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 340);
 }

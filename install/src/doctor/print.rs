@@ -1,0 +1,258 @@
+//! Render a [`Report`] for people: the modes, a table of harnesses and
+//! scopes, the server, the state, then warnings and problems as bullets
+//! wrapped to the terminal.
+
+use super::{ConfigState, ProgramState, Report, TrustState};
+use crate::install::Ctx;
+use crate::util::{self, print_table};
+use std::path::Path;
+
+/// The report for people.
+pub fn human(ctx: &Ctx, r: &Report, verbose: bool) {
+    human_at(ctx, r, verbose, terminal_width())
+}
+
+/// The report for people, prose wrapped to `width` (None: one line per item).
+pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
+    let t = |p: &str| util::tilde(&ctx.env, Path::new(p));
+    // A labelled line: the label's column, then the text, continued under it.
+    let labelled = |label: &str, text: &str| wrap(&format!("{label:<11}"), text, 11, width);
+    crate::outln!("{}", labelled("hooks", &format!("{}: {}", r.modes.hooks, r.modes.hooks_why)));
+    crate::outln!("{}", labelled("notes", &format!("{}: {}", r.modes.operator, r.modes.operator_why)));
+    let binaries = if r.bin_dir == r.hook_dir {
+        t(&r.bin_dir)
+    } else if Path::new(&r.hook_dir).exists() {
+        format!("{} (copied from {})", t(&r.hook_dir), t(&r.bin_dir))
+    } else {
+        format!("{} (install copies them to {}: `cargo clean` deletes target/)", t(&r.bin_dir), t(&r.hook_dir))
+    };
+    crate::outln!("{}", labelled("binaries", &binaries));
+    crate::outln!();
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for h in &r.harnesses {
+        let base = vec![
+            h.harness.clone(),
+            if h.installed { "yes".into() } else { "no".into() },
+            h.version.clone().unwrap_or_else(|| "-".into()),
+        ];
+        for (i, s) in h.scopes.iter().enumerate() {
+            let trusted = s.entries.iter().filter(|e| e.trust == Some(TrustState::Trusted)).count();
+            let broken = s.entries.iter().filter(|e| e.program.is_some_and(ProgramState::broken)).count();
+            let mut row = if i == 0 { base.clone() } else { vec![String::new(), String::new(), String::new()] };
+            row.push(format!("{} ({})", t(&s.config), s.scope));
+            row.push(if matches!(s.config_state, ConfigState::Ok | ConfigState::Missing) {
+                let mut v = format!("{}/{}", s.hooks_present, s.hooks_expected);
+                if broken > 0 {
+                    v.push_str(&format!(", {broken} broken"));
+                }
+                if s.trust_source.is_some() && s.hooks_present > 0 {
+                    v.push_str(&format!(", {trusted} trusted"));
+                }
+                if s.folder_trusted == Some(false) {
+                    v.push_str(", folder not trusted");
+                }
+                v
+            } else {
+                "config does not parse".into()
+            });
+            rows.push(row);
+        }
+    }
+    print_table(&["HARNESS", "INSTALLED", "VERSION", "CONFIG", "OUR HOOKS"], &rows);
+    if verbose {
+        for h in &r.harnesses {
+            for s in h.scopes.iter().filter(|s| s.hooks_present > 0) {
+                crate::outln!();
+                crate::outln!(
+                    "{} hooks in {}{}",
+                    h.harness,
+                    t(&s.config),
+                    s.trust_source.as_deref().map(|x| format!(" (trust: {x})")).unwrap_or_default()
+                );
+                let trust = s.trust_source.is_some();
+                let rows: Vec<Vec<String>> = s
+                    .entries
+                    .iter()
+                    .map(|e| {
+                        let mut v = vec![
+                            format!("  {}", e.event),
+                            if e.present { "present".into() } else { "MISSING".into() },
+                            e.timeout.map(|x| x.to_string()).unwrap_or_else(|| "-".into()),
+                            e.program.map(ProgramState::as_str).unwrap_or("-").replace('_', " "),
+                        ];
+                        if trust {
+                            v.push(e.trust.map(TrustState::as_str).unwrap_or("-").into());
+                        }
+                        v.push(
+                            e.command
+                                .as_deref()
+                                .map(|c| util::tilde(&ctx.env, Path::new(c)))
+                                .unwrap_or_else(|| e.binary.clone()),
+                        );
+                        v
+                    })
+                    .collect();
+                if trust {
+                    print_table(&["  EVENT", "ENTRY", "TIMEOUT", "BINARY", "TRUST", "COMMAND"], &rows);
+                } else {
+                    print_table(&["  EVENT", "ENTRY", "TIMEOUT", "BINARY", "COMMAND"], &rows);
+                }
+            }
+        }
+    }
+    if r.server.configured {
+        crate::outln!();
+        let server = format!(
+            "{}: {}; runtime token {}; user token {}",
+            r.server.url.as_deref().unwrap_or(""),
+            r.server.health.describe(),
+            r.server.runtime_token,
+            r.server.user_token
+        );
+        crate::outln!("{}", labelled("server", &server));
+    }
+    crate::outln!();
+    let st = &r.state;
+    let sessions = format!(
+        "{} live, {} ended; spool: {} note(s){}; owed acks: {}{}",
+        st.sessions_live,
+        st.sessions_ended,
+        st.spooled_notes,
+        if st.sessions_with_spool.is_empty() {
+            String::new()
+        } else {
+            format!(" in {}", st.sessions_with_spool.join(", "))
+        },
+        st.owed_acks,
+        st.inbox_pending.map(|n| format!("; inbox: {n} pending")).unwrap_or_default()
+    );
+    crate::outln!("{}", labelled("sessions", &sessions));
+    if !r.last_errors.is_empty() {
+        crate::outln!();
+        crate::outln!("last errors ({})", t(&format!("{}/log/hooks.log", r.preloop_home)));
+        for e in &r.last_errors {
+            crate::outln!("{}", wrap("  ", e, 4, width));
+        }
+    }
+    if verbose && !r.limits.is_empty() {
+        crate::outln!();
+        crate::outln!("known limits");
+        for l in &r.limits {
+            crate::outln!("{}", bullet(l, width));
+        }
+    }
+    if verbose && !r.info.is_empty() {
+        crate::outln!();
+        crate::outln!("notes (informational)");
+        for i in &r.info {
+            crate::outln!("{}", bullet(i, width));
+        }
+    }
+    // Problems first: what must be fixed, then what is worth knowing.
+    if !r.problems.is_empty() {
+        crate::outln!();
+        crate::outln!("problems");
+        for p in &r.problems {
+            crate::outln!("{}", bullet(&p.line(), width));
+        }
+    }
+    if !r.warnings.is_empty() {
+        crate::outln!();
+        crate::outln!("warnings");
+        for w in &r.warnings {
+            crate::outln!("{}", bullet(&w.line(), width));
+        }
+    }
+    crate::outln!();
+    if r.healthy {
+        crate::outln!("healthy{}", if verbose { "" } else { " (known limits and every hook: --verbose)" });
+    } else {
+        crate::outln!(
+            "not healthy (exit {} {}){}",
+            r.exit_code,
+            r.exit,
+            if verbose { "" } else { "; every hook: --verbose" }
+        );
+    }
+}
+
+/// The width to wrap to when stdout is a terminal: `COLUMNS`, else the
+/// tty's, else 80. None when stdout is not a terminal: piped output keeps
+/// one line per item.
+fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse::<usize>().ok()).filter(|c| *c > 0) {
+        return Some(c);
+    }
+    let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCGWINSZ writes one winsize through a valid pointer to ours.
+    let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } == 0;
+    Some(if ok && ws.ws_col > 0 { usize::from(ws.ws_col) } else { 80 })
+}
+
+/// `  - text`, wrapped at word boundaries to `width` with a hanging indent.
+fn bullet(text: &str, width: Option<usize>) -> String {
+    wrap("  - ", text, 4, width)
+}
+
+/// `first` then `text`, wrapped at word boundaries to `width`, each
+/// continuation line indented by `indent` spaces. A word longer than the
+/// line (a path, a URL) stays whole. Below 40 columns, or without a width,
+/// nothing is wrapped.
+fn wrap(first: &str, text: &str, indent: usize, width: Option<usize>) -> String {
+    let Some(width) = width.filter(|w| *w >= 40) else { return format!("{first}{text}") };
+    let mut out = String::from(first);
+    let mut col = first.chars().count();
+    // Nothing of `text` on this line yet.
+    let mut fresh = true;
+    for word in text.split(' ') {
+        let n = word.chars().count();
+        if !fresh && col + 1 + n > width {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            col = indent;
+            fresh = true;
+        }
+        if !fresh {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += n;
+        fresh = false;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bullets_wrap_only_on_a_terminal() {
+        let t = "the hooks point at /tmp/dd/bin, which no longer holds the binaries (fix: preloop-hooks install)";
+        assert_eq!(bullet(t, None), format!("  - {t}"));
+        let w = bullet(t, Some(40));
+        assert!(w.lines().all(|l| l.chars().count() <= 40), "{w}");
+        assert!(w.lines().skip(1).all(|l| l.starts_with("    ")), "{w}");
+        assert_eq!(w.split_whitespace().filter(|x| *x != "-").collect::<Vec<_>>().join(" "), t);
+    }
+
+    #[test]
+    fn labelled_lines_continue_under_their_text() {
+        let t =
+            "server: http://127.0.0.1:8765 (URL from ~/.preloop/config.json), user token from ~/.preloop/config.json";
+        let w = wrap("notes      ", t, 11, Some(80));
+        assert!(w.lines().all(|l| l.chars().count() <= 80), "{w}");
+        assert!(w.starts_with("notes      server:"), "{w}");
+        assert!(w.lines().skip(1).all(|l| l.starts_with(&" ".repeat(11)) && !l.starts_with(&" ".repeat(12))), "{w}");
+        assert_eq!(w.split_whitespace().skip(1).collect::<Vec<_>>().join(" "), t);
+        // A word longer than the line stays whole, on a line of its own.
+        let long = format!("see {}", "x".repeat(100));
+        assert_eq!(wrap("  - ", &long, 4, Some(80)), format!("  - see\n    {}", "x".repeat(100)));
+        assert_eq!(wrap("  - ", &long, 4, None), format!("  - {long}"));
+    }
+}
