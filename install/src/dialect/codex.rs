@@ -202,7 +202,7 @@ impl Dialect for Codex {
     fn limits(&self, _s: &Settings) -> Vec<String> {
         vec![
             "codex: untrusted hooks are skipped silently; editing an entry or moving CODEX_HOME untrusts it (re-run install)".into(),
-            "codex: PermissionRequest fires only when Codex asks for approval (never in plain `codex exec`); SessionEnd gets at most 3 s".into(),
+            "codex: PermissionRequest fires only when Codex asks for approval (never in plain `codex exec`); Codex kills a SessionEnd hook about 1 s in whatever its timeout (in server mode ours hands its calls to a detached worker at once)".into(),
         ]
     }
 }

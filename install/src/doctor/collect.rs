@@ -235,9 +235,16 @@ fn user_check(url: &str, token: &Secret) -> TokenCheck {
 
 fn state(config: &Config) -> StateReport {
     let mut s = StateReport::default();
+    let day_ago = preloop_shared::time::Timestamp::now().add_secs(-24 * 3600);
     for f in session::all_session_files(&config.home) {
-        if f.ended_at.is_some() {
+        if let Some(ended) = f.ended_at {
             s.sessions_ended += 1;
+            if !f.uncarried_notes.is_empty() && ended.secs() >= day_ago.secs() {
+                s.uncarried.push(super::Uncarried {
+                    session: f.external_session_id.clone(),
+                    note_ids: f.uncarried_notes.clone(),
+                });
+            }
         } else {
             s.sessions_live += 1;
         }

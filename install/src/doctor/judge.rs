@@ -56,6 +56,21 @@ impl Findings {
     }
 }
 
+/// The receipt that over-reports (docs/guarantees.md, "Once, per path"):
+/// notes the server recorded delivered at the claim, in a session that
+/// ended before any output carried them.
+fn uncarried_finding(u: &super::Uncarried) -> Finding {
+    Finding::new(
+        format!(
+            "session {} ended before {} note(s) the server recorded delivered reached the model: {}",
+            u.session,
+            u.note_ids.len(),
+            u.note_ids.join(", ")
+        ),
+        "send them again if they still matter (`preloop-hooks notes status ID` shows `carried: never`)",
+    )
+}
+
 /// `preloop-hooks install` with the flags that reach one harness and scope.
 fn install_cmd(h: Option<Harness>, scope: Scope) -> String {
     let mut s = "preloop-hooks install".to_string();
@@ -99,6 +114,9 @@ pub fn judge(ctx: &Ctx, config: &Config, facts: &Facts) -> Report {
             ),
             install_cmd(if hs.len() == 1 { Some(hs[0]) } else { None }, *scope),
         ));
+    }
+    for u in &facts.state.uncarried {
+        c.warn(uncarried_finding(u));
     }
     let any_installed = harnesses.iter().any(|r| r.hooks_present > 0);
     let server = server(ctx, config, facts.server.as_ref(), &mut c);
@@ -812,6 +830,25 @@ mod tests {
         let r = judge(&ctx(), &config(), &f);
         assert_eq!((r.outcome, r.exit_code, r.exit, r.healthy), (Exit::NotInstalled, 5, "not_installed", false));
         assert_eq!(r.problems[0], Finding::new("our hooks are installed in no harness", "preloop-hooks install"));
+    }
+
+    /// D-1: notes the server recorded delivered that no output carried
+    /// before their session ended are one warning each session, named.
+    #[test]
+    fn uncarried_notes_of_a_recent_session_are_a_warning() {
+        let h = Harness::ClaudeCode;
+        let mut f = facts_with(h, scope_facts(h, Scope::User, installed_doc(h), ProgramState::Ok));
+        f.state.uncarried = vec![super::super::Uncarried {
+            session: "s-1".into(),
+            note_ids: vec!["aaaa1111".into(), "bbbb2222".into()],
+        }];
+        let r = judge(&ctx(), &config(), &f);
+        assert!(r.healthy, "history is not a problem: {:?}", r.problems);
+        let w = whats(&r.warnings);
+        assert!(
+            w.iter().any(|w| w.contains("session s-1 ended before 2 note(s)") && w.contains("aaaa1111, bbbb2222")),
+            "{w:?}"
+        );
     }
 
     #[test]

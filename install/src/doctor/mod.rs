@@ -280,6 +280,18 @@ pub struct StateReport {
     pub sessions_with_spool: Vec<String>,
     pub owed_acks: usize,
     pub inbox_pending: Option<usize>,
+    /// Sessions that ended in the last day with notes the server recorded
+    /// delivered at the claim that no output carried (docs/guarantees.md,
+    /// "Once, per path"): the one receipt that over-reports.
+    pub uncarried: Vec<Uncarried>,
+}
+
+/// One ended session's notes that were recorded delivered but never carried.
+#[derive(Debug, Serialize, Default, Clone, PartialEq)]
+pub struct Uncarried {
+    /// The harness's session id.
+    pub session: String,
+    pub note_ids: Vec<String>,
 }
 
 #[derive(Debug, Serialize, Clone, PartialEq)]
