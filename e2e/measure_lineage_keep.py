@@ -1,4 +1,4 @@
-"""How often the seeds' spawn recipe keeps lineage by process ancestry (docs/guarantees.md,
+"""How often Preloop's spawn recipe keeps lineage by process ancestry (docs/guarantees.md,
 "Lineage"): a measurement, not a test (it is not a test_*.py file, so discovery skips it).
 
 One conductor run of a real harness whose shell tool does the recipe of the Preloop
@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kit  # noqa: E402
 
 RECIPE = r"""#!/bin/sh
-# The seeds' spawn recipe, from a conductor's shell tool. $1: the spawn's number.
+# Preloop's spawn recipe ("Operator notes", "Steering the runs you started"), from a conductor's shell tool. $1: the spawn's number.
 export ANTHROPIC_BASE_URL=%(url)s ANTHROPIC_API_KEY=%(key)s IS_SANDBOX=1 DISABLE_TELEMETRY=1 \
   DISABLE_AUTOUPDATER=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 PATH=%(path)s
 LOGS=%(logs)s
