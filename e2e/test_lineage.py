@@ -13,14 +13,25 @@ commands the model runs still find the workers their shell tool started.
   gemini_codex   a Gemini CLI 0.61.0 conductor (`gemini -p`, mock_gemini.py) whose shell tool
                  starts a `codex exec` worker (its own mock_openai.py) the same way; the
                  worker's next request after its next tool call carries the note.
+  copilot_claude a Copilot CLI 1.0.102 conductor (`copilot -p`, BYOK offline, mock_copilot.py)
+                 whose bash tool starts a `claude -p` worker the same way.
 
-Local inbox (TestLineageLocal). Missing prerequisites fail the tests (kit.Prereq), never
-skip them. Run alone:
+Each on the local inbox (TestLineageLocal) and against the real Preloop 0.17.1 server
+(TestLineageServer). There the machine is set up the way a user does it once: `preloop-hooks
+login --url URL` (the agent's runtime token, for the hooks) and `login --user` (the operator's
+token, for `notes send`) into $PRELOOP_HOME/config.json, and no harness gets a Preloop variable
+but PRELOOP_HOME: the conductor, its workers and its `notes send` all find the server there,
+whatever a harness passes to the commands its shell tool runs. Besides the
+local checks, the server's own record of each worker (GET /api/v1/runtime-sessions/{id})
+names the conductor as `parent_session_id`, and `--children all` is resolved by the server.
+
+Missing prerequisites fail the tests (kit.Prereq), never skip them. Run alone:
   python3 -m unittest -v e2e/test_lineage.py
 """
 
 import json
 import os
+import subprocess
 import sys
 import time
 import unittest
@@ -38,6 +49,13 @@ def setUpModule():
     PREREQ.get("claude", kit.ensure_claude)
     PREREQ.get("codex", kit.ensure_codex)
     PREREQ.get("gemini", kit.ensure_gemini)
+    PREREQ.get("install_copilot", lambda: kit.require_install(PREREQ["bin_dir"], "copilot"))
+    PREREQ.get("copilot", kit.ensure_copilot)
+    kit.require_server(PREREQ, wiring="`preloop-hooks install` and `preloop-hooks login` (config.json)")
+
+
+def tearDownModule():
+    kit.release_server(PREREQ)
 
 
 WAIT_SH = """#!/bin/sh
@@ -80,12 +98,28 @@ def q(s):
 class _Lineage(kit.Scenario):
     HARNESS = "codex"
     PREREQ = PREREQ
-    PREREQS = ("bin_dir", "install", "install_gemini", "claude", "codex", "gemini")
+    PREREQS = ("bin_dir", "install", "install_gemini", "install_copilot", "claude", "codex", "gemini", "copilot")
     TOKEN_PREFIX = "E2E-LIN"
     ARTIFACTS = "requests.jsonl, worker-mock/requests.jsonl, worker-*.out, conductor-send.out, home/, preloop-home/"
 
     def label(self):
         return self.MODE
+
+    def sandbox(self, scenario):
+        """A sandbox; in server mode the machine logged in the way a user does it once
+        (`preloop-hooks login`, `login --user`: $PRELOOP_HOME/config.json) and no Preloop
+        variable in any harness's environment."""
+        sb = self.new_sandbox(scenario)
+        if self.MODE == "local":
+            return sb
+        url = PREREQ["creds"]["base_url"]
+        for args, secret in ((("login", "--url", url), self.agent["agent_token"]),
+                             (("login", "--user", "--url", url), PREREQ["creds"]["user_token"])):
+            p = subprocess.run(sb.cli_argv(*args), input=secret, env=sb.base_env(), cwd=sb.root,
+                               capture_output=True, text=True, timeout=60)
+            self.check(p.returncode == 0, "`preloop-hooks %s` failed: %s%s" % (" ".join(args), p.stdout, p.stderr))
+        sb.hook_env = {}
+        return sb
 
     def session_file(self, sb, sid):
         try:
@@ -125,15 +159,26 @@ class _Lineage(kit.Scenario):
         cond = self.session_file(sb, conductor)
         self.extra.append("conductor session file: %s" % json.dumps(cond))
         self.check(cond.get("harness_process"), "the conductor's session file records no harness process")
+        self.check(cond.get("mode") == ("local" if self.MODE == "local" else "server"),
+                   "the conductor's session is in mode %r" % cond.get("mode"))
         for w in workers:
             f = self.session_file(sb, w)
             self.extra.append("worker session file: %s" % json.dumps(f))
             self.check(f.get("parent_session_id") == cond.get("runtime_session_id"),
                        "worker %s has parent %r, want the conductor %r"
                        % (w, f.get("parent_session_id"), cond.get("runtime_session_id")))
+            if self.MODE != "local":
+                rec = self.server().must((200,), "GET", "/runtime-sessions/%s" % f["runtime_session_id"])
+                rec = rec.get("session", rec)
+                self.extra.append("server record of worker %s: %s" % (w, kit.shorten(json.dumps(rec), 800)))
+                self.check(rec.get("parent_session_id") == cond.get("runtime_session_id"),
+                           "the server records worker %s with parent %r, want the conductor %r"
+                           % (w, rec.get("parent_session_id"), cond.get("runtime_session_id")))
         listed = sb.cli_json("sessions", "list", "--parent", conductor, "--json")
-        got = sorted(s["id"] for s in listed.get("sessions") or [])
-        self.check(got == sorted(workers), "sessions list --parent %s: %r, want %r" % (conductor, got, sorted(workers)))
+        self.extra.append("sessions list --parent: %s" % kit.shorten(json.dumps(listed), 1500))
+        got = sorted(s["runtime_session_id"] for s in listed.get("sessions") or [])
+        want = sorted(self.session_file(sb, w).get("runtime_session_id") for w in workers)
+        self.check(got == want, "sessions list --parent %s: %r, want the workers %r" % (conductor, got, want))
 
     def wait_outputs(self, outs, marker, timeout=120):
         deadline = time.time() + timeout
@@ -151,17 +196,15 @@ class _Lineage(kit.Scenario):
             self.check(r.get("state") == "delivered", "receipt of %s: %r" % (n["note_id"], r))
             self.check(r.get("delivery_event") == "pre_tool_use", "delivery_event %r" % r.get("delivery_event"))
 
-    # ------------------------------------------------------------------ Codex -> claude -p
-    def test_codex_conductor_steers_two_claude_workers(self):
-        sb = self.new_sandbox("lineage: a Codex conductor's shell starts two claude -p workers")
+    # ------------------------------------------------------------------ claude -p workers
+    def claude_workers(self, sb, names, flag, ready):
+        """Claude Code workers against their own mock: each waits in a Bash call until the
+        note was sent (`flag`), then makes one more Bash call (its PreToolUse carries the
+        note), then ends. Returns ({name: session id}, the mock, the shell line starting
+        them all in the background)."""
         sb.claude_bin = PREREQ["claude"]
         sb.write_settings()   # the workers' Claude Code hooks
-        tok = self.token("CX2CC")
-        body = "%s Wrap up now and report." % tok
-        workers = {"A": kit.new_session_id(), "B": kit.new_session_id()}
-        flag = os.path.join(sb.root, "note-sent.flag")
-        ready = os.path.join(sb.root, "ready")
-        os.makedirs(ready, exist_ok=True)
+        workers = {n: kit.new_session_id() for n in names}
         worker_script = {"turns": [
             kit.bash_turn("touch %s/$$; %s grep sent %s; echo go" % (q(ready), wait_sh(sb), q(flag))),
             kit.bash_turn("echo continuing", "Continuing."),
@@ -171,7 +214,7 @@ class _Lineage(kit.Scenario):
         os.makedirs(wdir, exist_ok=True)
         wmock = kit.Mock(wdir, worker_script, dict(sb.base_env(), **sb.mock_env))
         self.addCleanup(wmock.stop)
-        # Codex keeps *KEY* variables from its shell: the workers' settings are inline. Codex
+        # The workers' settings are inline (the conductor's mock is not theirs). Codex
         # ends the process group of a command when it returns, so the workers get their own
         # session (`setsid`, which does not fork here: the shell stays their parent).
         worker_env = "ANTHROPIC_BASE_URL=%s ANTHROPIC_API_KEY=%s IS_SANDBOX=1 DISABLE_TELEMETRY=1 " \
@@ -183,6 +226,30 @@ class _Lineage(kit.Scenario):
                 q(os.path.join(sb.root, "worker-%s.debug.log" % name)),
                 q(os.path.join(sb.root, "worker-%s.out" % name)))
             for name, sid in workers.items())
+        return workers, wmock, spawn
+
+    def check_claude_workers_got_it(self, wmock, workers, tok):
+        records = wmock.records()
+        for name in workers:
+            reqs = [r.get("body") or {} for r in records
+                    if r.get("route") == "messages" and (r.get("reply") or {}).get("kind") == "main"
+                    and ("worker %s" % name) in json.dumps((r.get("body") or {}).get("messages", [])[:1])]
+            first = kit.first_hit(kit.find_marker(reqs, tok))
+            self.check(first is not None, "worker %s never got the note (%d requests): %s"
+                       % (name, len(reqs), kit.summarize_requests(reqs, [tok])))
+            self.check(first.request_index == 2 and first.label == kit.LABEL_PRE_TOOL_USE_BASH,
+                       "worker %s got the note in request #%d under %r, want #2 under PreToolUse:Bash"
+                       % (name, first.request_index, first.label))
+
+    # ------------------------------------------------------------------ Codex -> claude -p
+    def test_codex_conductor_steers_two_claude_workers(self):
+        sb = self.sandbox("lineage: a Codex conductor's shell starts two claude -p workers")
+        tok = self.token("CX2CC")
+        body = "%s Wrap up now and report." % tok
+        flag = os.path.join(sb.root, "note-sent.flag")
+        ready = os.path.join(sb.root, "ready")
+        os.makedirs(ready, exist_ok=True)
+        workers, wmock, spawn = self.claude_workers(sb, ("A", "B"), flag, ready)
         send_out = os.path.join(sb.root, "conductor-send.out")
         conductor = {"agents": [{"name": "main", "turns": [
             {"calls": [{"cmd": "%s %s count 2 %s; echo spawned" % (spawn, wait_sh(sb), q(ready)),
@@ -210,22 +277,12 @@ class _Lineage(kit.Scenario):
         self.check(len(cond) == 1, "want one Codex session, got %r" % cond)
         notes = self.check_sent(read_text(send_out), workers.values())
         self.check_lineage(sb, cond[0], list(workers.values()))
-        records = wmock.records()
-        for name in workers:
-            reqs = [r.get("body") or {} for r in records
-                    if r.get("route") == "messages" and (r.get("reply") or {}).get("kind") == "main"
-                    and ("worker %s" % name) in json.dumps((r.get("body") or {}).get("messages", [])[:1])]
-            first = kit.first_hit(kit.find_marker(reqs, tok))
-            self.check(first is not None, "worker %s never got the note (%d requests): %s"
-                       % (name, len(reqs), kit.summarize_requests(reqs, [tok])))
-            self.check(first.request_index == 2 and first.label == kit.LABEL_PRE_TOOL_USE_BASH,
-                       "worker %s got the note in request #%d under %r, want #2 under PreToolUse:Bash"
-                       % (name, first.request_index, first.label))
+        self.check_claude_workers_got_it(wmock, workers, tok)
         self.check_receipts(notes)
 
     # ------------------------------------------------------------------ Gemini -> codex exec
     def test_gemini_conductor_steers_a_codex_worker(self):
-        sb = self.new_sandbox("lineage: a Gemini conductor's shell starts a codex exec worker")
+        sb = self.sandbox("lineage: a Gemini conductor's shell starts a codex exec worker")
         tok = self.token("GM2CX")
         body = "%s Wrap up now and report." % tok
         flag = os.path.join(sb.root, "note-sent.flag")
@@ -284,9 +341,53 @@ class _Lineage(kit.Scenario):
                                     "tool call)" % hits[0][0])
         self.check_receipts(notes)
 
+    # ------------------------------------------------------------------ Copilot -> claude -p
+    def test_copilot_conductor_steers_a_claude_worker(self):
+        sb = self.sandbox("lineage: a Copilot conductor's bash tool starts a claude -p worker")
+        tok = self.token("CP2CC")
+        body = "%s Wrap up now and report." % tok
+        flag = os.path.join(sb.root, "note-sent.flag")
+        ready = os.path.join(sb.root, "ready")
+        os.makedirs(ready, exist_ok=True)
+        workers, wmock, spawn = self.claude_workers(sb, ("C",), flag, ready)
+        send_out = os.path.join(sb.root, "conductor-send.out")
+
+        def bash(cmd, what):
+            return {"calls": [{"name": "bash", "arguments": {
+                "command": cmd, "description": what, "mode": "sync", "initial_wait": 120}}]}
+        conductor = {"turns": [
+            bash("%s %s count 1 %s; echo spawned" % (spawn, wait_sh(sb), q(ready)), "start a worker"),
+            bash("%s; echo sent >%s; %s grep '\"result\"' %s" % (
+                self.send_cmd(sb, body, send_out), q(flag), wait_sh(sb),
+                q(os.path.join(sb.root, "worker-C.out"))), "tell it to wrap up"),
+            {"text": "The worker was told."}], "overflow": {"text": "Nothing more."}}
+        sb.start_mock(conductor, "copilot")
+        sb.install_hooks("copilot")
+        self.wiring = "preloop-hooks install --harness copilot --scope user; kit.Sandbox.write_settings (worker)"
+        cond_sid = kit.new_session_id()
+        try:
+            self.run_result = sb.run_copilot(PREREQ["copilot"], "Start a worker, then tell it to wrap up.",
+                                             session_id=cond_sid,
+                                             timeout=float(os.environ.get("PRELOOP_E2E_COPILOT_TIMEOUT", "120")) * 2)
+        finally:
+            sb.mock.stop()
+        run = self.run_result
+        self.check(not run.timed_out and run.rc == 0, "the conductor did not finish cleanly (rc=%s)" % run.rc)
+        self.wait_outputs([os.path.join(sb.root, "worker-C.out")], '"result"')
+        self.check(self.session_file(sb, cond_sid).get("agent_kind") == "copilot_cli",
+                   "the conductor's session file: %r" % self.session_file(sb, cond_sid))
+        notes = self.check_sent(read_text(send_out), workers.values())
+        self.check_lineage(sb, cond_sid, list(workers.values()))
+        self.check_claude_workers_got_it(wmock, workers, tok)
+        self.check_receipts(notes)
+
 
 class TestLineageLocal(_Lineage, kit.LocalMode, unittest.TestCase):
     pass
+
+
+class TestLineageServer(_Lineage, kit.ServerMode, unittest.TestCase):
+    PREREQS = _Lineage.PREREQS + ("creds",)
 
 
 if __name__ == "__main__":

@@ -27,9 +27,18 @@
 //!   local-inbox mode, without and with a pending note;
 //! * a PreToolUse carrying a full spool (5 entries), in both modes;
 //! * the local inbox's claim with 10, 1,000 and 10,000 notes stored for
-//!   1,000 other sessions (seeded with `LocalInbox::send`).
+//!   1,000 other sessions (seeded with `LocalInbox::send`);
+//! * lineage: a session's first registration (Codex SessionStart, a fresh
+//!   session per run) with the ancestry walk for a parent (no
+//!   `PRELOOP_PARENT_SESSION_ID`; nothing found, so the whole walk) beside
+//!   the same with the variable (no walk), in server mode; and the walk
+//!   alone, in process, per ancestor read.
 //!
-//! `scripts/bench [--runs N] [--json FILE] [--only SUBSTRING] [--scale 10,1000,10000] [--max-ratio X]`
+//! `scripts/bench [--runs N] [--json FILE] [--only SUBSTRING] [--scale 10,1000,10000] [--max-ratio X] [--nest N]`
+//!
+//! `--nest N` runs the benchmark N processes deeper (it starts itself again N
+//! times, each the parent of the next): the lineage walk then reads N more
+//! ancestors (30: its bound).
 //!
 //! `--max-ratio X` is the regression gate (CI: `--max-ratio 1.5`): the run
 //! fails (exit 1) if a no-note server-mode hook's median exceeds X times the
@@ -91,9 +100,10 @@ struct Meta {
     event: &'static str,
     mode: Option<Mode>,
     note: bool,
-    /// A section other than the per-hook table (`floor`, `spool`, `scale`).
+    /// A section other than the per-hook table (`floor`, `spool`, `scale`, `lineage`).
     section: &'static str,
-    /// Which floor or reference (`true`, `c_floor`, `rust_floor`, `curl`, `python`).
+    /// Which floor or reference (`true`, `c_floor`, `rust_floor`, `curl`, `python`), or
+    /// which lineage case (`walk`, `variable`).
     role: &'static str,
     /// Stored notes (scale cases).
     stored: usize,
@@ -551,6 +561,21 @@ fn main() {
         .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![10, 1_000, 10_000]);
     let warmup = (runs / 10).max(3);
+    // `--nest N`: run N processes deeper in the process tree (this
+    // benchmark starts itself again, each the parent of the next), so the
+    // lineage cases' ancestry walk reads N more ancestors: with N = 30 it
+    // reaches its bound (lineage::MAX_ANCESTORS).
+    if let Some(n) = arg::<usize>(&args, "--nest")
+        && n > 0
+    {
+        let mut again: Vec<String> = args[1..].to_vec();
+        if let Some(k) = again.iter().position(|a| a == "--nest") {
+            again[k + 1] = (n - 1).to_string();
+        }
+        let exe = std::env::current_exe().expect("the benchmark's own path");
+        let status = Command::new(exe).args(again).status().expect("start the benchmark again");
+        std::process::exit(status.code().unwrap_or(1));
+    }
     let max_ratio: Option<f64> = arg(&args, "--max-ratio");
     if args.iter().any(|a| a == "--max-ratio") && max_ratio.is_none_or(|m| m.is_nan() || m <= 0.0) {
         eprintln!("preloop-bench: --max-ratio takes a positive number (e.g. 1.5)");
@@ -794,6 +819,58 @@ fn main() {
         cases.push(c);
     }
 
+    // Lineage (docs/guarantees.md, "Lineage"): a session's first
+    // registration walks its ancestors above its harness process for a
+    // parent run when no PRELOOP_PARENT_SESSION_ID arrived. A fresh Codex
+    // session per run, registered by its SessionStart: without the variable
+    // (the walk; the benchmark's own ancestors serve no session, so it reads
+    // them all: the most a walk costs at this depth) and with it, naming a
+    // live session (no walk). Everything else, the harness process recorded
+    // included, is the same in both. Server mode only: on the local inbox a
+    // named parent is checked against every session file of the machine
+    // (LocalInbox), which the walk does not do, so the pair would not differ
+    // by the walk alone.
+    let codex = harnesses().into_iter().find(|h| h.slug == "codex").expect("Codex is a harness");
+    let codex_start = codex.start();
+    {
+        let mode = Mode::Server;
+        let env = env_of(mode);
+        let parent_sid = format!("bench-lineage-parent-{}", mode.as_str());
+        run_untimed(&bins.join(codex_start.def.binary), &env, &payload(codex_start.fixture, false, &parent_sid));
+        let parent = preloop_shared::session::read_session_file(&home_of(mode), &parent_sid)
+            .ok()
+            .flatten()
+            .map(|f| f.runtime_session_id)
+            .expect("the lineage case's parent session registered");
+        for walk in [true, false] {
+            let mut env = env.clone();
+            if !walk {
+                env.push(("PRELOOP_PARENT_SESSION_ID".into(), parent.clone()));
+            }
+            let sid = format!("bench-lineage-{}-{}", mode.as_str(), if walk { "walk" } else { "variable" });
+            let fixture = codex_start.fixture;
+            cases.push(Case::new(
+                format!(
+                    "lineage: codex SessionStart, first registration, {}, {}",
+                    mode.as_str(),
+                    if walk { "ancestry walk (no variable)" } else { "PRELOOP_PARENT_SESSION_ID (no walk)" }
+                ),
+                Meta {
+                    binary: Some(codex_start.def.binary.to_string()),
+                    harness: codex.slug,
+                    event: codex_start.def.on,
+                    mode: Some(mode),
+                    section: "lineage",
+                    role: if walk { "walk" } else { "variable" },
+                    ..Meta::default()
+                },
+                bins.join(codex_start.def.binary),
+                env,
+                Box::new(move |i| payload(fixture, false, &format!("{sid}-{i}"))),
+            ));
+        }
+    }
+
     // The local claim as the inbox grows: notes stored for 1,000 other sessions.
     let mut seeding = Duration::ZERO;
     if only.as_deref().is_none_or(|o| "claim".contains(o) || o.contains("claim")) {
@@ -863,6 +940,7 @@ fn main() {
         }
     }
     let elapsed = started.elapsed();
+    let walk = walk_in_process(&home_of(Mode::Local));
     // Peak RSS: three more runs of every case through a tiny spawner.
     let spawner = bin_dir().join("preloop-bench-rss");
     for k in 0..3 {
@@ -870,7 +948,7 @@ fn main() {
             c.rss_once(runs + warmup + k, &spawner);
         }
     }
-    report(&cases, &exe, runs, warmup, elapsed, seeding, &compiler, json_out.as_deref());
+    report(&cases, &exe, runs, warmup, elapsed, seeding, &compiler, walk, json_out.as_deref());
     let gate_ok = max_ratio.is_none_or(|max| gate(&mut cases, c_idx, max, runs + warmup + 3));
     let _ = std::fs::remove_dir_all(&tmp);
     // A hook always exits 0 (the harness contract): anything else, or a case
@@ -962,6 +1040,26 @@ fn gate(cases: &mut [Case], c_idx: usize, max: f64, mut next_run: usize) -> bool
     ok
 }
 
+/// The ancestry walk alone, in this process: what a first registration
+/// without `PRELOOP_PARENT_SESSION_ID` adds, read ancestor by ancestor
+/// (`/proc/<pid>/stat`, then one failed `open` of `procs/<pid>-<start>`
+/// under `home`). Returns the ancestors read per walk and the mean time of
+/// one walk.
+fn walk_in_process(home: &Path) -> Option<(usize, Duration)> {
+    use preloop_shared::lineage::{Ancestry, find_parent};
+    const WALKS: u32 = 2_000;
+    let depth = Ancestry::here(true).ancestors.len();
+    if depth == 0 {
+        return None;
+    }
+    let t = Instant::now();
+    for _ in 0..WALKS {
+        let a = Ancestry::here(true);
+        std::hint::black_box(find_parent(home, &a, "local", None));
+    }
+    Some((depth, t.elapsed() / WALKS))
+}
+
 // ----- report ------------------------------------------------------------------
 
 #[allow(clippy::too_many_arguments)]
@@ -973,6 +1071,7 @@ fn report(
     elapsed: Duration,
     seeding: Duration,
     compiler: &str,
+    walk: Option<(usize, Duration)>,
     json_out: Option<&str>,
 ) {
     let stats: Vec<Option<Stats>> = cases.iter().map(Case::stats).collect();
@@ -1138,6 +1237,37 @@ fn report(
                     growth.push((note, lo, hi, ms(b.median) / ms(a.median)));
                 }
             }
+        }
+    }
+
+    let lineage: Vec<_> = cases.iter().zip(&stats).filter(|(c, _)| c.meta.section == "lineage").collect();
+    if !lineage.is_empty() {
+        println!("\n### Lineage: the first registration's ancestry walk\n");
+        println!(
+            "A fresh Codex session per run, registered by its SessionStart: without PRELOOP_PARENT_SESSION_ID its ancestors above its harness process are walked for a parent run (none serves a session here, so the walk reads them all), with it nothing is walked.\n"
+        );
+        println!(
+            "| mode | with the walk: median ms | p95 ms | with the variable: median ms | p95 ms | walk − variable, median ms |"
+        );
+        println!("|---|---:|---:|---:|---:|---:|");
+        {
+            let mode = Mode::Server;
+            let get = |role: &str| {
+                lineage.iter().find(|(c, _)| c.meta.mode == Some(mode) && c.meta.role == role).and_then(|(_, s)| **s)
+            };
+            let (w, v) = (get("walk"), get("variable"));
+            let delta = match (w, v) {
+                (Some(w), Some(v)) => format!("{:+.3}", ms(w.median) - ms(v.median)),
+                _ => "n/a".into(),
+            };
+            println!("| {} | {} | {} | {delta} |", mode.as_str(), cell(w), cell(v));
+        }
+        if let Some((depth, per_walk)) = walk {
+            println!(
+                "\nThe walk alone, in process: {depth} ancestors read (the bound is {}; `--nest 30` reaches it) in {:.1} µs.",
+                preloop_shared::lineage::MAX_ANCESTORS,
+                per_walk.as_secs_f64() * 1e6
+            );
         }
     }
 
