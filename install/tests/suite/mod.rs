@@ -5,4 +5,5 @@ mod cli_server;
 mod codex_trust;
 mod install_files;
 mod lineage;
+mod schemas;
 mod term_safety;
