@@ -104,7 +104,8 @@ pub fn scrub_secrets(text: &str) -> String {
         if user.as_str().chars().count() > 4096 {
             return None;
         }
-        let keep = user.as_str() == SCRUB_PLACEHOLDER || NON_SECRET_USERINFO.contains(&user.as_str().to_lowercase().as_str());
+        let keep =
+            user.as_str() == SCRUB_PLACEHOLDER || NON_SECRET_USERINFO.contains(&user.as_str().to_lowercase().as_str());
         let whole = &c[0][..user.end() - c.get(0)?.start()];
         Some((user.end(), if keep { whole.to_string() } else { format!("{}{SCRUB_PLACEHOLDER}", &c["scheme"]) }))
     });
@@ -322,11 +323,7 @@ static PEM: Pattern = Pattern::new(&["-----BEGIN "], || {
 /// searched again, as after a lookahead) and what replaces it, or `None`
 /// when Python's pattern would not match there (the search goes on one
 /// character later).
-fn replace_checked(
-    p: &'static Pattern,
-    text: &str,
-    f: impl Fn(&Captures) -> Option<(usize, String)>,
-) -> String {
+fn replace_checked(p: &'static Pattern, text: &str, f: impl Fn(&Captures) -> Option<(usize, String)>) -> String {
     let Some(re) = p.for_text(text) else { return text.to_string() };
     let mut out = String::with_capacity(text.len());
     let (mut copied, mut pos) = (0, 0);
@@ -353,11 +350,7 @@ mod tests {
 
     /// `[[piece, repeat], ...]` joined.
     fn joined(v: &Value) -> String {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p[0].as_str().unwrap().repeat(p[1].as_u64().unwrap() as usize))
-            .collect()
+        v.as_array().unwrap().iter().map(|p| p[0].as_str().unwrap().repeat(p[1].as_u64().unwrap() as usize)).collect()
     }
 
     /// Every case of fixtures/preloop-server-0.17.1/title-redaction.json,

@@ -179,7 +179,8 @@ pub fn schema_registry() -> &'static jsonschema::Registry<'static> {
     static R: std::sync::OnceLock<jsonschema::Registry<'static>> = std::sync::OnceLock::new();
     R.get_or_init(|| {
         let pairs = all_schemas().into_iter().map(|(rel, doc)| {
-            let id = doc.get("$id").and_then(Value::as_str).map_or_else(|| format!("{SCHEMA_BASE}{rel}"), str::to_string);
+            let id =
+                doc.get("$id").and_then(Value::as_str).map_or_else(|| format!("{SCHEMA_BASE}{rel}"), str::to_string);
             (id, doc)
         });
         jsonschema::Registry::new().extend(pairs).unwrap().prepare().unwrap_or_else(|e| panic!("schemas/: {e}"))

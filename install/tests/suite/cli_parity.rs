@@ -35,7 +35,9 @@ impl Machine {
     fn run(&self, args: &[&str]) -> Output {
         let mut c = operator_cmd(&self.root, &self.home, args);
         if let Some(s) = &self.server {
-            c.env("PRELOOP_URL", s.url()).env("PRELOOP_TOKEN", s.runtime_token()).env("PRELOOP_USER_TOKEN", s.user_token());
+            c.env("PRELOOP_URL", s.url())
+                .env("PRELOOP_TOKEN", s.runtime_token())
+                .env("PRELOOP_USER_TOKEN", s.user_token());
         }
         run_with_stdin(c, None)
     }

@@ -8,10 +8,10 @@ use preloop_shared::flow::{Carry, Engine, Input, InputKind};
 use preloop_shared::operator::{
     Author, NOTE_RATE_LIMIT_PER_HOUR, RATE_LIMIT_DETAIL, SendRequest, Target, rate_limited,
 };
-use preloop_shared::time::Timestamp;
-use preloop_shared::{Error, Exit, Harness};
 use preloop_shared::registry::{HookDef, def_of, event};
+use preloop_shared::time::Timestamp;
 use preloop_shared::wire::SessionStartRequest;
+use preloop_shared::{Error, Exit, Harness};
 use preloop_testkit::support::{Home, ids_in};
 use serde_json::json;
 
