@@ -29,10 +29,10 @@
 //! each of those runs is maximal in the Python pattern too (the character
 //! that must follow it cannot be part of it), so both find the same matches.
 //! The labelled-pair pattern (`[\w.-]{0,64}` around a keyword) would take
-//! the regex compiler about 100 ms, so [`labelled`] walks it by hand, in the
+//! the regex compiler about 100 ms, so `labelled` walks it by hand, in the
 //! order Python's backtracking tries it. Python's `\w` is `str.isalnum()`
-//! or `_` ([`is_word`]), and `(?i)` folds `İ ı` to `i`, `ſ` to `s` and the
-//! Kelvin sign to `k` besides ASCII ([`ci`], [`fold`]). Whitespace is
+//! or `_` (`is_word`), and `(?i)` folds `İ ı` to `i`, `ſ` to `s` and the
+//! Kelvin sign to `k` besides ASCII (`ci`, `fold`). Whitespace is
 //! collapsed with Python's `str.split()` first, which also splits on
 //! U+001C-U+001F; after that the only whitespace is a space, so `\s` means
 //! the same in both engines.
