@@ -181,6 +181,8 @@ impl ServerOperator {
             )),
             403 => Error::Refused(format!("forbidden (403): {reason}")),
             404 => Error::NotFound(format!("{reason} (404)")),
+            // The send rate limit: the line the local inbox gives too.
+            429 if path == "operator-notes" => Error::Refused(preloop_shared::operator::rate_limited(&reason)),
             400 | 409 | 422 | 429 => Error::Refused(format!("the server refused ({}): {reason}", a.status)),
             _ => Error::Status { route, status: a.status, detail: reason },
         }

@@ -31,6 +31,7 @@ pub mod redact;
 pub mod registry;
 pub mod render;
 pub mod runner;
+pub mod scrub;
 pub mod server;
 pub mod session;
 pub mod time;

@@ -10,6 +10,8 @@
 //! inbox/queue/session/<session>/<t>-<id>       pending, addressed to a session
 //! inbox/queue/harness/<harness>/<t>-<id>       pending, for a harness's current or next session
 //! inbox/claimed/<session>/<id>                 claimed with deferral, awaiting ack
+//! inbox/sent/session/<session>.json            the notes sent to a session in the last hour
+//! inbox/sent/harness/<harness>.json            the same for a harness target (the rate limit)
 //! sessions/<session>.json                      the session registry (public session files)
 //! ```
 //!
@@ -24,7 +26,10 @@ use crate::Harness;
 use crate::backend::{Backend, Claimed, Fits, PermissionAnswer};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, LockGuard};
-use crate::operator::{Author, MAX_CHILDREN, Receipt, SendRequest, SessionFilter, SessionRow, Target};
+use crate::operator::{
+    Author, MAX_CHILDREN, NOTE_RATE_LIMIT_PER_HOUR, RATE_LIMIT_DETAIL, Receipt, SendRequest, SessionFilter, SessionRow,
+    Target,
+};
 use crate::registry::{SERVER_PROMPT_EVENTS, ServerClaim};
 use crate::render::{self, NoteElement};
 use crate::session::{self, SessionFile};
@@ -39,6 +44,9 @@ pub const CLAIM_LIMIT: usize = 5;
 /// The longest note body, in characters (the server's limit).
 pub const MAX_NOTE_CHARS: usize = 4096;
 const LOCK_WAIT: Duration = Duration::from_secs(5);
+/// The rate limit's rolling window (the server's: notes created at or after
+/// an hour ago count).
+const RATE_WINDOW_SECS: i64 = 3600;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -156,15 +164,50 @@ impl NoteRecord {
     }
 }
 
+/// One note in a target's rate window (`inbox/sent/...`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Sent {
+    at: Timestamp,
+    /// The sender ([`sender_of`]).
+    by: String,
+    note_id: String,
+}
+
+/// Who counts as one sender for the rate limit: the agent or user id when
+/// the author has one, else the name it sends under (`--from`, `$USER`).
+fn sender_of(a: &Author) -> String {
+    match (&a.agent_id, &a.user_id) {
+        (Some(agent), _) => format!("agent:{agent}"),
+        (None, Some(user)) => format!("user:{user}"),
+        (None, None) => format!("name:{}", a.display.as_deref().unwrap_or("")),
+    }
+}
+
 pub struct LocalInbox {
     home: PathBuf,
     dir: PathBuf,
     default_ttl_secs: i64,
+    rate_limit: Option<usize>,
 }
 
 impl LocalInbox {
+    /// The inbox under `home`, with the server's send rate limit
+    /// ([`NOTE_RATE_LIMIT_PER_HOUR`]).
     pub fn new(home: &Path, default_ttl_secs: i64) -> LocalInbox {
-        LocalInbox { home: home.to_path_buf(), dir: home.join("inbox"), default_ttl_secs }
+        LocalInbox {
+            home: home.to_path_buf(),
+            dir: home.join("inbox"),
+            default_ttl_secs,
+            rate_limit: Some(NOTE_RATE_LIMIT_PER_HOUR),
+        }
+    }
+
+    /// Another send rate limit per sender, target and hour; `None` for none
+    /// (benchmarks and load tests that send hundreds of notes to one
+    /// session, as they switch the fake server's off). The CLI never does.
+    pub fn with_rate_limit(mut self, limit: Option<usize>) -> LocalInbox {
+        self.rate_limit = limit;
+        self
     }
 
     fn note_path(&self, id: &str) -> PathBuf {
@@ -178,6 +221,15 @@ impl LocalInbox {
     }
     fn claimed_dir(&self, session_id: &str) -> PathBuf {
         self.dir.join("claimed").join(fsutil::session_file_stem(session_id))
+    }
+    /// The rate window of a target: a session, or a harness (which stands
+    /// in for the server's managed agent: one machine has none).
+    fn sent_path(&self, to: &Addressee) -> PathBuf {
+        let (kind, key) = match to {
+            Addressee::Session { session_id } => ("session", session_id),
+            Addressee::Harness { harness } => ("harness", harness),
+        };
+        self.dir.join("sent").join(kind).join(format!("{}.json", fsutil::session_file_stem(key)))
     }
 
     /// Create `dir` (under the home) refusing a symlink at every level
@@ -324,6 +376,27 @@ impl LocalInbox {
         if req.next_session && !addressees.iter().all(|(a, _, _)| matches!(a, Addressee::Harness { .. })) {
             return Err(Error::Usage("--next-session needs a harness target (--next HARNESS)".into()));
         }
+        // One lock over the count and the writes, so two senders cannot
+        // both take the last place in a window. Every target is checked
+        // before any note is written: a `children all` send is refused
+        // whole, as the server's transaction is.
+        let _g = self.lock()?;
+        let sender = sender_of(&req.author);
+        let since = Timestamp::now().add_secs(-RATE_WINDOW_SECS);
+        let mut windows = Vec::with_capacity(addressees.len());
+        for (to, _, _) in &addressees {
+            let Some(limit) = self.rate_limit else { break };
+            let path = self.sent_path(to);
+            // An unreadable window counts as empty and is rewritten below:
+            // a damaged file must not stop every send to the target.
+            let mut window: Vec<Sent> = fsutil::read_json(&path).ok().flatten().unwrap_or_default();
+            window.retain(|s| s.at >= since);
+            if window.iter().filter(|s| s.by == sender).count() >= limit {
+                return Err(Error::Refused(crate::operator::rate_limited(RATE_LIMIT_DETAIL)));
+            }
+            windows.push((path, window));
+        }
+        let mut windows = windows.into_iter();
         let mut out = Vec::with_capacity(addressees.len());
         for (to, session_id, runtime_session_id) in addressees {
             let now = Timestamp::now();
@@ -347,6 +420,13 @@ impl LocalInbox {
                 cancelled_at: None,
                 expired_at: None,
             };
+            // Counted before it exists: a failure in between costs a place
+            // in the window, never lets a note past the limit.
+            if let Some((path, mut window)) = windows.next() {
+                window.push(Sent { at: note.created_at, by: sender.clone(), note_id: note.note_id.clone() });
+                self.private(path.parent().unwrap_or(&self.dir))?;
+                fsutil::write_json(&path, &window)?;
+            }
             // Record first, queue entry second: a claimer that sees the entry
             // always finds the record.
             self.write_note(&note)?;
@@ -780,16 +860,11 @@ pub fn sanitize_alias(a: &str) -> String {
         .collect()
 }
 
-/// A one-line title of at most 120 characters from the first prompt.
+/// A session's title from its first prompt, as the server makes it: one
+/// line, credential-looking values masked, at most 120 characters
+/// ([`crate::scrub::title_from_prompt`]). Empty for a blank prompt.
 pub fn title_of(prompt: &str) -> String {
-    let line = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() <= 120 {
-        line
-    } else {
-        let mut t: String = line.chars().take(119).collect();
-        t.push('…');
-        t
-    }
+    crate::scrub::title_from_prompt(prompt).unwrap_or_default()
 }
 
 /// What the hook log says about one session: its last hook call and how

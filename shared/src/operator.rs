@@ -15,6 +15,25 @@ pub const JSON_SCHEMA_VERSION: u32 = 1;
 /// The most live children one `children` target reaches (docs/contracts/preloop-server.md §9).
 pub const MAX_CHILDREN: usize = 20;
 
+/// The notes one sender may send one target in a rolling hour, cancelled
+/// ones included (docs/contracts/preloop-server.md §5.1, §9). The local
+/// inbox keeps the same limit (docs/guarantees.md "The local inbox").
+pub const NOTE_RATE_LIMIT_PER_HOUR: usize = 20;
+
+/// The server's 429 reason for that limit, word for word; the local inbox
+/// gives the same one.
+pub const RATE_LIMIT_DETAIL: &str = "Rate limit reached: 20 notes per hour per agent or session. Steering this often usually means restarting with a better prompt.";
+
+/// The one line `notes send` prints for the rate limit, in both modes:
+/// the server's reason (`detail`, [`RATE_LIMIT_DETAIL`] locally) and what
+/// to do about it.
+pub fn rate_limited(detail: &str) -> String {
+    format!(
+        "refused (429): {} Send again once the oldest of your notes to it in the last hour is an hour old (cancelled ones count too).",
+        detail.trim()
+    )
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Author {
     #[serde(default)]
@@ -200,6 +219,9 @@ impl SessionRow {
     pub fn from_file(f: &SessionFile, last_activity: Option<Timestamp>, now: Timestamp) -> SessionRow {
         let kind = Harness::from_source(&f.agent_kind).map(|h| h.slug().to_string());
         let last = [Some(f.started_at), f.last_prompt_at, f.ended_at, last_activity].into_iter().flatten().max();
+        // Masked again on the way out: a session file written before titles
+        // were redacted still holds its first prompt as it was typed.
+        let title = f.title.as_deref().map(crate::scrub::redact_text);
         SessionRow {
             id: f.external_session_id.clone(),
             runtime_session_id: f.runtime_session_id.clone(),
@@ -207,7 +229,7 @@ impl SessionRow {
             agent_id: None,
             agent_name: None,
             label: Self::label_of(
-                f.title.as_deref(),
+                title.as_deref(),
                 kind.as_deref().or(Some(f.agent_kind.as_str())),
                 f.cwd.as_deref(),
                 Some(f.started_at),
@@ -215,7 +237,7 @@ impl SessionRow {
             kind,
             agent_kind: Some(f.agent_kind.clone()),
             alias: f.alias.clone(),
-            title: f.title.clone(),
+            title,
             cwd: f.cwd.clone(),
             parent_session_id: f.parent_session_id.clone(),
             execution_id: None,

@@ -145,23 +145,58 @@ pub fn json_of(args: &[&str], out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stdout(out)))
 }
 
-/// A schema of ours (`schemas/preloop-hooks/<name>`), compiled; the one
-/// cross-file reference (a list of receipts) is resolved here.
-pub fn schema(name: &str) -> jsonschema::Validator {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/preloop-hooks");
-    let read = |n: &str| -> Value { serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap() };
-    let mut v = read(name);
-    if let Some(items) = v.pointer_mut("/properties/notes/items")
-        && items.get("$ref").and_then(Value::as_str) == Some("receipt.schema.json")
-    {
-        let mut r = read("receipt.schema.json");
-        if let Some(o) = r.as_object_mut() {
-            o.remove("$schema");
-            o.remove("$id");
+/// Where every schema under `schemas/` is published: its `$id` is this
+/// plus its path there.
+pub const SCHEMA_BASE: &str = "https://preloop.ai/schemas/";
+
+/// Every schema under `schemas/`: (path relative to it, document).
+pub fn all_schemas() -> Vec<(String, Value)> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<(String, Value)>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, root, out);
+            } else if p.to_string_lossy().ends_with(".schema.json") {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                let doc = serde_json::from_str(&std::fs::read_to_string(&p).unwrap())
+                    .unwrap_or_else(|e| panic!("{rel}: {e}"));
+                out.push((rel, doc));
+            }
         }
-        *items = r;
     }
-    jsonschema::validator_for(&v).unwrap()
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas");
+    let mut out = Vec::new();
+    walk(&root, &root, &mut out);
+    out
+}
+
+/// Every schema under `schemas/` in one registry, each under its `$id`
+/// (or, without one, the address its path gives it), as a standard
+/// validator loads them: a `$ref` between files resolves only if it
+/// names another file's `$id`.
+pub fn schema_registry() -> &'static jsonschema::Registry<'static> {
+    static R: std::sync::OnceLock<jsonschema::Registry<'static>> = std::sync::OnceLock::new();
+    R.get_or_init(|| {
+        let pairs = all_schemas().into_iter().map(|(rel, doc)| {
+            let id =
+                doc.get("$id").and_then(Value::as_str).map_or_else(|| format!("{SCHEMA_BASE}{rel}"), str::to_string);
+            (id, doc)
+        });
+        jsonschema::Registry::new().extend(pairs).unwrap().prepare().unwrap_or_else(|e| panic!("schemas/: {e}"))
+    })
+}
+
+/// A schema of ours (`schemas/preloop-hooks/<name>`), compiled by the
+/// jsonschema crate with every other schema loaded and nothing fetched.
+pub fn schema(name: &str) -> jsonschema::Validator {
+    let rel = format!("preloop-hooks/{name}");
+    let (_, doc) = all_schemas().into_iter().find(|(r, _)| *r == rel).unwrap_or_else(|| panic!("no schema {rel}"));
+    jsonschema::options()
+        .with_registry(schema_registry())
+        .offline()
+        .build(&doc)
+        .unwrap_or_else(|e| panic!("{rel} does not compile with every schema loaded: {e}"))
 }
 
 /// `doc` passes our schema `name`.

@@ -1,8 +1,10 @@
 mod cli_install;
 mod cli_local;
 mod cli_operator;
+mod cli_parity;
 mod cli_server;
 mod codex_trust;
 mod install_files;
 mod lineage;
+mod schemas;
 mod term_safety;

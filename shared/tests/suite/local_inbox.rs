@@ -5,9 +5,13 @@
 use preloop_shared::backend::Backend;
 use preloop_shared::config::{Config, Env};
 use preloop_shared::flow::{Carry, Engine, Input, InputKind};
-use preloop_shared::operator::{SendRequest, Target};
+use preloop_shared::operator::{
+    Author, NOTE_RATE_LIMIT_PER_HOUR, RATE_LIMIT_DETAIL, SendRequest, Target, rate_limited,
+};
 use preloop_shared::registry::{HookDef, def_of, event};
+use preloop_shared::time::Timestamp;
 use preloop_shared::wire::SessionStartRequest;
+use preloop_shared::{Error, Exit, Harness};
 use preloop_testkit::support::{Home, ids_in};
 use serde_json::json;
 
@@ -180,4 +184,120 @@ fn d8_a_local_hook_never_claims_a_note_its_output_cannot_carry() {
     assert_eq!(hook(&home, def_of(event::Codex::UserPromptSubmit), "s", prompt), vec![big.clone(), small]);
     let r = home.receipt(&big);
     assert_eq!((r.state.as_str(), r.delivery_event.as_deref()), ("delivered", Some("session_start")));
+}
+
+fn request(target: Target, from: &str, text: &str) -> SendRequest {
+    SendRequest {
+        text: text.into(),
+        target,
+        next_session: false,
+        expires_in_secs: None,
+        author: Author { display: Some(from.into()), auth_method: Some("local".into()), ..Author::default() },
+    }
+}
+
+/// The server's limit (docs/contracts/preloop-server.md §5.1): 20 notes per
+/// rolling hour per (sender, target), cancelled ones included; the 21st is
+/// refused with the server's reason and nothing is written.
+#[test]
+fn d6_the_local_inbox_keeps_the_servers_rate_limit() {
+    let home = Home::new("inbox-rate");
+    let inbox = home.inbox();
+    for s in ["s", "t"] {
+        inbox.session_start(&SessionStartRequest { session_id: s.into(), ..Default::default() }).unwrap();
+    }
+    let to_s = || Target::Session("s".into());
+    let first = inbox.send(&request(to_s(), "olive", "note 0")).unwrap();
+    inbox.cancel(&first.note_id).unwrap();
+    for i in 1..NOTE_RATE_LIMIT_PER_HOUR {
+        inbox.send(&request(to_s(), "olive", &format!("note {i}"))).unwrap();
+    }
+    let stored = inbox.list().unwrap().len();
+    let err = inbox.send(&request(to_s(), "olive", "one too many")).expect_err("the 21st note");
+    assert!(matches!(err, Error::Refused(_)), "{err:?}");
+    assert_eq!(err.exit(), Exit::Failure);
+    assert_eq!(err.to_string(), rate_limited(RATE_LIMIT_DETAIL));
+    assert!(err.to_string().contains("20 notes per hour"), "{err}");
+    assert_eq!(inbox.list().unwrap().len(), stored, "nothing written");
+    // The same session by its runtime id is the same target.
+    let rid = home.session_file("s").unwrap().runtime_session_id;
+    assert!(inbox.send(&request(Target::RuntimeSession(rid), "olive", "x")).is_err());
+    // Another target, another sender: their own windows.
+    inbox.send(&request(Target::Session("t".into()), "olive", "for t")).unwrap();
+    inbox.send(&request(to_s(), "bob", "bob's first")).unwrap();
+    // A harness target has its own window too (the server's agent).
+    for i in 0..NOTE_RATE_LIMIT_PER_HOUR {
+        inbox.send(&request(Target::Harness(Harness::ClaudeCode), "olive", &format!("next {i}"))).unwrap();
+    }
+    assert!(inbox.send(&request(Target::Harness(Harness::ClaudeCode), "olive", "21")).is_err());
+    // A window only holds the last hour: age every entry past it and the
+    // sender may send again.
+    let sent = home.path().join("inbox/sent/session/s.json");
+    let mut window: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&sent).unwrap()).unwrap();
+    let olive = |w: &serde_json::Value| w.as_array().unwrap().iter().filter(|e| e["by"] == "name:olive").count();
+    assert_eq!(olive(&window), NOTE_RATE_LIMIT_PER_HOUR);
+    let hour_ago = Timestamp::now().add_secs(-3601);
+    for e in window.as_array_mut().unwrap() {
+        e["at"] = serde_json::to_value(hour_ago).unwrap();
+    }
+    std::fs::write(&sent, window.to_string()).unwrap();
+    inbox.send(&request(to_s(), "olive", "an hour later")).unwrap();
+    let window: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&sent).unwrap()).unwrap();
+    assert_eq!(window.as_array().unwrap().len(), 1, "older entries pruned: {window}");
+    // Without a limit (benchmarks), nothing is counted.
+    let unlimited = home.inbox().with_rate_limit(None);
+    for i in 0..NOTE_RATE_LIMIT_PER_HOUR + 5 {
+        unlimited.send(&request(Target::Session("t".into()), "olive", &format!("bulk {i}"))).unwrap();
+    }
+}
+
+/// `children all` is refused whole when one child's window is full, as the
+/// server's transaction is.
+#[test]
+fn d6_a_children_send_is_refused_whole() {
+    let home = Home::new("inbox-rate-kids");
+    let inbox = home.inbox();
+    inbox.session_start(&SessionStartRequest { session_id: "p".into(), ..Default::default() }).unwrap();
+    let parent = home.session_file("p").unwrap().runtime_session_id;
+    for k in ["k1", "k2"] {
+        let req =
+            SessionStartRequest { session_id: k.into(), parent_session_id: Some(parent.clone()), ..Default::default() };
+        inbox.session_start(&req).unwrap();
+    }
+    for i in 0..NOTE_RATE_LIMIT_PER_HOUR {
+        inbox.send(&request(Target::Session("k2".into()), "olive", &format!("{i}"))).unwrap();
+    }
+    let before = inbox.list().unwrap().len();
+    let all = Target::Children { parent: parent.clone(), all: true };
+    assert!(matches!(inbox.send_all(&request(all, "olive", "everyone")), Err(Error::Refused(_))));
+    assert_eq!(inbox.list().unwrap().len(), before, "no child got it");
+}
+
+/// A first prompt's secrets never reach the title (the server's
+/// redaction), and a title written before that is masked when listed.
+#[test]
+fn d6_session_titles_are_redacted_as_the_server_redacts_them() {
+    let home = Home::new("inbox-title");
+    let inbox = home.inbox();
+    let prompt = "Fix the flaky test with key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx and password=hunter2\nthen push";
+    let req = SessionStartRequest {
+        session_id: "s".into(),
+        first_prompt: Some(prompt.into()),
+        hook_event_name: Some("UserPromptSubmit".into()),
+        ..Default::default()
+    };
+    inbox.session_start(&req).unwrap();
+    let title = home.session_file("s").unwrap().title.unwrap();
+    assert_eq!(title, "Fix the flaky test with key sk-ant-[redacted] and password: [redacted] then push");
+    // A session file from before: its title as typed.
+    let mut f = home.session_file("s").unwrap();
+    f.external_session_id = "old".into();
+    f.title = Some("deploy with token=abc123secret now".into());
+    preloop_shared::session::write_session_file(home.path(), &f).unwrap();
+    let rows = inbox.sessions();
+    let old = rows.iter().find(|r| r.id == "old").unwrap();
+    assert_eq!(old.title.as_deref(), Some("deploy with token: [redacted] now"));
+    assert!(!old.label.contains("abc123secret"), "{}", old.label);
+    let listed = serde_json::to_string(&rows).unwrap();
+    assert!(!listed.contains("hunter2") && !listed.contains("AbCdEf") && !listed.contains("abc123"), "{listed}");
 }
