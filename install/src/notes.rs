@@ -2,20 +2,17 @@
 //! routes (server mode, user token) or the local inbox (local mode), with
 //! the same targets, rules, messages and `--json` shapes in both modes.
 
-use crate::ops::{Backend, Ops, SessionRef};
+use crate::operator::{NewNote, NotesOf, Operator, Sent, To};
+use crate::ops::Ops;
 use crate::output::{self, clip, safe, safe_line, time};
-use crate::server_op::ServerOperator;
 use clap::builder::PossibleValuesParser;
 use clap::{Args, Subcommand, ValueEnum};
-use preloop_shared::flow::is_uuid;
-use preloop_shared::local::{LocalInbox, MAX_NOTE_CHARS};
-use preloop_shared::operator::{Author, JSON_SCHEMA_VERSION, NOTE_STATES, Receipt, SendNoteBody, SendRequest, Target};
+use preloop_shared::local::MAX_NOTE_CHARS;
+use preloop_shared::operator::{JSON_SCHEMA_VERSION, NOTE_STATES, Receipt, ReceiptState};
 use preloop_shared::time::Timestamp;
-use preloop_shared::{Error, Harness, Result, fsutil};
+use preloop_shared::{Error, Harness, Result};
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 #[derive(Subcommand)]
@@ -199,64 +196,8 @@ pub fn run_notes(cmd: NotesCmd) -> Result<()> {
     match cmd {
         NotesCmd::Send(a) => send(a),
         NotesCmd::List(a) => list(a),
-        NotesCmd::Status(a) => {
-            check_note_id(&a.note_id)?;
-            let ops = Ops::load()?;
-            let mut r = receipt(&ops, &a.note_id)?;
-            ops.fill(std::slice::from_mut(&mut r));
-            if a.json {
-                return output::json(&ReceiptOut::new(&r));
-            }
-            print_receipt(&r)?;
-            // The one receipt that can over-report (docs/guarantees.md):
-            // a note the server recorded delivered at its claim that no
-            // output carried, because the session ended first.
-            match preloop_shared::session::uncarried_by(&ops.config.home, &r.note_id) {
-                Some(s) if r.state == "delivered" => output::print_pairs(&[(
-                    "carried",
-                    format!(
-                        "never: session {} ended before a hook could show it (the server recorded it delivered when it was claimed)",
-                        safe_line(&s)
-                    ),
-                )]),
-                _ => Ok(()),
-            }
-        }
-        NotesCmd::Cancel(a) => {
-            check_note_id(&a.note_id)?;
-            let ops = Ops::load()?;
-            let before = receipt(&ops, &a.note_id)?;
-            let was_pending = before.state == "pending";
-            let mut r = if was_pending {
-                match &ops.backend {
-                    Backend::Local(ib) => ib.cancel(&a.note_id)?,
-                    Backend::Server(s) => s.cancel(&a.note_id)?,
-                }
-            } else {
-                before
-            };
-            ops.fill(std::slice::from_mut(&mut r));
-            if a.json {
-                output::json(&ReceiptOut::new(&r))?;
-            }
-            if !was_pending || r.state != "cancelled" {
-                let state = match (r.state.as_str(), r.cancelled_at) {
-                    ("cancelled", Some(t)) => format!("already cancelled (at {})", time(Some(t))),
-                    (st, _) => format!(
-                        "{st}{}",
-                        r.undeliverable_reason.as_deref().map(|x| format!(" ({})", safe_line(x))).unwrap_or_default()
-                    ),
-                };
-                return Err(Error::Refused(format!(
-                    "note {} is {state}; only a pending note can be cancelled",
-                    r.note_id
-                )));
-            }
-            if a.json {
-                return Ok(());
-            }
-            output::line(&format!("cancelled {}", r.note_id))
-        }
+        NotesCmd::Status(a) => status(a),
+        NotesCmd::Cancel(a) => cancel(a),
     }
 }
 
@@ -268,37 +209,78 @@ fn check_note_id(id: &str) -> Result<()> {
     }
 }
 
-fn receipt(ops: &Ops, id: &str) -> Result<Receipt> {
-    match &ops.backend {
-        Backend::Local(ib) => ib.status(id),
-        Backend::Server(s) => s.receipt(id),
+// ----- status and cancel ------------------------------------------------
+
+fn status(a: IdArgs) -> Result<()> {
+    check_note_id(&a.note_id)?;
+    let ops = Ops::load()?;
+    let r = ops.op.receipt(&a.note_id)?;
+    if a.json {
+        return output::json(&ReceiptOut::new(&r));
+    }
+    print_receipt(&r)?;
+    // The one receipt that can over-report (docs/guarantees.md): a note the
+    // server recorded delivered at its claim that no output carried,
+    // because the session ended first.
+    match preloop_shared::session::uncarried_by(&ops.config.home, &r.note_id) {
+        Some(s) if r.state == ReceiptState::Delivered => output::print_pairs(&[(
+            "carried",
+            format!(
+                "never: session {} ended before a hook could show it (the server recorded it delivered when it was claimed)",
+                safe_line(&s)
+            ),
+        )]),
+        _ => Ok(()),
     }
 }
 
-// ----- send -------------------------------------------------------------
-
-/// The target of a send, resolved enough to say what it is.
-#[derive(Debug, Clone)]
-enum Resolved {
-    /// One session (found, or by an id nobody knows yet).
-    Session {
-        id: String,
-        found: Option<SessionRef>,
-    },
-    Alias(String),
-    Children {
-        parent: SessionRef,
-        all: bool,
-    },
-    Execution(String),
-    Next(Harness),
-    /// `--harness H` without --next-session: its current or next session (local).
-    HarnessCurrent(Harness),
-    Agent {
-        agent_id: String,
-        next_session: bool,
-    },
+/// What `notes cancel` did: the receipt after the call, and why it did not
+/// cancel when it did not.
+#[derive(Debug)]
+struct Cancelled {
+    receipt: Receipt,
+    refused: Option<String>,
 }
+
+/// Only a pending note is cancelled; any other state is reported unchanged
+/// (with when it was cancelled, or why it was undeliverable).
+fn cancel_note(op: &dyn Operator, id: &str) -> Result<Cancelled> {
+    let before = op.receipt(id)?;
+    let was_pending = before.state == ReceiptState::Pending;
+    let r = if was_pending { op.cancel(id)? } else { before };
+    if was_pending && r.state == ReceiptState::Cancelled {
+        return Ok(Cancelled { receipt: r, refused: None });
+    }
+    let state = match (&r.state, r.cancelled_at) {
+        (ReceiptState::Cancelled, Some(t)) => format!("already cancelled (at {})", time(Some(t))),
+        (st, _) => format!(
+            "{st}{}",
+            r.undeliverable_reason.as_deref().map(|x| format!(" ({})", safe_line(x))).unwrap_or_default()
+        ),
+    };
+    Ok(Cancelled {
+        refused: Some(format!("note {} is {state}; only a pending note can be cancelled", r.note_id)),
+        receipt: r,
+    })
+}
+
+fn cancel(a: IdArgs) -> Result<()> {
+    check_note_id(&a.note_id)?;
+    let ops = Ops::load()?;
+    let c = cancel_note(ops.op.as_ref(), &a.note_id)?;
+    if a.json {
+        output::json(&ReceiptOut::new(&c.receipt))?;
+    }
+    if let Some(why) = c.refused {
+        return Err(Error::Refused(why));
+    }
+    if a.json {
+        return Ok(());
+    }
+    output::line(&format!("cancelled {}", c.receipt.note_id))
+}
+
+// ----- send -------------------------------------------------------------
 
 /// What `notes send --json` prints (without --wait):
 /// `schemas/preloop-hooks/notes-send.schema.json`.
@@ -310,7 +292,7 @@ struct SendOut {
     notes: Vec<SentNote>,
 }
 
-#[derive(Serialize, Default, Clone)]
+#[derive(Serialize, Default, Clone, Debug, PartialEq)]
 struct TargetOut {
     /// session | alias | children | execution | next | agent
     kind: &'static str,
@@ -325,10 +307,51 @@ struct TargetOut {
     execution_id: Option<String>,
 }
 
+impl TargetOut {
+    /// The target as the command named it, completed with what the send
+    /// learned (the session an alias named, the agent of `--next`).
+    fn of(to: &To, sent: &Sent) -> TargetOut {
+        let t = match to {
+            To::Session { id, found } => TargetOut {
+                kind: "session",
+                session: Some(found.as_ref().and_then(|f| f.external_id.clone()).unwrap_or_else(|| id.clone())),
+                runtime_session_id: found.as_ref().map(|f| f.runtime_id.clone()),
+                ..TargetOut::default()
+            },
+            To::Alias(al) => TargetOut { kind: "alias", alias: Some(al.clone()), ..TargetOut::default() },
+            To::Children { parent, all } => TargetOut {
+                kind: "children",
+                children: Some(if *all { "all" } else { "latest" }),
+                parent_session_id: Some(parent.runtime_id.clone()),
+                ..TargetOut::default()
+            },
+            To::Execution(e) => TargetOut { kind: "execution", execution_id: Some(e.clone()), ..TargetOut::default() },
+            To::Next(h) | To::HarnessCurrent(h) => TargetOut {
+                kind: "next",
+                harness: Some(h.slug().into()),
+                next_session: matches!(to, To::Next(_)),
+                ..TargetOut::default()
+            },
+            To::Agent { agent_id, next_session } => TargetOut {
+                kind: "agent",
+                agent_id: Some(agent_id.clone()),
+                next_session: *next_session,
+                ..TargetOut::default()
+            },
+        };
+        TargetOut {
+            session: t.session.or_else(|| sent.session.clone()),
+            runtime_session_id: t.runtime_session_id.or_else(|| sent.runtime_session_id.clone()),
+            agent_id: t.agent_id.or_else(|| sent.agent_id.clone()),
+            ..t
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct SentNote {
     note_id: String,
-    state: String,
+    state: ReceiptState,
     session: Option<String>,
     runtime_session_id: Option<String>,
 }
@@ -367,28 +390,38 @@ fn parent_from_env(ops: &Ops, flag: Option<&String>) -> Result<String> {
     if let Some(p) = std::env::var("PRELOOP_PARENT_SESSION_ID").ok().filter(|p| !p.trim().is_empty()) {
         return Ok(p);
     }
-    let mode = if ops.is_local() { "local" } else { "server" };
-    preloop_shared::lineage::enclosing_session(&ops.config.home, mode).map(|f| f.runtime_session_id).ok_or_else(|| {
-        Error::Usage(
-            "--children needs the parent session: run it from inside a run (its shell tool: PRELOOP_PARENT_SESSION_ID or the process tree names that run), or pass --parent SESSION"
-                .into(),
-        )
-    })
+    preloop_shared::lineage::enclosing_session(&ops.config.home, ops.mode().as_str())
+        .map(|f| f.runtime_session_id)
+        .ok_or_else(|| {
+            Error::Usage(
+                "--children needs the parent session: run it from inside a run (its shell tool: PRELOOP_PARENT_SESSION_ID or the process tree names that run), or pass --parent SESSION"
+                    .into(),
+            )
+        })
+}
+
+/// The parent session of `--children`, known to the operator.
+fn parent_session(ops: &Ops, flag: Option<&String>) -> Result<crate::operator::SessionRef> {
+    let p = parent_from_env(ops, flag)?;
+    ops.op
+        .find_session(&p)?
+        .ok_or_else(|| Error::NotFound(format!("the parent session {p} is not known {}", ops.mode().where_known())))
 }
 
 fn no_target(what: &str) -> Error {
     Error::Usage(format!("name exactly one target {what}"))
 }
 
-fn resolve(ops: &Ops, t: &TargetArgs, next_session: bool) -> Result<Resolved> {
+/// The one target of `notes send`, resolved enough to say what it is, and
+/// refused when this side cannot take it.
+fn resolve(ops: &Ops, t: &TargetArgs, next_session: bool) -> Result<To> {
     let harness = |s: &str| Harness::from_slug(s).ok_or_else(|| Error::Usage(format!("unknown harness {s:?}")));
     if next_session && t.agent.is_none() && t.harness.is_none() {
         return Err(Error::Usage("--next-session goes with --agent (or use --next HARNESS)".into()));
     }
-    if let Some(s) = t.session.as_ref().or(t.runtime_session.as_ref()) {
-        return Ok(Resolved::Session { id: s.clone(), found: ops.find_session(s)? });
-    }
-    if let Some(a) = &t.alias {
+    let to = if let Some(s) = t.session.as_ref().or(t.runtime_session.as_ref()) {
+        To::Session { id: s.clone(), found: ops.op.find_session(s)? }
+    } else if let Some(a) = &t.alias {
         if a.is_empty() || a.len() > 64 || !a.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
         {
             return Err(Error::Usage(format!(
@@ -396,47 +429,23 @@ fn resolve(ops: &Ops, t: &TargetArgs, next_session: bool) -> Result<Resolved> {
                 clip(a, 70)
             )));
         }
-        return Ok(Resolved::Alias(a.clone()));
-    }
-    if let Some(c) = t.children {
-        let p = parent_from_env(ops, t.parent.as_ref())?;
-        let parent = ops
-            .find_session(&p)?
-            .ok_or_else(|| Error::NotFound(format!("the parent session {p} is not known {}", where_(ops))))?;
-        return Ok(Resolved::Children { parent, all: c == Children::All });
-    }
-    if let Some(e) = &t.execution {
-        if !ops.is_local() && !is_uuid(e) {
-            return Err(Error::Usage(format!("--execution {:?}: an execution id is a UUID", clip(e, 70))));
-        }
-        return Ok(Resolved::Execution(e.clone()));
-    }
-    if let Some(h) = &t.next {
-        return Ok(Resolved::Next(harness(h)?));
-    }
-    if let Some(h) = &t.harness {
+        To::Alias(a.clone())
+    } else if let Some(c) = t.children {
+        To::Children { parent: parent_session(ops, t.parent.as_ref())?, all: c == Children::All }
+    } else if let Some(e) = &t.execution {
+        To::Execution(e.clone())
+    } else if let Some(h) = &t.next {
+        To::Next(harness(h)?)
+    } else if let Some(h) = &t.harness {
         let h = harness(h)?;
-        return Ok(if next_session { Resolved::Next(h) } else { Resolved::HarnessCurrent(h) });
-    }
-    if let Some(a) = &t.agent {
-        if ops.is_local() {
-            return Err(Error::Usage(
-                "--agent needs server mode (`preloop-hooks login --user --url URL`); on the local inbox use --session, --alias, --children or --next".into(),
-            ));
-        }
-        if !is_uuid(a) {
-            return Err(Error::Usage(format!(
-                "--agent {:?}: an agent id is a UUID (`preloop-hooks sessions list --json` shows agent_id)",
-                clip(a, 70)
-            )));
-        }
-        return Ok(Resolved::Agent { agent_id: a.clone(), next_session });
-    }
-    Err(no_target("(--session, --alias, --children, --execution, --next or --agent)"))
-}
-
-fn where_(ops: &Ops) -> &'static str {
-    if ops.is_local() { "on this machine" } else { "in this account" }
+        if next_session { To::Next(h) } else { To::HarnessCurrent(h) }
+    } else if let Some(a) = &t.agent {
+        To::Agent { agent_id: a.clone(), next_session }
+    } else {
+        return Err(no_target("(--session, --alias, --children, --execution, --next or --agent)"));
+    };
+    ops.op.check(&to)?;
+    Ok(to)
 }
 
 fn read_text(arg: Option<String>) -> Result<String> {
@@ -461,15 +470,16 @@ fn read_text(arg: Option<String>) -> Result<String> {
     Ok(text)
 }
 
-/// Warnings about the target before anything is sent: ended, not started.
-fn announce(ops: &Ops, r: &Resolved) {
-    let Resolved::Session { id, found } = r else { return };
+/// Warnings about the target before anything is sent: ended, not started,
+/// read by hooks of the other mode.
+fn announce(ops: &Ops, to: &To) {
+    let To::Session { id, found } = to else { return };
     match found {
-        None if ops.is_local() => crate::errln!(
-            "preloop-hooks: no session {} has started on this machine yet; the note waits for it (the local inbox keeps notes for a session that has not started; a server refuses a session it does not know)",
-            safe_line(id)
-        ),
-        None => {}
+        None => {
+            if let Some(note) = ops.op.unknown_session_note(id) {
+                crate::errln!("preloop-hooks: {note}");
+            }
+        }
         Some(s) if s.ended_at.is_some() => crate::errln!(
             "preloop-hooks: session {} ended at {}; the note waits in case it is resumed",
             safe_line(s.name()),
@@ -479,13 +489,14 @@ fn announce(ops: &Ops, r: &Resolved) {
     }
     // A session whose hooks use the local inbox never reads the server, and
     // the other way round: say which mode this note went through and why.
+    let mode = ops.mode();
     if let Some(f) = found.as_ref().and_then(|s| s.file.clone()).or_else(|| ops.local_file(id))
-        && f.mode != ops.mode()
+        && f.mode != mode.as_str()
     {
         crate::errln!(
             "preloop-hooks: {} mode ({}), but the hooks of session {} ran in {} mode: they will not read this note there",
-            ops.mode(),
-            if ops.is_local() { "no server URL configured" } else { "a server URL and a user token are configured" },
+            mode.as_str(),
+            mode.why(),
             safe_line(&f.external_session_id),
             f.mode
         );
@@ -502,19 +513,17 @@ fn send(a: SendArgs) -> Result<()> {
     let wait = a.wait.as_deref().map(|d| output::parse_duration("--wait", d)).transpose()?;
     let ops = Ops::load()?;
     // Resolve the target before reading the body, so a bad target never waits on stdin.
-    let resolved = resolve(&ops, &a.target, a.next_session)?;
+    let to = resolve(&ops, &a.target, a.next_session)?;
     let text = read_text(a.text)?;
-    if a.from.is_some() && !ops.is_local() {
+    if a.from.is_some() && !ops.op.author_from_flag() {
         crate::errln!(
             "preloop-hooks: --from applies to the local inbox only; the server names the author from the user token"
         );
     }
-    announce(&ops, &resolved);
-    let (mut receipts, target) = match &ops.backend {
-        Backend::Local(ib) => send_local(ib, &resolved, text, expires_in_secs, a.from.as_deref())?,
-        Backend::Server(s) => send_server(&ops.config.home, s, &resolved, text, expires_in_secs)?,
-    };
-    ops.fill(&mut receipts);
+    announce(&ops, &to);
+    let sent = ops.op.send(&to, &NewNote { text, expires_in_secs, from: a.from })?;
+    let target = TargetOut::of(&to, &sent);
+    let receipts = sent.receipts;
     let Some(wait) = wait else {
         if a.json {
             let first = receipts.first().map(|r| r.note_id.clone()).unwrap_or_default();
@@ -538,176 +547,7 @@ fn send(a: SendArgs) -> Result<()> {
         }
         return Ok(());
     };
-    wait_for(&ops, &resolved, receipts, wait, a.json)
-}
-
-fn local_author(from: Option<&str>) -> Author {
-    let display = from
-        .map(str::to_string)
-        .or_else(|| std::env::var("USER").ok())
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(|| "local operator".into());
-    Author { display: Some(display), auth_method: Some("local".into()), ..Author::default() }
-}
-
-fn send_local(
-    ib: &LocalInbox,
-    r: &Resolved,
-    text: String,
-    expires_in_secs: Option<u64>,
-    from: Option<&str>,
-) -> Result<(Vec<Receipt>, TargetOut)> {
-    let (target, next_session, mut t) = match r {
-        Resolved::Session { id, found } => (
-            Target::Session(id.clone()),
-            false,
-            TargetOut {
-                kind: "session",
-                session: Some(found.as_ref().and_then(|f| f.external_id.clone()).unwrap_or_else(|| id.clone())),
-                runtime_session_id: found.as_ref().map(|f| f.runtime_id.clone()),
-                ..TargetOut::default()
-            },
-        ),
-        Resolved::Alias(al) => (
-            Target::Alias(al.clone()),
-            false,
-            TargetOut { kind: "alias", alias: Some(al.clone()), ..TargetOut::default() },
-        ),
-        Resolved::Children { parent, all } => (
-            Target::Children { parent: parent.runtime_id.clone(), all: *all },
-            false,
-            TargetOut {
-                kind: "children",
-                children: Some(if *all { "all" } else { "latest" }),
-                parent_session_id: Some(parent.runtime_id.clone()),
-                ..TargetOut::default()
-            },
-        ),
-        Resolved::Execution(e) => (
-            Target::Execution(e.clone()),
-            false,
-            TargetOut { kind: "execution", execution_id: Some(e.clone()), ..TargetOut::default() },
-        ),
-        Resolved::Next(h) => (
-            Target::Harness(*h),
-            true,
-            TargetOut { kind: "next", harness: Some(h.slug().into()), next_session: true, ..TargetOut::default() },
-        ),
-        Resolved::HarnessCurrent(h) => (
-            Target::Harness(*h),
-            false,
-            TargetOut { kind: "next", harness: Some(h.slug().into()), ..TargetOut::default() },
-        ),
-        Resolved::Agent { .. } => return Err(Error::Usage("--agent needs server mode".into())),
-    };
-    let req = SendRequest {
-        text,
-        target,
-        next_session,
-        expires_in_secs: expires_in_secs.map(|s| s as i64),
-        author: local_author(from),
-    };
-    let receipts = ib.send_all(&req)?;
-    if matches!(r, Resolved::Alias(_)) && receipts.len() == 1 {
-        t.session = receipts[0].external_session_id.clone();
-        t.runtime_session_id = receipts[0].runtime_session_id.clone();
-    }
-    Ok((receipts, t))
-}
-
-fn send_server(
-    home: &Path,
-    s: &ServerOperator,
-    r: &Resolved,
-    text: String,
-    expires_in_secs: Option<u64>,
-) -> Result<(Vec<Receipt>, TargetOut)> {
-    let mut body =
-        SendNoteBody { text, expires_in_seconds: expires_in_secs.map(|e| e as i64), ..SendNoteBody::default() };
-    let mut t = TargetOut::default();
-    match r {
-        Resolved::Session { id, found: Some(f) } => {
-            body.runtime_session_id = Some(f.runtime_id.clone());
-            t = TargetOut {
-                kind: "session",
-                session: f.external_id.clone().or_else(|| Some(id.clone())),
-                runtime_session_id: Some(f.runtime_id.clone()),
-                ..t
-            };
-        }
-        Resolved::Session { id, found: None } => {
-            // Nobody knows it yet: let the server say so with its own reason.
-            body.external_session_id = Some(id.clone());
-            t = TargetOut { kind: "session", session: Some(id.clone()), ..t };
-        }
-        Resolved::Alias(al) => {
-            body.alias = Some(al.clone());
-            t = TargetOut { kind: "alias", alias: Some(al.clone()), ..t };
-        }
-        Resolved::Children { parent, all } => {
-            body.children = Some(if *all { "all" } else { "latest" }.into());
-            body.parent_session_id = Some(parent.runtime_id.clone());
-            t = TargetOut {
-                kind: "children",
-                children: Some(if *all { "all" } else { "latest" }),
-                parent_session_id: Some(parent.runtime_id.clone()),
-                ..t
-            };
-        }
-        Resolved::Execution(e) => {
-            body.execution_id = Some(e.clone());
-            t = TargetOut { kind: "execution", execution_id: Some(e.clone()), ..t };
-        }
-        Resolved::Next(h) | Resolved::HarnessCurrent(h) => {
-            let next = matches!(r, Resolved::Next(_));
-            let agent_id = agent_for(home, *h).ok_or_else(|| {
-                Error::Config(format!(
-                    "no managed agent is known for {} on this machine (a Preloop onboarding file or PRELOOP_AGENT_ID); use --agent ID",
-                    h.slug()
-                ))
-            })?;
-            body.agent_id = Some(agent_id.clone());
-            body.next_session = next;
-            t = TargetOut {
-                kind: "next",
-                harness: Some(h.slug().into()),
-                agent_id: Some(agent_id),
-                next_session: next,
-                ..t
-            };
-        }
-        Resolved::Agent { agent_id, next_session } => {
-            body.agent_id = Some(agent_id.clone());
-            body.next_session = *next_session;
-            t = TargetOut { kind: "agent", agent_id: Some(agent_id.clone()), next_session: *next_session, ..t };
-        }
-    }
-    let receipts = s.send(&body)?;
-    if t.runtime_session_id.is_none() && receipts.len() == 1 {
-        t.runtime_session_id = receipts[0].runtime_session_id.clone();
-    }
-    Ok((receipts, t))
-}
-
-/// The agent this machine's hooks run as for a harness (server mode): the
-/// `agent_id` (or directory name) of a matching Preloop onboarding file,
-/// else `PRELOOP_AGENT_ID`.
-pub fn agent_for(home: &Path, harness: Harness) -> Option<String> {
-    let dir = home.join("agents");
-    let mut names = fsutil::list_names(&dir);
-    names.sort();
-    for name in names {
-        let Ok(Some(v)) = fsutil::read_json::<Value>(&dir.join(&name).join("permission_hook.json")) else { continue };
-        if v.get("source").and_then(Value::as_str).is_some_and(|s| harness.accepts_source(s)) {
-            if let Some(id) = v.get("agent_id").or_else(|| v.get("managed_agent_id")).and_then(Value::as_str) {
-                return Some(id.to_string());
-            }
-            if is_uuid(&name) {
-                return Some(name);
-            }
-        }
-    }
-    std::env::var("PRELOOP_AGENT_ID").ok().filter(|s| !s.is_empty())
+    wait_for(&ops, receipts, wait, a.json)
 }
 
 // ----- wait -------------------------------------------------------------
@@ -731,80 +571,69 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
-/// Whether the session a note waits for has ended (and so it cannot be
-/// delivered unless the session is resumed).
-fn session_ended(ops: &Ops, r: &Receipt) -> Option<Timestamp> {
-    match &ops.backend {
-        Backend::Local(ib) => {
-            let s = r.external_session_id.as_deref()?;
-            ib.resolve_session(s).and_then(|f| f.ended_at)
-        }
-        Backend::Server(s) => s.runtime_session(r.runtime_session_id.as_deref()?).ok().and_then(|i| i.ended_at),
-    }
+/// Why a wait stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WaitEnd {
+    /// Every note reached a final state.
+    Final,
+    /// Ctrl-C (or SIGTERM).
+    Interrupted,
+    /// The time ran out.
+    Timeout,
+    /// Every session a pending note waits for has ended.
+    Ended(Option<Timestamp>),
 }
 
-fn wait_for(ops: &Ops, resolved: &Resolved, mut receipts: Vec<Receipt>, wait: u64, json: bool) -> Result<()> {
-    catch_interrupt();
+/// The notes after a wait, and why it stopped.
+#[derive(Debug)]
+struct Waited {
+    receipts: Vec<Receipt>,
+    end: WaitEnd,
+    elapsed: Duration,
+}
+
+/// Poll the receipts until all are final, the time runs out, the wait is
+/// interrupted, or every session a pending note waits for has ended (a
+/// session that has ended takes nothing: do not sit out the wait).
+/// `progress` sees the receipts between polls.
+fn wait_until(
+    op: &dyn Operator,
+    mut receipts: Vec<Receipt>,
+    wait: Duration,
+    mut progress: impl FnMut(&[Receipt], Duration) -> Result<()>,
+) -> Result<Waited> {
+    let pace = op.pace();
     let started = Instant::now();
-    let deadline = started.checked_add(Duration::from_secs(wait));
-    let tty = output::stderr_is_tty() && !json;
-    let poll = if ops.is_local() { Duration::from_millis(500) } else { Duration::from_secs(2) };
-    let targets = receipts.iter().map(to_of).collect::<Vec<_>>().join(", ");
-    if !json {
-        crate::errln!(
-            "{} sent to {}; waiting up to {} for delivery…",
-            receipts.iter().map(|r| r.note_id.as_str()).collect::<Vec<_>>().join(", "),
-            targets,
-            output::human_secs(wait)
-        );
-    }
-    let _ = resolved;
-    let mut last_line = String::new();
-    let mut ended: Option<Timestamp> = None;
-    let mut checked_end = Instant::now() - Duration::from_secs(60);
-    let outcome = loop {
+    let deadline = started.checked_add(wait);
+    let mut checked_end: Option<Instant> = None;
+    let end = loop {
         if receipts.iter().all(Receipt::is_final) {
-            break "final";
+            break WaitEnd::Final;
         }
         if interrupted() {
-            break "interrupted";
+            break WaitEnd::Interrupted;
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            break "timeout";
+            break WaitEnd::Timeout;
         }
-        // A session that has ended takes nothing: do not sit out the wait.
-        if checked_end.elapsed() >= Duration::from_secs(2) {
-            checked_end = Instant::now();
-            let pending: Vec<&Receipt> = receipts.iter().filter(|r| !r.is_final()).collect();
-            let ends: Vec<Option<Timestamp>> = pending.iter().map(|r| session_ended(ops, r)).collect();
-            if !pending.is_empty() && ends.iter().all(Option::is_some) {
-                ended = ends.into_iter().flatten().max();
-                break "ended";
+        if checked_end.is_none_or(|t| t.elapsed() >= pace.end_check) {
+            checked_end = Some(Instant::now());
+            let ends: Vec<Option<Timestamp>> =
+                receipts.iter().filter(|r| !r.is_final()).map(|r| op.session_ended(r)).collect();
+            if !ends.is_empty() && ends.iter().all(Option::is_some) {
+                break WaitEnd::Ended(ends.into_iter().flatten().max());
             }
         }
-        if tty {
-            let states: BTreeSet<&str> = receipts.iter().map(|r| r.state.as_str()).collect();
-            let l = format!(
-                "{} · {} elapsed (Ctrl-C stops waiting)",
-                states.into_iter().collect::<Vec<_>>().join(", "),
-                output::human_secs(started.elapsed().as_secs())
-            );
-            if l != last_line {
-                output::status(&l);
-                last_line = l;
-            }
-        }
-        let step = deadline.map(|d| d.saturating_duration_since(Instant::now())).unwrap_or(poll).min(poll);
-        let until = Instant::now() + step.max(Duration::from_millis(50));
+        progress(&receipts, started.elapsed())?;
+        let step = deadline.map(|d| d.saturating_duration_since(Instant::now())).unwrap_or(pace.poll).min(pace.poll);
+        // Sleep in short ticks, so Ctrl-C is seen at once.
+        let tick = pace.poll.min(Duration::from_millis(50));
+        let until = Instant::now() + step.max(tick);
         while Instant::now() < until && !interrupted() {
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(tick.min(until.saturating_duration_since(Instant::now())));
         }
         for r in receipts.iter_mut().filter(|r| !r.is_final()) {
-            let polled = match &ops.backend {
-                Backend::Local(ib) => ib.status(&r.note_id),
-                Backend::Server(s) => s.receipt(&r.note_id),
-            };
-            match polled {
+            match op.receipt(&r.note_id) {
                 Ok(mut fresh) => {
                     fresh.external_session_id = fresh.external_session_id.or(r.external_session_id.take());
                     fresh.harness = fresh.harness.or(r.harness.take());
@@ -816,22 +645,14 @@ fn wait_for(ops: &Ops, resolved: &Resolved, mut receipts: Vec<Receipt>, wait: u6
             }
         }
     };
-    if tty && !last_line.is_empty() {
-        output::status("");
-    }
-    if json {
-        if receipts.len() == 1 {
-            output::json(&ReceiptOut::new(&receipts[0]))?;
-        } else {
-            output::json(&NoteListOut { schema: JSON_SCHEMA_VERSION, notes: &receipts, total: receipts.len() })?;
-        }
-    } else {
-        for r in &receipts {
-            print_receipt(r)?;
-        }
-    }
-    let lost: Vec<&Receipt> = receipts.iter().filter(|r| r.is_lost()).collect();
-    let pending: Vec<&Receipt> = receipts.iter().filter(|r| !r.is_final()).collect();
+    Ok(Waited { receipts, end, elapsed: started.elapsed() })
+}
+
+/// The exit of a wait: 0 delivered, 3 (`Undelivered`) lost or its session
+/// ended, 4 (`WaitTimeout`) still pending when the time ran out or on Ctrl-C.
+fn wait_verdict(w: &Waited) -> Result<()> {
+    let lost: Vec<&Receipt> = w.receipts.iter().filter(|r| r.is_lost()).collect();
+    let pending: Vec<&Receipt> = w.receipts.iter().filter(|r| !r.is_final()).collect();
     let cancel_hint = |p: &[&Receipt]| {
         p.iter().map(|r| format!("preloop-hooks notes cancel {}", r.note_id)).collect::<Vec<_>>().join("; ")
     };
@@ -850,26 +671,101 @@ fn wait_for(ops: &Ops, resolved: &Resolved, mut receipts: Vec<Receipt>, wait: u6
                 .join("; "),
         ));
     }
-    match outcome {
-        "ended" => Err(Error::Undelivered(format!(
+    let notes = || pending.iter().map(|r| format!("note {}", r.note_id)).collect::<Vec<_>>().join(", ");
+    match w.end {
+        WaitEnd::Ended(at) => Err(Error::Undelivered(format!(
             "the session ended{}; {} still pending in case it is resumed (cancel: {})",
-            ended.map(|t| format!(" at {}", time(Some(t)))).unwrap_or_default(),
-            pending.iter().map(|r| format!("note {}", r.note_id)).collect::<Vec<_>>().join(", "),
+            at.map(|t| format!(" at {}", time(Some(t)))).unwrap_or_default(),
+            notes(),
             cancel_hint(&pending)
         ))),
-        "timeout" | "interrupted" if !pending.is_empty() => Err(Error::WaitTimeout(format!(
+        WaitEnd::Timeout | WaitEnd::Interrupted if !pending.is_empty() => Err(Error::WaitTimeout(format!(
             "{} still {} after {}{} (cancel: {})",
-            pending.iter().map(|r| format!("note {}", r.note_id)).collect::<Vec<_>>().join(", "),
+            notes(),
             pending[0].state,
-            output::human_secs(started.elapsed().as_secs()),
-            if outcome == "interrupted" { ", stopped waiting on Ctrl-C" } else { "" },
+            output::human_secs(w.elapsed.as_secs()),
+            if w.end == WaitEnd::Interrupted { ", stopped waiting on Ctrl-C" } else { "" },
             cancel_hint(&pending)
         ))),
         _ => Ok(()),
     }
 }
 
+fn wait_for(ops: &Ops, receipts: Vec<Receipt>, wait: u64, json: bool) -> Result<()> {
+    catch_interrupt();
+    let tty = output::stderr_is_tty() && !json;
+    if !json {
+        crate::errln!(
+            "{} sent to {}; waiting up to {} for delivery…",
+            receipts.iter().map(|r| r.note_id.as_str()).collect::<Vec<_>>().join(", "),
+            receipts.iter().map(to_of).collect::<Vec<_>>().join(", "),
+            output::human_secs(wait)
+        );
+    }
+    let mut last_line = String::new();
+    let waited = wait_until(ops.op.as_ref(), receipts, Duration::from_secs(wait), |receipts, elapsed| {
+        if !tty {
+            return Ok(());
+        }
+        let states: BTreeSet<&str> = receipts.iter().map(|r| r.state.as_str()).collect();
+        let l = format!(
+            "{} · {} elapsed (Ctrl-C stops waiting)",
+            states.into_iter().collect::<Vec<_>>().join(", "),
+            output::human_secs(elapsed.as_secs())
+        );
+        if l != last_line {
+            output::status(&l);
+            last_line = l;
+        }
+        Ok(())
+    })?;
+    if tty && !last_line.is_empty() {
+        output::status("");
+    }
+    if json {
+        if let [one] = waited.receipts.as_slice() {
+            output::json(&ReceiptOut::new(one))?;
+        } else {
+            let notes = &waited.receipts;
+            output::json(&NoteListOut { schema: JSON_SCHEMA_VERSION, notes, total: notes.len() })?;
+        }
+    } else {
+        for r in &waited.receipts {
+            print_receipt(r)?;
+        }
+    }
+    wait_verdict(&waited)
+}
+
 // ----- list -------------------------------------------------------------
+
+/// Whose notes `notes list` shows, resolved.
+fn notes_of(ops: &Ops, a: &ListArgs) -> Result<NotesOf> {
+    Ok(if let Some(id) = a.session.as_ref().or(a.runtime_session.as_ref()) {
+        NotesOf::Session { id: id.clone(), found: ops.op.find_session(id)? }
+    } else if let Some(al) = &a.alias {
+        NotesOf::Alias(al.clone())
+    } else if let Some(c) = a.children {
+        NotesOf::Children { parent: parent_session(ops, a.parent.as_ref())?, latest: c == Children::Latest }
+    } else if let Some(e) = &a.execution {
+        NotesOf::Execution(e.clone())
+    } else if let Some(ag) = &a.agent {
+        NotesOf::Agent(ag.clone())
+    } else {
+        NotesOf::All
+    })
+}
+
+/// The notes of a target in one state (or any), newest first, each once.
+fn list_notes(op: &dyn Operator, of: &NotesOf, state: Option<&ReceiptState>) -> Result<Vec<Receipt>> {
+    let mut notes = op.notes(of, state)?;
+    if let Some(st) = state {
+        notes.retain(|n| &n.state == st);
+    }
+    notes.sort_by(|x, y| y.created_at.cmp(&x.created_at).then(y.note_id.cmp(&x.note_id)));
+    notes.dedup_by(|x, y| x.note_id == y.note_id);
+    Ok(notes)
+}
 
 fn list(a: ListArgs) -> Result<()> {
     let fmt = match (a.output.as_deref(), a.json) {
@@ -890,16 +786,9 @@ fn list(a: ListArgs) -> Result<()> {
         ));
     }
     let ops = Ops::load()?;
-    let mut notes = match &ops.backend {
-        Backend::Local(ib) => list_local(&ops, ib, &a)?,
-        Backend::Server(s) => list_server(&ops, s, &a)?,
-    };
-    if let Some(st) = &a.state {
-        notes.retain(|n| &n.state == st);
-    }
-    notes.sort_by(|x, y| y.created_at.cmp(&x.created_at).then(y.note_id.cmp(&x.note_id)));
-    notes.dedup_by(|x, y| x.note_id == y.note_id);
-    ops.fill(&mut notes);
+    let of = notes_of(&ops, &a)?;
+    let state = a.state.as_deref().map(ReceiptState::from);
+    let notes = list_notes(ops.op.as_ref(), &of, state.as_ref())?;
     match fmt.as_str() {
         "json" => output::json(&NoteListOut { schema: JSON_SCHEMA_VERSION, notes: &notes, total: notes.len() }),
         "id" => {
@@ -911,11 +800,11 @@ fn list(a: ListArgs) -> Result<()> {
         _ if notes.is_empty() => output::line("no notes"),
         _ => {
             // One session's notes all go to it: no TO column then.
-            let show_to = a.session.is_none() && a.runtime_session.is_none();
+            let show_to = !matches!(of, NotesOf::Session { .. });
             let rows: Vec<Vec<String>> = notes
                 .iter()
                 .map(|n| {
-                    let mut row = vec![n.note_id.clone(), n.state.clone(), event_or_reason(n), time(n.created_at)];
+                    let mut row = vec![n.note_id.clone(), n.state.to_string(), event_or_reason(n), time(n.created_at)];
                     if show_to {
                         row.push(clip(&to_of(n), 44));
                     }
@@ -942,118 +831,12 @@ pub fn event_or_reason(n: &Receipt) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-fn list_local(ops: &Ops, ib: &LocalInbox, a: &ListArgs) -> Result<Vec<Receipt>> {
-    if a.agent.is_some() {
-        return Err(Error::Usage(
-            "--agent needs server mode; on the local inbox list by --session, --alias, --children, --execution or --all"
-                .into(),
-        ));
-    }
-    let all = ib.list()?;
-    let sessions: Option<BTreeSet<String>> = if let Some(s) = a.session.as_ref().or(a.runtime_session.as_ref()) {
-        Some(
-            std::iter::once(ib.resolve_session(s).map(|f| f.external_session_id).unwrap_or_else(|| s.clone()))
-                .collect(),
-        )
-    } else if let Some(al) = &a.alias {
-        Some(
-            ib.sessions()
-                .into_iter()
-                .filter(|r| r.alias.as_deref() == Some(al.as_str()))
-                .filter_map(|r| r.external_session_id)
-                .collect(),
-        )
-    } else if let Some(c) = a.children {
-        let p = parent_from_env(ops, a.parent.as_ref())?;
-        let parent = ops
-            .find_session(&p)?
-            .ok_or_else(|| Error::NotFound(format!("the parent session {p} is not known on this machine")))?;
-        let mut kids: Vec<_> = ib
-            .sessions()
-            .into_iter()
-            .filter(|r| r.parent_session_id.as_deref() == Some(parent.runtime_id.as_str()))
-            .collect();
-        kids.sort_by_key(|r| std::cmp::Reverse(r.started_at));
-        if c == Children::Latest {
-            kids.truncate(1);
-        }
-        Some(kids.into_iter().filter_map(|r| r.external_session_id).collect())
-    } else {
-        a.execution.as_ref().map(|e| ib.execution_sessions(e).into_iter().map(|f| f.external_session_id).collect())
-    };
-    Ok(match sessions {
-        None => all,
-        Some(set) => {
-            all.into_iter().filter(|n| n.external_session_id.as_ref().is_some_and(|s| set.contains(s))).collect()
-        }
-    })
-}
-
-fn list_server(ops: &Ops, s: &ServerOperator, a: &ListArgs) -> Result<Vec<Receipt>> {
-    let q = |k: &'static str, v: String| {
-        let mut q = vec![(k, v), ("limit", "200".to_string())];
-        if let Some(st) = &a.state {
-            q.push(("state", st.clone()));
-        }
-        q
-    };
-    if let Some(id) = a.session.as_ref().or(a.runtime_session.as_ref()) {
-        let f = ops
-            .find_session(id)?
-            .ok_or_else(|| Error::NotFound(format!("no session {} in this account", safe_line(id))))?;
-        return s.list(&q("runtime_session_id", f.runtime_id));
-    }
-    if let Some(ag) = &a.agent {
-        if !is_uuid(ag) {
-            return Err(Error::Usage(format!("--agent {:?}: an agent id is a UUID", clip(ag, 70))));
-        }
-        return s.list(&q("agent_id", ag.clone()));
-    }
-    if let Some(e) = &a.execution {
-        if !is_uuid(e) {
-            return Err(Error::Usage(format!("--execution {:?}: an execution id is a UUID", clip(e, 70))));
-        }
-        return s.list(&q("execution_id", e.clone()));
-    }
-    let session_ids: Vec<String> = if let Some(al) = &a.alias {
-        let page = s.runtime_sessions(&[("alias", al.clone()), ("limit", "100".into())])?;
-        let ids: Vec<String> = page.items.into_iter().filter(|i| !i.is_identity()).map(|i| i.id).collect();
-        if ids.is_empty() {
-            return Err(Error::NotFound(format!("no session in this account has the alias {al:?}")));
-        }
-        ids
-    } else if let Some(c) = a.children {
-        let p = parent_from_env(ops, a.parent.as_ref())?;
-        let parent = ops
-            .find_session(&p)?
-            .ok_or_else(|| Error::NotFound(format!("the parent session {p} is not known in this account")))?;
-        let mut page = s.runtime_sessions(&[("parent_session_id", parent.runtime_id), ("limit", "100".into())])?.items;
-        page.sort_by_key(|i| std::cmp::Reverse(i.started_at));
-        if c == Children::Latest {
-            page.truncate(1);
-        }
-        page.into_iter().map(|i| i.id).collect()
-    } else {
-        // --all: every agent of the account.
-        let mut out = Vec::new();
-        for ag in s.agents()?.items {
-            out.extend(s.list(&q("agent_id", ag.id))?);
-        }
-        return Ok(out);
-    };
-    let mut out = Vec::new();
-    for id in session_ids {
-        out.extend(s.list(&q("runtime_session_id", id))?);
-    }
-    Ok(out)
-}
-
 // ----- printing ---------------------------------------------------------
 
 pub fn print_receipt(r: &Receipt) -> Result<()> {
     let mut rows: Vec<(&str, String)> = vec![
         ("note", r.note_id.clone()),
-        ("state", r.state.clone()),
+        ("state", r.state.to_string()),
         ("to", to_of(r)),
         ("created", time(r.created_at)),
     ];

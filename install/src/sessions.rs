@@ -2,14 +2,12 @@
 //! it, on the server (across the account, filters applied by the server) or
 //! on the local inbox (over this machine's session files).
 
-use crate::ops::{Backend, Ops};
+use crate::ops::Ops;
 use crate::output::{self, ago, clip};
-use crate::server_op::ServerOperator;
 use crate::transcript;
 use clap::builder::PossibleValuesParser;
 use clap::{Args, Subcommand};
-use preloop_shared::operator::{JSON_SCHEMA_VERSION, RuntimeSessionItem, SessionFilter, SessionRow};
-use preloop_shared::session::SessionFile;
+use preloop_shared::operator::{JSON_SCHEMA_VERSION, SessionFilter, SessionRow};
 use preloop_shared::time::Timestamp;
 use preloop_shared::{Harness, Result};
 use serde::Serialize;
@@ -103,12 +101,6 @@ fn list(a: ListArgs) -> Result<()> {
         (None, false) => "table".into(),
     };
     let ops = Ops::load_for_listing()?;
-    if a.agent.is_some() && ops.is_local() {
-        return Err(preloop_shared::Error::Usage(
-            "--agent needs server mode (`preloop-hooks login --user --url URL`): the local inbox has no managed agents"
-                .into(),
-        ));
-    }
     let filter = SessionFilter {
         agent: a.agent.clone(),
         kind: a.kind.as_deref().and_then(Harness::from_slug),
@@ -128,7 +120,7 @@ fn list(a: ListArgs) -> Result<()> {
         }
         "json" => output::json(&SessionsOut {
             schema: JSON_SCHEMA_VERSION,
-            mode: ops.mode(),
+            mode: ops.mode().as_str(),
             sessions: &rows,
             total: rows.len(),
         }),
@@ -145,117 +137,16 @@ fn list(a: ListArgs) -> Result<()> {
     }
 }
 
-/// The rows `filter` selects, most recently active first, in either mode.
+/// The rows `filter` selects, most recently active first, in either mode,
+/// with the model calls this machine counts in a transcript.
 pub fn rows(ops: &Ops, filter: &SessionFilter) -> Result<Vec<SessionRow>> {
-    let mut rows = match &ops.backend {
-        Backend::Local(ib) => ib.sessions_filtered(filter),
-        Backend::Server(s) => server_rows(ops, s, filter)?,
-    };
+    let mut rows = ops.op.sessions(filter)?;
     for r in rows.iter_mut() {
         if let Some(n) = r.transcript_path.as_deref().and_then(transcript::count_model_calls) {
             r.model_calls = Some(r.model_calls.unwrap_or(0).max(n));
         }
     }
     Ok(rows)
-}
-
-fn server_kind(h: Harness) -> &'static str {
-    // The server's agent kinds: claude_code, codex, cursor, … (our sources, codex without _cli).
-    match h.source() {
-        "codex_cli" => "codex",
-        s => s,
-    }
-}
-
-fn server_rows(ops: &Ops, s: &ServerOperator, f: &SessionFilter) -> Result<Vec<SessionRow>> {
-    let mut q: Vec<(&str, String)> = vec![("limit", "100".into())];
-    if f.active {
-        q.push(("status", "active".into()));
-    }
-    if let Some(a) = &f.agent {
-        q.push(("agent", a.clone()));
-    }
-    if let Some(k) = f.kind {
-        q.push(("agent_kind", server_kind(k).into()));
-    }
-    if let Some(al) = &f.alias {
-        q.push(("alias", al.clone()));
-    }
-    if let Some(p) = &f.parent {
-        let rid = ops.find_session(p)?.map(|r| r.runtime_id).ok_or_else(|| {
-            preloop_shared::Error::NotFound(format!(
-                "the parent session {} is not known in this account",
-                output::safe_line(p)
-            ))
-        })?;
-        q.push(("parent_session_id", rid));
-    }
-    if let Some(e) = &f.execution {
-        q.push(("flow_execution_id", e.clone()));
-    }
-    if let Some(t) = f.since {
-        q.push(("start_date", t.to_iso_z()));
-    }
-    let mut items: Vec<RuntimeSessionItem> = Vec::new();
-    for page in 0..5 {
-        let mut qq = q.clone();
-        qq.push(("offset", (page * 100).to_string()));
-        let p = s.runtime_sessions(&qq)?;
-        let more = p.has_more;
-        items.extend(p.items);
-        if !more {
-            break;
-        }
-    }
-    let files = ops.files_by_runtime();
-    let now = Timestamp::now();
-    let mut rows: Vec<SessionRow> =
-        items.into_iter().filter(|i| !i.is_identity()).map(|i| row_of(&i, files.get(&i.id), now)).collect();
-    rows.sort_by(|a, b| {
-        b.last_activity_at.cmp(&a.last_activity_at).then(b.started_at.cmp(&a.started_at)).then(b.id.cmp(&a.id))
-    });
-    Ok(rows)
-}
-
-/// A server session as a row, with what this machine's session file adds.
-pub fn row_of(i: &RuntimeSessionItem, file: Option<&SessionFile>, now: Timestamp) -> SessionRow {
-    let source = i.runtime_principal_name.as_deref().and_then(|n| n.split_once(" in ")).map(|(s, _)| s.to_string());
-    let kind = source
-        .as_deref()
-        .and_then(Harness::from_source)
-        .or_else(|| file.and_then(|f| Harness::from_source(&f.agent_kind)))
-        .or_else(|| i.agent_kind.as_deref().and_then(Harness::from_source))
-        .map(|h| h.slug().to_string());
-    let external = i.external_session_id().or_else(|| file.map(|f| f.external_session_id.clone()));
-    let last = [i.last_activity_at, i.started_at].into_iter().flatten().max();
-    SessionRow {
-        id: external.clone().unwrap_or_else(|| i.id.clone()),
-        runtime_session_id: i.id.clone(),
-        external_session_id: external,
-        agent_id: i.agent_id.clone().or(i.managed_agent_id.clone()),
-        agent_name: i.agent_name.clone().or(i.managed_agent_name.clone()),
-        label: SessionRow::label_of(
-            i.title.as_deref(),
-            kind.as_deref().or(source.as_deref()).or(i.agent_kind.as_deref()),
-            i.cwd.as_deref(),
-            i.started_at,
-        ),
-        kind,
-        agent_kind: source.or(i.agent_kind.clone()),
-        alias: i.alias.clone(),
-        title: i.title.clone(),
-        cwd: i.cwd.clone(),
-        parent_session_id: i.parent_session_id.clone(),
-        execution_id: i.flow_execution_id.clone(),
-        started_at: i.started_at,
-        last_activity_at: last,
-        ended_at: i.ended_at,
-        state: SessionRow::state_of(i.ended_at.is_some(), last, now).to_string(),
-        tool_calls: i.tool_call_count,
-        model_calls: i.total_requests,
-        pending_approvals: i.pending_approval_count,
-        transcript_path: file.and_then(|f| f.transcript_path.clone()),
-    }
 }
 
 fn count(n: Option<u64>) -> String {

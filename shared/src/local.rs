@@ -24,7 +24,7 @@ use crate::Harness;
 use crate::backend::{Backend, Claimed, Fits, PermissionAnswer};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, LockGuard};
-use crate::operator::{Author, MAX_CHILDREN, Receipt, SendRequest, SessionFilter, SessionRow, Target};
+use crate::operator::{Author, MAX_CHILDREN, Receipt, ReceiptState, SendRequest, SessionFilter, SessionRow, Target};
 use crate::registry::{SERVER_PROMPT_EVENTS, ServerClaim};
 use crate::render::{self, NoteElement};
 use crate::session::{self, SessionFile};
@@ -124,7 +124,7 @@ impl NoteRecord {
     pub fn receipt(&self) -> Receipt {
         Receipt {
             note_id: self.note_id.clone(),
-            state: self.state.as_str().to_string(),
+            state: ReceiptState::from(self.state.as_str()),
             text: self.text.clone(),
             managed_agent_id: None,
             runtime_session_id: self.runtime_session_id.clone(),
@@ -474,9 +474,7 @@ impl LocalInbox {
             .filter(|r| !filter.active || r.ended_at.is_none())
             .filter(|r| filter.since.is_none_or(|s| r.last_activity_at.is_some_and(|l| l >= s)))
             .collect();
-        rows.sort_by(|a, b| {
-            b.last_activity_at.cmp(&a.last_activity_at).then(b.started_at.cmp(&a.started_at)).then(b.id.cmp(&a.id))
-        });
+        SessionRow::sort_most_recent_first(&mut rows);
         rows
     }
 

@@ -129,16 +129,18 @@ fn wait_exit_codes() {
     e.start("s-ok");
     let child = send_wait(&e, "s-ok", "20s");
     let id = pending_id(&e);
-    let claimed = e
-        .inbox()
-        .pull(&PendingRequest {
-            channel: "hook",
-            event: DeliveryEvent::PreToolUse,
-            defer_delivery: false,
-            session_id: "s-ok".into(),
-        })
-        .unwrap();
-    assert!(claimed.is_some());
+    // The inbox writes a note's record before its queue entry: a claim
+    // right after the record shows up may find the queue still empty.
+    preloop_testkit::support::wait_for(Duration::from_secs(5), "the note claimed", || {
+        e.inbox()
+            .pull(&PendingRequest {
+                channel: "hook",
+                event: DeliveryEvent::PreToolUse,
+                defer_delivery: false,
+                session_id: "s-ok".into(),
+            })
+            .unwrap()
+    });
     let r = waited(child, 0);
     assert_eq!(
         (r["note_id"].as_str(), r["state"].as_str(), r["delivery_event"].as_str()),
