@@ -88,7 +88,7 @@ fn harness_values() -> PossibleValuesParser {
     PossibleValuesParser::new(Harness::all().map(|h| h.slug()))
 }
 
-#[derive(Args)]
+#[derive(Args, Default)]
 #[group(skip)]
 #[command(group(clap::ArgGroup::new("target").multiple(false)))]
 pub struct TargetArgs {
@@ -145,7 +145,7 @@ pub struct SendArgs {
     text: Option<String>,
 }
 
-#[derive(Args)]
+#[derive(Args, Default)]
 #[group(skip)]
 #[command(group(clap::ArgGroup::new("list_target").multiple(false)))]
 pub struct ListArgs {
@@ -887,4 +887,193 @@ pub fn to_of(r: &Receipt) -> String {
         _ => "-".into(),
     };
     safe_line(&s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operator::Mode;
+    use crate::operator::memory::Memory;
+    use preloop_shared::config::{Config, Env};
+    use std::sync::Arc;
+
+    const N1: &str = "00000000000000a1";
+    const N2: &str = "00000000000000a2";
+    const N3: &str = "00000000000000a3";
+
+    /// The commands against `mem`, with a home that holds no session file.
+    fn ops(mem: Memory) -> (Ops, Arc<Memory>) {
+        let mem = Arc::new(mem);
+        let home = std::env::temp_dir().join("preloop-notes-unit-no-home");
+        let config = Config::load_from(&Env::of(&[("PRELOOP_HOME", &home.to_string_lossy())]), None);
+        (Ops::with_operator(config, mem.clone()), mem)
+    }
+
+    fn session(id: &str) -> TargetArgs {
+        TargetArgs { session: Some(id.into()), ..TargetArgs::default() }
+    }
+
+    #[test]
+    fn a_session_is_found_by_its_harness_id_or_its_runtime_id() {
+        let (ops, _) = ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10));
+        for id in ["ext-1", "rt-1"] {
+            let To::Session { found: Some(s), .. } = resolve(&ops, &session(id), false).unwrap() else {
+                panic!("{id} is found")
+            };
+            assert_eq!((s.runtime_id.as_str(), s.name()), ("rt-1", "ext-1"));
+        }
+        assert_eq!(
+            resolve(&ops, &session("nobody"), false).unwrap(),
+            To::Session { id: "nobody".into(), found: None },
+            "an id nobody knows is kept as typed"
+        );
+    }
+
+    #[test]
+    fn the_side_refuses_a_target_it_cannot_take_before_anything_is_sent() {
+        let (local, mem) = ops(Memory::new(Mode::Local));
+        let agent = TargetArgs { agent: Some("0b0d".into()), ..TargetArgs::default() };
+        assert!(matches!(resolve(&local, &agent, false), Err(Error::Usage(_))));
+        let (server, _) = ops(Memory::new(Mode::Server));
+        assert_eq!(resolve(&server, &agent, true).unwrap(), To::Agent { agent_id: "0b0d".into(), next_session: true });
+        // --next-session goes with --agent or --harness only.
+        assert!(matches!(resolve(&server, &session("s"), true), Err(Error::Usage(_))));
+        let bad = TargetArgs { alias: Some("two words".into()), ..TargetArgs::default() };
+        assert!(matches!(resolve(&server, &bad, false), Err(Error::Usage(m)) if m.contains("1-64 characters")));
+        assert!(
+            matches!(resolve(&server, &TargetArgs::default(), false), Err(Error::Usage(m)) if m.contains("exactly one target"))
+        );
+        assert!(mem.calls().is_empty(), "nothing was sent");
+    }
+
+    #[test]
+    fn children_of_an_unknown_parent_are_refused_naming_where_sessions_are_known() {
+        for (mode, place) in [(Mode::Local, "on this machine"), (Mode::Server, "in this account")] {
+            let (ops, _) = ops(Memory::new(mode));
+            let t =
+                TargetArgs { children: Some(Children::Latest), parent: Some("ghost".into()), ..TargetArgs::default() };
+            let err = resolve(&ops, &t, false).unwrap_err();
+            assert!(
+                matches!(&err, Error::NotFound(m) if m == &format!("the parent session ghost is not known {place}")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_json_target_names_what_the_send_learned() {
+        let sent = Sent { session: Some("ext-9".into()), runtime_session_id: Some("rt-9".into()), ..Sent::default() };
+        let t = TargetOut::of(&To::Alias("w".into()), &sent);
+        assert_eq!((t.kind, t.alias.as_deref(), t.session.as_deref()), ("alias", Some("w"), Some("ext-9")));
+        assert_eq!(t.runtime_session_id.as_deref(), Some("rt-9"));
+        let (ops, _) = ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10));
+        let to = resolve(&ops, &session("rt-1"), false).unwrap();
+        let t = TargetOut::of(&to, &Sent::default());
+        assert_eq!((t.session.as_deref(), t.runtime_session_id.as_deref()), (Some("ext-1"), Some("rt-1")));
+    }
+
+    fn pending(ops: &Ops, id: &str) -> Vec<Receipt> {
+        vec![ops.op.receipt(id).unwrap()]
+    }
+
+    #[test]
+    fn a_wait_ends_when_the_note_is_delivered() {
+        let (ops, mem) =
+            ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+        let receipts = pending(&ops, N1);
+        mem.changes_after(N1, 3, ReceiptState::Delivered);
+        let mut seen = 0;
+        let w = wait_until(ops.op.as_ref(), receipts, Duration::from_secs(10), |r, _| {
+            seen += 1;
+            assert_eq!(r[0].state, ReceiptState::Pending, "progress sees the notes still waiting");
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((w.end, &w.receipts[0].state), (WaitEnd::Final, &ReceiptState::Delivered));
+        assert!(seen >= 3, "one progress call per poll: {seen}");
+        wait_verdict(&w).unwrap();
+    }
+
+    #[test]
+    fn a_wait_that_runs_out_exits_4_and_names_the_cancel() {
+        let (ops, _) =
+            ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+        let w = wait_until(ops.op.as_ref(), pending(&ops, N1), Duration::from_millis(40), |_, _| Ok(())).unwrap();
+        assert_eq!(w.end, WaitEnd::Timeout);
+        let err = wait_verdict(&w).unwrap_err();
+        assert_eq!(err.exit().code(), 4);
+        assert!(
+            matches!(&err, Error::WaitTimeout(m) if m.starts_with(&format!("note {N1} still pending after")) && m.ends_with(&format!("(cancel: preloop-hooks notes cancel {N1})"))),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_wait_stops_when_the_session_ends_and_exits_3() {
+        let (ops, mem) =
+            ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+        mem.end("ext-1");
+        let w = wait_until(ops.op.as_ref(), pending(&ops, N1), Duration::from_secs(10), |_, _| Ok(())).unwrap();
+        assert!(matches!(w.end, WaitEnd::Ended(Some(_))), "{:?}", w.end);
+        let err = wait_verdict(&w).unwrap_err();
+        assert_eq!(err.exit().code(), 3);
+        assert!(
+            err.to_string()
+                .contains(&format!("still pending in case it is resumed (cancel: preloop-hooks notes cancel {N1})")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_lost_note_exits_3_with_its_state() {
+        let (ops, mem) =
+            ops(Memory::new(Mode::Server).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+        mem.changes_after(N1, 0, ReceiptState::Expired);
+        let w = wait_until(ops.op.as_ref(), pending(&ops, N1), Duration::from_secs(10), |_, _| Ok(())).unwrap();
+        assert_eq!(w.end, WaitEnd::Final);
+        let err = wait_verdict(&w).unwrap_err();
+        assert!(matches!(&err, Error::Undelivered(m) if m == &format!("note {N1} is expired")), "{err}");
+    }
+
+    #[test]
+    fn notes_list_newest_first_each_once_in_the_state_asked() {
+        let mem = Memory::new(Mode::Local)
+            .session("ext-1", "rt-1", 10)
+            .note(N1, "ext-1", ReceiptState::Pending, 30)
+            .note(N2, "ext-1", ReceiptState::Delivered, 10)
+            .note(N3, "ext-1", ReceiptState::Pending, 20)
+            .note(N3, "ext-1", ReceiptState::Pending, 20);
+        let (ops, _) = ops(mem);
+        let ids = |v: Vec<Receipt>| v.into_iter().map(|r| r.note_id).collect::<Vec<_>>();
+        assert_eq!(ids(list_notes(ops.op.as_ref(), &NotesOf::All, None).unwrap()), [N2, N3, N1]);
+        assert_eq!(ids(list_notes(ops.op.as_ref(), &NotesOf::All, Some(&ReceiptState::Pending)).unwrap()), [N3, N1]);
+        let a = ListArgs { session: Some("rt-1".into()), ..ListArgs::default() };
+        let of = notes_of(&ops, &a).unwrap();
+        assert!(matches!(&of, NotesOf::Session { found: Some(s), .. } if s.name() == "ext-1"));
+        assert_eq!(list_notes(ops.op.as_ref(), &of, None).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn only_a_pending_note_is_cancelled() {
+        let mem = Memory::new(Mode::Local).note(N1, "ext-1", ReceiptState::Pending, 3).note(
+            N2,
+            "ext-1",
+            ReceiptState::Delivered,
+            2,
+        );
+        let (ops, mem) = ops(mem);
+        let c = cancel_note(ops.op.as_ref(), N1).unwrap();
+        assert_eq!((&c.receipt.state, c.refused), (&ReceiptState::Cancelled, None));
+        let again = cancel_note(ops.op.as_ref(), N1).unwrap();
+        assert!(
+            again.refused.as_deref().is_some_and(|m| m.starts_with(&format!("note {N1} is already cancelled (at "))),
+            "{again:?}"
+        );
+        let c = cancel_note(ops.op.as_ref(), N2).unwrap();
+        assert_eq!(
+            c.refused.as_deref(),
+            Some(format!("note {N2} is delivered; only a pending note can be cancelled").as_str())
+        );
+        assert_eq!(mem.calls(), [format!("cancel {N1}")], "a note that is not pending is never sent a cancel");
+    }
 }

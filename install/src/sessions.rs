@@ -185,3 +185,31 @@ fn print_table(rows: &[SessionRow], wide: bool) -> Result<()> {
         .collect();
     output::print_table(&header, &table)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operator::Mode;
+    use crate::operator::memory::Memory;
+    use preloop_shared::config::{Config, Env};
+    use std::sync::Arc;
+
+    fn ops(mem: Memory) -> Ops {
+        let home = std::env::temp_dir().join("preloop-sessions-unit-no-home");
+        let config = Config::load_from(&Env::of(&[("PRELOOP_HOME", &home.to_string_lossy())]), None);
+        Ops::with_operator(config, Arc::new(mem))
+    }
+
+    #[test]
+    fn sessions_list_most_recently_active_first() {
+        let mem = Memory::new(Mode::Server)
+            .session("old", "r-old", 300)
+            .session("new", "r-new", 5)
+            .session("mid", "r-mid", 60);
+        mem.end("mid");
+        let ops = ops(mem);
+        let ids = |f: &SessionFilter| rows(&ops, f).unwrap().into_iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(ids(&SessionFilter::default()), ["new", "mid", "old"]);
+        assert_eq!(ids(&SessionFilter { active: true, ..SessionFilter::default() }), ["new", "old"]);
+    }
+}

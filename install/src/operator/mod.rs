@@ -4,7 +4,9 @@
 //! `preloop_shared::backend::Backend` serves the hooks. The commands are
 //! written once against [`Operator`]; whatever differs between the two
 //! modes (which routes, which files, which words on stderr) lives inside the
-//! two implementations.
+//! two implementations. The unit tests drive the commands through an
+//! in-memory implementation (`memory`), as the engine's tests use
+//! `Engine::with_backend`.
 //!
 //! One vocabulary for both: a note is *sent* to a [`To`], read back as a
 //! [`Receipt`] (`receipt`, `cancel`, `notes`), and a session is a
@@ -12,6 +14,8 @@
 //! [`preloop_shared::operator::SessionRow`] (listed by `sessions`).
 
 pub mod local;
+#[cfg(test)]
+pub mod memory;
 pub mod server;
 
 use preloop_shared::Harness;
