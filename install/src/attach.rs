@@ -41,9 +41,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub const HELP: &str = "Examples:
-  preloop-hooks sessions attach 5a3e0c1e-…             # watch; type a line + Enter to send it as a note
-  preloop-hooks sessions attach 5a3e… --json | jq .    # one JSON event per line
-  echo \"Use the staging database.\" | preloop-hooks sessions attach 5a3e…
+  preloop-hooks sessions attach 801fb481                # watch; type a line + Enter to send it as a note
+  preloop-hooks sessions attach 801fb481 --json | jq .  # one JSON event per line
+  echo \"Use the staging database.\" | preloop-hooks sessions attach 801fb481
 
 Shows prompts, tool calls (with their arguments from the harness transcript on the agent's own
 machine; the server keeps only their sizes), model calls, approvals waiting on a human, notes sent
@@ -54,7 +54,7 @@ the session ends or you leave.";
 
 #[derive(Args)]
 pub struct AttachArgs {
-    /// The session: its harness session id or its runtime id (`sessions list --wide`).
+    /// The session: its harness session id or its runtime id, or a unique start of one (the ID `sessions list` prints).
     id: String,
     /// One JSON event per line.
     #[arg(long)]
@@ -108,7 +108,7 @@ struct Shared {
 pub fn run(a: AttachArgs) -> Result<()> {
     let ops = Ops::load()?;
     let mode = ops.mode();
-    let s = ops.op.find_session(&a.id)?.ok_or_else(|| {
+    let s = crate::operator::ids::session(ops.op.as_ref(), &a.id)?.ok_or_else(|| {
         Error::NotFound(format!(
             "no session {} {} (`preloop-hooks sessions list` shows them)",
             safe_line(&a.id),
@@ -471,7 +471,7 @@ fn spawn_poller(
     std::thread::spawn(move || {
         let pace = op.pace();
         let source = op.mode().receipts_source();
-        let of = NotesOf::Session { id: s.name().to_string(), found: Some(s.clone()) };
+        let of = NotesOf::Session(s.clone());
         let receipts = || op.notes(&of, None).map(|r| receipt_events(&r, &shared, source)).unwrap_or_default();
         let mut seen: HashSet<String> = HashSet::new();
         let mut first = true;

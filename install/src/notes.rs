@@ -2,7 +2,7 @@
 //! routes (server mode, user token) or the local inbox (local mode), with
 //! the same targets, rules, messages and `--json` shapes in both modes.
 
-use crate::operator::{NewNote, NotesOf, Operator, Sent, To};
+use crate::operator::{NewNote, NotesOf, Operator, Sent, SessionRef, To, ids};
 use crate::ops::Ops;
 use crate::output::{self, clip, safe, safe_line, time};
 use clap::builder::PossibleValuesParser;
@@ -25,30 +25,32 @@ pub enum NotesCmd {
     List(ListArgs),
     /// Show one note's receipt (state, channel, event, times).
     #[command(
-        after_help = "Examples:\n  preloop-hooks notes status 3f2a9c0d1e4b5a6c\n  preloop-hooks notes status 3f2a9c0d1e4b5a6c --json | jq -r .state\n\nExit codes: 0 found, 1 not found or another error."
+        after_help = "Examples:\n  preloop-hooks notes status 3f2a9c0d1e4b5a6c\n  preloop-hooks notes status 3f2a9c0d --json | jq -r .state   # a unique start of the id will do\n\nExit codes: 0 found, 1 not found or another error, 2 not a note id or a start several notes share."
     )]
     Status(IdArgs),
     /// Withdraw a note that has not been delivered yet.
     #[command(
-        after_help = "Example:\n  preloop-hooks notes cancel 3f2a9c0d1e4b5a6c\n\nOnly a pending note can be cancelled: exit 0 when this call cancelled it. A note in any other state\n(delivered, undeliverable, expired, already cancelled) is shown unchanged and the command exits 1."
+        after_help = "Example:\n  preloop-hooks notes cancel 3f2a9c0d     # the note id, or a unique start of it\n\nOnly a pending note can be cancelled: exit 0 when this call cancelled it. A note in any other state\n(delivered, undeliverable, expired, already cancelled) is shown unchanged and the command exits 1."
     )]
     Cancel(IdArgs),
 }
 
 const SEND_EXAMPLES: &str = "Examples:
-  preloop-hooks notes send --session 5a3e0c1e-… \"Stop refactoring the tests, ship the fix.\"
+  preloop-hooks notes send --session 801fb481 \"Stop refactoring the tests, ship the fix.\"
   preloop-hooks notes send --alias worker-1 --expires-in 2h \"Deploy to eu-west-1.\"
   preloop-hooks notes send --children all \"Wrap up and push.\"      # from a conductor's Bash tool
   preloop-hooks notes send --next claude-code \"Run the checks first.\"
-  preloop-hooks notes send --session 5a3e… --wait 5m \"Run the final checks.\"
-  cat <<'NOTE' | preloop-hooks notes send --session 5a3e…
+  preloop-hooks notes send --session 801fb481 --wait 5m \"Run the final checks.\"
+  preloop-hooks notes send --session \"$ID\" --not-started \"Read AGENTS.md first.\"  # before it starts
+  cat <<'NOTE' | preloop-hooks notes send --session 801fb481
   Two things:
   1. the cluster is eu-west-1
   2. do not touch the tests
   NOTE
 
 Targets (exactly one):
-  --session ID          a session: its harness session id or its runtime session id
+  --session ID          a session: its harness or runtime session id, or a unique start of
+                        one (4+ characters; the ID `sessions list` prints)
   --alias NAME          the live session started with PRELOOP_SESSION_ALIAS=NAME
   --children latest|all the live runs a session started (from inside a Claude Code or
                         Cursor run: that run; or --parent SESSION); `all`: one note each,
@@ -57,22 +59,24 @@ Targets (exactly one):
   --next HARNESS        the next session of a harness that starts after the note
   --agent ID            a managed agent's current or next session (server mode)
 
-A session that has ended, or that has not started, is named on stderr before the note is queued
-(the local inbox keeps a note for a session that has not started yet; a server refuses a session
-it does not know). --json prints {schema, note_id, target, notes} (with --wait: the final
+Ids work as in git: a start of an id that several sessions share exits 2 and names them; an id no
+known session has or starts with exits 1 and nothing is queued. For a session that has not started
+yet, give its full id and --not-started (the local inbox keeps the note for it; a server refuses a
+session it does not know); a full id alone is not enough, as a mistyped one would wait for a
+session that never comes. A session that has ended is named on stderr before the note is queued. --json prints {schema, note_id, target, notes} (with --wait: the final
 receipt, or {schema, notes, total} for several). --wait shows progress on a terminal; exit codes:
 0 delivered, 3 undeliverable, expired, cancelled or its session ended, 4 still pending when the
 time ran out or on Ctrl-C (the note stays pending: `preloop-hooks notes cancel ID`), 1 any other
 error, 2 usage.";
 
 const LIST_EXAMPLES: &str = "Examples:
-  preloop-hooks notes list --session 5a3e0c1e-…
+  preloop-hooks notes list --session 801fb481
   preloop-hooks notes list --alias worker-1 --state pending --json
   preloop-hooks notes list --children all
   preloop-hooks notes list --agent 0b0d… (server mode)
   preloop-hooks notes list --all -o id
 
-Targets (exactly one): --session ID, --alias NAME, --children latest|all [--parent SESSION],
+Targets (exactly one): --session ID (or a unique start of one), --alias NAME, --children latest|all [--parent SESSION],
 --execution ID, --agent ID (server mode), --all (every note). --state: pending, claimed,
 delivered, acknowledged, cancelled, expired, failed, undeliverable.";
 
@@ -93,7 +97,7 @@ fn harness_values() -> PossibleValuesParser {
 #[command(group(clap::ArgGroup::new("target").multiple(false)))]
 pub struct TargetArgs {
     /// A session: its harness session id (Claude Code session_id, Codex session id, Cursor
-    /// conversation_id) or its runtime session id.
+    /// conversation_id) or its runtime session id, or a unique start of one (the ID `sessions list` prints).
     #[arg(long, group = "target", value_name = "ID")]
     session: Option<String>,
     /// The live session started with PRELOOP_SESSION_ALIAS=NAME.
@@ -126,6 +130,11 @@ pub struct TargetArgs {
 pub struct SendArgs {
     #[command(flatten)]
     target: TargetArgs,
+    /// With --session: the session has not started yet, so take its id as typed (the local inbox
+    /// keeps the note for it; a server refuses a session it does not know). Without it, an id no
+    /// known session has or starts with is refused.
+    #[arg(long)]
+    not_started: bool,
     /// With --agent: only a session started after this note may take it.
     #[arg(long)]
     next_session: bool,
@@ -149,7 +158,7 @@ pub struct SendArgs {
 #[group(skip)]
 #[command(group(clap::ArgGroup::new("list_target").multiple(false)))]
 pub struct ListArgs {
-    /// Notes of this session (harness session id or runtime id).
+    /// Notes of this session (harness session id or runtime id, or a unique start of one).
     #[arg(long, group = "list_target", value_name = "ID")]
     session: Option<String>,
     /// Notes of the sessions with this alias.
@@ -185,7 +194,7 @@ pub struct ListArgs {
 
 #[derive(Args)]
 pub struct IdArgs {
-    /// The note id (16 hex characters).
+    /// The note id: 16 hex characters, or the first 4 or more of one when no other note starts so.
     note_id: String,
     /// Print the receipt as JSON.
     #[arg(long)]
@@ -201,20 +210,17 @@ pub fn run_notes(cmd: NotesCmd) -> Result<()> {
     }
 }
 
-fn check_note_id(id: &str) -> Result<()> {
-    if id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Ok(())
-    } else {
-        Err(Error::Usage(format!("{:?} is not a note id (16 hex characters, e.g. 3f2a9c0d1e4b5a6c)", clip(id, 40))))
-    }
+/// ` (you typed X)` after an id the user typed differently.
+fn typed_note(typed: &str, shown: &str) -> String {
+    if typed == shown { String::new() } else { format!(" (you typed {})", safe_line(typed)) }
 }
 
 // ----- status and cancel ------------------------------------------------
 
 fn status(a: IdArgs) -> Result<()> {
-    check_note_id(&a.note_id)?;
     let ops = Ops::load()?;
-    let r = ops.op.receipt(&a.note_id)?;
+    let id = ids::note(ops.op.as_ref(), &a.note_id)?;
+    let r = ops.op.receipt(&id)?;
     if a.json {
         return output::json(&ReceiptOut::new(&r));
     }
@@ -265,9 +271,9 @@ fn cancel_note(op: &dyn Operator, id: &str) -> Result<Cancelled> {
 }
 
 fn cancel(a: IdArgs) -> Result<()> {
-    check_note_id(&a.note_id)?;
     let ops = Ops::load()?;
-    let c = cancel_note(ops.op.as_ref(), &a.note_id)?;
+    let id = ids::note(ops.op.as_ref(), &a.note_id)?;
+    let c = cancel_note(ops.op.as_ref(), &id)?;
     if a.json {
         output::json(&ReceiptOut::new(&c.receipt))?;
     }
@@ -277,7 +283,7 @@ fn cancel(a: IdArgs) -> Result<()> {
     if a.json {
         return Ok(());
     }
-    output::line(&format!("cancelled {}", c.receipt.note_id))
+    output::line(&format!("cancelled {}{}", c.receipt.note_id, typed_note(&a.note_id, &c.receipt.note_id)))
 }
 
 // ----- send -------------------------------------------------------------
@@ -401,11 +407,15 @@ fn parent_from_env(ops: &Ops, flag: Option<&String>) -> Result<String> {
 }
 
 /// The parent session of `--children`, known to the operator.
-fn parent_session(ops: &Ops, flag: Option<&String>) -> Result<crate::operator::SessionRef> {
+fn parent_session(ops: &Ops, flag: Option<&String>) -> Result<SessionRef> {
     let p = parent_from_env(ops, flag)?;
-    ops.op
-        .find_session(&p)?
-        .ok_or_else(|| Error::NotFound(format!("the parent session {p} is not known {}", ops.mode().where_known())))
+    ids::session(ops.op.as_ref(), &p)?.ok_or_else(|| {
+        Error::NotFound(format!(
+            "the parent session {} is not known {} (`preloop-hooks sessions list` shows them)",
+            safe_line(&p),
+            ops.mode().where_known()
+        ))
+    })
 }
 
 fn no_target(what: &str) -> Error {
@@ -414,13 +424,24 @@ fn no_target(what: &str) -> Error {
 
 /// The one target of `notes send`, resolved enough to say what it is, and
 /// refused when this side cannot take it.
-fn resolve(ops: &Ops, t: &TargetArgs, next_session: bool) -> Result<To> {
+fn resolve(ops: &Ops, t: &TargetArgs, next_session: bool, not_started: bool) -> Result<To> {
     let harness = |s: &str| Harness::from_slug(s).ok_or_else(|| Error::Usage(format!("unknown harness {s:?}")));
     if next_session && t.agent.is_none() && t.harness.is_none() {
         return Err(Error::Usage("--next-session goes with --agent (or use --next HARNESS)".into()));
     }
-    let to = if let Some(s) = t.session.as_ref().or(t.runtime_session.as_ref()) {
-        To::Session { id: s.clone(), found: ops.op.find_session(s)? }
+    let session = t.session.as_ref().or(t.runtime_session.as_ref());
+    if not_started && session.is_none() {
+        return Err(Error::Usage("--not-started goes with --session ID".into()));
+    }
+    let to = if let Some(s) = session {
+        // A session that has not started has no id to start with: only its
+        // full id, as typed, and only when the user says so.
+        let found = if not_started { ops.op.find_session(s)? } else { ids::session(ops.op.as_ref(), s)? };
+        if found.is_none() && !not_started {
+            mode_mismatch(ops, s, None);
+            return Err(ids::unknown_session(ops.op.as_ref(), s, true));
+        }
+        To::Session { id: s.clone(), found }
     } else if let Some(a) = &t.alias {
         if a.is_empty() || a.len() > 64 || !a.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
         {
@@ -487,10 +508,14 @@ fn announce(ops: &Ops, to: &To) {
         ),
         Some(_) => {}
     }
-    // A session whose hooks use the local inbox never reads the server, and
-    // the other way round: say which mode this note went through and why.
+    mode_mismatch(ops, id, found.as_ref());
+}
+
+/// A session whose hooks use the local inbox never reads the server, and
+/// the other way round: say which mode this note goes through and why.
+fn mode_mismatch(ops: &Ops, id: &str, found: Option<&SessionRef>) {
     let mode = ops.mode();
-    if let Some(f) = found.as_ref().and_then(|s| s.file.clone()).or_else(|| ops.local_file(id))
+    if let Some(f) = found.and_then(|s| s.file.clone()).or_else(|| ops.local_file(id))
         && f.mode != mode.as_str()
     {
         crate::errln!(
@@ -513,7 +538,7 @@ fn send(a: SendArgs) -> Result<()> {
     let wait = a.wait.as_deref().map(|d| output::parse_duration("--wait", d)).transpose()?;
     let ops = Ops::load()?;
     // Resolve the target before reading the body, so a bad target never waits on stdin.
-    let to = resolve(&ops, &a.target, a.next_session)?;
+    let to = resolve(&ops, &a.target, a.next_session, a.not_started)?;
     let text = read_text(a.text)?;
     if a.from.is_some() && !ops.op.author_from_flag() {
         crate::errln!(
@@ -523,7 +548,20 @@ fn send(a: SendArgs) -> Result<()> {
     announce(&ops, &to);
     let sent = ops.op.send(&to, &NewNote { text, expires_in_secs, from: a.from })?;
     let target = TargetOut::of(&to, &sent);
-    let receipts = sent.receipts;
+    let mut receipts = sent.receipts;
+    // The session's harness id where the side answered only its runtime id
+    // (a server, with no session file here): the id the user knows.
+    let typed = match &to {
+        To::Session { id, found: Some(s) } => {
+            for r in receipts.iter_mut() {
+                if r.external_session_id.is_none() {
+                    r.external_session_id = s.external_id.clone();
+                }
+            }
+            typed_note(id, s.name())
+        }
+        _ => String::new(),
+    };
     let Some(wait) = wait else {
         if a.json {
             let first = receipts.first().map(|r| r.note_id.clone()).unwrap_or_default();
@@ -543,7 +581,7 @@ fn send(a: SendArgs) -> Result<()> {
             });
         }
         for r in &receipts {
-            output::line(&format!("{} {} for {}", r.note_id, r.state, to_of(r)))?;
+            output::line(&format!("{} {} for {}{typed}", r.note_id, r.state, to_of(r)))?;
         }
         return Ok(());
     };
@@ -621,6 +659,11 @@ fn wait_until(
             let ends: Vec<Option<Timestamp>> =
                 receipts.iter().filter(|r| !r.is_final()).map(|r| op.session_ended(r)).collect();
             if !ends.is_empty() && ends.iter().all(Option::is_some) {
+                // The end may have settled the notes (undeliverable): read them once more.
+                refresh(op, &mut receipts)?;
+                if receipts.iter().all(Receipt::is_final) {
+                    break WaitEnd::Final;
+                }
                 break WaitEnd::Ended(ends.into_iter().flatten().max());
             }
         }
@@ -632,20 +675,26 @@ fn wait_until(
         while Instant::now() < until && !interrupted() {
             std::thread::sleep(tick.min(until.saturating_duration_since(Instant::now())));
         }
-        for r in receipts.iter_mut().filter(|r| !r.is_final()) {
-            match op.receipt(&r.note_id) {
-                Ok(mut fresh) => {
-                    fresh.external_session_id = fresh.external_session_id.or(r.external_session_id.take());
-                    fresh.harness = fresh.harness.or(r.harness.take());
-                    *r = fresh;
-                }
-                // A passing network failure: keep polling until the deadline.
-                Err(Error::Unreachable { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
+        refresh(op, &mut receipts)?;
     };
     Ok(Waited { receipts, end, elapsed: started.elapsed() })
+}
+
+/// Read again the receipts that are not final yet.
+fn refresh(op: &dyn Operator, receipts: &mut [Receipt]) -> Result<()> {
+    for r in receipts.iter_mut().filter(|r| !r.is_final()) {
+        match op.receipt(&r.note_id) {
+            Ok(mut fresh) => {
+                fresh.external_session_id = fresh.external_session_id.or(r.external_session_id.take());
+                fresh.harness = fresh.harness.or(r.harness.take());
+                *r = fresh;
+            }
+            // A passing network failure: keep polling until the deadline.
+            Err(Error::Unreachable { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// The exit of a wait: 0 delivered, 3 (`Undelivered`) lost or its session
@@ -742,7 +791,9 @@ fn wait_for(ops: &Ops, receipts: Vec<Receipt>, wait: u64, json: bool) -> Result<
 /// Whose notes `notes list` shows, resolved.
 fn notes_of(ops: &Ops, a: &ListArgs) -> Result<NotesOf> {
     Ok(if let Some(id) = a.session.as_ref().or(a.runtime_session.as_ref()) {
-        NotesOf::Session { id: id.clone(), found: ops.op.find_session(id)? }
+        NotesOf::Session(
+            ids::session(ops.op.as_ref(), id)?.ok_or_else(|| ids::unknown_session(ops.op.as_ref(), id, false))?,
+        )
     } else if let Some(al) = &a.alias {
         NotesOf::Alias(al.clone())
     } else if let Some(c) = a.children {
@@ -800,7 +851,7 @@ fn list(a: ListArgs) -> Result<()> {
         _ if notes.is_empty() => output::line("no notes"),
         _ => {
             // One session's notes all go to it: no TO column then.
-            let show_to = !matches!(of, NotesOf::Session { .. });
+            let show_to = !matches!(of, NotesOf::Session(_));
             let rows: Vec<Vec<String>> = notes
                 .iter()
                 .map(|n| {
@@ -917,31 +968,53 @@ mod tests {
     fn a_session_is_found_by_its_harness_id_or_its_runtime_id() {
         let (ops, _) = ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10));
         for id in ["ext-1", "rt-1"] {
-            let To::Session { found: Some(s), .. } = resolve(&ops, &session(id), false).unwrap() else {
+            let To::Session { found: Some(s), .. } = resolve(&ops, &session(id), false, false).unwrap() else {
                 panic!("{id} is found")
             };
             assert_eq!((s.runtime_id.as_str(), s.name()), ("rt-1", "ext-1"));
         }
+        // An id no known session has or starts with is refused (exit 1)
+        // unless the user says the session has not started yet.
+        let err = resolve(&ops, &session("nobody"), false, false).unwrap_err();
+        assert_eq!(err.exit().code(), 1);
         assert_eq!(
-            resolve(&ops, &session("nobody"), false).unwrap(),
-            To::Session { id: "nobody".into(), found: None },
-            "an id nobody knows is kept as typed"
+            err.to_string(),
+            "no session nobody on this machine (no session id is or starts with it; `preloop-hooks sessions list` shows them); for a session that has not started yet, add --not-started"
         );
+        assert_eq!(
+            resolve(&ops, &session("nobody"), false, true).unwrap(),
+            To::Session { id: "nobody".into(), found: None },
+            "--not-started: the id as typed"
+        );
+        // A start of a known id is not taken for a session that has not started.
+        assert_eq!(
+            resolve(&ops, &session("ext-"), false, true).unwrap(),
+            To::Session { id: "ext-".into(), found: None }
+        );
+        let To::Session { found: Some(s), .. } = resolve(&ops, &session("ext-"), false, false).unwrap() else {
+            panic!("a unique start names its session")
+        };
+        assert_eq!(s.runtime_id, "rt-1");
+        let not_started = resolve(&ops, &TargetArgs { alias: Some("w".into()), ..TargetArgs::default() }, false, true);
+        assert!(matches!(not_started, Err(Error::Usage(m)) if m == "--not-started goes with --session ID"));
     }
 
     #[test]
     fn the_side_refuses_a_target_it_cannot_take_before_anything_is_sent() {
         let (local, mem) = ops(Memory::new(Mode::Local));
         let agent = TargetArgs { agent: Some("0b0d".into()), ..TargetArgs::default() };
-        assert!(matches!(resolve(&local, &agent, false), Err(Error::Usage(_))));
+        assert!(matches!(resolve(&local, &agent, false, false), Err(Error::Usage(_))));
         let (server, _) = ops(Memory::new(Mode::Server));
-        assert_eq!(resolve(&server, &agent, true).unwrap(), To::Agent { agent_id: "0b0d".into(), next_session: true });
+        assert_eq!(
+            resolve(&server, &agent, true, false).unwrap(),
+            To::Agent { agent_id: "0b0d".into(), next_session: true }
+        );
         // --next-session goes with --agent or --harness only.
-        assert!(matches!(resolve(&server, &session("s"), true), Err(Error::Usage(_))));
+        assert!(matches!(resolve(&server, &session("s"), true, false), Err(Error::Usage(_))));
         let bad = TargetArgs { alias: Some("two words".into()), ..TargetArgs::default() };
-        assert!(matches!(resolve(&server, &bad, false), Err(Error::Usage(m)) if m.contains("1-64 characters")));
+        assert!(matches!(resolve(&server, &bad, false, false), Err(Error::Usage(m)) if m.contains("1-64 characters")));
         assert!(
-            matches!(resolve(&server, &TargetArgs::default(), false), Err(Error::Usage(m)) if m.contains("exactly one target"))
+            matches!(resolve(&server, &TargetArgs::default(), false, false), Err(Error::Usage(m)) if m.contains("exactly one target"))
         );
         assert!(mem.calls().is_empty(), "nothing was sent");
     }
@@ -952,9 +1025,9 @@ mod tests {
             let (ops, _) = ops(Memory::new(mode));
             let t =
                 TargetArgs { children: Some(Children::Latest), parent: Some("ghost".into()), ..TargetArgs::default() };
-            let err = resolve(&ops, &t, false).unwrap_err();
+            let err = resolve(&ops, &t, false, false).unwrap_err();
             assert!(
-                matches!(&err, Error::NotFound(m) if m == &format!("the parent session ghost is not known {place}")),
+                matches!(&err, Error::NotFound(m) if m == &format!("the parent session ghost is not known {place} (`preloop-hooks sessions list` shows them)")),
                 "{err}"
             );
         }
@@ -967,7 +1040,7 @@ mod tests {
         assert_eq!((t.kind, t.alias.as_deref(), t.session.as_deref()), ("alias", Some("w"), Some("ext-9")));
         assert_eq!(t.runtime_session_id.as_deref(), Some("rt-9"));
         let (ops, _) = ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10));
-        let to = resolve(&ops, &session("rt-1"), false).unwrap();
+        let to = resolve(&ops, &session("rt-1"), false, false).unwrap();
         let t = TargetOut::of(&to, &Sent::default());
         assert_eq!((t.session.as_deref(), t.runtime_session_id.as_deref()), (Some("ext-1"), Some("rt-1")));
     }
@@ -1025,6 +1098,19 @@ mod tests {
     }
 
     #[test]
+    fn a_wait_that_sees_the_end_reads_the_notes_it_settled() {
+        let (ops, mem) =
+            ops(Memory::new(Mode::Server).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+        let receipts = pending(&ops, N1);
+        // The end and the note's new state land together, between two polls.
+        mem.end("ext-1");
+        mem.changes_after(N1, 0, ReceiptState::Undeliverable);
+        let w = wait_until(ops.op.as_ref(), receipts, Duration::from_secs(10), |_, _| Ok(())).unwrap();
+        assert_eq!((w.end, &w.receipts[0].state), (WaitEnd::Final, &ReceiptState::Undeliverable));
+        assert_eq!(wait_verdict(&w).unwrap_err().to_string(), format!("note {N1} is undeliverable"));
+    }
+
+    #[test]
     fn a_lost_note_exits_3_with_its_state() {
         let (ops, mem) =
             ops(Memory::new(Mode::Server).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
@@ -1049,7 +1135,9 @@ mod tests {
         assert_eq!(ids(list_notes(ops.op.as_ref(), &NotesOf::All, Some(&ReceiptState::Pending)).unwrap()), [N3, N1]);
         let a = ListArgs { session: Some("rt-1".into()), ..ListArgs::default() };
         let of = notes_of(&ops, &a).unwrap();
-        assert!(matches!(&of, NotesOf::Session { found: Some(s), .. } if s.name() == "ext-1"));
+        assert!(matches!(&of, NotesOf::Session(s) if s.name() == "ext-1"));
+        let unknown = ListArgs { session: Some("nobody".into()), ..ListArgs::default() };
+        assert_eq!(notes_of(&ops, &unknown).unwrap_err().exit().code(), 1, "not an empty list");
         assert_eq!(list_notes(ops.op.as_ref(), &of, None).unwrap().len(), 3);
     }
 

@@ -2,6 +2,7 @@
 //! it, on the server (across the account, filters applied by the server) or
 //! on the local inbox (over this machine's session files).
 
+use crate::operator::ids;
 use crate::ops::Ops;
 use crate::output::{self, ago, clip};
 use crate::transcript;
@@ -9,7 +10,7 @@ use clap::builder::PossibleValuesParser;
 use clap::{Args, Subcommand};
 use preloop_shared::operator::{JSON_SCHEMA_VERSION, SessionFilter, SessionRow};
 use preloop_shared::time::Timestamp;
-use preloop_shared::{Harness, Result};
+use preloop_shared::{Error, Harness, Result};
 use serde::Serialize;
 
 #[derive(Subcommand)]
@@ -25,11 +26,13 @@ pub enum SessionsCmd {
 const LIST_HELP: &str = "Examples:
   preloop-hooks sessions list
   preloop-hooks sessions list --active --since 2h --kind claude-code
-  preloop-hooks sessions list --parent 5a3e…          # the runs a conductor started
+  preloop-hooks sessions list --parent 801fb481       # the runs a conductor started
   preloop-hooks sessions list --agent \"Release worker\" --active -o id | head -1 \\
     | xargs -I{} preloop-hooks notes send --session {} \"Ship the fix, leave the tests.\"
 
-Columns: ID (short; --wide for the full id that notes send --session and sessions attach take),
+Columns: ID (the shortest start of the id, at least 8 characters, that no other session's id shares:
+every command that takes a session id takes it, as git and docker take a unique prefix; --wide or
+-o id for full ids),
 AGENT, KIND, STARTED, LAST ACTIVITY, STATE (live: activity in the last 15 minutes, idle, ended),
 TOOLS and MODEL (calls seen; a run seen only through hooks reports 0 model calls to the server,
 this machine counts them in the transcript), PENDING (approvals waiting on a human), TITLE (or kind,
@@ -57,7 +60,7 @@ pub struct ListArgs {
     /// Only sessions that have not ended.
     #[arg(long)]
     active: bool,
-    /// Only the runs this session started (its harness or runtime id).
+    /// Only the runs this session started (its harness or runtime id, or a unique start of one).
     #[arg(long, value_name = "SESSION")]
     parent: Option<String>,
     /// Only the sessions of this flow execution.
@@ -101,12 +104,27 @@ fn list(a: ListArgs) -> Result<()> {
         (None, false) => "table".into(),
     };
     let ops = Ops::load_for_listing()?;
+    // The parent as every command takes a session: a unique start of an id.
+    let parent = match &a.parent {
+        Some(p) => Some(
+            ids::session(ops.op.as_ref(), p)?
+                .ok_or_else(|| {
+                    Error::NotFound(format!(
+                        "the parent session {} is not known {} (`preloop-hooks sessions list` shows them)",
+                        output::safe_line(p),
+                        ops.mode().where_known()
+                    ))
+                })?
+                .runtime_id,
+        ),
+        None => None,
+    };
     let filter = SessionFilter {
         agent: a.agent.clone(),
         kind: a.kind.as_deref().and_then(Harness::from_slug),
         since: since.map(|s| Timestamp::now().add_secs(-(s as i64))),
         active: a.active,
-        parent: a.parent.clone(),
+        parent,
         execution: a.execution.clone(),
         alias: a.alias.clone(),
     };
@@ -126,10 +144,19 @@ fn list(a: ListArgs) -> Result<()> {
         }),
         _ if rows.is_empty() => output::line("no sessions"),
         _ => {
-            print_table(&rows, a.wide)?;
+            // Short ids must name one session among all the ids resolve against.
+            let all;
+            let known = if filter == SessionFilter::default() {
+                &rows
+            } else {
+                all = ops.op.sessions(&SessionFilter::default())?;
+                &all
+            };
+            let ids = if a.wide { rows.iter().map(|r| r.id.clone()).collect() } else { ids::short_ids(&rows, known) };
+            print_table(&rows, &ids, a.wide)?;
             if output::stdout_is_tty() {
                 crate::errln!(
-                    "Steer: preloop-hooks notes send --session <id> \"…\". Watch: preloop-hooks sessions attach <id>. (--wide: full ids)"
+                    "Steer: preloop-hooks notes send --session <id> \"…\". Watch: preloop-hooks sessions attach <id>. (IDs are shortened to a unique start, which every command takes; --wide: full ids)"
                 );
             }
             Ok(())
@@ -153,7 +180,7 @@ fn count(n: Option<u64>) -> String {
     n.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
 }
 
-fn print_table(rows: &[SessionRow], wide: bool) -> Result<()> {
+fn print_table(rows: &[SessionRow], ids: &[String], wide: bool) -> Result<()> {
     let now = Timestamp::now();
     let aliases = rows.iter().any(|r| r.alias.is_some());
     let mut header = vec!["ID", "AGENT", "KIND", "STARTED", "LAST ACTIVITY", "STATE", "TOOLS", "MODEL", "PENDING"];
@@ -163,10 +190,10 @@ fn print_table(rows: &[SessionRow], wide: bool) -> Result<()> {
     header.push("TITLE");
     let table: Vec<Vec<String>> = rows
         .iter()
-        .map(|r| {
-            let id = if wide { r.id.clone() } else { r.id.chars().take(8).collect() };
+        .zip(ids)
+        .map(|(r, id)| {
             let mut row = vec![
-                output::safe_line(&id),
+                output::safe_line(id),
                 clip(r.agent_name.as_deref().unwrap_or("-"), 24),
                 r.kind.clone().or(r.agent_kind.clone()).unwrap_or_else(|| "-".into()),
                 ago(r.started_at, now),

@@ -83,7 +83,10 @@ impl Operator for Local {
 
     fn send(&self, to: &To, note: &NewNote) -> Result<Sent> {
         let (target, next_session) = match to {
-            To::Session { id, .. } => (Target::Session(id.clone()), false),
+            // A found session by its own id (the user may have typed a start of it).
+            To::Session { id, found } => {
+                (Target::Session(found.as_ref().map_or_else(|| id.clone(), |f| f.name().to_string())), false)
+            }
             To::Alias(al) => (Target::Alias(al.clone()), false),
             To::Children { parent, all } => (Target::Children { parent: parent.runtime_id.clone(), all: *all }, false),
             To::Execution(e) => (Target::Execution(e.clone()), false),
@@ -125,9 +128,7 @@ impl Operator for Local {
                 ));
             }
             NotesOf::All => None,
-            NotesOf::Session { id, found } => {
-                Some([found.as_ref().and_then(|f| f.external_id.clone()).unwrap_or_else(|| id.clone())].into())
-            }
+            NotesOf::Session(s) => Some([s.name().to_string()].into()),
             NotesOf::Alias(al) => Some(
                 self.inbox
                     .sessions()

@@ -48,7 +48,7 @@ impl Memory {
             agent_kind: Some("claude_code".into()),
             alias: None,
             title: None,
-            label: external.to_string(),
+            label: format!("title {runtime}"),
             cwd: None,
             parent_session_id: None,
             execution_id: None,
@@ -220,9 +220,8 @@ impl Operator for Memory {
         let st = self.state();
         Ok(match of {
             NotesOf::All => st.notes.clone(),
-            NotesOf::Session { id, found } => {
-                let name = found.as_ref().map(|f| f.name().to_string()).unwrap_or_else(|| id.clone());
-                st.notes.iter().filter(|n| n.external_session_id.as_deref() == Some(name.as_str())).cloned().collect()
+            NotesOf::Session(s) => {
+                st.notes.iter().filter(|n| n.external_session_id.as_deref() == Some(s.name())).cloned().collect()
             }
             _ => Vec::new(),
         })

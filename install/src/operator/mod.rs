@@ -13,6 +13,7 @@
 //! [`SessionRef`] (found by `find_session`) or a
 //! [`preloop_shared::operator::SessionRow`] (listed by `sessions`).
 
+pub mod ids;
 pub mod local;
 #[cfg(test)]
 pub mod memory;
@@ -141,11 +142,8 @@ pub struct Sent {
 /// Whose notes `notes list` shows.
 #[derive(Debug, Clone, PartialEq)]
 pub enum NotesOf {
-    /// One session: found, or named by an id nobody knows.
-    Session {
-        id: String,
-        found: Option<SessionRef>,
-    },
+    /// One session.
+    Session(SessionRef),
     /// The sessions with this alias.
     Alias(String),
     /// The runs a session started: the newest one, or all.

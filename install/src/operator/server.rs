@@ -163,11 +163,8 @@ impl Operator for Server {
 
     fn notes(&self, of: &NotesOf, state: Option<&ReceiptState>) -> Result<Vec<Receipt>> {
         let session_ids: Vec<String> = match of {
-            NotesOf::Session { id, found } => {
-                let f = found
-                    .as_ref()
-                    .ok_or_else(|| Error::NotFound(format!("no session {} in this account", safe_line(id))))?;
-                return Ok(self.fill(self.list("runtime_session_id", f.runtime_id.clone(), state)?));
+            NotesOf::Session(s) => {
+                return Ok(self.fill(self.list("runtime_session_id", s.runtime_id.clone(), state)?));
             }
             NotesOf::Agent(ag) => {
                 if !is_uuid(ag) {

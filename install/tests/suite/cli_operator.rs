@@ -259,8 +259,18 @@ fn local_send_rules_ended_unknown_whitespace_durations_states() {
     let err = stderr(&out);
     assert!(err.contains("session done ended at"), "{err}");
     assert!(err.contains("still pending") && err.contains("preloop-hooks notes cancel"), "{err}");
-    // Unknown: said too, also with --wait (the local inbox keeps it for later).
+    // Unknown: refused with one line, nothing queued (a typo, or an id cut
+    // short, never waits for a session that cannot exist)...
+    let notes_before = w.inbox().list().unwrap().len();
     let out = w.run(&["notes", "send", "--session", "typo", "--wait", "1s", "x"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "preloop-hooks: no session typo on this machine (no session id is or starts with it; `preloop-hooks sessions list` shows them); for a session that has not started yet, add --not-started\n"
+    );
+    assert_eq!(w.inbox().list().unwrap().len(), notes_before, "nothing was queued");
+    // ...unless the user says it has not started: then it is said, and kept for it.
+    let out = w.run(&["notes", "send", "--session", "typo", "--not-started", "--wait", "1s", "x"]);
     assert_eq!(code(&out), 4, "{}", stderr(&out));
     assert!(stderr(&out).contains("no session typo has started on this machine yet"), "{}", stderr(&out));
     assert!(stderr(&out).contains("still pending") && stderr(&out).contains("notes cancel"), "{}", stderr(&out));
@@ -632,6 +642,7 @@ fn server_targets_children_alias_execution_and_warnings() {
     )
     .unwrap();
     let out = w.run(&["notes", "send", "--session", "loc", "x"]);
+    assert_eq!(code(&out), 1, "the server does not know it: {}", stderr(&out));
     assert!(
         stderr(&out).contains(
             "server mode (a server URL and a user token are configured), but the hooks of session loc ran in local mode"

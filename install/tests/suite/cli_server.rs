@@ -109,7 +109,16 @@ fn send_status_list_cancel_on_the_server() {
 #[test]
 fn errors_print_the_servers_reason() {
     let e = Env::new("srv-errors");
+    // An id no session in the account has or starts with: refused here, nothing sent.
     let out = e.run(&["notes", "send", "--session", "nobody", "x"], None);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("no session nobody in this account"), "{}", stderr(&out));
+    assert!(
+        !e.server.requests().iter().any(|r| r.method == "POST" && r.path == "/api/v1/operator-notes"),
+        "no note was sent"
+    );
+    // Said not to have started: the server decides, with its own reason.
+    let out = e.run(&["notes", "send", "--session", "nobody", "--not-started", "x"], None);
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("No matching session in this account."), "{}", stderr(&out));
     e.start("ext-2");

@@ -3,6 +3,7 @@ mod cli_local;
 mod cli_operator;
 mod cli_server;
 mod codex_trust;
+mod ids;
 mod install_files;
 mod lineage;
 mod term_safety;
