@@ -96,6 +96,8 @@ enum Msg {
     InputClosed,
     /// The session ended (after its last receipts were read).
     Ended,
+    /// A source has sent its history (what happened before attach).
+    Caught,
 }
 
 /// What the watchers share with the main loop.
@@ -137,6 +139,8 @@ pub fn run(a: AttachArgs) -> Result<()> {
         e.text = Some("this session's hooks did not run on this machine: tool arguments are not known here (the server keeps only their sizes)".into());
         let _ = tx.send(Msg::Event(e));
     }
+    // The transcript and the poller each send their history, then `Caught`.
+    let sources = 1 + usize::from(transcript.is_some());
     spawn_poller(ops.op.clone(), s.clone(), transcript.is_some(), history, tx.clone(), shared.clone());
     if let Some(socket) = ops.op.socket(&s) {
         spawn_socket(socket, tx.clone(), shared.clone());
@@ -150,7 +154,7 @@ pub fn run(a: AttachArgs) -> Result<()> {
         term::watch_resize();
     }
     let mut view = View { tty: raw.is_some(), json: a.json, editor: LineEditor::default(), width: term::width() };
-    let result = main_loop(ops.op.as_ref(), &s, &rx, &shared, &mut view);
+    let result = main_loop(ops.op.as_ref(), &s, &rx, &shared, &mut view, sources);
     shared.stop.store(true, Ordering::SeqCst);
     if view.tty {
         let _ = output::redraw("", false);
@@ -249,12 +253,43 @@ pub fn format_event(e: &Event) -> String {
     format!("{t}  {label:<10}  {}", parts.join("  "))
 }
 
-fn main_loop(op: &dyn Operator, s: &SessionRef, rx: &Receiver<Msg>, shared: &Shared, view: &mut View) -> Result<()> {
+/// The history, held until every source has sent its own, then shown in
+/// time order (the sources are threads: their first batches interleave).
+struct History {
+    waiting: usize,
+    held: Vec<Event>,
+    until: Instant,
+}
+
+impl History {
+    /// How long the history waits for a slow source (a server that does not answer).
+    const PATIENCE: Duration = Duration::from_secs(3);
+
+    fn flush(&mut self, view: &mut View) -> Result<()> {
+        self.waiting = 0;
+        let mut held = std::mem::take(&mut self.held);
+        held.sort_by_key(|e| e.at);
+        held.iter().try_for_each(|e| view.show(e))
+    }
+}
+
+fn main_loop(
+    op: &dyn Operator,
+    s: &SessionRef,
+    rx: &Receiver<Msg>,
+    shared: &Shared,
+    view: &mut View,
+    sources: usize,
+) -> Result<()> {
     view.prompt()?;
     let mut input_open = true;
+    let mut history = History { waiting: sources, held: Vec::new(), until: Instant::now() + History::PATIENCE };
     loop {
         if notes::interrupted() || term::leave_requested() {
             return Ok(());
+        }
+        if history.waiting > 0 && Instant::now() >= history.until {
+            history.flush(view)?;
         }
         let msg = match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(m) => m,
@@ -265,11 +300,19 @@ fn main_loop(op: &dyn Operator, s: &SessionRef, rx: &Receiver<Msg>, shared: &Sha
                 }
                 continue;
             }
-            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            Err(RecvTimeoutError::Disconnected) => return history.flush(view),
         };
         match msg {
+            // The header shows at once; the rest of the history waits for its sources.
+            Msg::Event(e) if history.waiting > 0 && e.kind != "attached" => history.held.push(e),
             Msg::Event(e) => view.show(&e)?,
-            Msg::Ended => return Ok(()),
+            Msg::Caught => {
+                history.waiting = history.waiting.saturating_sub(1);
+                if history.waiting == 0 {
+                    history.flush(view)?;
+                }
+            }
+            Msg::Ended => return history.flush(view),
             Msg::InputClosed => input_open = false,
             Msg::Byte(b) => match view.editor.feed(b) {
                 Key::Quit => return Ok(()),
@@ -330,6 +373,7 @@ fn spawn_transcript(path: PathBuf, history: usize, tx: Sender<Msg>, shared: Arc<
     std::thread::spawn(move || {
         let mut f = Follower::new(path);
         let mut first = true;
+        let mut caught = false;
         loop {
             let mut got = f.poll();
             if first {
@@ -360,6 +404,10 @@ fn spawn_transcript(path: PathBuf, history: usize, tx: Sender<Msg>, shared: Arc<
                 if tx.send(Msg::Event(e)).is_err() {
                     return;
                 }
+            }
+            if !caught {
+                caught = true;
+                let _ = tx.send(Msg::Caught);
             }
             if !sleep_unless_stopped(&shared, Duration::from_millis(300)) {
                 return;
@@ -430,6 +478,8 @@ fn activity_event(item: &ActivityItem, with_transcript: bool) -> Option<Event> {
         }
         // Delivered notes: the receipts say so.
         "agent_control_message" => return None,
+        // The end: the session's own `ended` line says it, once.
+        "session_ended" | "session_end" => return None,
         "session_started" => {
             let mut e = ev("session_started", "timeline");
             e.text = item.summary.clone();
@@ -477,6 +527,7 @@ fn spawn_poller(
         let mut first = true;
         let mut approvals: Option<u64> = None;
         let mut warned = false;
+        let mut caught = false;
         let send = |e: Event| tx.send(Msg::Event(e)).is_ok();
         loop {
             let mut events = Vec::new();
@@ -528,6 +579,10 @@ fn spawn_poller(
                 if !send(e) {
                     return;
                 }
+            }
+            if !caught {
+                caught = true;
+                let _ = tx.send(Msg::Caught);
             }
             if let Some(end) = ended {
                 // The hooks' SessionEnd may still be settling receipts.

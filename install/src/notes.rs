@@ -66,8 +66,8 @@ session it does not know); a full id alone is not enough, as a mistyped one woul
 session that never comes. A session that has ended is named on stderr before the note is queued. --json prints {schema, note_id, target, notes} (with --wait: the final
 receipt, or {schema, notes, total} for several). --wait shows progress on a terminal; exit codes:
 0 delivered, 3 undeliverable, expired, cancelled or its session ended, 4 still pending when the
-time ran out or on Ctrl-C (the note stays pending: `preloop-hooks notes cancel ID`), 1 any other
-error, 2 usage.";
+time ran out or on Ctrl-C or SIGTERM (the note stays pending: `preloop-hooks notes cancel ID`), 1
+any other error, 2 usage.";
 
 const LIST_EXAMPLES: &str = "Examples:
   preloop-hooks notes list --session 801fb481
@@ -590,23 +590,39 @@ fn send(a: SendArgs) -> Result<()> {
 
 // ----- wait -------------------------------------------------------------
 
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The signal that stopped the wait (0: none yet).
+static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+extern "C" fn on_interrupt(signal: libc::c_int) {
+    INTERRUPTED.store(signal, std::sync::atomic::Ordering::SeqCst);
 }
 
-/// Catch Ctrl-C (and SIGTERM) so a wait can say what is left behind.
+/// Catch Ctrl-C (SIGINT) and SIGTERM so a wait can say what is left behind.
 pub fn catch_interrupt() {
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
-        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_sigint as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_interrupt as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_interrupt as *const () as libc::sighandler_t);
     }
 }
 
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+    interrupted_by().is_some()
+}
+
+/// The signal caught, if one was.
+fn interrupted_by() -> Option<libc::c_int> {
+    Some(INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)).filter(|&s| s != 0)
+}
+
+/// How a wait that a signal stopped says so: Ctrl-C is SIGINT; anything
+/// else (`timeout`, `kill`, a supervisor) is named as the signal it was.
+fn stopped_by(signal: libc::c_int) -> String {
+    match signal {
+        libc::SIGINT => ", stopped waiting on Ctrl-C".into(),
+        libc::SIGTERM => ", stopped waiting on SIGTERM".into(),
+        n => format!(", stopped waiting on signal {n}"),
+    }
 }
 
 /// Why a wait stopped.
@@ -614,8 +630,8 @@ pub fn interrupted() -> bool {
 enum WaitEnd {
     /// Every note reached a final state.
     Final,
-    /// Ctrl-C (or SIGTERM).
-    Interrupted,
+    /// A signal: Ctrl-C (SIGINT) or SIGTERM.
+    Interrupted(libc::c_int),
     /// The time ran out.
     Timeout,
     /// Every session a pending note waits for has ended.
@@ -648,8 +664,8 @@ fn wait_until(
         if receipts.iter().all(Receipt::is_final) {
             break WaitEnd::Final;
         }
-        if interrupted() {
-            break WaitEnd::Interrupted;
+        if let Some(signal) = interrupted_by() {
+            break WaitEnd::Interrupted(signal);
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break WaitEnd::Timeout;
@@ -728,12 +744,15 @@ fn wait_verdict(w: &Waited) -> Result<()> {
             notes(),
             cancel_hint(&pending)
         ))),
-        WaitEnd::Timeout | WaitEnd::Interrupted if !pending.is_empty() => Err(Error::WaitTimeout(format!(
+        WaitEnd::Timeout | WaitEnd::Interrupted(_) if !pending.is_empty() => Err(Error::WaitTimeout(format!(
             "{} still {} after {}{} (cancel: {})",
             notes(),
             pending[0].state,
             output::human_secs(w.elapsed.as_secs()),
-            if w.end == WaitEnd::Interrupted { ", stopped waiting on Ctrl-C" } else { "" },
+            match w.end {
+                WaitEnd::Interrupted(signal) => stopped_by(signal),
+                _ => String::new(),
+            },
             cancel_hint(&pending)
         ))),
         _ => Ok(()),
@@ -1079,6 +1098,21 @@ mod tests {
             matches!(&err, Error::WaitTimeout(m) if m.starts_with(&format!("note {N1} still pending after")) && m.ends_with(&format!("(cancel: preloop-hooks notes cancel {N1})"))),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_wait_stopped_by_a_signal_names_the_signal() {
+        let (ops, _) = ops(Memory::new(Mode::Local).note(N1, "ext-1", ReceiptState::Pending, 1));
+        for (signal, said) in [
+            (libc::SIGINT, "stopped waiting on Ctrl-C"),
+            (libc::SIGTERM, "stopped waiting on SIGTERM"),
+            (libc::SIGHUP, "stopped waiting on signal 1"),
+        ] {
+            let w = Waited { receipts: pending(&ops, N1), end: WaitEnd::Interrupted(signal), elapsed: Duration::ZERO };
+            let err = wait_verdict(&w).unwrap_err();
+            assert_eq!(err.exit().code(), 4);
+            assert!(err.to_string().contains(&format!("still pending after 0s, {said} (cancel: ")), "{err}");
+        }
     }
 
     #[test]

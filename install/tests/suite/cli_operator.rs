@@ -284,6 +284,16 @@ fn local_send_rules_ended_unknown_whitespace_durations_states() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 4, "{}", stderr(&out));
     assert!(stderr(&out).contains("Ctrl-C") && stderr(&out).contains("notes cancel"), "{}", stderr(&out));
+    // SIGTERM (`timeout`, a supervisor) is named as what it was, not as Ctrl-C (N18).
+    let child =
+        w.cmd(&["notes", "send", "--session", "live", "--wait", "1m", "wait"]).stdin(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    // SAFETY: signalling the child we started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(stderr(&out).contains(", stopped waiting on SIGTERM (cancel: "), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Ctrl-C"), "{}", stderr(&out));
     // Whitespace-only and empty notes are refused, as too long ones are.
     for body in ["   ", "\n\t \n"] {
         let out = w.run_env(&["notes", "send", "--session", "done"], &[], Some(body));
@@ -479,6 +489,50 @@ fn local_attach_shows_the_transcript_notes_and_the_end() {
     let o = w.run(&["sessions", "attach", "nobody"]);
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("no session nobody on this machine"), "{}", stderr(&o));
+}
+
+/// What `attach` shows, without its header: the events whose `kind` is not `attached`.
+fn shown(ev: &[Value]) -> Vec<&Value> {
+    ev.iter().filter(|e| e["kind"] != "attached").collect()
+}
+
+/// How many times an event says the session ended (ours, or the server's timeline item).
+fn ends(ev: &[Value]) -> usize {
+    ev.iter().filter(|e| e["kind"] == "session_ended" || e["tool"] == "session_ended").count()
+}
+
+#[test]
+fn attach_shows_the_history_in_time_order_and_the_end_once() {
+    // N17: the transcript and the inbox are read by two threads; their
+    // history interleaves by time, not by which thread read first.
+    let w = World::local("op-attach-order");
+    let at = |secs: i64| preloop_shared::time::Timestamp::now().add_secs(secs).to_iso_z();
+    let transcript = w.root.join("t.jsonl");
+    std::fs::write(
+        &transcript,
+        format!(
+            "{}\n{}\n",
+            json!({"type": "user", "message": {"role": "user", "content": "do the thing"}, "timestamp": at(-60)}),
+            json!({"type": "assistant", "timestamp": at(5), "message": {"id": "m1", "content": [
+                {"type": "tool_use", "name": "Bash", "input": {"command": "echo later"}}]}}),
+        ),
+    )
+    .unwrap();
+    start_local(&w, "ordered", None, None, Some(&transcript));
+    w.run(&["notes", "send", "--session", "ordered", "in between"]);
+    w.inbox().session_end(&SessionEndRequest { external_session_id: "ordered".into(), reason: "exit".into() }).unwrap();
+    let mut child = attach(&w, "ordered", true);
+    let stdin = child.stdin.take().unwrap();
+    let (out, ev) = attach_events(child, stdin, 15);
+    let kinds: Vec<&str> = shown(&ev).iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds[..3], ["prompt", "note_sent", "model_call"], "{out}");
+    let history: Vec<&Value> = shown(&ev).into_iter().filter(|e| e["kind"] != "session_ended").collect();
+    let times: Vec<&str> = history.iter().map(|e| e["at"].as_str().unwrap()).collect();
+    let mut sorted = times.clone();
+    sorted.sort_by_key(|t| preloop_shared::time::Timestamp::parse(t));
+    assert_eq!(times, sorted, "in time order: {out}");
+    assert_eq!(ends(&ev), 1, "{out}");
+    assert_eq!(ev.last().unwrap()["kind"], "session_ended", "the end comes last: {out}");
 }
 
 // ----- server mode (the loopback fake) ------------------------------------
@@ -713,6 +767,7 @@ fn server_attach_socket_timeline_receipts_and_typed_notes() {
     assert!(has("note_sent", &|e| e["note_id"] == note.as_str()), "{out}");
     assert!(has("note_state", &|e| e["note_id"] == note.as_str() && e["state"] == "delivered"), "{out}");
     assert!(has("session_ended", &|_| true), "{out}");
+    assert_eq!(ends(&ev), 1, "the end once, not also as the timeline's item (N17): {out}");
     // The socket took the user token in its header.
     let ws = s.requests().into_iter().find(|r| r.path.starts_with("/api/v1/ws/runtime-sessions/")).unwrap();
     assert_eq!(ws.token_kind.as_deref(), Some("api_key"));
