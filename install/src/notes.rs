@@ -57,7 +57,8 @@ Targets (exactly one):
                         at most 20
   --execution ID        the session a flow execution runs on
   --next HARNESS        the next session of a harness that starts after the note
-  --agent ID            a managed agent's current or next session (server mode)
+  --agent ID|NAME       a managed agent's current or next session (server mode; the id or the
+                        name `sessions list --agent` takes)
 
 Ids work as in git: a start of an id that several sessions share exits 2 and names them; an id no
 known session has or starts with exits 1 and nothing is queued. For a session that has not started
@@ -73,11 +74,11 @@ const LIST_EXAMPLES: &str = "Examples:
   preloop-hooks notes list --session 801fb481
   preloop-hooks notes list --alias worker-1 --state pending --json
   preloop-hooks notes list --children all
-  preloop-hooks notes list --agent 0b0d… (server mode)
+  preloop-hooks notes list --agent \"Release worker\" (server mode; an agent id or name)
   preloop-hooks notes list --all -o id
 
 Targets (exactly one): --session ID (or a unique start of one), --alias NAME, --children latest|all [--parent SESSION],
---execution ID, --agent ID (server mode), --all (every note). --state: pending, claimed,
+--execution ID, --agent ID|NAME (server mode), --all (every note). --state: pending, claimed,
 delivered, acknowledged, cancelled, expired, failed, undeliverable.";
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -112,8 +113,8 @@ pub struct TargetArgs {
     /// The next session of a harness that starts after this note.
     #[arg(long, group = "target", value_name = "HARNESS", value_parser = harness_values())]
     next: Option<String>,
-    /// A managed agent (server mode): its current session, or the next one it opens.
-    #[arg(long, group = "target", value_name = "ID")]
+    /// A managed agent (server mode), by its id or display name: its current session, or the next one it opens.
+    #[arg(long, group = "target", value_name = "ID|NAME")]
     agent: Option<String>,
     /// A runtime session id (older spelling; --session takes it too).
     #[arg(long = "runtime-session", group = "target", value_name = "ID", hide = true)]
@@ -170,8 +171,8 @@ pub struct ListArgs {
     /// Notes of a flow execution.
     #[arg(long, group = "list_target", value_name = "ID")]
     execution: Option<String>,
-    /// Notes of a managed agent (server mode).
-    #[arg(long, group = "list_target", value_name = "ID")]
+    /// Notes of a managed agent (server mode), by its id or display name.
+    #[arg(long, group = "list_target", value_name = "ID|NAME")]
     agent: Option<String>,
     /// Every note (server mode: of every agent of the account).
     #[arg(long, group = "list_target")]
@@ -466,6 +467,11 @@ fn resolve(ops: &Ops, t: &TargetArgs, next_session: bool, not_started: bool) -> 
         return Err(no_target("(--session, --alias, --children, --execution, --next or --agent)"));
     };
     ops.op.check(&to)?;
+    // An agent by id or name, as `sessions list --agent` takes it.
+    let to = match to {
+        To::Agent { agent_id, next_session } => To::Agent { agent_id: ops.op.agent_id(&agent_id)?, next_session },
+        other => other,
+    };
     Ok(to)
 }
 

@@ -173,6 +173,13 @@ impl Operator for Local {
         Ok(self.inbox.sessions_filtered(filter))
     }
 
+    fn agent_id(&self, _id_or_name: &str) -> Result<String> {
+        Err(Error::Usage(
+            "--agent needs server mode (`preloop-hooks login --user --url URL`): the local inbox has no managed agents"
+                .into(),
+        ))
+    }
+
     fn find_session(&self, id: &str) -> Result<Option<SessionRef>> {
         Ok(super::local_file(&self.config.home, id).map(SessionRef::of_file))
     }

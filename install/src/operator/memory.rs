@@ -234,6 +234,10 @@ impl Operator for Memory {
         Ok(rows)
     }
 
+    fn agent_id(&self, id_or_name: &str) -> Result<String> {
+        Ok(id_or_name.to_string())
+    }
+
     fn find_session(&self, id: &str) -> Result<Option<SessionRef>> {
         Ok(self.find(id).as_ref().map(session_ref))
     }

@@ -230,6 +230,10 @@ pub trait Operator: Send + Sync {
     /// The sessions `filter` selects, most recently active first.
     fn sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRow>>;
 
+    /// A managed agent's id, from its id or its display name (what
+    /// `sessions list --agent` takes).
+    fn agent_id(&self, id_or_name: &str) -> Result<String>;
+
     /// A session by its harness session id or its runtime id; `Ok(None)`
     /// when this side does not know it.
     fn find_session(&self, id: &str) -> Result<Option<SessionRef>>;

@@ -99,10 +99,6 @@ impl Operator for Server {
             To::Execution(e) if !is_uuid(e) => {
                 Err(Error::Usage(format!("--execution {:?}: an execution id is a UUID", clip(e, 70))))
             }
-            To::Agent { agent_id, .. } if !is_uuid(agent_id) => Err(Error::Usage(format!(
-                "--agent {:?}: an agent id is a UUID (`preloop-hooks sessions list --json` shows agent_id)",
-                clip(agent_id, 70)
-            ))),
             _ => Ok(()),
         }
     }
@@ -167,10 +163,8 @@ impl Operator for Server {
                 return Ok(self.fill(self.list("runtime_session_id", s.runtime_id.clone(), state)?));
             }
             NotesOf::Agent(ag) => {
-                if !is_uuid(ag) {
-                    return Err(Error::Usage(format!("--agent {:?}: an agent id is a UUID", clip(ag, 70))));
-                }
-                return Ok(self.fill(self.list("agent_id", ag.clone(), state)?));
+                let id = self.agent_id(ag)?;
+                return Ok(self.fill(self.list("agent_id", id, state)?));
             }
             NotesOf::Execution(e) => {
                 if !is_uuid(e) {
@@ -256,6 +250,28 @@ impl Operator for Server {
             items.into_iter().filter(|i| !i.is_identity()).map(|i| row_of(&i, files.get(&i.id), now)).collect();
         SessionRow::sort_most_recent_first(&mut rows);
         Ok(rows)
+    }
+
+    fn agent_id(&self, id_or_name: &str) -> Result<String> {
+        if is_uuid(id_or_name) {
+            return Ok(id_or_name.to_string());
+        }
+        // By display name, as the server's `agent` filter of `sessions list` matches it.
+        let agents = self.api.agents()?.items;
+        let hits: Vec<_> = agents.iter().filter(|a| a.display_name.as_deref() == Some(id_or_name)).collect();
+        match hits.as_slice() {
+            [one] => Ok(one.id.clone()),
+            [] => Err(Error::NotFound(format!(
+                "no managed agent in this account has the id or name {:?} (`preloop-hooks sessions list --json` shows agent_id and agent_name)",
+                clip(id_or_name, 70)
+            ))),
+            many => Err(Error::Usage(format!(
+                "{} agents in this account are named {:?} ({}): give its id",
+                many.len(),
+                clip(id_or_name, 70),
+                many.iter().map(|a| a.id.as_str()).collect::<Vec<_>>().join(", ")
+            ))),
+        }
     }
 
     fn find_session(&self, id: &str) -> Result<Option<SessionRef>> {

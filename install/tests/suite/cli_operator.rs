@@ -663,8 +663,17 @@ fn server_targets_children_alias_execution_and_warnings() {
     assert!(stderr(&out).contains("execution has no runtime session"), "{}", stderr(&out));
     let out = w.run(&["notes", "send", "--execution", "nope", "x"]);
     assert_eq!(code(&out), 2);
+    // --agent takes an id or a name, as `sessions list --agent` does (N12).
+    let posted = s.requests().iter().filter(|r| r.method == "POST" && r.path == "/api/v1/operator-notes").count();
     let out = w.run(&["notes", "send", "--agent", "not-a-uuid", "x"]);
-    assert_eq!(code(&out), 2, "checked on this side: {}", stderr(&out));
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no managed agent in this account has the id or name \"not-a-uuid\""),
+        "{}",
+        stderr(&out)
+    );
+    let now = s.requests().iter().filter(|r| r.method == "POST" && r.path == "/api/v1/operator-notes").count();
+    assert_eq!(now, posted, "nothing was sent");
     // By runtime id; then an ended session: said first, --wait returns at once.
     let rid_a = w.json(&["sessions", "list", "--json"])["sessions"]
         .as_array()
