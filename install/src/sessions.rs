@@ -26,6 +26,7 @@ pub enum SessionsCmd {
 const LIST_HELP: &str = "Examples:
   preloop-hooks sessions list
   preloop-hooks sessions list --active --since 2h --kind claude-code
+  preloop-hooks sessions list --all -o id                # every session, not the 30 most recent
   preloop-hooks sessions list --parent 801fb481       # the runs a conductor started
   preloop-hooks sessions list --agent \"Release worker\" --active -o id | head -1 \\
     | xargs -I{} preloop-hooks notes send --session {} \"Ship the fix, leave the tests.\"
@@ -38,7 +39,11 @@ TOOLS and MODEL (calls seen; a run seen only through hooks reports 0 model calls
 this machine counts them in the transcript), PENDING (approvals waiting on a human), TITLE (or kind,
 working directory and start time). On the server every filter runs server-side across the account
 (last 30 days); the agent's identity session is hidden. On the local inbox the filters run over the
-session files on this machine (--agent needs server mode).";
+session files on this machine (--agent needs server mode). At most 30 rows, the most recently
+active (--limit N, --all); stderr says how many were left out.";
+
+/// How many sessions `sessions list` shows unless told (gh's default).
+const DEFAULT_LIMIT: u64 = 30;
 
 fn kind_values() -> PossibleValuesParser {
     PossibleValuesParser::new(Harness::all().map(|h| h.slug()))
@@ -69,6 +74,12 @@ pub struct ListArgs {
     /// Only sessions with this alias.
     #[arg(long, value_name = "NAME")]
     alias: Option<String>,
+    /// Show at most N sessions, the most recently active.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_LIMIT, value_parser = clap::value_parser!(u64).range(1..))]
+    limit: u64,
+    /// Show every session (no --limit; a server lists the last 30 days, at most 500).
+    #[arg(long, conflicts_with = "limit")]
+    all: bool,
     /// Show full ids.
     #[arg(long)]
     wide: bool,
@@ -128,10 +139,19 @@ fn list(a: ListArgs) -> Result<()> {
         execution: a.execution.clone(),
         alias: a.alias.clone(),
     };
-    let rows = rows(&ops, &filter)?;
+    let all_rows = rows(&ops, &filter)?;
+    let limit = if a.all { all_rows.len() } else { usize::try_from(a.limit).unwrap_or(usize::MAX) };
+    let rows = &all_rows[..all_rows.len().min(limit)];
+    if rows.len() < all_rows.len() {
+        crate::errln!(
+            "preloop-hooks: showing the {} most recently active of {} sessions (--limit N for more, --all for every one)",
+            rows.len(),
+            all_rows.len()
+        );
+    }
     match fmt.as_str() {
         "id" => {
-            for r in &rows {
+            for r in rows {
                 output::line(&r.id)?;
             }
             Ok(())
@@ -139,7 +159,7 @@ fn list(a: ListArgs) -> Result<()> {
         "json" => output::json(&SessionsOut {
             schema: JSON_SCHEMA_VERSION,
             mode: ops.mode().as_str(),
-            sessions: &rows,
+            sessions: rows,
             total: rows.len(),
         }),
         _ if rows.is_empty() => output::line("no sessions"),
@@ -147,13 +167,13 @@ fn list(a: ListArgs) -> Result<()> {
             // Short ids must name one session among all the ids resolve against.
             let all;
             let known = if filter == SessionFilter::default() {
-                &rows
+                &all_rows
             } else {
                 all = ops.op.sessions(&SessionFilter::default())?;
                 &all
             };
-            let ids = if a.wide { rows.iter().map(|r| r.id.clone()).collect() } else { ids::short_ids(&rows, known) };
-            print_table(&rows, &ids, a.wide)?;
+            let ids = if a.wide { rows.iter().map(|r| r.id.clone()).collect() } else { ids::short_ids(rows, known) };
+            print_table(rows, &ids, a.wide)?;
             if output::stdout_is_tty() {
                 crate::errln!(
                     "Steer: preloop-hooks notes send --session <id> \"…\". Watch: preloop-hooks sessions attach <id>. (IDs are shortened to a unique start, which every command takes; --wide: full ids)"

@@ -361,7 +361,7 @@ fn a_closed_pipe_exits_quietly_and_a_broken_config_refuses() {
     for i in 0..300 {
         start_local(&w, &format!("s-{i:03}"), None, None, None);
     }
-    let mut child = w.cmd(&["sessions", "list", "-o", "id"]).stdin(Stdio::null()).spawn().unwrap();
+    let mut child = w.cmd(&["sessions", "list", "--all", "-o", "id"]).stdin(Stdio::null()).spawn().unwrap();
     let mut out = child.stdout.take().unwrap();
     let mut first = [0u8; 4];
     out.read_exact(&mut first).unwrap();
@@ -489,6 +489,27 @@ fn local_attach_shows_the_transcript_notes_and_the_end() {
     let o = w.run(&["sessions", "attach", "nobody"]);
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("no session nobody on this machine"), "{}", stderr(&o));
+}
+
+#[test]
+fn sessions_list_shows_30_unless_told_and_says_what_it_left_out() {
+    // N13: an account-wide list has a default limit and a way to ask for more.
+    let w = World::local("op-limit");
+    for n in 0..33 {
+        start_local(&w, &format!("s-{n:02}"), None, None, None);
+    }
+    let out = w.run(&["sessions", "list", "-o", "id"]);
+    assert_eq!((code(&out), stdout(&out).lines().count()), (0, 30), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "preloop-hooks: showing the 30 most recently active of 33 sessions (--limit N for more, --all for every one)\n"
+    );
+    let v = w.json(&["sessions", "list", "--limit", "5", "--json"]);
+    assert_eq!((v["total"].as_u64(), v["sessions"].as_array().unwrap().len()), (Some(5), 5));
+    check_schema("sessions.schema.json", &v);
+    let out = w.run(&["sessions", "list", "--all", "-o", "id"]);
+    assert_eq!((stdout(&out).lines().count(), stderr(&out)), (33, String::new()));
+    assert_eq!(code(&w.run(&["sessions", "list", "--limit", "0"])), 2);
 }
 
 /// What `attach` shows, without its header: the events whose `kind` is not `attached`.
