@@ -35,9 +35,10 @@ Columns: ID (the shortest start of the id, at least 8 characters, that no other 
 every command that takes a session id takes it, as git and docker take a unique prefix; --wide or
 -o id for full ids),
 AGENT, KIND, STARTED, LAST ACTIVITY, STATE (live: activity in the last 15 minutes, idle, ended),
-TOOLS and MODEL (calls seen; a run seen only through hooks reports 0 model calls to the server,
-this machine counts them in the transcript), PENDING (approvals waiting on a human), TITLE (or kind,
-working directory and start time). On the server every filter runs server-side across the account
+TOOLS and MODEL (calls seen: tool calls by the hooks' tool gate; model calls by Preloop's gateway
+on the server, or in the harness transcript on this machine; `-` where they are not counted: a run
+seen only through hooks on another machine, a transcript in a format not read here), PENDING
+(approvals waiting on a human), TITLE (or kind, working directory and start time). On the server every filter runs server-side across the account
 (last 30 days); the agent's identity session is hidden. On the local inbox the filters run over the
 session files on this machine (--agent needs server mode). At most 30 rows, the most recently
 active (--limit N, --all); stderr says how many were left out.";

@@ -815,7 +815,9 @@ pub fn hook_activity(home: &Path) -> std::collections::HashMap<String, HookActiv
             if t > e.last {
                 e.last = t;
             }
-            if event.eq_ignore_ascii_case("PreToolUse") {
+            // One tool gate per tool call: PreToolUse (Claude Code, Codex),
+            // preToolUse (Cursor, Copilot CLI), BeforeTool (Gemini CLI).
+            if event.eq_ignore_ascii_case("PreToolUse") || event == "BeforeTool" {
                 e.tool_calls += 1;
             }
         }

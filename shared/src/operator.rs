@@ -258,8 +258,9 @@ pub struct SessionRow {
     /// Tool calls seen (permission checks on the server; PreToolUse hooks
     /// on this machine), when known.
     pub tool_calls: Option<u64>,
-    /// Model calls: through Preloop's gateway on the server (0 for runs seen
-    /// only through hooks), or counted in the harness transcript on this machine.
+    /// Model calls: through Preloop's gateway on the server, or counted in
+    /// the harness transcript on this machine; `None` where not counted (a
+    /// run seen only through hooks elsewhere, a transcript not read here).
     pub model_calls: Option<u64>,
     /// Approvals waiting on a human (server mode).
     pub pending_approvals: Option<u64>,

@@ -369,7 +369,9 @@ pub fn row_of(i: &RuntimeSessionItem, file: Option<&SessionFile>, now: Timestamp
         ended_at: i.ended_at,
         state: SessionRow::state_of(i.ended_at.is_some(), last, now).to_string(),
         tool_calls: i.tool_call_count,
-        model_calls: i.total_requests,
+        // The server counts model calls through its gateway only: a run seen
+        // through hooks alone reports 0, which means "not counted".
+        model_calls: i.total_requests.filter(|&n| n > 0),
         pending_approvals: i.pending_approval_count,
         transcript_path: file.and_then(|f| f.transcript_path.clone()),
     }
@@ -394,4 +396,18 @@ pub fn agent_for(home: &Path, harness: Harness) -> Option<String> {
         }
     }
     std::env::var("PRELOOP_AGENT_ID").ok().filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_count_of_0_from_the_server_is_not_counted() {
+        let now = Timestamp::now();
+        let item = |n| RuntimeSessionItem { id: "r".into(), total_requests: n, ..RuntimeSessionItem::default() };
+        assert_eq!(row_of(&item(Some(0)), None, now).model_calls, None, "hooks alone: the gateway saw nothing");
+        assert_eq!(row_of(&item(Some(3)), None, now).model_calls, Some(3));
+        assert_eq!(row_of(&item(None), None, now).model_calls, None);
+    }
 }

@@ -492,6 +492,33 @@ fn local_attach_shows_the_transcript_notes_and_the_end() {
 }
 
 #[test]
+fn tool_calls_are_counted_for_every_harness_and_unknown_model_calls_show_as_unknown() {
+    // N14: Gemini CLI's tool gate is BeforeTool; a transcript we do not read is not "0 model calls".
+    let w = World::local("op-counts");
+    let gemini_transcript = w.root.join("gemini.json");
+    std::fs::write(&gemini_transcript, "{\"sessionId\":\"g-1\",\"messages\":[]}\n").unwrap();
+    start_local(&w, "g-1", None, None, Some(&gemini_transcript));
+    start_local(&w, "c-1", None, None, None);
+    let now = preloop_shared::time::Timestamp::now().to_iso_z();
+    std::fs::create_dir_all(w.home.join("log")).unwrap();
+    std::fs::write(
+        w.home.join("log/hooks.log"),
+        format!(
+            "{now} gemini BeforeTool mode=local session=g-1 outcome=ok notes=0 ms=3\n\
+             {now} gemini AfterTool mode=local session=g-1 outcome=ok notes=0 ms=3\n\
+             {now} gemini BeforeTool mode=local session=g-1 outcome=ok notes=0 ms=3\n\
+             {now} copilot preToolUse mode=local session=c-1 outcome=ok notes=0 ms=3\n"
+        ),
+    )
+    .unwrap();
+    let v = w.json(&["sessions", "list", "--json"]);
+    let row = |id: &str| v["sessions"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap().clone();
+    assert_eq!(row("g-1")["tool_calls"], 2, "{v}");
+    assert_eq!(row("c-1")["tool_calls"], 1, "{v}");
+    assert_eq!(row("g-1")["model_calls"], Value::Null, "{v}");
+}
+
+#[test]
 fn sessions_list_shows_30_unless_told_and_says_what_it_left_out() {
     // N13: an account-wide list has a default limit and a way to ask for more.
     let w = World::local("op-limit");
@@ -608,7 +635,9 @@ fn server_sessions_list_filters_run_server_side_and_hide_the_identity_session() 
     let row = |id: &str| all["sessions"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap().clone();
     assert_eq!(row("gone")["state"], "ended", "an ended run is never live");
     assert_eq!(row("kid")["tool_calls"], 1);
-    assert_eq!(row("kid")["model_calls"], 0, "hook-only runs report no model calls");
+    // The server counts model calls through its gateway only: for a run seen
+    // through hooks alone its 0 means "not counted", shown as unknown (N14).
+    assert_eq!(row("kid")["model_calls"], Value::Null, "hook-only runs: model calls not counted");
     assert_eq!(row("kid")["runtime_session_id"], kid.as_str());
     s.clear_requests();
     let f = |args: &[&str]| {
