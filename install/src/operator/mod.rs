@@ -12,6 +12,10 @@
 //! [`Receipt`] (`receipt`, `cancel`, `notes`), and a session is a
 //! [`SessionRef`] (found by `find_session`) or a
 //! [`preloop_shared::operator::SessionRow`] (listed by `sessions`).
+//!
+//! What the user types is resolved once, on top of the seam, for both modes:
+//! [`ids`] takes a session or note id, or a unique start of one, as git and
+//! docker do.
 
 pub mod ids;
 pub mod local;
