@@ -64,11 +64,13 @@ Ids work as in git: a start of an id that several sessions share exits 2 and nam
 known session has or starts with exits 1 and nothing is queued. For a session that has not started
 yet, give its full id and --not-started (the local inbox keeps the note for it; a server refuses a
 session it does not know); a full id alone is not enough, as a mistyped one would wait for a
-session that never comes. A session that has ended is named on stderr before the note is queued. --json prints {schema, note_id, target, notes} (with --wait: the final
-receipt, or {schema, notes, total} for several). --wait shows progress on a terminal; exit codes:
-0 delivered, 3 undeliverable, expired, cancelled or its session ended, 4 still pending when the
-time ran out or on Ctrl-C or SIGTERM (the note stays pending: `preloop-hooks notes cancel ID`), 1
-any other error, 2 usage.";
+session that never comes. A session that has ended is named on stderr before the note is queued.
+
+--json prints {schema, note_id, target, notes} (with --wait: the final receipt, or {schema, notes,
+total} for several). --wait shows progress on a terminal; exit codes: 0 delivered, 3
+undeliverable, expired, cancelled or its session ended, 4 still pending when the time ran out or
+on Ctrl-C or SIGTERM (the note stays pending: `preloop-hooks notes cancel ID`), 1 any other error,
+2 usage.";
 
 const LIST_EXAMPLES: &str = "Examples:
   preloop-hooks notes list --session 801fb481
