@@ -22,17 +22,13 @@
 //! (`term`: also across SIGTSTP and SIGCONT).
 
 use crate::notes;
-use crate::ops::{Backend, Ops, SessionRef};
+use crate::operator::{NewNote, NotesOf, Operator, SessionRef, Socket, To};
+use crate::ops::Ops;
 use crate::output::{self, clip, safe_line};
-use crate::server_op::ServerOperator;
 use crate::term::{self, Key, LineEditor, RawMode};
 use crate::transcript::{Follower, Happening};
 use clap::Args;
-use preloop_shared::config::Config;
-use preloop_shared::local::LocalInbox;
-use preloop_shared::operator::{
-    ActivityItem, AttachMessage, Author, JSON_SCHEMA_VERSION, Receipt, SendNoteBody, SendRequest, Target,
-};
+use preloop_shared::operator::{ActivityItem, AttachMessage, JSON_SCHEMA_VERSION, Receipt, ReceiptState};
 use preloop_shared::time::Timestamp;
 use preloop_shared::{Error, Result};
 use serde::Serialize;
@@ -45,9 +41,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub const HELP: &str = "Examples:
-  preloop-hooks sessions attach 5a3e0c1e-…             # watch; type a line + Enter to send it as a note
-  preloop-hooks sessions attach 5a3e… --json | jq .    # one JSON event per line
-  echo \"Use the staging database.\" | preloop-hooks sessions attach 5a3e…
+  preloop-hooks sessions attach 801fb481                # watch; type a line + Enter to send it as a note
+  preloop-hooks sessions attach 801fb481 --json | jq .  # one JSON event per line
+  echo \"Use the staging database.\" | preloop-hooks sessions attach 801fb481
 
 Shows prompts, tool calls (with their arguments from the harness transcript on the agent's own
 machine; the server keeps only their sizes), model calls, approvals waiting on a human, notes sent
@@ -58,7 +54,7 @@ the session ends or you leave.";
 
 #[derive(Args)]
 pub struct AttachArgs {
-    /// The session: its harness session id or its runtime id (`sessions list --wide`).
+    /// The session: its harness session id or its runtime id, or a unique start of one (the ID `sessions list` prints).
     id: String,
     /// One JSON event per line.
     #[arg(long)]
@@ -100,22 +96,25 @@ enum Msg {
     InputClosed,
     /// The session ended (after its last receipts were read).
     Ended,
+    /// A source has sent its history (what happened before attach).
+    Caught,
 }
 
 /// What the watchers share with the main loop.
 struct Shared {
     stop: AtomicBool,
     /// Note id → last state shown.
-    notes: Mutex<HashMap<String, String>>,
+    notes: Mutex<HashMap<String, ReceiptState>>,
 }
 
 pub fn run(a: AttachArgs) -> Result<()> {
     let ops = Ops::load()?;
-    let s = ops.find_session(&a.id)?.ok_or_else(|| {
+    let mode = ops.mode();
+    let s = crate::operator::ids::session(ops.op.as_ref(), &a.id)?.ok_or_else(|| {
         Error::NotFound(format!(
             "no session {} {} (`preloop-hooks sessions list` shows them)",
             safe_line(&a.id),
-            if ops.is_local() { "on this machine" } else { "in this account" }
+            mode.where_known()
         ))
     })?;
     notes::catch_interrupt();
@@ -127,7 +126,7 @@ pub fn run(a: AttachArgs) -> Result<()> {
     first.text = Some(format!(
         "{} ({} mode{})",
         s.name(),
-        ops.mode(),
+        mode.as_str(),
         if s.name() != s.runtime_id { format!(", runtime id {}", s.runtime_id) } else { String::new() }
     ));
     let _ = tx.send(Msg::Event(first));
@@ -140,13 +139,11 @@ pub fn run(a: AttachArgs) -> Result<()> {
         e.text = Some("this session's hooks did not run on this machine: tool arguments are not known here (the server keeps only their sizes)".into());
         let _ = tx.send(Msg::Event(e));
     }
-    match &ops.backend {
-        Backend::Server(_) => {
-            let config = ops.config.clone();
-            spawn_server_poller(config.clone(), s.clone(), transcript.is_some(), history, tx.clone(), shared.clone());
-            spawn_socket(config, s.runtime_id.clone(), tx.clone(), shared.clone());
-        }
-        Backend::Local(_) => spawn_local_poller(ops.config.clone(), s.clone(), tx.clone(), shared.clone()),
+    // The transcript and the poller each send their history, then `Caught`.
+    let sources = 1 + usize::from(transcript.is_some());
+    spawn_poller(ops.op.clone(), s.clone(), transcript.is_some(), history, tx.clone(), shared.clone());
+    if let Some(socket) = ops.op.socket(&s) {
+        spawn_socket(socket, tx.clone(), shared.clone());
     }
     let raw = if tty { RawMode::enter() } else { None };
     if !a.no_input {
@@ -157,7 +154,7 @@ pub fn run(a: AttachArgs) -> Result<()> {
         term::watch_resize();
     }
     let mut view = View { tty: raw.is_some(), json: a.json, editor: LineEditor::default(), width: term::width() };
-    let result = main_loop(&ops, &s, &rx, &shared, &mut view);
+    let result = main_loop(ops.op.as_ref(), &s, &rx, &shared, &mut view, sources);
     shared.stop.store(true, Ordering::SeqCst);
     if view.tty {
         let _ = output::redraw("", false);
@@ -256,12 +253,43 @@ pub fn format_event(e: &Event) -> String {
     format!("{t}  {label:<10}  {}", parts.join("  "))
 }
 
-fn main_loop(ops: &Ops, s: &SessionRef, rx: &Receiver<Msg>, shared: &Shared, view: &mut View) -> Result<()> {
+/// The history, held until every source has sent its own, then shown in
+/// time order (the sources are threads: their first batches interleave).
+struct History {
+    waiting: usize,
+    held: Vec<Event>,
+    until: Instant,
+}
+
+impl History {
+    /// How long the history waits for a slow source (a server that does not answer).
+    const PATIENCE: Duration = Duration::from_secs(3);
+
+    fn flush(&mut self, view: &mut View) -> Result<()> {
+        self.waiting = 0;
+        let mut held = std::mem::take(&mut self.held);
+        held.sort_by_key(|e| e.at);
+        held.iter().try_for_each(|e| view.show(e))
+    }
+}
+
+fn main_loop(
+    op: &dyn Operator,
+    s: &SessionRef,
+    rx: &Receiver<Msg>,
+    shared: &Shared,
+    view: &mut View,
+    sources: usize,
+) -> Result<()> {
     view.prompt()?;
     let mut input_open = true;
+    let mut history = History { waiting: sources, held: Vec::new(), until: Instant::now() + History::PATIENCE };
     loop {
         if notes::interrupted() || term::leave_requested() {
             return Ok(());
+        }
+        if history.waiting > 0 && Instant::now() >= history.until {
+            history.flush(view)?;
         }
         let msg = match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(m) => m,
@@ -272,17 +300,25 @@ fn main_loop(ops: &Ops, s: &SessionRef, rx: &Receiver<Msg>, shared: &Shared, vie
                 }
                 continue;
             }
-            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            Err(RecvTimeoutError::Disconnected) => return history.flush(view),
         };
         match msg {
+            // The header shows at once; the rest of the history waits for its sources.
+            Msg::Event(e) if history.waiting > 0 && e.kind != "attached" => history.held.push(e),
             Msg::Event(e) => view.show(&e)?,
-            Msg::Ended => return Ok(()),
+            Msg::Caught => {
+                history.waiting = history.waiting.saturating_sub(1);
+                if history.waiting == 0 {
+                    history.flush(view)?;
+                }
+            }
+            Msg::Ended => return history.flush(view),
             Msg::InputClosed => input_open = false,
             Msg::Byte(b) => match view.editor.feed(b) {
                 Key::Quit => return Ok(()),
                 Key::Line(l) => {
                     if !l.trim().is_empty() {
-                        send_note(ops, s, &l, shared, view)?;
+                        send_note(op, s, &l, shared, view)?;
                     }
                     view.prompt()?;
                 }
@@ -290,7 +326,7 @@ fn main_loop(ops: &Ops, s: &SessionRef, rx: &Receiver<Msg>, shared: &Shared, vie
             },
             Msg::Line(l) => {
                 if !l.trim().is_empty() {
-                    send_note(ops, s, &l, shared, view)?;
+                    send_note(op, s, &l, shared, view)?;
                 }
             }
         }
@@ -298,33 +334,17 @@ fn main_loop(ops: &Ops, s: &SessionRef, rx: &Receiver<Msg>, shared: &Shared, vie
     }
 }
 
-fn send_note(ops: &Ops, s: &SessionRef, text: &str, shared: &Shared, view: &mut View) -> Result<()> {
-    let sent: Result<Receipt> = match &ops.backend {
-        Backend::Local(ib) => ib.send(&SendRequest {
-            text: text.to_string(),
-            target: Target::Session(s.name().to_string()),
-            next_session: false,
-            expires_in_secs: None,
-            author: Author {
-                display: std::env::var("USER").ok().filter(|u| !u.is_empty()).or(Some("local operator".into())),
-                auth_method: Some("local".into()),
-                ..Author::default()
-            },
-        }),
-        Backend::Server(srv) => srv
-            .send(&SendNoteBody {
-                text: text.to_string(),
-                runtime_session_id: Some(s.runtime_id.clone()),
-                ..SendNoteBody::default()
-            })
-            .and_then(|v| v.into_iter().next().ok_or_else(|| Error::NotFound("no note was sent".into()))),
-    };
+fn send_note(op: &dyn Operator, s: &SessionRef, text: &str, shared: &Shared, view: &mut View) -> Result<()> {
+    let to = To::Session { id: s.name().to_string(), found: Some(s.clone()) };
+    let sent = op
+        .send(&to, &NewNote { text: text.to_string(), ..NewNote::default() })
+        .and_then(|sent| sent.receipts.into_iter().next().ok_or_else(|| Error::NotFound("no note was sent".into())));
     match sent {
         Ok(r) => {
             shared.notes.lock().unwrap_or_else(|e| e.into_inner()).insert(r.note_id.clone(), r.state.clone());
             let mut e = ev("note_sent", "attach");
             e.note_id = Some(r.note_id.clone());
-            e.state = Some(r.state.clone());
+            e.state = Some(r.state.to_string());
             e.text = Some(r.text.clone());
             view.show(&e)
         }
@@ -353,6 +373,7 @@ fn spawn_transcript(path: PathBuf, history: usize, tx: Sender<Msg>, shared: Arc<
     std::thread::spawn(move || {
         let mut f = Follower::new(path);
         let mut first = true;
+        let mut caught = false;
         loop {
             let mut got = f.poll();
             if first {
@@ -384,6 +405,10 @@ fn spawn_transcript(path: PathBuf, history: usize, tx: Sender<Msg>, shared: Arc<
                     return;
                 }
             }
+            if !caught {
+                caught = true;
+                let _ = tx.send(Msg::Caught);
+            }
             if !sleep_unless_stopped(&shared, Duration::from_millis(300)) {
                 return;
             }
@@ -404,7 +429,7 @@ fn receipt_events(receipts: &[Receipt], shared: &Shared, source: &'static str) -
                 let mut e = ev("note_state", source);
                 e.at = r.last_transition().or(e.at);
                 e.note_id = Some(r.note_id.clone());
-                e.state = Some(r.state.clone());
+                e.state = Some(r.state.to_string());
                 e.detail = r.undeliverable_reason.clone().or(r.delivery_event.clone());
                 out.push(e);
             }
@@ -412,7 +437,7 @@ fn receipt_events(receipts: &[Receipt], shared: &Shared, source: &'static str) -
                 let mut e = ev("note_sent", source);
                 e.at = r.created_at.or(e.at);
                 e.note_id = Some(r.note_id.clone());
-                e.state = Some(r.state.clone());
+                e.state = Some(r.state.to_string());
                 e.text = Some(r.text.clone());
                 e.detail = r.author.display.as_ref().map(|d| format!("from {d}")).map(|d| {
                     match r.undeliverable_reason.as_ref().or(r.delivery_event.as_ref()) {
@@ -435,38 +460,6 @@ fn ended_event(at: Option<Timestamp>, source: &'static str) -> Event {
     e
 }
 
-fn spawn_local_poller(config: Config, s: SessionRef, tx: Sender<Msg>, shared: Arc<Shared>) {
-    std::thread::spawn(move || {
-        let ib = LocalInbox::new(&config.home, config.settings.note_ttl_secs);
-        let name = s.name().to_string();
-        let receipts = || -> Vec<Receipt> {
-            let mut all = ib.list().unwrap_or_default();
-            all.retain(|r| r.external_session_id.as_deref() == Some(name.as_str()));
-            all
-        };
-        loop {
-            for e in receipt_events(&receipts(), &shared, "inbox") {
-                if tx.send(Msg::Event(e)).is_err() {
-                    return;
-                }
-            }
-            if let Some(end) = ib.resolve_session(&name).and_then(|f| f.ended_at) {
-                // One more look at the receipts SessionEnd just changed.
-                std::thread::sleep(Duration::from_millis(300));
-                for e in receipt_events(&receipts(), &shared, "inbox") {
-                    let _ = tx.send(Msg::Event(e));
-                }
-                let _ = tx.send(Msg::Event(ended_event(Some(end), "session")));
-                let _ = tx.send(Msg::Ended);
-                return;
-            }
-            if !sleep_unless_stopped(&shared, Duration::from_millis(500)) {
-                return;
-            }
-        }
-    });
-}
-
 fn activity_event(item: &ActivityItem, with_transcript: bool) -> Option<Event> {
     let kind = item.activity_type.as_str();
     let mut e = match kind {
@@ -485,6 +478,8 @@ fn activity_event(item: &ActivityItem, with_transcript: bool) -> Option<Event> {
         }
         // Delivered notes: the receipts say so.
         "agent_control_message" => return None,
+        // The end: the session's own `ended` line says it, once.
+        "session_ended" | "session_end" => return None,
         "session_started" => {
             let mut e = ev("session_started", "timeline");
             e.text = item.summary.clone();
@@ -512,8 +507,11 @@ fn activity_key(i: &ActivityItem) -> String {
         .unwrap_or_else(|| format!("{}@{}", i.activity_type, i.timestamp.map(|t| t.0).unwrap_or_default()))
 }
 
-fn spawn_server_poller(
-    config: Config,
+/// Follow the session on the operator's side: its activity timeline (the
+/// server's; none on the local inbox), the receipts of its notes, the
+/// approvals waiting on a human, and its end.
+fn spawn_poller(
+    op: Arc<dyn Operator>,
     s: SessionRef,
     with_transcript: bool,
     history: usize,
@@ -521,19 +519,22 @@ fn spawn_server_poller(
     shared: Arc<Shared>,
 ) {
     std::thread::spawn(move || {
-        let Ok(Some(srv)) = ServerOperator::from_config(&config) else { return };
-        let rid = s.runtime_id.clone();
+        let pace = op.pace();
+        let source = op.mode().receipts_source();
+        let of = NotesOf::Session(s.clone());
+        let receipts = || op.notes(&of, None).map(|r| receipt_events(&r, &shared, source)).unwrap_or_default();
         let mut seen: HashSet<String> = HashSet::new();
         let mut first = true;
         let mut approvals: Option<u64> = None;
         let mut warned = false;
+        let mut caught = false;
         let send = |e: Event| tx.send(Msg::Event(e)).is_ok();
         loop {
             let mut events = Vec::new();
-            match srv.activity(&rid, 100) {
-                Ok(page) => {
+            match op.timeline(&s, 100) {
+                Ok(items) => {
                     let mut items: Vec<ActivityItem> =
-                        page.items.into_iter().filter(|i| !seen.contains(&activity_key(i))).collect();
+                        items.into_iter().filter(|i| !seen.contains(&activity_key(i))).collect();
                     items.reverse(); // oldest first
                     if first {
                         let skip = items.len().saturating_sub(history);
@@ -554,25 +555,24 @@ fn spawn_server_poller(
                 }
                 Err(_) => {}
             }
-            if let Ok(receipts) = srv.list(&[("runtime_session_id", rid.clone()), ("limit", "50".into())]) {
-                events.extend(receipt_events(&receipts, &shared, "receipts"));
-            }
+            events.extend(receipts());
             first = false;
             let mut ended = None;
-            if let Ok(item) = srv.runtime_session(&rid) {
-                let n = item.pending_approval_count.unwrap_or(0);
-                if approvals != Some(n) && (n > 0 || approvals.is_some_and(|a| a > 0)) {
-                    let mut e = ev("approval_waiting", "session");
-                    e.state = Some(n.to_string());
-                    e.text = Some(if n == 0 {
-                        "no approval waits on a human any more".into()
-                    } else {
-                        format!("{n} approval(s) waiting on a human")
-                    });
-                    events.push(e);
+            if let Ok(now) = op.session_now(&s) {
+                if let Some(n) = now.pending_approvals {
+                    if approvals != Some(n) && (n > 0 || approvals.is_some_and(|a| a > 0)) {
+                        let mut e = ev("approval_waiting", "session");
+                        e.state = Some(n.to_string());
+                        e.text = Some(if n == 0 {
+                            "no approval waits on a human any more".into()
+                        } else {
+                            format!("{n} approval(s) waiting on a human")
+                        });
+                        events.push(e);
+                    }
+                    approvals = Some(n);
                 }
-                approvals = Some(n);
-                ended = item.ended_at;
+                ended = now.ended_at;
             }
             events.sort_by_key(|e| e.at);
             for e in events {
@@ -580,19 +580,21 @@ fn spawn_server_poller(
                     return;
                 }
             }
+            if !caught {
+                caught = true;
+                let _ = tx.send(Msg::Caught);
+            }
             if let Some(end) = ended {
                 // The hooks' SessionEnd may still be settling receipts.
-                std::thread::sleep(Duration::from_millis(1500));
-                if let Ok(receipts) = srv.list(&[("runtime_session_id", rid.clone()), ("limit", "50".into())]) {
-                    for e in receipt_events(&receipts, &shared, "receipts") {
-                        send(e);
-                    }
+                std::thread::sleep(pace.settle);
+                for e in receipts() {
+                    send(e);
                 }
                 send(ended_event(Some(end), "session"));
                 let _ = tx.send(Msg::Ended);
                 return;
             }
-            if !sleep_unless_stopped(&shared, Duration::from_secs(2)) {
+            if !sleep_unless_stopped(&shared, pace.poll) {
                 return;
             }
         }
@@ -601,16 +603,14 @@ fn spawn_server_poller(
 
 /// The attach socket (`ws://`, or `wss://` for an https server, with the
 /// web PKI roots). Relays what arrives; answers nothing but pings.
-fn spawn_socket(config: Config, rid: String, tx: Sender<Msg>, shared: Arc<Shared>) {
+fn spawn_socket(socket: Socket, tx: Sender<Msg>, shared: Arc<Shared>) {
     std::thread::spawn(move || {
-        let Ok(Some(srv)) = ServerOperator::from_config(&config) else { return };
         let info = |text: String| {
             let mut e = ev("info", "socket");
             e.text = Some(text);
             let _ = tx.send(Msg::Event(e));
         };
-        let url = srv.socket_url(&rid);
-        let mut ws = match connect_socket(&url, &srv) {
+        let mut ws = match connect_socket(&socket) {
             Ok(ws) => ws,
             Err(why) => {
                 info(format!("the attach socket is not available ({why}); following the session over REST"));
@@ -625,7 +625,7 @@ fn spawn_socket(config: Config, rid: String, tx: Sender<Msg>, shared: Arc<Shared
             }
             match ws.read() {
                 Ok(tungstenite::Message::Text(t)) => {
-                    let text = srv.clean(t.as_str());
+                    let text = socket.clean(t.as_str());
                     let m: AttachMessage = serde_json::from_str(&text).unwrap_or_default();
                     let e = match m.kind.as_str() {
                         "pong" | "heartbeat" => None,
@@ -673,9 +673,10 @@ fn spawn_socket(config: Config, rid: String, tx: Sender<Msg>, shared: Arc<Shared
     });
 }
 
-type Socket = tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<std::net::TcpStream>>;
+type WebSocket = tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<std::net::TcpStream>>;
 
-fn connect_socket(url: &str, srv: &ServerOperator) -> std::result::Result<Socket, String> {
+fn connect_socket(socket: &Socket) -> std::result::Result<WebSocket, String> {
+    let url = socket.url.as_str();
     use tungstenite::client::IntoClientRequest;
     let (tls, rest) = match url.split_once("://") {
         Some(("wss", r)) => (true, r),
@@ -698,7 +699,7 @@ fn connect_socket(url: &str, srv: &ServerOperator) -> std::result::Result<Socket
     // A handle on the same socket, to shorten its read timeout after the handshake.
     let same = stream.try_clone().map_err(|e| preloop_shared::http::describe_io(&e))?;
     let mut req = url.into_client_request().map_err(|e| e.to_string())?;
-    let auth = format!("Bearer {}", srv.token().expose());
+    let auth = format!("Bearer {}", socket.token.expose());
     req.headers_mut().insert(
         "Authorization",
         tungstenite::http::HeaderValue::from_str(&auth).map_err(|_| "unusable token".to_string())?,
@@ -715,7 +716,7 @@ fn connect_socket(url: &str, srv: &ServerOperator) -> std::result::Result<Socket
         tungstenite::Connector::Plain
     };
     let (ws, _) = tungstenite::client_tls_with_config(req, stream, None, Some(connector)).map_err(|e| match e {
-        tungstenite::HandshakeError::Failure(f) => srv.clean(&f.to_string()),
+        tungstenite::HandshakeError::Failure(f) => socket.clean(&f.to_string()),
         tungstenite::HandshakeError::Interrupted(_) => "the handshake timed out".into(),
     })?;
     let _ = same.set_read_timeout(Some(Duration::from_millis(500)));

@@ -22,6 +22,7 @@ pub mod links;
 pub mod login;
 pub mod multicall;
 pub mod notes;
+pub mod operator;
 pub mod ops;
 pub mod output;
 pub mod probe;

@@ -2,20 +2,17 @@
 //! routes (server mode, user token) or the local inbox (local mode), with
 //! the same targets, rules, messages and `--json` shapes in both modes.
 
-use crate::ops::{Backend, Ops, SessionRef};
+use crate::operator::{NewNote, NotesOf, Operator, Sent, SessionRef, To, ids};
+use crate::ops::Ops;
 use crate::output::{self, clip, safe, safe_line, time};
-use crate::server_op::ServerOperator;
 use clap::builder::PossibleValuesParser;
 use clap::{Args, Subcommand, ValueEnum};
-use preloop_shared::flow::is_uuid;
-use preloop_shared::local::{LocalInbox, MAX_NOTE_CHARS};
-use preloop_shared::operator::{Author, JSON_SCHEMA_VERSION, NOTE_STATES, Receipt, SendNoteBody, SendRequest, Target};
+use preloop_shared::local::MAX_NOTE_CHARS;
+use preloop_shared::operator::{JSON_SCHEMA_VERSION, NOTE_STATES, Receipt, ReceiptState};
 use preloop_shared::time::Timestamp;
-use preloop_shared::{Error, Harness, Result, fsutil};
+use preloop_shared::{Error, Harness, Result};
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 #[derive(Subcommand)]
@@ -28,55 +25,62 @@ pub enum NotesCmd {
     List(ListArgs),
     /// Show one note's receipt (state, channel, event, times).
     #[command(
-        after_help = "Examples:\n  preloop-hooks notes status 3f2a9c0d1e4b5a6c\n  preloop-hooks notes status 3f2a9c0d1e4b5a6c --json | jq -r .state\n\nExit codes: 0 found, 1 not found or another error."
+        after_help = "Examples:\n  preloop-hooks notes status 3f2a9c0d1e4b5a6c\n  preloop-hooks notes status 3f2a9c0d --json | jq -r .state   # a unique start of the id will do\n\nExit codes: 0 found, 1 not found or another error, 2 not a note id or a start several notes share."
     )]
     Status(IdArgs),
     /// Withdraw a note that has not been delivered yet.
     #[command(
-        after_help = "Example:\n  preloop-hooks notes cancel 3f2a9c0d1e4b5a6c\n\nOnly a pending note can be cancelled: exit 0 when this call cancelled it. A note in any other state\n(delivered, undeliverable, expired, already cancelled) is shown unchanged and the command exits 1."
+        after_help = "Example:\n  preloop-hooks notes cancel 3f2a9c0d     # the note id, or a unique start of it\n\nOnly a pending note can be cancelled: exit 0 when this call cancelled it. A note in any other state\n(delivered, undeliverable, expired, already cancelled) is shown unchanged and the command exits 1."
     )]
     Cancel(IdArgs),
 }
 
 const SEND_EXAMPLES: &str = "Examples:
-  preloop-hooks notes send --session 5a3e0c1e-… \"Stop refactoring the tests, ship the fix.\"
+  preloop-hooks notes send --session 801fb481 \"Stop refactoring the tests, ship the fix.\"
   preloop-hooks notes send --alias worker-1 --expires-in 2h \"Deploy to eu-west-1.\"
   preloop-hooks notes send --children all \"Wrap up and push.\"      # from a conductor's Bash tool
   preloop-hooks notes send --next claude-code \"Run the checks first.\"
-  preloop-hooks notes send --session 5a3e… --wait 5m \"Run the final checks.\"
-  cat <<'NOTE' | preloop-hooks notes send --session 5a3e…
+  preloop-hooks notes send --session 801fb481 --wait 5m \"Run the final checks.\"
+  preloop-hooks notes send --session \"$ID\" --not-started \"Read AGENTS.md first.\"  # before it starts
+  cat <<'NOTE' | preloop-hooks notes send --session 801fb481
   Two things:
   1. the cluster is eu-west-1
   2. do not touch the tests
   NOTE
 
 Targets (exactly one):
-  --session ID          a session: its harness session id or its runtime session id
+  --session ID          a session: its harness or runtime session id, or a unique start of
+                        one (4+ characters; the ID `sessions list` prints)
   --alias NAME          the live session started with PRELOOP_SESSION_ALIAS=NAME
   --children latest|all the live runs a session started (from inside a Claude Code or
                         Cursor run: that run; or --parent SESSION); `all`: one note each,
                         at most 20
   --execution ID        the session a flow execution runs on
   --next HARNESS        the next session of a harness that starts after the note
-  --agent ID            a managed agent's current or next session (server mode)
+  --agent ID|NAME       a managed agent's current or next session (server mode; the id or the
+                        name `sessions list --agent` takes)
 
-A session that has ended, or that has not started, is named on stderr before the note is queued
-(the local inbox keeps a note for a session that has not started yet; a server refuses a session
-it does not know). --json prints {schema, note_id, target, notes} (with --wait: the final
-receipt, or {schema, notes, total} for several). --wait shows progress on a terminal; exit codes:
-0 delivered, 3 undeliverable, expired, cancelled or its session ended, 4 still pending when the
-time ran out or on Ctrl-C (the note stays pending: `preloop-hooks notes cancel ID`), 1 any other
-error, 2 usage.";
+Ids work as in git: a start of an id that several sessions share exits 2 and names them; an id no
+known session has or starts with exits 1 and nothing is queued. For a session that has not started
+yet, give its full id and --not-started (the local inbox keeps the note for it; a server refuses a
+session it does not know); a full id alone is not enough, as a mistyped one would wait for a
+session that never comes. A session that has ended is named on stderr before the note is queued.
+
+--json prints {schema, note_id, target, notes} (with --wait: the final receipt, or {schema, notes,
+total} for several). --wait shows progress on a terminal; exit codes: 0 delivered, 3
+undeliverable, expired, cancelled or its session ended, 4 still pending when the time ran out or
+on Ctrl-C or SIGTERM (the note stays pending: `preloop-hooks notes cancel ID`), 1 any other error,
+2 usage.";
 
 const LIST_EXAMPLES: &str = "Examples:
-  preloop-hooks notes list --session 5a3e0c1e-…
+  preloop-hooks notes list --session 801fb481
   preloop-hooks notes list --alias worker-1 --state pending --json
   preloop-hooks notes list --children all
-  preloop-hooks notes list --agent 0b0d… (server mode)
+  preloop-hooks notes list --agent \"Release worker\" (server mode; an agent id or name)
   preloop-hooks notes list --all -o id
 
-Targets (exactly one): --session ID, --alias NAME, --children latest|all [--parent SESSION],
---execution ID, --agent ID (server mode), --all (every note). --state: pending, claimed,
+Targets (exactly one): --session ID (or a unique start of one), --alias NAME, --children latest|all [--parent SESSION],
+--execution ID, --agent ID|NAME (server mode), --all (every note). --state: pending, claimed,
 delivered, acknowledged, cancelled, expired, failed, undeliverable.";
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -91,12 +95,12 @@ fn harness_values() -> PossibleValuesParser {
     PossibleValuesParser::new(Harness::all().map(|h| h.slug()))
 }
 
-#[derive(Args)]
+#[derive(Args, Default)]
 #[group(skip)]
 #[command(group(clap::ArgGroup::new("target").multiple(false)))]
 pub struct TargetArgs {
     /// A session: its harness session id (Claude Code session_id, Codex session id, Cursor
-    /// conversation_id) or its runtime session id.
+    /// conversation_id) or its runtime session id, or a unique start of one (the ID `sessions list` prints).
     #[arg(long, group = "target", value_name = "ID")]
     session: Option<String>,
     /// The live session started with PRELOOP_SESSION_ALIAS=NAME.
@@ -111,8 +115,8 @@ pub struct TargetArgs {
     /// The next session of a harness that starts after this note.
     #[arg(long, group = "target", value_name = "HARNESS", value_parser = harness_values())]
     next: Option<String>,
-    /// A managed agent (server mode): its current session, or the next one it opens.
-    #[arg(long, group = "target", value_name = "ID")]
+    /// A managed agent (server mode), by its id or display name: its current session, or the next one it opens.
+    #[arg(long, group = "target", value_name = "ID|NAME")]
     agent: Option<String>,
     /// A runtime session id (older spelling; --session takes it too).
     #[arg(long = "runtime-session", group = "target", value_name = "ID", hide = true)]
@@ -129,6 +133,11 @@ pub struct TargetArgs {
 pub struct SendArgs {
     #[command(flatten)]
     target: TargetArgs,
+    /// With --session: the session has not started yet, so take its id as typed (the local inbox
+    /// keeps the note for it; a server refuses a session it does not know). Without it, an id no
+    /// known session has or starts with is refused.
+    #[arg(long)]
+    not_started: bool,
     /// With --agent: only a session started after this note may take it.
     #[arg(long)]
     next_session: bool,
@@ -148,11 +157,11 @@ pub struct SendArgs {
     text: Option<String>,
 }
 
-#[derive(Args)]
+#[derive(Args, Default)]
 #[group(skip)]
 #[command(group(clap::ArgGroup::new("list_target").multiple(false)))]
 pub struct ListArgs {
-    /// Notes of this session (harness session id or runtime id).
+    /// Notes of this session (harness session id or runtime id, or a unique start of one).
     #[arg(long, group = "list_target", value_name = "ID")]
     session: Option<String>,
     /// Notes of the sessions with this alias.
@@ -164,8 +173,8 @@ pub struct ListArgs {
     /// Notes of a flow execution.
     #[arg(long, group = "list_target", value_name = "ID")]
     execution: Option<String>,
-    /// Notes of a managed agent (server mode).
-    #[arg(long, group = "list_target", value_name = "ID")]
+    /// Notes of a managed agent (server mode), by its id or display name.
+    #[arg(long, group = "list_target", value_name = "ID|NAME")]
     agent: Option<String>,
     /// Every note (server mode: of every agent of the account).
     #[arg(long, group = "list_target")]
@@ -188,7 +197,7 @@ pub struct ListArgs {
 
 #[derive(Args)]
 pub struct IdArgs {
-    /// The note id (16 hex characters).
+    /// The note id: 16 hex characters, or the first 4 or more of one when no other note starts so.
     note_id: String,
     /// Print the receipt as JSON.
     #[arg(long)]
@@ -199,106 +208,88 @@ pub fn run_notes(cmd: NotesCmd) -> Result<()> {
     match cmd {
         NotesCmd::Send(a) => send(a),
         NotesCmd::List(a) => list(a),
-        NotesCmd::Status(a) => {
-            check_note_id(&a.note_id)?;
-            let ops = Ops::load()?;
-            let mut r = receipt(&ops, &a.note_id)?;
-            ops.fill(std::slice::from_mut(&mut r));
-            if a.json {
-                return output::json(&ReceiptOut::new(&r));
-            }
-            print_receipt(&r)?;
-            // The one receipt that can over-report (docs/guarantees.md):
-            // a note the server recorded delivered at its claim that no
-            // output carried, because the session ended first.
-            match preloop_shared::session::uncarried_by(&ops.config.home, &r.note_id) {
-                Some(s) if r.state == "delivered" => output::print_pairs(&[(
-                    "carried",
-                    format!(
-                        "never: session {} ended before a hook could show it (the server recorded it delivered when it was claimed)",
-                        safe_line(&s)
-                    ),
-                )]),
-                _ => Ok(()),
-            }
-        }
-        NotesCmd::Cancel(a) => {
-            check_note_id(&a.note_id)?;
-            let ops = Ops::load()?;
-            let before = receipt(&ops, &a.note_id)?;
-            let was_pending = before.state == "pending";
-            let mut r = if was_pending {
-                match &ops.backend {
-                    Backend::Local(ib) => ib.cancel(&a.note_id)?,
-                    Backend::Server(s) => s.cancel(&a.note_id)?,
-                }
-            } else {
-                before
-            };
-            ops.fill(std::slice::from_mut(&mut r));
-            if a.json {
-                output::json(&ReceiptOut::new(&r))?;
-            }
-            if !was_pending || r.state != "cancelled" {
-                let state = match (r.state.as_str(), r.cancelled_at) {
-                    ("cancelled", Some(t)) => format!("already cancelled (at {})", time(Some(t))),
-                    (st, _) => format!(
-                        "{st}{}",
-                        r.undeliverable_reason.as_deref().map(|x| format!(" ({})", safe_line(x))).unwrap_or_default()
-                    ),
-                };
-                return Err(Error::Refused(format!(
-                    "note {} is {state}; only a pending note can be cancelled",
-                    r.note_id
-                )));
-            }
-            if a.json {
-                return Ok(());
-            }
-            output::line(&format!("cancelled {}", r.note_id))
-        }
+        NotesCmd::Status(a) => status(a),
+        NotesCmd::Cancel(a) => cancel(a),
     }
 }
 
-fn check_note_id(id: &str) -> Result<()> {
-    if id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Ok(())
-    } else {
-        Err(Error::Usage(format!("{:?} is not a note id (16 hex characters, e.g. 3f2a9c0d1e4b5a6c)", clip(id, 40))))
+/// ` (you typed X)` after an id the user typed differently.
+fn typed_note(typed: &str, shown: &str) -> String {
+    if typed == shown { String::new() } else { format!(" (you typed {})", safe_line(typed)) }
+}
+
+// ----- status and cancel ------------------------------------------------
+
+fn status(a: IdArgs) -> Result<()> {
+    let ops = Ops::load()?;
+    let id = ids::note(ops.op.as_ref(), &a.note_id)?;
+    let r = ops.op.receipt(&id)?;
+    if a.json {
+        return output::json(&ReceiptOut::new(&r));
+    }
+    print_receipt(&r)?;
+    // The one receipt that can over-report (docs/guarantees.md): a note the
+    // server recorded delivered at its claim that no output carried,
+    // because the session ended first.
+    match preloop_shared::session::uncarried_by(&ops.config.home, &r.note_id) {
+        Some(s) if r.state == ReceiptState::Delivered => output::print_pairs(&[(
+            "carried",
+            format!(
+                "never: session {} ended before a hook could show it (the server recorded it delivered when it was claimed)",
+                safe_line(&s)
+            ),
+        )]),
+        _ => Ok(()),
     }
 }
 
-fn receipt(ops: &Ops, id: &str) -> Result<Receipt> {
-    match &ops.backend {
-        Backend::Local(ib) => ib.status(id),
-        Backend::Server(s) => s.receipt(id),
+/// What `notes cancel` did: the receipt after the call, and why it did not
+/// cancel when it did not.
+#[derive(Debug)]
+struct Cancelled {
+    receipt: Receipt,
+    refused: Option<String>,
+}
+
+/// Only a pending note is cancelled; any other state is reported unchanged
+/// (with when it was cancelled, or why it was undeliverable).
+fn cancel_note(op: &dyn Operator, id: &str) -> Result<Cancelled> {
+    let before = op.receipt(id)?;
+    let was_pending = before.state == ReceiptState::Pending;
+    let r = if was_pending { op.cancel(id)? } else { before };
+    if was_pending && r.state == ReceiptState::Cancelled {
+        return Ok(Cancelled { receipt: r, refused: None });
     }
+    let state = match (&r.state, r.cancelled_at) {
+        (ReceiptState::Cancelled, Some(t)) => format!("already cancelled (at {})", time(Some(t))),
+        (st, _) => format!(
+            "{st}{}",
+            r.undeliverable_reason.as_deref().map(|x| format!(" ({})", safe_line(x))).unwrap_or_default()
+        ),
+    };
+    Ok(Cancelled {
+        refused: Some(format!("note {} is {state}; only a pending note can be cancelled", r.note_id)),
+        receipt: r,
+    })
+}
+
+fn cancel(a: IdArgs) -> Result<()> {
+    let ops = Ops::load()?;
+    let id = ids::note(ops.op.as_ref(), &a.note_id)?;
+    let c = cancel_note(ops.op.as_ref(), &id)?;
+    if a.json {
+        output::json(&ReceiptOut::new(&c.receipt))?;
+    }
+    if let Some(why) = c.refused {
+        return Err(Error::Refused(why));
+    }
+    if a.json {
+        return Ok(());
+    }
+    output::line(&format!("cancelled {}{}", c.receipt.note_id, typed_note(&a.note_id, &c.receipt.note_id)))
 }
 
 // ----- send -------------------------------------------------------------
-
-/// The target of a send, resolved enough to say what it is.
-#[derive(Debug, Clone)]
-enum Resolved {
-    /// One session (found, or by an id nobody knows yet).
-    Session {
-        id: String,
-        found: Option<SessionRef>,
-    },
-    Alias(String),
-    Children {
-        parent: SessionRef,
-        all: bool,
-    },
-    Execution(String),
-    Next(Harness),
-    /// `--harness H` without --next-session: its current or next session (local).
-    HarnessCurrent(Harness),
-    Agent {
-        agent_id: String,
-        next_session: bool,
-    },
-}
 
 /// What `notes send --json` prints (without --wait):
 /// `schemas/preloop-hooks/notes-send.schema.json`.
@@ -310,7 +301,7 @@ struct SendOut {
     notes: Vec<SentNote>,
 }
 
-#[derive(Serialize, Default, Clone)]
+#[derive(Serialize, Default, Clone, Debug, PartialEq)]
 struct TargetOut {
     /// session | alias | children | execution | next | agent
     kind: &'static str,
@@ -325,10 +316,51 @@ struct TargetOut {
     execution_id: Option<String>,
 }
 
+impl TargetOut {
+    /// The target as the command named it, completed with what the send
+    /// learned (the session an alias named, the agent of `--next`).
+    fn of(to: &To, sent: &Sent) -> TargetOut {
+        let t = match to {
+            To::Session { id, found } => TargetOut {
+                kind: "session",
+                session: Some(found.as_ref().and_then(|f| f.external_id.clone()).unwrap_or_else(|| id.clone())),
+                runtime_session_id: found.as_ref().map(|f| f.runtime_id.clone()),
+                ..TargetOut::default()
+            },
+            To::Alias(al) => TargetOut { kind: "alias", alias: Some(al.clone()), ..TargetOut::default() },
+            To::Children { parent, all } => TargetOut {
+                kind: "children",
+                children: Some(if *all { "all" } else { "latest" }),
+                parent_session_id: Some(parent.runtime_id.clone()),
+                ..TargetOut::default()
+            },
+            To::Execution(e) => TargetOut { kind: "execution", execution_id: Some(e.clone()), ..TargetOut::default() },
+            To::Next(h) | To::HarnessCurrent(h) => TargetOut {
+                kind: "next",
+                harness: Some(h.slug().into()),
+                next_session: matches!(to, To::Next(_)),
+                ..TargetOut::default()
+            },
+            To::Agent { agent_id, next_session } => TargetOut {
+                kind: "agent",
+                agent_id: Some(agent_id.clone()),
+                next_session: *next_session,
+                ..TargetOut::default()
+            },
+        };
+        TargetOut {
+            session: t.session.or_else(|| sent.session.clone()),
+            runtime_session_id: t.runtime_session_id.or_else(|| sent.runtime_session_id.clone()),
+            agent_id: t.agent_id.or_else(|| sent.agent_id.clone()),
+            ..t
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct SentNote {
     note_id: String,
-    state: String,
+    state: ReceiptState,
     session: Option<String>,
     runtime_session_id: Option<String>,
 }
@@ -367,12 +399,25 @@ fn parent_from_env(ops: &Ops, flag: Option<&String>) -> Result<String> {
     if let Some(p) = std::env::var("PRELOOP_PARENT_SESSION_ID").ok().filter(|p| !p.trim().is_empty()) {
         return Ok(p);
     }
-    let mode = if ops.is_local() { "local" } else { "server" };
-    preloop_shared::lineage::enclosing_session(&ops.config.home, mode).map(|f| f.runtime_session_id).ok_or_else(|| {
-        Error::Usage(
-            "--children needs the parent session: run it from inside a run (its shell tool: PRELOOP_PARENT_SESSION_ID or the process tree names that run), or pass --parent SESSION"
-                .into(),
-        )
+    preloop_shared::lineage::enclosing_session(&ops.config.home, ops.mode().as_str())
+        .map(|f| f.runtime_session_id)
+        .ok_or_else(|| {
+            Error::Usage(
+                "--children needs the parent session: run it from inside a run (its shell tool: PRELOOP_PARENT_SESSION_ID or the process tree names that run), or pass --parent SESSION"
+                    .into(),
+            )
+        })
+}
+
+/// The parent session of `--children`, known to the operator.
+fn parent_session(ops: &Ops, flag: Option<&String>) -> Result<SessionRef> {
+    let p = parent_from_env(ops, flag)?;
+    ids::session(ops.op.as_ref(), &p)?.ok_or_else(|| {
+        Error::NotFound(format!(
+            "the parent session {} is not known {} (`preloop-hooks sessions list` shows them)",
+            safe_line(&p),
+            ops.mode().where_known()
+        ))
     })
 }
 
@@ -380,15 +425,27 @@ fn no_target(what: &str) -> Error {
     Error::Usage(format!("name exactly one target {what}"))
 }
 
-fn resolve(ops: &Ops, t: &TargetArgs, next_session: bool) -> Result<Resolved> {
+/// The one target of `notes send`, resolved enough to say what it is, and
+/// refused when this side cannot take it.
+fn resolve(ops: &Ops, t: &TargetArgs, next_session: bool, not_started: bool) -> Result<To> {
     let harness = |s: &str| Harness::from_slug(s).ok_or_else(|| Error::Usage(format!("unknown harness {s:?}")));
     if next_session && t.agent.is_none() && t.harness.is_none() {
         return Err(Error::Usage("--next-session goes with --agent (or use --next HARNESS)".into()));
     }
-    if let Some(s) = t.session.as_ref().or(t.runtime_session.as_ref()) {
-        return Ok(Resolved::Session { id: s.clone(), found: ops.find_session(s)? });
+    let session = t.session.as_ref().or(t.runtime_session.as_ref());
+    if not_started && session.is_none() {
+        return Err(Error::Usage("--not-started goes with --session ID".into()));
     }
-    if let Some(a) = &t.alias {
+    let to = if let Some(s) = session {
+        // A session that has not started has no id to start with: only its
+        // full id, as typed, and only when the user says so.
+        let found = if not_started { ops.op.find_session(s)? } else { ids::session(ops.op.as_ref(), s)? };
+        if found.is_none() && !not_started {
+            mode_mismatch(ops, s, None);
+            return Err(ids::unknown_session(ops.op.as_ref(), s, true));
+        }
+        To::Session { id: s.clone(), found }
+    } else if let Some(a) = &t.alias {
         if a.is_empty() || a.len() > 64 || !a.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
         {
             return Err(Error::Usage(format!(
@@ -396,47 +453,28 @@ fn resolve(ops: &Ops, t: &TargetArgs, next_session: bool) -> Result<Resolved> {
                 clip(a, 70)
             )));
         }
-        return Ok(Resolved::Alias(a.clone()));
-    }
-    if let Some(c) = t.children {
-        let p = parent_from_env(ops, t.parent.as_ref())?;
-        let parent = ops
-            .find_session(&p)?
-            .ok_or_else(|| Error::NotFound(format!("the parent session {p} is not known {}", where_(ops))))?;
-        return Ok(Resolved::Children { parent, all: c == Children::All });
-    }
-    if let Some(e) = &t.execution {
-        if !ops.is_local() && !is_uuid(e) {
-            return Err(Error::Usage(format!("--execution {:?}: an execution id is a UUID", clip(e, 70))));
-        }
-        return Ok(Resolved::Execution(e.clone()));
-    }
-    if let Some(h) = &t.next {
-        return Ok(Resolved::Next(harness(h)?));
-    }
-    if let Some(h) = &t.harness {
+        To::Alias(a.clone())
+    } else if let Some(c) = t.children {
+        To::Children { parent: parent_session(ops, t.parent.as_ref())?, all: c == Children::All }
+    } else if let Some(e) = &t.execution {
+        To::Execution(e.clone())
+    } else if let Some(h) = &t.next {
+        To::Next(harness(h)?)
+    } else if let Some(h) = &t.harness {
         let h = harness(h)?;
-        return Ok(if next_session { Resolved::Next(h) } else { Resolved::HarnessCurrent(h) });
-    }
-    if let Some(a) = &t.agent {
-        if ops.is_local() {
-            return Err(Error::Usage(
-                "--agent needs server mode (`preloop-hooks login --user --url URL`); on the local inbox use --session, --alias, --children or --next".into(),
-            ));
-        }
-        if !is_uuid(a) {
-            return Err(Error::Usage(format!(
-                "--agent {:?}: an agent id is a UUID (`preloop-hooks sessions list --json` shows agent_id)",
-                clip(a, 70)
-            )));
-        }
-        return Ok(Resolved::Agent { agent_id: a.clone(), next_session });
-    }
-    Err(no_target("(--session, --alias, --children, --execution, --next or --agent)"))
-}
-
-fn where_(ops: &Ops) -> &'static str {
-    if ops.is_local() { "on this machine" } else { "in this account" }
+        if next_session { To::Next(h) } else { To::HarnessCurrent(h) }
+    } else if let Some(a) = &t.agent {
+        To::Agent { agent_id: a.clone(), next_session }
+    } else {
+        return Err(no_target("(--session, --alias, --children, --execution, --next or --agent)"));
+    };
+    ops.op.check(&to)?;
+    // An agent by id or name, as `sessions list --agent` takes it.
+    let to = match to {
+        To::Agent { agent_id, next_session } => To::Agent { agent_id: ops.op.agent_id(&agent_id)?, next_session },
+        other => other,
+    };
+    Ok(to)
 }
 
 fn read_text(arg: Option<String>) -> Result<String> {
@@ -461,15 +499,16 @@ fn read_text(arg: Option<String>) -> Result<String> {
     Ok(text)
 }
 
-/// Warnings about the target before anything is sent: ended, not started.
-fn announce(ops: &Ops, r: &Resolved) {
-    let Resolved::Session { id, found } = r else { return };
+/// Warnings about the target before anything is sent: ended, not started,
+/// read by hooks of the other mode.
+fn announce(ops: &Ops, to: &To) {
+    let To::Session { id, found } = to else { return };
     match found {
-        None if ops.is_local() => crate::errln!(
-            "preloop-hooks: no session {} has started on this machine yet; the note waits for it (the local inbox keeps notes for a session that has not started; a server refuses a session it does not know)",
-            safe_line(id)
-        ),
-        None => {}
+        None => {
+            if let Some(note) = ops.op.unknown_session_note(id) {
+                crate::errln!("preloop-hooks: {note}");
+            }
+        }
         Some(s) if s.ended_at.is_some() => crate::errln!(
             "preloop-hooks: session {} ended at {}; the note waits in case it is resumed",
             safe_line(s.name()),
@@ -477,15 +516,20 @@ fn announce(ops: &Ops, r: &Resolved) {
         ),
         Some(_) => {}
     }
-    // A session whose hooks use the local inbox never reads the server, and
-    // the other way round: say which mode this note went through and why.
-    if let Some(f) = found.as_ref().and_then(|s| s.file.clone()).or_else(|| ops.local_file(id))
-        && f.mode != ops.mode()
+    mode_mismatch(ops, id, found.as_ref());
+}
+
+/// A session whose hooks use the local inbox never reads the server, and
+/// the other way round: say which mode this note goes through and why.
+fn mode_mismatch(ops: &Ops, id: &str, found: Option<&SessionRef>) {
+    let mode = ops.mode();
+    if let Some(f) = found.and_then(|s| s.file.clone()).or_else(|| ops.local_file(id))
+        && f.mode != mode.as_str()
     {
         crate::errln!(
             "preloop-hooks: {} mode ({}), but the hooks of session {} ran in {} mode: they will not read this note there",
-            ops.mode(),
-            if ops.is_local() { "no server URL configured" } else { "a server URL and a user token are configured" },
+            mode.as_str(),
+            mode.why(),
             safe_line(&f.external_session_id),
             f.mode
         );
@@ -502,19 +546,30 @@ fn send(a: SendArgs) -> Result<()> {
     let wait = a.wait.as_deref().map(|d| output::parse_duration("--wait", d)).transpose()?;
     let ops = Ops::load()?;
     // Resolve the target before reading the body, so a bad target never waits on stdin.
-    let resolved = resolve(&ops, &a.target, a.next_session)?;
+    let to = resolve(&ops, &a.target, a.next_session, a.not_started)?;
     let text = read_text(a.text)?;
-    if a.from.is_some() && !ops.is_local() {
+    if a.from.is_some() && !ops.op.author_from_flag() {
         crate::errln!(
             "preloop-hooks: --from applies to the local inbox only; the server names the author from the user token"
         );
     }
-    announce(&ops, &resolved);
-    let (mut receipts, target) = match &ops.backend {
-        Backend::Local(ib) => send_local(ib, &resolved, text, expires_in_secs, a.from.as_deref())?,
-        Backend::Server(s) => send_server(&ops.config.home, s, &resolved, text, expires_in_secs)?,
+    announce(&ops, &to);
+    let sent = ops.op.send(&to, &NewNote { text, expires_in_secs, from: a.from })?;
+    let target = TargetOut::of(&to, &sent);
+    let mut receipts = sent.receipts;
+    // The session's harness id where the side answered only its runtime id
+    // (a server, with no session file here): the id the user knows.
+    let typed = match &to {
+        To::Session { id, found: Some(s) } => {
+            for r in receipts.iter_mut() {
+                if r.external_session_id.is_none() {
+                    r.external_session_id = s.external_id.clone();
+                }
+            }
+            typed_note(id, s.name())
+        }
+        _ => String::new(),
     };
-    ops.fill(&mut receipts);
     let Some(wait) = wait else {
         if a.json {
             let first = receipts.first().map(|r| r.note_id.clone()).unwrap_or_default();
@@ -534,304 +589,143 @@ fn send(a: SendArgs) -> Result<()> {
             });
         }
         for r in &receipts {
-            output::line(&format!("{} {} for {}", r.note_id, r.state, to_of(r)))?;
+            output::line(&format!("{} {} for {}{typed}", r.note_id, r.state, to_of(r)))?;
         }
         return Ok(());
     };
-    wait_for(&ops, &resolved, receipts, wait, a.json)
-}
-
-fn local_author(from: Option<&str>) -> Author {
-    let display = from
-        .map(str::to_string)
-        .or_else(|| std::env::var("USER").ok())
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(|| "local operator".into());
-    Author { display: Some(display), auth_method: Some("local".into()), ..Author::default() }
-}
-
-fn send_local(
-    ib: &LocalInbox,
-    r: &Resolved,
-    text: String,
-    expires_in_secs: Option<u64>,
-    from: Option<&str>,
-) -> Result<(Vec<Receipt>, TargetOut)> {
-    let (target, next_session, mut t) = match r {
-        Resolved::Session { id, found } => (
-            Target::Session(id.clone()),
-            false,
-            TargetOut {
-                kind: "session",
-                session: Some(found.as_ref().and_then(|f| f.external_id.clone()).unwrap_or_else(|| id.clone())),
-                runtime_session_id: found.as_ref().map(|f| f.runtime_id.clone()),
-                ..TargetOut::default()
-            },
-        ),
-        Resolved::Alias(al) => (
-            Target::Alias(al.clone()),
-            false,
-            TargetOut { kind: "alias", alias: Some(al.clone()), ..TargetOut::default() },
-        ),
-        Resolved::Children { parent, all } => (
-            Target::Children { parent: parent.runtime_id.clone(), all: *all },
-            false,
-            TargetOut {
-                kind: "children",
-                children: Some(if *all { "all" } else { "latest" }),
-                parent_session_id: Some(parent.runtime_id.clone()),
-                ..TargetOut::default()
-            },
-        ),
-        Resolved::Execution(e) => (
-            Target::Execution(e.clone()),
-            false,
-            TargetOut { kind: "execution", execution_id: Some(e.clone()), ..TargetOut::default() },
-        ),
-        Resolved::Next(h) => (
-            Target::Harness(*h),
-            true,
-            TargetOut { kind: "next", harness: Some(h.slug().into()), next_session: true, ..TargetOut::default() },
-        ),
-        Resolved::HarnessCurrent(h) => (
-            Target::Harness(*h),
-            false,
-            TargetOut { kind: "next", harness: Some(h.slug().into()), ..TargetOut::default() },
-        ),
-        Resolved::Agent { .. } => return Err(Error::Usage("--agent needs server mode".into())),
-    };
-    let req = SendRequest {
-        text,
-        target,
-        next_session,
-        expires_in_secs: expires_in_secs.map(|s| s as i64),
-        author: local_author(from),
-    };
-    let receipts = ib.send_all(&req)?;
-    if matches!(r, Resolved::Alias(_)) && receipts.len() == 1 {
-        t.session = receipts[0].external_session_id.clone();
-        t.runtime_session_id = receipts[0].runtime_session_id.clone();
-    }
-    Ok((receipts, t))
-}
-
-fn send_server(
-    home: &Path,
-    s: &ServerOperator,
-    r: &Resolved,
-    text: String,
-    expires_in_secs: Option<u64>,
-) -> Result<(Vec<Receipt>, TargetOut)> {
-    let mut body =
-        SendNoteBody { text, expires_in_seconds: expires_in_secs.map(|e| e as i64), ..SendNoteBody::default() };
-    let mut t = TargetOut::default();
-    match r {
-        Resolved::Session { id, found: Some(f) } => {
-            body.runtime_session_id = Some(f.runtime_id.clone());
-            t = TargetOut {
-                kind: "session",
-                session: f.external_id.clone().or_else(|| Some(id.clone())),
-                runtime_session_id: Some(f.runtime_id.clone()),
-                ..t
-            };
-        }
-        Resolved::Session { id, found: None } => {
-            // Nobody knows it yet: let the server say so with its own reason.
-            body.external_session_id = Some(id.clone());
-            t = TargetOut { kind: "session", session: Some(id.clone()), ..t };
-        }
-        Resolved::Alias(al) => {
-            body.alias = Some(al.clone());
-            t = TargetOut { kind: "alias", alias: Some(al.clone()), ..t };
-        }
-        Resolved::Children { parent, all } => {
-            body.children = Some(if *all { "all" } else { "latest" }.into());
-            body.parent_session_id = Some(parent.runtime_id.clone());
-            t = TargetOut {
-                kind: "children",
-                children: Some(if *all { "all" } else { "latest" }),
-                parent_session_id: Some(parent.runtime_id.clone()),
-                ..t
-            };
-        }
-        Resolved::Execution(e) => {
-            body.execution_id = Some(e.clone());
-            t = TargetOut { kind: "execution", execution_id: Some(e.clone()), ..t };
-        }
-        Resolved::Next(h) | Resolved::HarnessCurrent(h) => {
-            let next = matches!(r, Resolved::Next(_));
-            let agent_id = agent_for(home, *h).ok_or_else(|| {
-                Error::Config(format!(
-                    "no managed agent is known for {} on this machine (a Preloop onboarding file or PRELOOP_AGENT_ID); use --agent ID",
-                    h.slug()
-                ))
-            })?;
-            body.agent_id = Some(agent_id.clone());
-            body.next_session = next;
-            t = TargetOut {
-                kind: "next",
-                harness: Some(h.slug().into()),
-                agent_id: Some(agent_id),
-                next_session: next,
-                ..t
-            };
-        }
-        Resolved::Agent { agent_id, next_session } => {
-            body.agent_id = Some(agent_id.clone());
-            body.next_session = *next_session;
-            t = TargetOut { kind: "agent", agent_id: Some(agent_id.clone()), next_session: *next_session, ..t };
-        }
-    }
-    let receipts = s.send(&body)?;
-    if t.runtime_session_id.is_none() && receipts.len() == 1 {
-        t.runtime_session_id = receipts[0].runtime_session_id.clone();
-    }
-    Ok((receipts, t))
-}
-
-/// The agent this machine's hooks run as for a harness (server mode): the
-/// `agent_id` (or directory name) of a matching Preloop onboarding file,
-/// else `PRELOOP_AGENT_ID`.
-pub fn agent_for(home: &Path, harness: Harness) -> Option<String> {
-    let dir = home.join("agents");
-    let mut names = fsutil::list_names(&dir);
-    names.sort();
-    for name in names {
-        let Ok(Some(v)) = fsutil::read_json::<Value>(&dir.join(&name).join("permission_hook.json")) else { continue };
-        if v.get("source").and_then(Value::as_str).is_some_and(|s| harness.accepts_source(s)) {
-            if let Some(id) = v.get("agent_id").or_else(|| v.get("managed_agent_id")).and_then(Value::as_str) {
-                return Some(id.to_string());
-            }
-            if is_uuid(&name) {
-                return Some(name);
-            }
-        }
-    }
-    std::env::var("PRELOOP_AGENT_ID").ok().filter(|s| !s.is_empty())
+    wait_for(&ops, receipts, wait, a.json)
 }
 
 // ----- wait -------------------------------------------------------------
 
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The signal that stopped the wait (0: none yet).
+static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+extern "C" fn on_interrupt(signal: libc::c_int) {
+    INTERRUPTED.store(signal, std::sync::atomic::Ordering::SeqCst);
 }
 
-/// Catch Ctrl-C (and SIGTERM) so a wait can say what is left behind.
+/// Catch Ctrl-C (SIGINT) and SIGTERM so a wait can say what is left behind.
 pub fn catch_interrupt() {
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
-        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_sigint as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_interrupt as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_interrupt as *const () as libc::sighandler_t);
     }
 }
 
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+    interrupted_by().is_some()
 }
 
-/// Whether the session a note waits for has ended (and so it cannot be
-/// delivered unless the session is resumed).
-fn session_ended(ops: &Ops, r: &Receipt) -> Option<Timestamp> {
-    match &ops.backend {
-        Backend::Local(ib) => {
-            let s = r.external_session_id.as_deref()?;
-            ib.resolve_session(s).and_then(|f| f.ended_at)
-        }
-        Backend::Server(s) => s.runtime_session(r.runtime_session_id.as_deref()?).ok().and_then(|i| i.ended_at),
+/// The signal caught, if one was.
+fn interrupted_by() -> Option<libc::c_int> {
+    Some(INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)).filter(|&s| s != 0)
+}
+
+/// How a wait that a signal stopped says so: Ctrl-C is SIGINT; anything
+/// else (`timeout`, `kill`, a supervisor) is named as the signal it was.
+fn stopped_by(signal: libc::c_int) -> String {
+    match signal {
+        libc::SIGINT => ", stopped waiting on Ctrl-C".into(),
+        libc::SIGTERM => ", stopped waiting on SIGTERM".into(),
+        n => format!(", stopped waiting on signal {n}"),
     }
 }
 
-fn wait_for(ops: &Ops, resolved: &Resolved, mut receipts: Vec<Receipt>, wait: u64, json: bool) -> Result<()> {
-    catch_interrupt();
+/// Why a wait stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WaitEnd {
+    /// Every note reached a final state.
+    Final,
+    /// A signal: Ctrl-C (SIGINT) or SIGTERM.
+    Interrupted(libc::c_int),
+    /// The time ran out.
+    Timeout,
+    /// Every session a pending note waits for has ended.
+    Ended(Option<Timestamp>),
+}
+
+/// The notes after a wait, and why it stopped.
+#[derive(Debug)]
+struct Waited {
+    receipts: Vec<Receipt>,
+    end: WaitEnd,
+    elapsed: Duration,
+}
+
+/// Poll the receipts until all are final, the time runs out, the wait is
+/// interrupted, or every session a pending note waits for has ended (a
+/// session that has ended takes nothing: do not sit out the wait).
+/// `progress` sees the receipts between polls.
+fn wait_until(
+    op: &dyn Operator,
+    mut receipts: Vec<Receipt>,
+    wait: Duration,
+    mut progress: impl FnMut(&[Receipt], Duration) -> Result<()>,
+) -> Result<Waited> {
+    let pace = op.pace();
     let started = Instant::now();
-    let deadline = started.checked_add(Duration::from_secs(wait));
-    let tty = output::stderr_is_tty() && !json;
-    let poll = if ops.is_local() { Duration::from_millis(500) } else { Duration::from_secs(2) };
-    let targets = receipts.iter().map(to_of).collect::<Vec<_>>().join(", ");
-    if !json {
-        crate::errln!(
-            "{} sent to {}; waiting up to {} for delivery…",
-            receipts.iter().map(|r| r.note_id.as_str()).collect::<Vec<_>>().join(", "),
-            targets,
-            output::human_secs(wait)
-        );
-    }
-    let _ = resolved;
-    let mut last_line = String::new();
-    let mut ended: Option<Timestamp> = None;
-    let mut checked_end = Instant::now() - Duration::from_secs(60);
-    let outcome = loop {
+    let deadline = started.checked_add(wait);
+    let mut checked_end: Option<Instant> = None;
+    let end = loop {
         if receipts.iter().all(Receipt::is_final) {
-            break "final";
+            break WaitEnd::Final;
         }
-        if interrupted() {
-            break "interrupted";
+        if let Some(signal) = interrupted_by() {
+            break WaitEnd::Interrupted(signal);
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            break "timeout";
+            break WaitEnd::Timeout;
         }
-        // A session that has ended takes nothing: do not sit out the wait.
-        if checked_end.elapsed() >= Duration::from_secs(2) {
-            checked_end = Instant::now();
-            let pending: Vec<&Receipt> = receipts.iter().filter(|r| !r.is_final()).collect();
-            let ends: Vec<Option<Timestamp>> = pending.iter().map(|r| session_ended(ops, r)).collect();
-            if !pending.is_empty() && ends.iter().all(Option::is_some) {
-                ended = ends.into_iter().flatten().max();
-                break "ended";
-            }
-        }
-        if tty {
-            let states: BTreeSet<&str> = receipts.iter().map(|r| r.state.as_str()).collect();
-            let l = format!(
-                "{} · {} elapsed (Ctrl-C stops waiting)",
-                states.into_iter().collect::<Vec<_>>().join(", "),
-                output::human_secs(started.elapsed().as_secs())
-            );
-            if l != last_line {
-                output::status(&l);
-                last_line = l;
-            }
-        }
-        let step = deadline.map(|d| d.saturating_duration_since(Instant::now())).unwrap_or(poll).min(poll);
-        let until = Instant::now() + step.max(Duration::from_millis(50));
-        while Instant::now() < until && !interrupted() {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        for r in receipts.iter_mut().filter(|r| !r.is_final()) {
-            let polled = match &ops.backend {
-                Backend::Local(ib) => ib.status(&r.note_id),
-                Backend::Server(s) => s.receipt(&r.note_id),
-            };
-            match polled {
-                Ok(mut fresh) => {
-                    fresh.external_session_id = fresh.external_session_id.or(r.external_session_id.take());
-                    fresh.harness = fresh.harness.or(r.harness.take());
-                    *r = fresh;
+        if checked_end.is_none_or(|t| t.elapsed() >= pace.end_check) {
+            checked_end = Some(Instant::now());
+            let ends: Vec<Option<Timestamp>> =
+                receipts.iter().filter(|r| !r.is_final()).map(|r| op.session_ended(r)).collect();
+            if !ends.is_empty() && ends.iter().all(Option::is_some) {
+                // The end may have settled the notes (undeliverable): read them once more.
+                refresh(op, &mut receipts)?;
+                if receipts.iter().all(Receipt::is_final) {
+                    break WaitEnd::Final;
                 }
-                // A passing network failure: keep polling until the deadline.
-                Err(Error::Unreachable { .. }) => {}
-                Err(e) => return Err(e),
+                break WaitEnd::Ended(ends.into_iter().flatten().max());
             }
         }
+        progress(&receipts, started.elapsed())?;
+        let step = deadline.map(|d| d.saturating_duration_since(Instant::now())).unwrap_or(pace.poll).min(pace.poll);
+        // Sleep in short ticks, so Ctrl-C is seen at once.
+        let tick = pace.poll.min(Duration::from_millis(50));
+        let until = Instant::now() + step.max(tick);
+        while Instant::now() < until && !interrupted() {
+            std::thread::sleep(tick.min(until.saturating_duration_since(Instant::now())));
+        }
+        refresh(op, &mut receipts)?;
     };
-    if tty && !last_line.is_empty() {
-        output::status("");
-    }
-    if json {
-        if receipts.len() == 1 {
-            output::json(&ReceiptOut::new(&receipts[0]))?;
-        } else {
-            output::json(&NoteListOut { schema: JSON_SCHEMA_VERSION, notes: &receipts, total: receipts.len() })?;
+    Ok(Waited { receipts, end, elapsed: started.elapsed() })
+}
+
+/// Read again the receipts that are not final yet.
+fn refresh(op: &dyn Operator, receipts: &mut [Receipt]) -> Result<()> {
+    for r in receipts.iter_mut().filter(|r| !r.is_final()) {
+        match op.receipt(&r.note_id) {
+            Ok(mut fresh) => {
+                fresh.external_session_id = fresh.external_session_id.or(r.external_session_id.take());
+                fresh.harness = fresh.harness.or(r.harness.take());
+                *r = fresh;
+            }
+            // A passing network failure: keep polling until the deadline.
+            Err(Error::Unreachable { .. }) => {}
+            Err(e) => return Err(e),
         }
-    } else {
-        for r in &receipts {
-            print_receipt(r)?;
-        }
     }
-    let lost: Vec<&Receipt> = receipts.iter().filter(|r| r.is_lost()).collect();
-    let pending: Vec<&Receipt> = receipts.iter().filter(|r| !r.is_final()).collect();
+    Ok(())
+}
+
+/// The exit of a wait: 0 delivered, 3 (`Undelivered`) lost or its session
+/// ended, 4 (`WaitTimeout`) still pending when the time ran out or on Ctrl-C.
+fn wait_verdict(w: &Waited) -> Result<()> {
+    let lost: Vec<&Receipt> = w.receipts.iter().filter(|r| r.is_lost()).collect();
+    let pending: Vec<&Receipt> = w.receipts.iter().filter(|r| !r.is_final()).collect();
     let cancel_hint = |p: &[&Receipt]| {
         p.iter().map(|r| format!("preloop-hooks notes cancel {}", r.note_id)).collect::<Vec<_>>().join("; ")
     };
@@ -850,26 +744,106 @@ fn wait_for(ops: &Ops, resolved: &Resolved, mut receipts: Vec<Receipt>, wait: u6
                 .join("; "),
         ));
     }
-    match outcome {
-        "ended" => Err(Error::Undelivered(format!(
+    let notes = || pending.iter().map(|r| format!("note {}", r.note_id)).collect::<Vec<_>>().join(", ");
+    match w.end {
+        WaitEnd::Ended(at) => Err(Error::Undelivered(format!(
             "the session ended{}; {} still pending in case it is resumed (cancel: {})",
-            ended.map(|t| format!(" at {}", time(Some(t)))).unwrap_or_default(),
-            pending.iter().map(|r| format!("note {}", r.note_id)).collect::<Vec<_>>().join(", "),
+            at.map(|t| format!(" at {}", time(Some(t)))).unwrap_or_default(),
+            notes(),
             cancel_hint(&pending)
         ))),
-        "timeout" | "interrupted" if !pending.is_empty() => Err(Error::WaitTimeout(format!(
+        WaitEnd::Timeout | WaitEnd::Interrupted(_) if !pending.is_empty() => Err(Error::WaitTimeout(format!(
             "{} still {} after {}{} (cancel: {})",
-            pending.iter().map(|r| format!("note {}", r.note_id)).collect::<Vec<_>>().join(", "),
+            notes(),
             pending[0].state,
-            output::human_secs(started.elapsed().as_secs()),
-            if outcome == "interrupted" { ", stopped waiting on Ctrl-C" } else { "" },
+            output::human_secs(w.elapsed.as_secs()),
+            match w.end {
+                WaitEnd::Interrupted(signal) => stopped_by(signal),
+                _ => String::new(),
+            },
             cancel_hint(&pending)
         ))),
         _ => Ok(()),
     }
 }
 
+fn wait_for(ops: &Ops, receipts: Vec<Receipt>, wait: u64, json: bool) -> Result<()> {
+    catch_interrupt();
+    let tty = output::stderr_is_tty() && !json;
+    if !json {
+        crate::errln!(
+            "{} sent to {}; waiting up to {} for delivery…",
+            receipts.iter().map(|r| r.note_id.as_str()).collect::<Vec<_>>().join(", "),
+            receipts.iter().map(to_of).collect::<Vec<_>>().join(", "),
+            output::human_secs(wait)
+        );
+    }
+    let mut last_line = String::new();
+    let waited = wait_until(ops.op.as_ref(), receipts, Duration::from_secs(wait), |receipts, elapsed| {
+        if !tty {
+            return Ok(());
+        }
+        let states: BTreeSet<&str> = receipts.iter().map(|r| r.state.as_str()).collect();
+        let l = format!(
+            "{} · {} elapsed (Ctrl-C stops waiting)",
+            states.into_iter().collect::<Vec<_>>().join(", "),
+            output::human_secs(elapsed.as_secs())
+        );
+        if l != last_line {
+            output::status(&l);
+            last_line = l;
+        }
+        Ok(())
+    })?;
+    if tty && !last_line.is_empty() {
+        output::status("");
+    }
+    if json {
+        if let [one] = waited.receipts.as_slice() {
+            output::json(&ReceiptOut::new(one))?;
+        } else {
+            let notes = &waited.receipts;
+            output::json(&NoteListOut { schema: JSON_SCHEMA_VERSION, notes, total: notes.len() })?;
+        }
+    } else {
+        for r in &waited.receipts {
+            print_receipt(r)?;
+        }
+    }
+    wait_verdict(&waited)
+}
+
 // ----- list -------------------------------------------------------------
+
+/// Whose notes `notes list` shows, resolved.
+fn notes_of(ops: &Ops, a: &ListArgs) -> Result<NotesOf> {
+    Ok(if let Some(id) = a.session.as_ref().or(a.runtime_session.as_ref()) {
+        NotesOf::Session(
+            ids::session(ops.op.as_ref(), id)?.ok_or_else(|| ids::unknown_session(ops.op.as_ref(), id, false))?,
+        )
+    } else if let Some(al) = &a.alias {
+        NotesOf::Alias(al.clone())
+    } else if let Some(c) = a.children {
+        NotesOf::Children { parent: parent_session(ops, a.parent.as_ref())?, latest: c == Children::Latest }
+    } else if let Some(e) = &a.execution {
+        NotesOf::Execution(e.clone())
+    } else if let Some(ag) = &a.agent {
+        NotesOf::Agent(ag.clone())
+    } else {
+        NotesOf::All
+    })
+}
+
+/// The notes of a target in one state (or any), newest first, each once.
+fn list_notes(op: &dyn Operator, of: &NotesOf, state: Option<&ReceiptState>) -> Result<Vec<Receipt>> {
+    let mut notes = op.notes(of, state)?;
+    if let Some(st) = state {
+        notes.retain(|n| &n.state == st);
+    }
+    notes.sort_by(|x, y| y.created_at.cmp(&x.created_at).then(y.note_id.cmp(&x.note_id)));
+    notes.dedup_by(|x, y| x.note_id == y.note_id);
+    Ok(notes)
+}
 
 fn list(a: ListArgs) -> Result<()> {
     let fmt = match (a.output.as_deref(), a.json) {
@@ -890,16 +864,9 @@ fn list(a: ListArgs) -> Result<()> {
         ));
     }
     let ops = Ops::load()?;
-    let mut notes = match &ops.backend {
-        Backend::Local(ib) => list_local(&ops, ib, &a)?,
-        Backend::Server(s) => list_server(&ops, s, &a)?,
-    };
-    if let Some(st) = &a.state {
-        notes.retain(|n| &n.state == st);
-    }
-    notes.sort_by(|x, y| y.created_at.cmp(&x.created_at).then(y.note_id.cmp(&x.note_id)));
-    notes.dedup_by(|x, y| x.note_id == y.note_id);
-    ops.fill(&mut notes);
+    let of = notes_of(&ops, &a)?;
+    let state = a.state.as_deref().map(ReceiptState::from);
+    let notes = list_notes(ops.op.as_ref(), &of, state.as_ref())?;
     match fmt.as_str() {
         "json" => output::json(&NoteListOut { schema: JSON_SCHEMA_VERSION, notes: &notes, total: notes.len() }),
         "id" => {
@@ -911,11 +878,11 @@ fn list(a: ListArgs) -> Result<()> {
         _ if notes.is_empty() => output::line("no notes"),
         _ => {
             // One session's notes all go to it: no TO column then.
-            let show_to = a.session.is_none() && a.runtime_session.is_none();
+            let show_to = !matches!(of, NotesOf::Session(_));
             let rows: Vec<Vec<String>> = notes
                 .iter()
                 .map(|n| {
-                    let mut row = vec![n.note_id.clone(), n.state.clone(), event_or_reason(n), time(n.created_at)];
+                    let mut row = vec![n.note_id.clone(), n.state.to_string(), event_or_reason(n), time(n.created_at)];
                     if show_to {
                         row.push(clip(&to_of(n), 44));
                     }
@@ -942,118 +909,12 @@ pub fn event_or_reason(n: &Receipt) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-fn list_local(ops: &Ops, ib: &LocalInbox, a: &ListArgs) -> Result<Vec<Receipt>> {
-    if a.agent.is_some() {
-        return Err(Error::Usage(
-            "--agent needs server mode; on the local inbox list by --session, --alias, --children, --execution or --all"
-                .into(),
-        ));
-    }
-    let all = ib.list()?;
-    let sessions: Option<BTreeSet<String>> = if let Some(s) = a.session.as_ref().or(a.runtime_session.as_ref()) {
-        Some(
-            std::iter::once(ib.resolve_session(s).map(|f| f.external_session_id).unwrap_or_else(|| s.clone()))
-                .collect(),
-        )
-    } else if let Some(al) = &a.alias {
-        Some(
-            ib.sessions()
-                .into_iter()
-                .filter(|r| r.alias.as_deref() == Some(al.as_str()))
-                .filter_map(|r| r.external_session_id)
-                .collect(),
-        )
-    } else if let Some(c) = a.children {
-        let p = parent_from_env(ops, a.parent.as_ref())?;
-        let parent = ops
-            .find_session(&p)?
-            .ok_or_else(|| Error::NotFound(format!("the parent session {p} is not known on this machine")))?;
-        let mut kids: Vec<_> = ib
-            .sessions()
-            .into_iter()
-            .filter(|r| r.parent_session_id.as_deref() == Some(parent.runtime_id.as_str()))
-            .collect();
-        kids.sort_by_key(|r| std::cmp::Reverse(r.started_at));
-        if c == Children::Latest {
-            kids.truncate(1);
-        }
-        Some(kids.into_iter().filter_map(|r| r.external_session_id).collect())
-    } else {
-        a.execution.as_ref().map(|e| ib.execution_sessions(e).into_iter().map(|f| f.external_session_id).collect())
-    };
-    Ok(match sessions {
-        None => all,
-        Some(set) => {
-            all.into_iter().filter(|n| n.external_session_id.as_ref().is_some_and(|s| set.contains(s))).collect()
-        }
-    })
-}
-
-fn list_server(ops: &Ops, s: &ServerOperator, a: &ListArgs) -> Result<Vec<Receipt>> {
-    let q = |k: &'static str, v: String| {
-        let mut q = vec![(k, v), ("limit", "200".to_string())];
-        if let Some(st) = &a.state {
-            q.push(("state", st.clone()));
-        }
-        q
-    };
-    if let Some(id) = a.session.as_ref().or(a.runtime_session.as_ref()) {
-        let f = ops
-            .find_session(id)?
-            .ok_or_else(|| Error::NotFound(format!("no session {} in this account", safe_line(id))))?;
-        return s.list(&q("runtime_session_id", f.runtime_id));
-    }
-    if let Some(ag) = &a.agent {
-        if !is_uuid(ag) {
-            return Err(Error::Usage(format!("--agent {:?}: an agent id is a UUID", clip(ag, 70))));
-        }
-        return s.list(&q("agent_id", ag.clone()));
-    }
-    if let Some(e) = &a.execution {
-        if !is_uuid(e) {
-            return Err(Error::Usage(format!("--execution {:?}: an execution id is a UUID", clip(e, 70))));
-        }
-        return s.list(&q("execution_id", e.clone()));
-    }
-    let session_ids: Vec<String> = if let Some(al) = &a.alias {
-        let page = s.runtime_sessions(&[("alias", al.clone()), ("limit", "100".into())])?;
-        let ids: Vec<String> = page.items.into_iter().filter(|i| !i.is_identity()).map(|i| i.id).collect();
-        if ids.is_empty() {
-            return Err(Error::NotFound(format!("no session in this account has the alias {al:?}")));
-        }
-        ids
-    } else if let Some(c) = a.children {
-        let p = parent_from_env(ops, a.parent.as_ref())?;
-        let parent = ops
-            .find_session(&p)?
-            .ok_or_else(|| Error::NotFound(format!("the parent session {p} is not known in this account")))?;
-        let mut page = s.runtime_sessions(&[("parent_session_id", parent.runtime_id), ("limit", "100".into())])?.items;
-        page.sort_by_key(|i| std::cmp::Reverse(i.started_at));
-        if c == Children::Latest {
-            page.truncate(1);
-        }
-        page.into_iter().map(|i| i.id).collect()
-    } else {
-        // --all: every agent of the account.
-        let mut out = Vec::new();
-        for ag in s.agents()?.items {
-            out.extend(s.list(&q("agent_id", ag.id))?);
-        }
-        return Ok(out);
-    };
-    let mut out = Vec::new();
-    for id in session_ids {
-        out.extend(s.list(&q("runtime_session_id", id))?);
-    }
-    Ok(out)
-}
-
 // ----- printing ---------------------------------------------------------
 
 pub fn print_receipt(r: &Receipt) -> Result<()> {
     let mut rows: Vec<(&str, String)> = vec![
         ("note", r.note_id.clone()),
-        ("state", r.state.clone()),
+        ("state", r.state.to_string()),
         ("to", to_of(r)),
         ("created", time(r.created_at)),
     ];
@@ -1104,4 +965,245 @@ pub fn to_of(r: &Receipt) -> String {
         _ => "-".into(),
     };
     safe_line(&s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operator::Mode;
+    use crate::operator::memory::Memory;
+    use preloop_shared::config::{Config, Env};
+    use std::sync::Arc;
+
+    const N1: &str = "00000000000000a1";
+    const N2: &str = "00000000000000a2";
+    const N3: &str = "00000000000000a3";
+
+    /// The commands against `mem`, with a home that holds no session file.
+    fn ops(mem: Memory) -> (Ops, Arc<Memory>) {
+        let mem = Arc::new(mem);
+        let home = std::env::temp_dir().join("preloop-notes-unit-no-home");
+        let config = Config::load_from(&Env::of(&[("PRELOOP_HOME", &home.to_string_lossy())]), None);
+        (Ops::with_operator(config, mem.clone()), mem)
+    }
+
+    fn session(id: &str) -> TargetArgs {
+        TargetArgs { session: Some(id.into()), ..TargetArgs::default() }
+    }
+
+    #[test]
+    fn a_session_is_found_by_its_harness_id_or_its_runtime_id() {
+        let (ops, _) = ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10));
+        for id in ["ext-1", "rt-1"] {
+            let To::Session { found: Some(s), .. } = resolve(&ops, &session(id), false, false).unwrap() else {
+                panic!("{id} is found")
+            };
+            assert_eq!((s.runtime_id.as_str(), s.name()), ("rt-1", "ext-1"));
+        }
+        // An id no known session has or starts with is refused (exit 1)
+        // unless the user says the session has not started yet.
+        let err = resolve(&ops, &session("nobody"), false, false).unwrap_err();
+        assert_eq!(err.exit().code(), 1);
+        assert_eq!(
+            err.to_string(),
+            "no session nobody on this machine (no session id is or starts with it; `preloop-hooks sessions list` shows them); for a session that has not started yet, add --not-started"
+        );
+        assert_eq!(
+            resolve(&ops, &session("nobody"), false, true).unwrap(),
+            To::Session { id: "nobody".into(), found: None },
+            "--not-started: the id as typed"
+        );
+        // A start of a known id is not taken for a session that has not started.
+        assert_eq!(
+            resolve(&ops, &session("ext-"), false, true).unwrap(),
+            To::Session { id: "ext-".into(), found: None }
+        );
+        let To::Session { found: Some(s), .. } = resolve(&ops, &session("ext-"), false, false).unwrap() else {
+            panic!("a unique start names its session")
+        };
+        assert_eq!(s.runtime_id, "rt-1");
+        let not_started = resolve(&ops, &TargetArgs { alias: Some("w".into()), ..TargetArgs::default() }, false, true);
+        assert!(matches!(not_started, Err(Error::Usage(m)) if m == "--not-started goes with --session ID"));
+    }
+
+    #[test]
+    fn the_side_refuses_a_target_it_cannot_take_before_anything_is_sent() {
+        let (local, mem) = ops(Memory::new(Mode::Local));
+        let agent = TargetArgs { agent: Some("0b0d".into()), ..TargetArgs::default() };
+        assert!(matches!(resolve(&local, &agent, false, false), Err(Error::Usage(_))));
+        let (server, _) = ops(Memory::new(Mode::Server));
+        assert_eq!(
+            resolve(&server, &agent, true, false).unwrap(),
+            To::Agent { agent_id: "0b0d".into(), next_session: true }
+        );
+        // --next-session goes with --agent or --harness only.
+        assert!(matches!(resolve(&server, &session("s"), true, false), Err(Error::Usage(_))));
+        let bad = TargetArgs { alias: Some("two words".into()), ..TargetArgs::default() };
+        assert!(matches!(resolve(&server, &bad, false, false), Err(Error::Usage(m)) if m.contains("1-64 characters")));
+        assert!(
+            matches!(resolve(&server, &TargetArgs::default(), false, false), Err(Error::Usage(m)) if m.contains("exactly one target"))
+        );
+        assert!(mem.calls().is_empty(), "nothing was sent");
+    }
+
+    #[test]
+    fn children_of_an_unknown_parent_are_refused_naming_where_sessions_are_known() {
+        for (mode, place) in [(Mode::Local, "on this machine"), (Mode::Server, "in this account")] {
+            let (ops, _) = ops(Memory::new(mode));
+            let t =
+                TargetArgs { children: Some(Children::Latest), parent: Some("ghost".into()), ..TargetArgs::default() };
+            let err = resolve(&ops, &t, false, false).unwrap_err();
+            assert!(
+                matches!(&err, Error::NotFound(m) if m == &format!("the parent session ghost is not known {place} (`preloop-hooks sessions list` shows them)")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_json_target_names_what_the_send_learned() {
+        let sent = Sent { session: Some("ext-9".into()), runtime_session_id: Some("rt-9".into()), ..Sent::default() };
+        let t = TargetOut::of(&To::Alias("w".into()), &sent);
+        assert_eq!((t.kind, t.alias.as_deref(), t.session.as_deref()), ("alias", Some("w"), Some("ext-9")));
+        assert_eq!(t.runtime_session_id.as_deref(), Some("rt-9"));
+        let (ops, _) = ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10));
+        let to = resolve(&ops, &session("rt-1"), false, false).unwrap();
+        let t = TargetOut::of(&to, &Sent::default());
+        assert_eq!((t.session.as_deref(), t.runtime_session_id.as_deref()), (Some("ext-1"), Some("rt-1")));
+    }
+
+    fn pending(ops: &Ops, id: &str) -> Vec<Receipt> {
+        vec![ops.op.receipt(id).unwrap()]
+    }
+
+    #[test]
+    fn a_wait_ends_when_the_note_is_delivered() {
+        let (ops, mem) =
+            ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+        let receipts = pending(&ops, N1);
+        mem.changes_after(N1, 3, ReceiptState::Delivered);
+        let mut seen = 0;
+        let w = wait_until(ops.op.as_ref(), receipts, Duration::from_secs(10), |r, _| {
+            seen += 1;
+            assert_eq!(r[0].state, ReceiptState::Pending, "progress sees the notes still waiting");
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((w.end, &w.receipts[0].state), (WaitEnd::Final, &ReceiptState::Delivered));
+        assert!(seen >= 3, "one progress call per poll: {seen}");
+        wait_verdict(&w).unwrap();
+    }
+
+    #[test]
+    fn a_wait_that_runs_out_exits_4_and_names_the_cancel() {
+        let (ops, _) =
+            ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+        let w = wait_until(ops.op.as_ref(), pending(&ops, N1), Duration::from_millis(40), |_, _| Ok(())).unwrap();
+        assert_eq!(w.end, WaitEnd::Timeout);
+        let err = wait_verdict(&w).unwrap_err();
+        assert_eq!(err.exit().code(), 4);
+        assert!(
+            matches!(&err, Error::WaitTimeout(m) if m.starts_with(&format!("note {N1} still pending after")) && m.ends_with(&format!("(cancel: preloop-hooks notes cancel {N1})"))),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_wait_stopped_by_a_signal_names_the_signal() {
+        let (ops, _) = ops(Memory::new(Mode::Local).note(N1, "ext-1", ReceiptState::Pending, 1));
+        for (signal, said) in [
+            (libc::SIGINT, "stopped waiting on Ctrl-C"),
+            (libc::SIGTERM, "stopped waiting on SIGTERM"),
+            (libc::SIGHUP, "stopped waiting on signal 1"),
+        ] {
+            let w = Waited { receipts: pending(&ops, N1), end: WaitEnd::Interrupted(signal), elapsed: Duration::ZERO };
+            let err = wait_verdict(&w).unwrap_err();
+            assert_eq!(err.exit().code(), 4);
+            assert!(err.to_string().contains(&format!("still pending after 0s, {said} (cancel: ")), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_wait_stops_when_the_session_ends_and_exits_3() {
+        let (ops, mem) =
+            ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+        mem.end("ext-1");
+        let w = wait_until(ops.op.as_ref(), pending(&ops, N1), Duration::from_secs(10), |_, _| Ok(())).unwrap();
+        assert!(matches!(w.end, WaitEnd::Ended(Some(_))), "{:?}", w.end);
+        let err = wait_verdict(&w).unwrap_err();
+        assert_eq!(err.exit().code(), 3);
+        assert!(
+            err.to_string()
+                .contains(&format!("still pending in case it is resumed (cancel: preloop-hooks notes cancel {N1})")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_wait_that_sees_the_end_reads_the_notes_it_settled() {
+        let (ops, mem) =
+            ops(Memory::new(Mode::Server).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+        let receipts = pending(&ops, N1);
+        // The end and the note's new state land together, between two polls.
+        mem.end("ext-1");
+        mem.changes_after(N1, 0, ReceiptState::Undeliverable);
+        let w = wait_until(ops.op.as_ref(), receipts, Duration::from_secs(10), |_, _| Ok(())).unwrap();
+        assert_eq!((w.end, &w.receipts[0].state), (WaitEnd::Final, &ReceiptState::Undeliverable));
+        assert_eq!(wait_verdict(&w).unwrap_err().to_string(), format!("note {N1} is undeliverable"));
+    }
+
+    #[test]
+    fn a_lost_note_exits_3_with_its_state() {
+        let (ops, mem) =
+            ops(Memory::new(Mode::Server).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+        mem.changes_after(N1, 0, ReceiptState::Expired);
+        let w = wait_until(ops.op.as_ref(), pending(&ops, N1), Duration::from_secs(10), |_, _| Ok(())).unwrap();
+        assert_eq!(w.end, WaitEnd::Final);
+        let err = wait_verdict(&w).unwrap_err();
+        assert!(matches!(&err, Error::Undelivered(m) if m == &format!("note {N1} is expired")), "{err}");
+    }
+
+    #[test]
+    fn notes_list_newest_first_each_once_in_the_state_asked() {
+        let mem = Memory::new(Mode::Local)
+            .session("ext-1", "rt-1", 10)
+            .note(N1, "ext-1", ReceiptState::Pending, 30)
+            .note(N2, "ext-1", ReceiptState::Delivered, 10)
+            .note(N3, "ext-1", ReceiptState::Pending, 20)
+            .note(N3, "ext-1", ReceiptState::Pending, 20);
+        let (ops, _) = ops(mem);
+        let ids = |v: Vec<Receipt>| v.into_iter().map(|r| r.note_id).collect::<Vec<_>>();
+        assert_eq!(ids(list_notes(ops.op.as_ref(), &NotesOf::All, None).unwrap()), [N2, N3, N1]);
+        assert_eq!(ids(list_notes(ops.op.as_ref(), &NotesOf::All, Some(&ReceiptState::Pending)).unwrap()), [N3, N1]);
+        let a = ListArgs { session: Some("rt-1".into()), ..ListArgs::default() };
+        let of = notes_of(&ops, &a).unwrap();
+        assert!(matches!(&of, NotesOf::Session(s) if s.name() == "ext-1"));
+        let unknown = ListArgs { session: Some("nobody".into()), ..ListArgs::default() };
+        assert_eq!(notes_of(&ops, &unknown).unwrap_err().exit().code(), 1, "not an empty list");
+        assert_eq!(list_notes(ops.op.as_ref(), &of, None).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn only_a_pending_note_is_cancelled() {
+        let mem = Memory::new(Mode::Local).note(N1, "ext-1", ReceiptState::Pending, 3).note(
+            N2,
+            "ext-1",
+            ReceiptState::Delivered,
+            2,
+        );
+        let (ops, mem) = ops(mem);
+        let c = cancel_note(ops.op.as_ref(), N1).unwrap();
+        assert_eq!((&c.receipt.state, c.refused), (&ReceiptState::Cancelled, None));
+        let again = cancel_note(ops.op.as_ref(), N1).unwrap();
+        assert!(
+            again.refused.as_deref().is_some_and(|m| m.starts_with(&format!("note {N1} is already cancelled (at "))),
+            "{again:?}"
+        );
+        let c = cancel_note(ops.op.as_ref(), N2).unwrap();
+        assert_eq!(
+            c.refused.as_deref(),
+            Some(format!("note {N2} is delivered; only a pending note can be cancelled").as_str())
+        );
+        assert_eq!(mem.calls(), [format!("cancel {N1}")], "a note that is not pending is never sent a cancel");
+    }
 }

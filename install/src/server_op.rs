@@ -95,6 +95,11 @@ impl ServerOperator {
         &self.token
     }
 
+    /// Every secret a server answer must not show.
+    pub fn secrets(&self) -> &[Secret] {
+        &self.secrets
+    }
+
     /// Remove every secret from a text a server produced.
     pub fn clean(&self, text: &str) -> String {
         let refs: Vec<&Secret> = self.secrets.iter().collect();

@@ -2,16 +2,15 @@
 //! it, on the server (across the account, filters applied by the server) or
 //! on the local inbox (over this machine's session files).
 
-use crate::ops::{Backend, Ops};
+use crate::operator::ids;
+use crate::ops::Ops;
 use crate::output::{self, ago, clip};
-use crate::server_op::ServerOperator;
 use crate::transcript;
 use clap::builder::PossibleValuesParser;
 use clap::{Args, Subcommand};
-use preloop_shared::operator::{JSON_SCHEMA_VERSION, RuntimeSessionItem, SessionFilter, SessionRow};
-use preloop_shared::session::SessionFile;
+use preloop_shared::operator::{JSON_SCHEMA_VERSION, SessionFilter, SessionRow};
 use preloop_shared::time::Timestamp;
-use preloop_shared::{Harness, Result};
+use preloop_shared::{Error, Harness, Result};
 use serde::Serialize;
 
 #[derive(Subcommand)]
@@ -27,17 +26,25 @@ pub enum SessionsCmd {
 const LIST_HELP: &str = "Examples:
   preloop-hooks sessions list
   preloop-hooks sessions list --active --since 2h --kind claude-code
-  preloop-hooks sessions list --parent 5a3e…          # the runs a conductor started
+  preloop-hooks sessions list --all -o id                # every session, not the 30 most recent
+  preloop-hooks sessions list --parent 801fb481       # the runs a conductor started
   preloop-hooks sessions list --agent \"Release worker\" --active -o id | head -1 \\
     | xargs -I{} preloop-hooks notes send --session {} \"Ship the fix, leave the tests.\"
 
-Columns: ID (short; --wide for the full id that notes send --session and sessions attach take),
+Columns: ID (the shortest start of the id, at least 8 characters, that no other session's id shares:
+every command that takes a session id takes it, as git and docker take a unique prefix; --wide or
+-o id for full ids),
 AGENT, KIND, STARTED, LAST ACTIVITY, STATE (live: activity in the last 15 minutes, idle, ended),
-TOOLS and MODEL (calls seen; a run seen only through hooks reports 0 model calls to the server,
-this machine counts them in the transcript), PENDING (approvals waiting on a human), TITLE (or kind,
-working directory and start time). On the server every filter runs server-side across the account
+TOOLS and MODEL (calls seen: tool calls by the hooks' tool gate; model calls by Preloop's gateway
+on the server, or in the harness transcript on this machine; `-` where they are not counted: a run
+seen only through hooks on another machine, a transcript in a format not read here), PENDING
+(approvals waiting on a human), TITLE (or kind, working directory and start time). On the server every filter runs server-side across the account
 (last 30 days); the agent's identity session is hidden. On the local inbox the filters run over the
-session files on this machine (--agent needs server mode).";
+session files on this machine (--agent needs server mode). At most 30 rows, the most recently
+active (--limit N, --all); stderr says how many were left out.";
+
+/// How many sessions `sessions list` shows unless told (gh's default).
+const DEFAULT_LIMIT: u64 = 30;
 
 fn kind_values() -> PossibleValuesParser {
     PossibleValuesParser::new(Harness::all().map(|h| h.slug()))
@@ -59,7 +66,7 @@ pub struct ListArgs {
     /// Only sessions that have not ended.
     #[arg(long)]
     active: bool,
-    /// Only the runs this session started (its harness or runtime id).
+    /// Only the runs this session started (its harness or runtime id, or a unique start of one).
     #[arg(long, value_name = "SESSION")]
     parent: Option<String>,
     /// Only the sessions of this flow execution.
@@ -68,6 +75,12 @@ pub struct ListArgs {
     /// Only sessions with this alias.
     #[arg(long, value_name = "NAME")]
     alias: Option<String>,
+    /// Show at most N sessions, the most recently active.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_LIMIT, value_parser = clap::value_parser!(u64).range(1..))]
+    limit: u64,
+    /// Show every session (no --limit; a server lists the last 30 days, at most 500).
+    #[arg(long, conflicts_with = "limit")]
+    all: bool,
     /// Show full ids.
     #[arg(long)]
     wide: bool,
@@ -103,41 +116,68 @@ fn list(a: ListArgs) -> Result<()> {
         (None, false) => "table".into(),
     };
     let ops = Ops::load_for_listing()?;
-    if a.agent.is_some() && ops.is_local() {
-        return Err(preloop_shared::Error::Usage(
-            "--agent needs server mode (`preloop-hooks login --user --url URL`): the local inbox has no managed agents"
-                .into(),
-        ));
-    }
+    // The parent as every command takes a session: a unique start of an id.
+    let parent = match &a.parent {
+        Some(p) => Some(
+            ids::session(ops.op.as_ref(), p)?
+                .ok_or_else(|| {
+                    Error::NotFound(format!(
+                        "the parent session {} is not known {} (`preloop-hooks sessions list` shows them)",
+                        output::safe_line(p),
+                        ops.mode().where_known()
+                    ))
+                })?
+                .runtime_id,
+        ),
+        None => None,
+    };
     let filter = SessionFilter {
         agent: a.agent.clone(),
         kind: a.kind.as_deref().and_then(Harness::from_slug),
         since: since.map(|s| Timestamp::now().add_secs(-(s as i64))),
         active: a.active,
-        parent: a.parent.clone(),
+        parent,
         execution: a.execution.clone(),
         alias: a.alias.clone(),
     };
-    let rows = rows(&ops, &filter)?;
+    let all_rows = rows(&ops, &filter)?;
+    let limit = if a.all { all_rows.len() } else { usize::try_from(a.limit).unwrap_or(usize::MAX) };
+    let rows = &all_rows[..all_rows.len().min(limit)];
+    if rows.len() < all_rows.len() {
+        crate::errln!(
+            "preloop-hooks: showing the {} most recently active of {} sessions (--limit N for more, --all for every one)",
+            rows.len(),
+            all_rows.len()
+        );
+    }
     match fmt.as_str() {
         "id" => {
-            for r in &rows {
+            for r in rows {
                 output::line(&r.id)?;
             }
             Ok(())
         }
         "json" => output::json(&SessionsOut {
             schema: JSON_SCHEMA_VERSION,
-            mode: ops.mode(),
-            sessions: &rows,
+            mode: ops.mode().as_str(),
+            sessions: rows,
             total: rows.len(),
         }),
         _ if rows.is_empty() => output::line("no sessions"),
         _ => {
-            print_table(&rows, a.wide)?;
+            // Short ids must name one session among all the ids resolve against.
+            let all;
+            let known = if filter == SessionFilter::default() {
+                &all_rows
+            } else {
+                all = ops.op.sessions(&SessionFilter::default())?;
+                &all
+            };
+            let ids = if a.wide { rows.iter().map(|r| r.id.clone()).collect() } else { ids::short_ids(rows, known) };
+            print_table(rows, &ids, a.wide)?;
             if output::stdout_is_tty() {
                 crate::errln!(
-                    "Steer: preloop-hooks notes send --session <id> \"…\". Watch: preloop-hooks sessions attach <id>. (--wide: full ids)"
+                    "Steer: preloop-hooks notes send --session <id> \"…\". Watch: preloop-hooks sessions attach <id>. (IDs are shortened to a unique start, which every command takes; --wide: full ids)"
                 );
             }
             Ok(())
@@ -145,12 +185,10 @@ fn list(a: ListArgs) -> Result<()> {
     }
 }
 
-/// The rows `filter` selects, most recently active first, in either mode.
+/// The rows `filter` selects, most recently active first, in either mode,
+/// with the model calls this machine counts in a transcript.
 pub fn rows(ops: &Ops, filter: &SessionFilter) -> Result<Vec<SessionRow>> {
-    let mut rows = match &ops.backend {
-        Backend::Local(ib) => ib.sessions_filtered(filter),
-        Backend::Server(s) => server_rows(ops, s, filter)?,
-    };
+    let mut rows = ops.op.sessions(filter)?;
     for r in rows.iter_mut() {
         if let Some(n) = r.transcript_path.as_deref().and_then(transcript::count_model_calls) {
             r.model_calls = Some(r.model_calls.unwrap_or(0).max(n));
@@ -159,110 +197,11 @@ pub fn rows(ops: &Ops, filter: &SessionFilter) -> Result<Vec<SessionRow>> {
     Ok(rows)
 }
 
-fn server_kind(h: Harness) -> &'static str {
-    // The server's agent kinds: claude_code, codex, cursor, … (our sources, codex without _cli).
-    match h.source() {
-        "codex_cli" => "codex",
-        s => s,
-    }
-}
-
-fn server_rows(ops: &Ops, s: &ServerOperator, f: &SessionFilter) -> Result<Vec<SessionRow>> {
-    let mut q: Vec<(&str, String)> = vec![("limit", "100".into())];
-    if f.active {
-        q.push(("status", "active".into()));
-    }
-    if let Some(a) = &f.agent {
-        q.push(("agent", a.clone()));
-    }
-    if let Some(k) = f.kind {
-        q.push(("agent_kind", server_kind(k).into()));
-    }
-    if let Some(al) = &f.alias {
-        q.push(("alias", al.clone()));
-    }
-    if let Some(p) = &f.parent {
-        let rid = ops.find_session(p)?.map(|r| r.runtime_id).ok_or_else(|| {
-            preloop_shared::Error::NotFound(format!(
-                "the parent session {} is not known in this account",
-                output::safe_line(p)
-            ))
-        })?;
-        q.push(("parent_session_id", rid));
-    }
-    if let Some(e) = &f.execution {
-        q.push(("flow_execution_id", e.clone()));
-    }
-    if let Some(t) = f.since {
-        q.push(("start_date", t.to_iso_z()));
-    }
-    let mut items: Vec<RuntimeSessionItem> = Vec::new();
-    for page in 0..5 {
-        let mut qq = q.clone();
-        qq.push(("offset", (page * 100).to_string()));
-        let p = s.runtime_sessions(&qq)?;
-        let more = p.has_more;
-        items.extend(p.items);
-        if !more {
-            break;
-        }
-    }
-    let files = ops.files_by_runtime();
-    let now = Timestamp::now();
-    let mut rows: Vec<SessionRow> =
-        items.into_iter().filter(|i| !i.is_identity()).map(|i| row_of(&i, files.get(&i.id), now)).collect();
-    rows.sort_by(|a, b| {
-        b.last_activity_at.cmp(&a.last_activity_at).then(b.started_at.cmp(&a.started_at)).then(b.id.cmp(&a.id))
-    });
-    Ok(rows)
-}
-
-/// A server session as a row, with what this machine's session file adds.
-pub fn row_of(i: &RuntimeSessionItem, file: Option<&SessionFile>, now: Timestamp) -> SessionRow {
-    let source = i.runtime_principal_name.as_deref().and_then(|n| n.split_once(" in ")).map(|(s, _)| s.to_string());
-    let kind = source
-        .as_deref()
-        .and_then(Harness::from_source)
-        .or_else(|| file.and_then(|f| Harness::from_source(&f.agent_kind)))
-        .or_else(|| i.agent_kind.as_deref().and_then(Harness::from_source))
-        .map(|h| h.slug().to_string());
-    let external = i.external_session_id().or_else(|| file.map(|f| f.external_session_id.clone()));
-    let last = [i.last_activity_at, i.started_at].into_iter().flatten().max();
-    SessionRow {
-        id: external.clone().unwrap_or_else(|| i.id.clone()),
-        runtime_session_id: i.id.clone(),
-        external_session_id: external,
-        agent_id: i.agent_id.clone().or(i.managed_agent_id.clone()),
-        agent_name: i.agent_name.clone().or(i.managed_agent_name.clone()),
-        label: SessionRow::label_of(
-            i.title.as_deref(),
-            kind.as_deref().or(source.as_deref()).or(i.agent_kind.as_deref()),
-            i.cwd.as_deref(),
-            i.started_at,
-        ),
-        kind,
-        agent_kind: source.or(i.agent_kind.clone()),
-        alias: i.alias.clone(),
-        title: i.title.clone(),
-        cwd: i.cwd.clone(),
-        parent_session_id: i.parent_session_id.clone(),
-        execution_id: i.flow_execution_id.clone(),
-        started_at: i.started_at,
-        last_activity_at: last,
-        ended_at: i.ended_at,
-        state: SessionRow::state_of(i.ended_at.is_some(), last, now).to_string(),
-        tool_calls: i.tool_call_count,
-        model_calls: i.total_requests,
-        pending_approvals: i.pending_approval_count,
-        transcript_path: file.and_then(|f| f.transcript_path.clone()),
-    }
-}
-
 fn count(n: Option<u64>) -> String {
     n.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
 }
 
-fn print_table(rows: &[SessionRow], wide: bool) -> Result<()> {
+fn print_table(rows: &[SessionRow], ids: &[String], wide: bool) -> Result<()> {
     let now = Timestamp::now();
     let aliases = rows.iter().any(|r| r.alias.is_some());
     let mut header = vec!["ID", "AGENT", "KIND", "STARTED", "LAST ACTIVITY", "STATE", "TOOLS", "MODEL", "PENDING"];
@@ -272,10 +211,10 @@ fn print_table(rows: &[SessionRow], wide: bool) -> Result<()> {
     header.push("TITLE");
     let table: Vec<Vec<String>> = rows
         .iter()
-        .map(|r| {
-            let id = if wide { r.id.clone() } else { r.id.chars().take(8).collect() };
+        .zip(ids)
+        .map(|(r, id)| {
             let mut row = vec![
-                output::safe_line(&id),
+                output::safe_line(id),
                 clip(r.agent_name.as_deref().unwrap_or("-"), 24),
                 r.kind.clone().or(r.agent_kind.clone()).unwrap_or_else(|| "-".into()),
                 ago(r.started_at, now),
@@ -293,4 +232,32 @@ fn print_table(rows: &[SessionRow], wide: bool) -> Result<()> {
         })
         .collect();
     output::print_table(&header, &table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operator::Mode;
+    use crate::operator::memory::Memory;
+    use preloop_shared::config::{Config, Env};
+    use std::sync::Arc;
+
+    fn ops(mem: Memory) -> Ops {
+        let home = std::env::temp_dir().join("preloop-sessions-unit-no-home");
+        let config = Config::load_from(&Env::of(&[("PRELOOP_HOME", &home.to_string_lossy())]), None);
+        Ops::with_operator(config, Arc::new(mem))
+    }
+
+    #[test]
+    fn sessions_list_most_recently_active_first() {
+        let mem = Memory::new(Mode::Server)
+            .session("old", "r-old", 300)
+            .session("new", "r-new", 5)
+            .session("mid", "r-mid", 60);
+        mem.end("mid");
+        let ops = ops(mem);
+        let ids = |f: &SessionFilter| rows(&ops, f).unwrap().into_iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(ids(&SessionFilter::default()), ["new", "mid", "old"]);
+        assert_eq!(ids(&SessionFilter { active: true, ..SessionFilter::default() }), ["new", "old"]);
+    }
 }

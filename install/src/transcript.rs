@@ -154,13 +154,19 @@ pub fn short_args(input: &Value) -> String {
     }
 }
 
-/// Model calls in a transcript (for `sessions list` on this machine).
+/// Model calls in a transcript (for `sessions list` on this machine):
+/// `None` for a transcript in a format we do not read (nothing in it is a
+/// prompt, a tool call or a model call), so the count shows as unknown
+/// rather than as 0.
 pub fn count_model_calls(path: &str) -> Option<u64> {
     if !std::path::Path::new(path).is_file() {
         return None;
     }
-    let mut f = Follower::new(PathBuf::from(path));
-    Some(f.poll().iter().filter(|(_, h)| matches!(h, Happening::ModelCall(_))).count() as u64)
+    let seen = Follower::new(PathBuf::from(path)).poll();
+    if seen.is_empty() {
+        return None;
+    }
+    Some(seen.iter().filter(|(_, h)| matches!(h, Happening::ModelCall(_))).count() as u64)
 }
 
 #[cfg(test)]
@@ -192,6 +198,14 @@ mod tests {
         writeln!(f, r#":{{"content":[{{"type":"tool_result"}}]}}}}"#).unwrap();
         assert!(fo.poll().is_empty(), "a tool result is not a prompt");
         assert_eq!(count_model_calls(p.to_str().unwrap()), Some(1));
+        let _ = std::fs::remove_file(p);
+    }
+
+    #[test]
+    fn a_transcript_we_cannot_read_counts_as_unknown_not_zero() {
+        let p = std::env::temp_dir().join(format!("preloop-transcript-{}.json", preloop_shared::fsutil::note_id()));
+        std::fs::write(&p, "{\"sessionId\":\"g-1\",\"messages\":[{\"type\":\"gemini\"}]}\n").unwrap();
+        assert_eq!(count_model_calls(p.to_str().unwrap()), None);
         let _ = std::fs::remove_file(p);
     }
 }

@@ -27,8 +27,8 @@ use crate::backend::{Backend, Claimed, Fits, PermissionAnswer};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, LockGuard};
 use crate::operator::{
-    Author, MAX_CHILDREN, NOTE_RATE_LIMIT_PER_HOUR, RATE_LIMIT_DETAIL, Receipt, SendRequest, SessionFilter, SessionRow,
-    Target,
+    Author, MAX_CHILDREN, NOTE_RATE_LIMIT_PER_HOUR, RATE_LIMIT_DETAIL, Receipt, ReceiptState, SendRequest, SessionFilter,
+    SessionRow, Target,
 };
 use crate::registry::{SERVER_PROMPT_EVENTS, ServerClaim};
 use crate::render::{self, NoteElement};
@@ -132,7 +132,7 @@ impl NoteRecord {
     pub fn receipt(&self) -> Receipt {
         Receipt {
             note_id: self.note_id.clone(),
-            state: self.state.as_str().to_string(),
+            state: ReceiptState::from(self.state.as_str()),
             text: self.text.clone(),
             managed_agent_id: None,
             runtime_session_id: self.runtime_session_id.clone(),
@@ -554,9 +554,7 @@ impl LocalInbox {
             .filter(|r| !filter.active || r.ended_at.is_none())
             .filter(|r| filter.since.is_none_or(|s| r.last_activity_at.is_some_and(|l| l >= s)))
             .collect();
-        rows.sort_by(|a, b| {
-            b.last_activity_at.cmp(&a.last_activity_at).then(b.started_at.cmp(&a.started_at)).then(b.id.cmp(&a.id))
-        });
+        SessionRow::sort_most_recent_first(&mut rows);
         rows
     }
 
@@ -892,7 +890,9 @@ pub fn hook_activity(home: &Path) -> std::collections::HashMap<String, HookActiv
             if t > e.last {
                 e.last = t;
             }
-            if event.eq_ignore_ascii_case("PreToolUse") {
+            // One tool gate per tool call: PreToolUse (Claude Code, Codex),
+            // preToolUse (Cursor, Copilot CLI), BeforeTool (Gemini CLI).
+            if event.eq_ignore_ascii_case("PreToolUse") || event == "BeforeTool" {
                 e.tool_calls += 1;
             }
         }

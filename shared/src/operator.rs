@@ -79,7 +79,7 @@ pub struct SendRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Receipt {
     pub note_id: String,
-    pub state: String,
+    pub state: ReceiptState,
     #[serde(default)]
     pub text: String,
     #[serde(default)]
@@ -116,18 +116,123 @@ pub struct Receipt {
     pub expired_at: Option<Timestamp>,
 }
 
-/// Every public note state (docs/contracts/preloop-server.md §8).
+/// Every public note state (docs/contracts/preloop-server.md §8), as the
+/// server spells them: [`ReceiptState::KNOWN`] as text.
 pub const NOTE_STATES: &[&str] =
     &["pending", "claimed", "delivered", "acknowledged", "cancelled", "expired", "failed", "undeliverable"];
+
+/// A note's state in its receipt (docs/contracts/preloop-server.md §8). It
+/// travels as the server's word (`"pending"`, ...), so `--json` outputs and
+/// `schemas/preloop-hooks/receipt.schema.json` keep those strings; a word a
+/// newer server adds is kept as [`ReceiptState::Other`] and shown as it came.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum ReceiptState {
+    Pending,
+    Claimed,
+    Delivered,
+    Acknowledged,
+    Cancelled,
+    Expired,
+    Failed,
+    Undeliverable,
+    /// A state this build does not know.
+    Other(String),
+}
+
+impl ReceiptState {
+    /// The states this build knows, in [`NOTE_STATES`] order.
+    pub const KNOWN: [ReceiptState; 8] = [
+        ReceiptState::Pending,
+        ReceiptState::Claimed,
+        ReceiptState::Delivered,
+        ReceiptState::Acknowledged,
+        ReceiptState::Cancelled,
+        ReceiptState::Expired,
+        ReceiptState::Failed,
+        ReceiptState::Undeliverable,
+    ];
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            ReceiptState::Pending => "pending",
+            ReceiptState::Claimed => "claimed",
+            ReceiptState::Delivered => "delivered",
+            ReceiptState::Acknowledged => "acknowledged",
+            ReceiptState::Cancelled => "cancelled",
+            ReceiptState::Expired => "expired",
+            ReceiptState::Failed => "failed",
+            ReceiptState::Undeliverable => "undeliverable",
+            ReceiptState::Other(s) => s,
+        }
+    }
+
+    /// Delivered (or acknowledged): the carrying output was written.
+    pub fn is_delivered(&self) -> bool {
+        matches!(self, ReceiptState::Delivered | ReceiptState::Acknowledged)
+    }
+
+    /// A terminal state other than delivered.
+    pub fn is_lost(&self) -> bool {
+        matches!(
+            self,
+            ReceiptState::Undeliverable | ReceiptState::Expired | ReceiptState::Cancelled | ReceiptState::Failed
+        )
+    }
+}
+
+impl From<&str> for ReceiptState {
+    fn from(s: &str) -> ReceiptState {
+        ReceiptState::KNOWN.into_iter().find(|k| k.as_str() == s).unwrap_or_else(|| ReceiptState::Other(s.to_string()))
+    }
+}
+
+impl From<String> for ReceiptState {
+    fn from(s: String) -> ReceiptState {
+        match ReceiptState::from(s.as_str()) {
+            ReceiptState::Other(_) => ReceiptState::Other(s),
+            known => known,
+        }
+    }
+}
+
+impl From<ReceiptState> for String {
+    fn from(s: ReceiptState) -> String {
+        match s {
+            ReceiptState::Other(s) => s,
+            known => known.as_str().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for ReceiptState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `receipt.state == "pending"` reads as the server's word (tests, and the
+/// checks that name a state the way the contract does).
+impl PartialEq<str> for ReceiptState {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ReceiptState {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
 
 impl Receipt {
     /// Delivered (or acknowledged): the carrying output was written.
     pub fn is_delivered(&self) -> bool {
-        matches!(self.state.as_str(), "delivered" | "acknowledged")
+        self.state.is_delivered()
     }
     /// A terminal state other than delivered.
     pub fn is_lost(&self) -> bool {
-        matches!(self.state.as_str(), "undeliverable" | "expired" | "cancelled" | "failed")
+        self.state.is_lost()
     }
     pub fn is_final(&self) -> bool {
         self.is_delivered() || self.is_lost()
@@ -172,8 +277,9 @@ pub struct SessionRow {
     /// Tool calls seen (permission checks on the server; PreToolUse hooks
     /// on this machine), when known.
     pub tool_calls: Option<u64>,
-    /// Model calls: through Preloop's gateway on the server (0 for runs seen
-    /// only through hooks), or counted in the harness transcript on this machine.
+    /// Model calls: through Preloop's gateway on the server, or counted in
+    /// the harness transcript on this machine; `None` where not counted (a
+    /// run seen only through hooks elsewhere, a transcript not read here).
     pub model_calls: Option<u64>,
     /// Approvals waiting on a human (server mode).
     pub pending_approvals: Option<u64>,
@@ -194,6 +300,14 @@ impl SessionRow {
         } else {
             "idle"
         }
+    }
+
+    /// The order of `sessions list` in both modes: most recently active
+    /// first, then most recently started, then by id.
+    pub fn sort_most_recent_first(rows: &mut [SessionRow]) {
+        rows.sort_by(|a, b| {
+            b.last_activity_at.cmp(&a.last_activity_at).then(b.started_at.cmp(&a.started_at)).then(b.id.cmp(&a.id))
+        });
     }
 
     /// The label of an untitled session: kind, working directory, start time
@@ -482,6 +596,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(many.into_vec().len(), 2);
+    }
+
+    #[test]
+    fn receipt_states_travel_as_the_servers_words() {
+        for (k, word) in ReceiptState::KNOWN.iter().zip(NOTE_STATES) {
+            assert_eq!(k.as_str(), *word);
+            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::json!(word));
+            assert_eq!(serde_json::from_value::<ReceiptState>(serde_json::json!(word)).unwrap(), *k);
+        }
+        let newer: ReceiptState = serde_json::from_str(r#""superseded""#).unwrap();
+        assert_eq!(newer, ReceiptState::Other("superseded".into()));
+        assert_eq!(serde_json::to_string(&newer).unwrap(), r#""superseded""#);
+        assert!(!newer.is_delivered() && !newer.is_lost());
     }
 
     #[test]

@@ -262,12 +262,12 @@ impl Home {
     /// [`FakeServer::note_state`](crate::FakeServer::note_state).
     pub fn note_state(&self, id: &str) -> (String, Option<String>, Option<String>) {
         let r = self.receipt(id);
-        (r.state, r.delivery_event, r.undeliverable_reason)
+        (r.state.to_string(), r.delivery_event, r.undeliverable_reason)
     }
 
     /// A local note's state (`pending`, `claimed`, `delivered`, ...).
     pub fn state(&self, id: &str) -> String {
-        self.receipt(id).state
+        self.receipt(id).state.to_string()
     }
 
     pub fn session_file(&self, session: &str) -> Option<preloop_shared::session::SessionFile> {

@@ -22,7 +22,9 @@ class LocalMode(Scenario):
         if target:
             raise KitError("local notes go to this run's session or the next one, not %r" % target)
         if self.sid:
-            return self.sb.send_note(self.sid, body)
+            # The run has not started: its full id, and --not-started (an id no known
+            # session has is refused otherwise).
+            return self.sb.cli_json("notes", "send", "--session", self.sid, "--not-started", "--json", body)
         return self.sb.cli_json("notes", "send", "--next", self.HARNESS, "--json", body)
 
     def note_to_run_argv(self, body):

@@ -116,9 +116,20 @@ fn send_wait(e: &Env, session: &str, wait: &str) -> std::process::Child {
     spawn_waiting(e.cmd(&["notes", "send", "--session", session, "--wait", wait, "--json", "wait for me"]))
 }
 
+/// The pending note's id, once it is queued: the inbox writes a note's
+/// record before its queue entry, and a claim or a SessionEnd between the
+/// two finds the queue empty.
 fn pending_id(e: &Env) -> String {
-    preloop_testkit::support::wait_for(Duration::from_secs(5), "a pending note", || {
-        e.inbox().list().unwrap().into_iter().find(|n| n.state == "pending").map(|n| n.note_id)
+    preloop_testkit::support::wait_for(Duration::from_secs(5), "a queued pending note", || {
+        let id = e.inbox().list().unwrap().into_iter().find(|n| n.state == "pending").map(|n| n.note_id)?;
+        let queued = std::fs::read_dir(e.home.join("inbox/queue/session"))
+            .ok()?
+            .flatten()
+            .filter_map(|d| std::fs::read_dir(d.path()).ok())
+            .flatten()
+            .flatten()
+            .any(|q| q.file_name().to_string_lossy().ends_with(&id));
+        queued.then_some(id)
     })
 }
 
@@ -159,7 +170,8 @@ fn wait_exit_codes() {
 
     // 4: nobody takes it in time.
     let e = Env::new("wait4");
-    waited(send_wait(&e, "s-nobody", "1s"), 4);
+    e.start("s-idle");
+    waited(send_wait(&e, "s-idle", "1s"), 4);
 
     // Bad durations are usage errors.
     let out = e.run(&["notes", "send", "--session", "x", "--wait", "soon", "t"], None);

@@ -259,8 +259,18 @@ fn local_send_rules_ended_unknown_whitespace_durations_states() {
     let err = stderr(&out);
     assert!(err.contains("session done ended at"), "{err}");
     assert!(err.contains("still pending") && err.contains("preloop-hooks notes cancel"), "{err}");
-    // Unknown: said too, also with --wait (the local inbox keeps it for later).
+    // Unknown: refused with one line, nothing queued (a typo, or an id cut
+    // short, never waits for a session that cannot exist)...
+    let notes_before = w.inbox().list().unwrap().len();
     let out = w.run(&["notes", "send", "--session", "typo", "--wait", "1s", "x"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "preloop-hooks: no session typo on this machine (no session id is or starts with it; `preloop-hooks sessions list` shows them); for a session that has not started yet, add --not-started\n"
+    );
+    assert_eq!(w.inbox().list().unwrap().len(), notes_before, "nothing was queued");
+    // ...unless the user says it has not started: then it is said, and kept for it.
+    let out = w.run(&["notes", "send", "--session", "typo", "--not-started", "--wait", "1s", "x"]);
     assert_eq!(code(&out), 4, "{}", stderr(&out));
     assert!(stderr(&out).contains("no session typo has started on this machine yet"), "{}", stderr(&out));
     assert!(stderr(&out).contains("still pending") && stderr(&out).contains("notes cancel"), "{}", stderr(&out));
@@ -274,6 +284,16 @@ fn local_send_rules_ended_unknown_whitespace_durations_states() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 4, "{}", stderr(&out));
     assert!(stderr(&out).contains("Ctrl-C") && stderr(&out).contains("notes cancel"), "{}", stderr(&out));
+    // SIGTERM (`timeout`, a supervisor) is named as what it was, not as Ctrl-C (N18).
+    let child =
+        w.cmd(&["notes", "send", "--session", "live", "--wait", "1m", "wait"]).stdin(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    // SAFETY: signalling the child we started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(stderr(&out).contains(", stopped waiting on SIGTERM (cancel: "), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Ctrl-C"), "{}", stderr(&out));
     // Whitespace-only and empty notes are refused, as too long ones are.
     for body in ["   ", "\n\t \n"] {
         let out = w.run_env(&["notes", "send", "--session", "done"], &[], Some(body));
@@ -341,7 +361,7 @@ fn a_closed_pipe_exits_quietly_and_a_broken_config_refuses() {
     for i in 0..300 {
         start_local(&w, &format!("s-{i:03}"), None, None, None);
     }
-    let mut child = w.cmd(&["sessions", "list", "-o", "id"]).stdin(Stdio::null()).spawn().unwrap();
+    let mut child = w.cmd(&["sessions", "list", "--all", "-o", "id"]).stdin(Stdio::null()).spawn().unwrap();
     let mut out = child.stdout.take().unwrap();
     let mut first = [0u8; 4];
     out.read_exact(&mut first).unwrap();
@@ -471,6 +491,98 @@ fn local_attach_shows_the_transcript_notes_and_the_end() {
     assert!(stderr(&o).contains("no session nobody on this machine"), "{}", stderr(&o));
 }
 
+#[test]
+fn tool_calls_are_counted_for_every_harness_and_unknown_model_calls_show_as_unknown() {
+    // N14: Gemini CLI's tool gate is BeforeTool; a transcript we do not read is not "0 model calls".
+    let w = World::local("op-counts");
+    let gemini_transcript = w.root.join("gemini.json");
+    std::fs::write(&gemini_transcript, "{\"sessionId\":\"g-1\",\"messages\":[]}\n").unwrap();
+    start_local(&w, "g-1", None, None, Some(&gemini_transcript));
+    start_local(&w, "c-1", None, None, None);
+    let now = preloop_shared::time::Timestamp::now().to_iso_z();
+    std::fs::create_dir_all(w.home.join("log")).unwrap();
+    std::fs::write(
+        w.home.join("log/hooks.log"),
+        format!(
+            "{now} gemini BeforeTool mode=local session=g-1 outcome=ok notes=0 ms=3\n\
+             {now} gemini AfterTool mode=local session=g-1 outcome=ok notes=0 ms=3\n\
+             {now} gemini BeforeTool mode=local session=g-1 outcome=ok notes=0 ms=3\n\
+             {now} copilot preToolUse mode=local session=c-1 outcome=ok notes=0 ms=3\n"
+        ),
+    )
+    .unwrap();
+    let v = w.json(&["sessions", "list", "--json"]);
+    let row = |id: &str| v["sessions"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap().clone();
+    assert_eq!(row("g-1")["tool_calls"], 2, "{v}");
+    assert_eq!(row("c-1")["tool_calls"], 1, "{v}");
+    assert_eq!(row("g-1")["model_calls"], Value::Null, "{v}");
+}
+
+#[test]
+fn sessions_list_shows_30_unless_told_and_says_what_it_left_out() {
+    // N13: an account-wide list has a default limit and a way to ask for more.
+    let w = World::local("op-limit");
+    for n in 0..33 {
+        start_local(&w, &format!("s-{n:02}"), None, None, None);
+    }
+    let out = w.run(&["sessions", "list", "-o", "id"]);
+    assert_eq!((code(&out), stdout(&out).lines().count()), (0, 30), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "preloop-hooks: showing the 30 most recently active of 33 sessions (--limit N for more, --all for every one)\n"
+    );
+    let v = w.json(&["sessions", "list", "--limit", "5", "--json"]);
+    assert_eq!((v["total"].as_u64(), v["sessions"].as_array().unwrap().len()), (Some(5), 5));
+    check_schema("sessions.schema.json", &v);
+    let out = w.run(&["sessions", "list", "--all", "-o", "id"]);
+    assert_eq!((stdout(&out).lines().count(), stderr(&out)), (33, String::new()));
+    assert_eq!(code(&w.run(&["sessions", "list", "--limit", "0"])), 2);
+}
+
+/// What `attach` shows, without its header: the events whose `kind` is not `attached`.
+fn shown(ev: &[Value]) -> Vec<&Value> {
+    ev.iter().filter(|e| e["kind"] != "attached").collect()
+}
+
+/// How many times an event says the session ended (ours, or the server's timeline item).
+fn ends(ev: &[Value]) -> usize {
+    ev.iter().filter(|e| e["kind"] == "session_ended" || e["tool"] == "session_ended").count()
+}
+
+#[test]
+fn attach_shows_the_history_in_time_order_and_the_end_once() {
+    // N17: the transcript and the inbox are read by two threads; their
+    // history interleaves by time, not by which thread read first.
+    let w = World::local("op-attach-order");
+    let at = |secs: i64| preloop_shared::time::Timestamp::now().add_secs(secs).to_iso_z();
+    let transcript = w.root.join("t.jsonl");
+    std::fs::write(
+        &transcript,
+        format!(
+            "{}\n{}\n",
+            json!({"type": "user", "message": {"role": "user", "content": "do the thing"}, "timestamp": at(-60)}),
+            json!({"type": "assistant", "timestamp": at(5), "message": {"id": "m1", "content": [
+                {"type": "tool_use", "name": "Bash", "input": {"command": "echo later"}}]}}),
+        ),
+    )
+    .unwrap();
+    start_local(&w, "ordered", None, None, Some(&transcript));
+    w.run(&["notes", "send", "--session", "ordered", "in between"]);
+    w.inbox().session_end(&SessionEndRequest { external_session_id: "ordered".into(), reason: "exit".into() }).unwrap();
+    let mut child = attach(&w, "ordered", true);
+    let stdin = child.stdin.take().unwrap();
+    let (out, ev) = attach_events(child, stdin, 15);
+    let kinds: Vec<&str> = shown(&ev).iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds[..3], ["prompt", "note_sent", "model_call"], "{out}");
+    let history: Vec<&Value> = shown(&ev).into_iter().filter(|e| e["kind"] != "session_ended").collect();
+    let times: Vec<&str> = history.iter().map(|e| e["at"].as_str().unwrap()).collect();
+    let mut sorted = times.clone();
+    sorted.sort_by_key(|t| preloop_shared::time::Timestamp::parse(t));
+    assert_eq!(times, sorted, "in time order: {out}");
+    assert_eq!(ends(&ev), 1, "{out}");
+    assert_eq!(ev.last().unwrap()["kind"], "session_ended", "the end comes last: {out}");
+}
+
 // ----- server mode (the loopback fake) ------------------------------------
 
 fn hook(s: &FakeServer, route: &str, body: Value) -> Value {
@@ -523,7 +635,9 @@ fn server_sessions_list_filters_run_server_side_and_hide_the_identity_session() 
     let row = |id: &str| all["sessions"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap().clone();
     assert_eq!(row("gone")["state"], "ended", "an ended run is never live");
     assert_eq!(row("kid")["tool_calls"], 1);
-    assert_eq!(row("kid")["model_calls"], 0, "hook-only runs report no model calls");
+    // The server counts model calls through its gateway only: for a run seen
+    // through hooks alone its 0 means "not counted", shown as unknown (N14).
+    assert_eq!(row("kid")["model_calls"], Value::Null, "hook-only runs: model calls not counted");
     assert_eq!(row("kid")["runtime_session_id"], kid.as_str());
     s.clear_requests();
     let f = |args: &[&str]| {
@@ -599,8 +713,17 @@ fn server_targets_children_alias_execution_and_warnings() {
     assert!(stderr(&out).contains("execution has no runtime session"), "{}", stderr(&out));
     let out = w.run(&["notes", "send", "--execution", "nope", "x"]);
     assert_eq!(code(&out), 2);
+    // --agent takes an id or a name, as `sessions list --agent` does (N12).
+    let posted = s.requests().iter().filter(|r| r.method == "POST" && r.path == "/api/v1/operator-notes").count();
     let out = w.run(&["notes", "send", "--agent", "not-a-uuid", "x"]);
-    assert_eq!(code(&out), 2, "checked on this side: {}", stderr(&out));
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no managed agent in this account has the id or name \"not-a-uuid\""),
+        "{}",
+        stderr(&out)
+    );
+    let now = s.requests().iter().filter(|r| r.method == "POST" && r.path == "/api/v1/operator-notes").count();
+    assert_eq!(now, posted, "nothing was sent");
     // By runtime id; then an ended session: said first, --wait returns at once.
     let rid_a = w.json(&["sessions", "list", "--json"])["sessions"]
         .as_array()
@@ -632,6 +755,7 @@ fn server_targets_children_alias_execution_and_warnings() {
     )
     .unwrap();
     let out = w.run(&["notes", "send", "--session", "loc", "x"]);
+    assert_eq!(code(&out), 1, "the server does not know it: {}", stderr(&out));
     assert!(
         stderr(&out).contains(
             "server mode (a server URL and a user token are configured), but the hooks of session loc ran in local mode"
@@ -702,6 +826,7 @@ fn server_attach_socket_timeline_receipts_and_typed_notes() {
     assert!(has("note_sent", &|e| e["note_id"] == note.as_str()), "{out}");
     assert!(has("note_state", &|e| e["note_id"] == note.as_str() && e["state"] == "delivered"), "{out}");
     assert!(has("session_ended", &|_| true), "{out}");
+    assert_eq!(ends(&ev), 1, "the end once, not also as the timeline's item (N17): {out}");
     // The socket took the user token in its header.
     let ws = s.requests().into_iter().find(|r| r.path.starts_with("/api/v1/ws/runtime-sessions/")).unwrap();
     assert_eq!(ws.token_kind.as_deref(), Some("api_key"));

@@ -109,7 +109,16 @@ fn send_status_list_cancel_on_the_server() {
 #[test]
 fn errors_print_the_servers_reason() {
     let e = Env::new("srv-errors");
+    // An id no session in the account has or starts with: refused here, nothing sent.
     let out = e.run(&["notes", "send", "--session", "nobody", "x"], None);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("no session nobody in this account"), "{}", stderr(&out));
+    assert!(
+        !e.server.requests().iter().any(|r| r.method == "POST" && r.path == "/api/v1/operator-notes"),
+        "no note was sent"
+    );
+    // Said not to have started: the server decides, with its own reason.
+    let out = e.run(&["notes", "send", "--session", "nobody", "--not-started", "x"], None);
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("No matching session in this account."), "{}", stderr(&out));
     e.start("ext-2");
@@ -204,6 +213,18 @@ fn agent_and_next_targets() {
     assert_eq!(e.server.receipt(v["note_id"].as_str().unwrap())["next_session"], true);
     let out = e.run(&["notes", "send", "--next", "codex", "x"], None);
     assert_eq!(code(&out), 1, "no agent known for codex: {}", stderr(&out));
+    // --agent takes the display name `sessions list --agent` takes (N12), in send and list.
+    let worker = e.server.add_agent("Release worker");
+    let v = e.json(&["notes", "send", "--agent", "Release worker", "--next-session", "--json", "by name"]);
+    assert_eq!(v["target"]["agent_id"], worker.agent_id.as_str());
+    let id = v["note_id"].as_str().unwrap();
+    assert_eq!(e.server.receipt(id)["managed_agent_id"], worker.agent_id.as_str());
+    let l = e.json(&["notes", "list", "--agent", "Release worker", "--json"]);
+    assert_eq!((l["total"].as_u64(), l["notes"][0]["note_id"].as_str()), (Some(1), Some(id)));
+    e.server.add_agent("Release worker");
+    let out = e.run(&["notes", "list", "--agent", "Release worker"], None);
+    assert_eq!(code(&out), 2, "two agents share the name: {}", stderr(&out));
+    assert!(stderr(&out).contains("2 agents in this account are named \"Release worker\""), "{}", stderr(&out));
 }
 
 #[test]

@@ -4,6 +4,7 @@ mod cli_operator;
 mod cli_parity;
 mod cli_server;
 mod codex_trust;
+mod ids;
 mod install_files;
 mod lineage;
 mod schemas;

@@ -212,6 +212,14 @@ pub(crate) fn activity(shared: &Shared, req: &Request, id: &str) -> Response {
         json!({"activity_id": null, "activity_type": "session_started", "timestamp": sess.started_at.to_iso_z(),
                "title": "Session started", "summary": sess.principal_name, "status": "info", "metadata": {}}),
     )];
+    // Preloop's timeline names the end too (what `sessions attach` must not show twice).
+    if let Some(end) = sess.ended_at {
+        items.push((
+            end,
+            json!({"activity_id": null, "activity_type": "session_ended", "timestamp": end.to_iso_z(),
+                   "title": "Session ended", "summary": sess.principal_name, "status": "info", "metadata": {}}),
+        ));
+    }
     for c in st.tool_calls.iter().filter(|c| c.session == s) {
         items.push((
             c.at,
