@@ -27,8 +27,8 @@ use crate::backend::{Backend, Claimed, Fits, PermissionAnswer};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, LockGuard};
 use crate::operator::{
-    Author, MAX_CHILDREN, NOTE_RATE_LIMIT_PER_HOUR, RATE_LIMIT_DETAIL, Receipt, ReceiptState, SendRequest, SessionFilter,
-    SessionRow, Target,
+    Author, MAX_CHILDREN, NOTE_RATE_LIMIT_PER_HOUR, RATE_LIMIT_DETAIL, Receipt, ReceiptState, SendRequest,
+    SessionFilter, SessionRow, Target,
 };
 use crate::registry::{SERVER_PROMPT_EVENTS, ServerClaim};
 use crate::render::{self, NoteElement};
@@ -344,7 +344,7 @@ impl LocalInbox {
                 vec![to_file(f)]
             }
             Target::RuntimeSession(rid) => {
-                let f = session::all_session_files(&self.home).into_iter().find(|s| &s.runtime_session_id == rid);
+                let f = session::find_by_runtime_id(&self.home, rid);
                 vec![to_file(f.ok_or_else(|| Error::NotFound(format!("no session has the runtime id {rid}")))?)]
             }
             Target::Harness(h) => vec![(Addressee::Harness { harness: h.slug().to_string() }, None, None)],
@@ -443,7 +443,7 @@ impl LocalInbox {
         if let Ok(Some(f)) = session::read_session_file(&self.home, id) {
             return Some(f);
         }
-        session::all_session_files(&self.home).into_iter().find(|s| s.runtime_session_id == id)
+        session::find_by_runtime_id(&self.home, id)
     }
 
     /// The live sessions a session spawned (its runtime id), newest first,
@@ -690,7 +690,7 @@ impl Backend for LocalInbox {
         if file.parent_session_id.is_none() {
             // Write-once; only a runtime id this machine knows.
             if let Some(p) = req.parent_session_id.as_ref().filter(|p| !p.is_empty())
-                && session::all_session_files(&self.home).iter().any(|s| &s.runtime_session_id == p)
+                && session::find_by_runtime_id(&self.home, p).is_some()
             {
                 file.parent_session_id = Some(p.clone());
             }
@@ -725,6 +725,10 @@ impl Backend for LocalInbox {
         // nothing else (Cursor with no folder open sends no cwd).
         if created || file != before {
             session::write_session_file(&self.home, &file)?;
+        }
+        if created {
+            // Best effort: without the entry a lookup by runtime id scans.
+            let _ = session::index_runtime_id(&self.home, &file);
         }
         Ok(SessionStartResponse {
             runtime_session_id: file.runtime_session_id.clone(),

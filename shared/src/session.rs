@@ -94,6 +94,33 @@ pub fn write_session_mirror(home: &Path, file: &SessionFile) -> Result<()> {
     fsutil::write_json_unsynced(&session_file_path(home, &file.external_session_id), file)
 }
 
+fn runtime_index_path(home: &Path, runtime_id: &str) -> PathBuf {
+    sessions_dir(home).join("by-runtime").join(format!("{}.json", fsutil::session_file_stem(runtime_id)))
+}
+
+/// Record which harness session a runtime id names
+/// (`sessions/by-runtime/<runtime id>.json`), so [`find_by_runtime_id`]
+/// reads one file instead of every session file. Unsynced: a lost entry
+/// only costs a scan.
+pub fn index_runtime_id(home: &Path, file: &SessionFile) -> Result<()> {
+    fsutil::private_dir(&sessions_dir(home).join("by-runtime"))?;
+    let body = serde_json::to_vec(&file.external_session_id).unwrap_or_default();
+    fsutil::write_atomic_unsynced(&runtime_index_path(home, &file.runtime_session_id), &body)
+}
+
+/// The session file whose runtime id is `runtime_id`: through the index
+/// when it has the entry, else by reading every session file (sessions
+/// made before the index, or whose entry was lost).
+pub fn find_by_runtime_id(home: &Path, runtime_id: &str) -> Option<SessionFile> {
+    if let Ok(Some(external)) = fsutil::read_json::<String>(&runtime_index_path(home, runtime_id))
+        && let Ok(Some(f)) = read_session_file(home, &external)
+        && f.runtime_session_id == runtime_id
+    {
+        return Some(f);
+    }
+    all_session_files(home).into_iter().find(|s| s.runtime_session_id == runtime_id)
+}
+
 /// Every session file, in no particular order (unreadable ones skipped).
 pub fn all_session_files(home: &Path) -> Vec<SessionFile> {
     let dir = sessions_dir(home);
@@ -199,5 +226,63 @@ impl RunFiles {
     pub fn remove(&self) {
         let _ = std::fs::remove_file(&self.state);
         let _ = std::fs::remove_file(&self.lock);
+    }
+}
+
+#[cfg(test)]
+mod runtime_index_tests {
+    use super::*;
+
+    fn file(external: &str, runtime: &str) -> SessionFile {
+        SessionFile {
+            runtime_session_id: runtime.into(),
+            started_at: crate::time::Timestamp::now(),
+            agent_kind: "claude_code".into(),
+            cwd: None,
+            external_session_id: external.into(),
+            mode: "local".into(),
+            alias: None,
+            parent_session_id: None,
+            title: None,
+            last_prompt_at: None,
+            transcript_path: None,
+            execution_id: None,
+            harness_process: None,
+            ended_at: None,
+            end_reason: None,
+            uncarried_notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_runtime_id_is_found_through_the_index_and_without_it() {
+        let home = std::env::temp_dir().join(format!("preloop-rt-index-{}", fsutil::note_id()));
+        fsutil::private_dir(&home).unwrap();
+        let (a, b) = (
+            file("sess-a", "11111111-1111-4111-8111-111111111111"),
+            file("sess-b", "22222222-2222-4222-8222-222222222222"),
+        );
+        for f in [&a, &b] {
+            write_session_file(&home, f).unwrap();
+        }
+        index_runtime_id(&home, &a).unwrap();
+        assert!(runtime_index_path(&home, &a.runtime_session_id).exists());
+        assert_eq!(
+            find_by_runtime_id(&home, &a.runtime_session_id).map(|f| f.external_session_id),
+            Some("sess-a".into())
+        );
+        // No entry (a session from before the index): found by the scan.
+        assert_eq!(
+            find_by_runtime_id(&home, &b.runtime_session_id).map(|f| f.external_session_id),
+            Some("sess-b".into())
+        );
+        // An entry that names another session is not believed.
+        fsutil::write_atomic(&runtime_index_path(&home, &b.runtime_session_id), b"\"sess-a\"").unwrap();
+        assert_eq!(
+            find_by_runtime_id(&home, &b.runtime_session_id).map(|f| f.external_session_id),
+            Some("sess-b".into())
+        );
+        assert!(find_by_runtime_id(&home, "33333333-3333-4333-8333-333333333333").is_none());
+        let _ = std::fs::remove_dir_all(&home);
     }
 }
