@@ -236,7 +236,7 @@ mod runtime_index_tests {
     fn file(external: &str, runtime: &str) -> SessionFile {
         SessionFile {
             runtime_session_id: runtime.into(),
-            started_at: crate::time::Timestamp::now(),
+            started_at: Timestamp::now(),
             agent_kind: "claude_code".into(),
             cwd: None,
             external_session_id: external.into(),
