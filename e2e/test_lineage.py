@@ -139,6 +139,26 @@ class _Lineage(kit.Scenario):
                 pass
         return out
 
+    def conductor_sandbox(self, scenario, tag):
+        """A conductor scenario's sandbox and pieces: (sandbox, the note's token, the note,
+        the flag file the conductor writes once it sent the note, the directory each worker
+        reports ready in)."""
+        sb = self.sandbox(scenario)
+        tok = self.token(tag)
+        ready = os.path.join(sb.root, "ready")
+        os.makedirs(ready, exist_ok=True)
+        return sb, tok, "%s Wrap up now and report." % tok, os.path.join(sb.root, "note-sent.flag"), ready
+
+    def run_conductor(self, sb, harness, prompt, timeout, **kw):
+        """Run the conductor (`sb.run_<harness>`) on `prompt`, stop its mock, and check
+        that it finished cleanly."""
+        try:
+            self.run_result = getattr(sb, "run_" + harness)(PREREQ[harness], prompt, timeout=timeout, **kw)
+        finally:
+            sb.mock.stop()
+        run = self.run_result
+        self.check(not run.timed_out and run.rc == 0, "the conductor did not finish cleanly (rc=%s)" % run.rc)
+
     def send_cmd(self, sb, body, out):
         """The conductor's shell: notes send --children all, no --parent, no variable."""
         return "%s notes send --children all --json %s >%s 2>&1; echo rc=$? >>%s" % (
@@ -243,12 +263,8 @@ class _Lineage(kit.Scenario):
 
     # ------------------------------------------------------------------ Codex -> claude -p
     def test_codex_conductor_steers_two_claude_workers(self):
-        sb = self.sandbox("lineage: a Codex conductor's shell starts two claude -p workers")
-        tok = self.token("CX2CC")
-        body = "%s Wrap up now and report." % tok
-        flag = os.path.join(sb.root, "note-sent.flag")
-        ready = os.path.join(sb.root, "ready")
-        os.makedirs(ready, exist_ok=True)
+        sb, tok, body, flag, ready = self.conductor_sandbox(
+            "lineage: a Codex conductor's shell starts two claude -p workers", "CX2CC")
         workers, wmock, spawn = self.claude_workers(sb, ("A", "B"), flag, ready)
         send_out = os.path.join(sb.root, "conductor-send.out")
         conductor = {"agents": [{"name": "main", "turns": [
@@ -264,13 +280,8 @@ class _Lineage(kit.Scenario):
         sb.write_codex_config()
         sb.install_hooks("codex")
         self.wiring = "preloop-hooks install --harness codex --scope user; kit.Sandbox.write_settings (workers)"
-        try:
-            self.run_result = sb.run_codex(PREREQ["codex"], "Start two workers, then tell them to wrap up.",
-                                           timeout=float(os.environ.get("PRELOOP_E2E_CODEX_TIMEOUT", "90")) * 3)
-        finally:
-            sb.mock.stop()
-        run = self.run_result
-        self.check(not run.timed_out and run.rc == 0, "the conductor did not finish cleanly (rc=%s)" % run.rc)
+        self.run_conductor(sb, "codex", "Start two workers, then tell them to wrap up.",
+                           float(os.environ.get("PRELOOP_E2E_CODEX_TIMEOUT", "90")) * 3)
         outs = [os.path.join(sb.root, "worker-%s.out" % n) for n in workers]
         self.wait_outputs(outs, '"result"')
         cond = [s["external_session_id"] for s in self.sessions(sb) if s.get("agent_kind") == "codex_cli"]
@@ -282,12 +293,8 @@ class _Lineage(kit.Scenario):
 
     # ------------------------------------------------------------------ Gemini -> codex exec
     def test_gemini_conductor_steers_a_codex_worker(self):
-        sb = self.sandbox("lineage: a Gemini conductor's shell starts a codex exec worker")
-        tok = self.token("GM2CX")
-        body = "%s Wrap up now and report." % tok
-        flag = os.path.join(sb.root, "note-sent.flag")
-        ready = os.path.join(sb.root, "ready")
-        os.makedirs(ready, exist_ok=True)
+        sb, tok, body, flag, ready = self.conductor_sandbox(
+            "lineage: a Gemini conductor's shell starts a codex exec worker", "GM2CX")
         # The worker: Codex against its own mock, hooks installed into the sandbox's CODEX_HOME.
         worker_script = {"agents": [{"name": "main", "turns": [
             {"calls": [{"cmd": "touch %s/w; %s grep sent %s; echo go" % (q(ready), wait_sh(sb), q(flag)),
@@ -320,14 +327,8 @@ class _Lineage(kit.Scenario):
         sb.install_hooks("gemini")
         self.wiring = "preloop-hooks install --harness gemini and --harness codex --scope user"
         cond_sid = kit.new_session_id()
-        try:
-            self.run_result = sb.run_gemini(PREREQ["gemini"], "Start a worker, then tell it to wrap up.",
-                                            session_id=cond_sid,
-                                            timeout=float(os.environ.get("PRELOOP_E2E_GEMINI_TIMEOUT", "120")) * 2)
-        finally:
-            sb.mock.stop()
-        run = self.run_result
-        self.check(not run.timed_out and run.rc == 0, "the conductor did not finish cleanly (rc=%s)" % run.rc)
+        self.run_conductor(sb, "gemini", "Start a worker, then tell it to wrap up.",
+                           float(os.environ.get("PRELOOP_E2E_GEMINI_TIMEOUT", "120")) * 2, session_id=cond_sid)
         self.wait_outputs([worker_out], "Wrapped up.")
         kids = [s["external_session_id"] for s in self.sessions(sb) if s.get("agent_kind") == "codex_cli"]
         self.check(len(kids) == 1, "want one Codex session, got %r" % kids)
@@ -343,12 +344,8 @@ class _Lineage(kit.Scenario):
 
     # ------------------------------------------------------------------ Copilot -> claude -p
     def test_copilot_conductor_steers_a_claude_worker(self):
-        sb = self.sandbox("lineage: a Copilot conductor's bash tool starts a claude -p worker")
-        tok = self.token("CP2CC")
-        body = "%s Wrap up now and report." % tok
-        flag = os.path.join(sb.root, "note-sent.flag")
-        ready = os.path.join(sb.root, "ready")
-        os.makedirs(ready, exist_ok=True)
+        sb, tok, body, flag, ready = self.conductor_sandbox(
+            "lineage: a Copilot conductor's bash tool starts a claude -p worker", "CP2CC")
         workers, wmock, spawn = self.claude_workers(sb, ("C",), flag, ready)
         send_out = os.path.join(sb.root, "conductor-send.out")
 
@@ -365,14 +362,8 @@ class _Lineage(kit.Scenario):
         sb.install_hooks("copilot")
         self.wiring = "preloop-hooks install --harness copilot --scope user; kit.Sandbox.write_settings (worker)"
         cond_sid = kit.new_session_id()
-        try:
-            self.run_result = sb.run_copilot(PREREQ["copilot"], "Start a worker, then tell it to wrap up.",
-                                             session_id=cond_sid,
-                                             timeout=float(os.environ.get("PRELOOP_E2E_COPILOT_TIMEOUT", "120")) * 2)
-        finally:
-            sb.mock.stop()
-        run = self.run_result
-        self.check(not run.timed_out and run.rc == 0, "the conductor did not finish cleanly (rc=%s)" % run.rc)
+        self.run_conductor(sb, "copilot", "Start a worker, then tell it to wrap up.",
+                           float(os.environ.get("PRELOOP_E2E_COPILOT_TIMEOUT", "120")) * 2, session_id=cond_sid)
         self.wait_outputs([os.path.join(sb.root, "worker-C.out")], '"result"')
         self.check(self.session_file(sb, cond_sid).get("agent_kind") == "copilot_cli",
                    "the conductor's session file: %r" % self.session_file(sb, cond_sid))

@@ -529,12 +529,8 @@ fn seed_inbox(home: &Path, sessions: usize, notes: usize) {
                         session_id: format!("other-{k:04}"),
                         source: Some("claude_code".into()),
                         cwd: Some("/tmp/proj".into()),
-                        parent_session_id: None,
-                        alias: None,
-                        first_prompt: None,
                         hook_event_name: Some("SessionStart".into()),
-                        transcript_path: None,
-                        harness_process: None,
+                        ..Default::default()
                     };
                     inbox.session_start(&req).expect("register a session");
                 }

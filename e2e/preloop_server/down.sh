@@ -9,14 +9,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PURGE=0; PURGE_VENV=0
-for arg in "$@"; do
-  case "$arg" in
-    --purge) PURGE=1 ;;
-    --purge-venv) PURGE_VENV=1 ;;
-    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument: $arg (try --help)" ;;
-  esac
-done
+parse_flags 2,7 purge=PURGE purge-venv=PURGE_VENV -- "$@"
 
 if [ -d "$PRELOOP_HOME" ]; then take_lock; fi
 

@@ -37,6 +37,23 @@ BASE_URL="http://127.0.0.1:$PRELOOP_PORT"
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf '[%s] ERROR: %s\n' "$(date +%H:%M:%S)" "$*" >&2; exit 1; }
 
+# parse_flags HELP_LINES FLAG=VAR... -- "$@": each --FLAG given sets VAR=1 (the
+# caller sets every VAR to 0 first); -h/--help prints the script's header
+# comment lines HELP_LINES (sed's "2,7") and exits; anything else is an error.
+parse_flags() {
+  local help="$1" arg; shift
+  local -A var=()
+  while [ "$1" != "--" ]; do var["--${1%%=*}"]="${1#*=}"; shift; done
+  shift
+  for arg in "$@"; do
+    case "$arg" in
+      -h|--help) sed -n "${help}p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    esac
+    [ -n "${var[$arg]:-}" ] || die "unknown argument: $arg (try --help)"
+    printf -v "${var[$arg]}" 1
+  done
+}
+
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 

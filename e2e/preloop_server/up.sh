@@ -13,14 +13,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 RESTART=0; RESEED=0
-for arg in "$@"; do
-  case "$arg" in
-    --restart) RESTART=1 ;;
-    --reseed) RESEED=1 ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument: $arg (try --help)" ;;
-  esac
-done
+parse_flags 2,8 restart=RESTART reseed=RESEED -- "$@"
 
 T_ALL="$(now)"
 declare -A PHASE_S=() PHASE_DID=()

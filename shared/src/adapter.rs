@@ -141,6 +141,27 @@ impl<T> Wrapped<T> {
     }
 }
 
+/// `"deny"`: the decision value Codex, Gemini CLI and Copilot CLI outputs
+/// hold (Claude Code's keeps its own, whose doc its schema quotes).
+// The doc below is the value's description in those harnesses' schemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(description = "`\"deny\"`"))]
+pub enum Deny {
+    #[serde(rename = "deny")]
+    Deny,
+}
+
+/// `"block"`: the decision that continues a turn once (Codex's Stop, Gemini
+/// CLI's AfterAgent, Copilot CLI's agentStop).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(description = "`\"block\"`"))]
+pub enum Block {
+    #[serde(rename = "block")]
+    Block,
+}
+
 /// Defines, in the calling adapter's output module, the two
 /// `hookSpecificOutput` bodies that Claude Code and Codex print alike, each
 /// with the caller's doc comment (which is also its description in that

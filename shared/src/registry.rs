@@ -589,6 +589,25 @@ const fn claude_watch(on: &'static str) -> HookDef {
     }
 }
 
+/// Cursor's two gates, beforeShellExecution and beforeMCPExecution: one
+/// contract (a decision, never a context), so one row shape; the server
+/// knows each by its own name.
+const fn cursor_gate(cursor: event::Cursor, on: &'static str, binary: &'static str) -> HookDef {
+    HookDef {
+        event: Event::Cursor(cursor),
+        on,
+        binary,
+        role: Role::Permission,
+        does: Does::Check,
+        carrier: Carrier::None,
+        limit: CURSOR_LIMIT,
+        gate: gate(PERMISSION_REQUEST, FailKey::PermissionRequest, ServerClaim::Deferred),
+        budget: Permission,
+        server_event: Some(on),
+        delivery: Some(DeliveryEvent::PreToolUse),
+    }
+}
+
 use Budget::{Call, Permission};
 use Role::{End, Lifecycle};
 
@@ -768,32 +787,8 @@ pub const HOOKS: &[HookDef] = &[
         server_event: Some("beforeSubmitPrompt"),
         delivery: None,
     },
-    HookDef {
-        event: Event::Cursor(event::Cursor::BeforeShellExecution),
-        on: "beforeShellExecution",
-        binary: "preloop-cursor-before-shell-execution",
-        role: Role::Permission,
-        does: Does::Check,
-        carrier: Carrier::None,
-        limit: CURSOR_LIMIT,
-        gate: gate(PERMISSION_REQUEST, FailKey::PermissionRequest, ServerClaim::Deferred),
-        budget: Permission,
-        server_event: Some("beforeShellExecution"),
-        delivery: Some(DeliveryEvent::PreToolUse),
-    },
-    HookDef {
-        event: Event::Cursor(event::Cursor::BeforeMcpExecution),
-        on: "beforeMCPExecution",
-        binary: "preloop-cursor-before-mcp-execution",
-        role: Role::Permission,
-        does: Does::Check,
-        carrier: Carrier::None,
-        limit: CURSOR_LIMIT,
-        gate: gate(PERMISSION_REQUEST, FailKey::PermissionRequest, ServerClaim::Deferred),
-        budget: Permission,
-        server_event: Some("beforeMCPExecution"),
-        delivery: Some(DeliveryEvent::PreToolUse),
-    },
+    cursor_gate(event::Cursor::BeforeShellExecution, "beforeShellExecution", "preloop-cursor-before-shell-execution"),
+    cursor_gate(event::Cursor::BeforeMcpExecution, "beforeMCPExecution", "preloop-cursor-before-mcp-execution"),
     HookDef {
         event: Event::Cursor(event::Cursor::PreToolUse),
         on: "preToolUse",

@@ -58,10 +58,13 @@ pub fn check_text(path: &Path, actual: &str) {
     }
 }
 
-/// Generated JSON Schemas against the checked-in ones in `dir`.
-pub fn check_schemas<'a, T: Serialize + 'a>(dir: &Path, schemas: impl IntoIterator<Item = (String, &'a T)>) {
-    for (name, schema) in schemas {
-        check_json(&dir.join(name), schema);
+/// An adapter's schema test: each output shape's generated JSON Schema
+/// (`(event, schema)`) against the checked-in
+/// `schemas/<dir>/<event>.output.schema.json`.
+pub fn check_output_schemas<'a>(dir: &str, shapes: impl IntoIterator<Item = (&'a str, schemars::Schema)>) {
+    let dir = crate::support::schemas_dir(dir);
+    for (event, schema) in shapes {
+        check_json(&dir.join(format!("{event}.output.schema.json")), &schema);
     }
 }
 

@@ -46,20 +46,19 @@ preloop_shared::output_names! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use preloop_testkit::golden::{check_output_schemas, schema};
 
     /// The schema of each output shape, as checked in under `schemas/`.
     #[test]
     fn schemas_match_the_types() {
-        let shapes = [
-            ("SessionStart", preloop_testkit::golden::schema::<Wrapped<Context<SessionStart>>>()),
-            ("UserPromptSubmit", preloop_testkit::golden::schema::<Wrapped<Context<UserPromptSubmit>>>()),
-            ("PreToolUse", preloop_testkit::golden::schema::<Wrapped<PreToolUseOutput>>()),
-            ("Stop", preloop_testkit::golden::schema::<Wrapped<Context<Stop>>>()),
-        ];
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/claude-code-2.1.328");
-        preloop_testkit::golden::check_schemas(
-            &dir,
-            shapes.iter().map(|(e, s)| (format!("{e}.output.schema.json"), s)),
+        check_output_schemas(
+            "claude-code-2.1.328",
+            [
+                ("SessionStart", schema::<Wrapped<Context<SessionStart>>>()),
+                ("UserPromptSubmit", schema::<Wrapped<Context<UserPromptSubmit>>>()),
+                ("PreToolUse", schema::<Wrapped<PreToolUseOutput>>()),
+                ("Stop", schema::<Wrapped<Context<Stop>>>()),
+            ],
         );
     }
 }

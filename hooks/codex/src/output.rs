@@ -22,7 +22,7 @@ pub enum Output {
     Stop(StopOutput),
 }
 
-pub use preloop_shared::adapter::Wrapped;
+pub use preloop_shared::adapter::{Block, Deny, Wrapped};
 
 preloop_shared::hook_specific_bodies! {
     /// SessionStart, UserPromptSubmit: context only.
@@ -66,29 +66,24 @@ preloop_shared::output_names! {
     UserPromptSubmit => "UserPromptSubmit",
     PreToolUse => "PreToolUse",
     PermissionRequest => "PermissionRequest",
-    /// `"deny"`
-    Deny => "deny",
-    /// `"block"`
-    Block => "block",
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use preloop_testkit::golden::{check_output_schemas, schema};
 
     #[test]
     fn schemas_match_the_types() {
-        let shapes = [
-            ("session-start", preloop_testkit::golden::schema::<Wrapped<Context<SessionStart>>>()),
-            ("user-prompt-submit", preloop_testkit::golden::schema::<Wrapped<Context<UserPromptSubmit>>>()),
-            ("pre-tool-use", preloop_testkit::golden::schema::<Wrapped<PreToolUseOutput>>()),
-            ("permission-request", preloop_testkit::golden::schema::<Wrapped<PermissionRequestOutput>>()),
-            ("stop", preloop_testkit::golden::schema::<StopOutput>()),
-        ];
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/codex-0.169.0/preloop");
-        preloop_testkit::golden::check_schemas(
-            &dir,
-            shapes.iter().map(|(e, s)| (format!("{e}.output.schema.json"), s)),
+        check_output_schemas(
+            "codex-0.169.0/preloop",
+            [
+                ("session-start", schema::<Wrapped<Context<SessionStart>>>()),
+                ("user-prompt-submit", schema::<Wrapped<Context<UserPromptSubmit>>>()),
+                ("pre-tool-use", schema::<Wrapped<PreToolUseOutput>>()),
+                ("permission-request", schema::<Wrapped<PermissionRequestOutput>>()),
+                ("stop", schema::<StopOutput>()),
+            ],
         );
     }
 }

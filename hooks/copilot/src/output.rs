@@ -8,6 +8,7 @@
 //! `schemas/copilot-cli-1.0.102/<event>.output.schema.json`; a unit test
 //! fails when they drift.
 
+pub use preloop_shared::adapter::{Block, Deny};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -58,31 +59,23 @@ pub struct BlockOutput {
     pub reason: String,
 }
 
-preloop_shared::output_names! {
-    /// `"deny"`
-    Deny => "deny",
-    /// `"block"`
-    Block => "block",
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use preloop_testkit::golden::{check_output_schemas, schema};
 
     #[test]
     fn schemas_match_the_types() {
-        let context = preloop_testkit::golden::schema::<ContextOutput>();
-        let shapes = [
-            ("sessionStart", context.clone()),
-            ("userPromptSubmitted", context.clone()),
-            ("postToolUse", context),
-            ("preToolUse", preloop_testkit::golden::schema::<PreToolUseOutput>()),
-            ("agentStop", preloop_testkit::golden::schema::<BlockOutput>()),
-        ];
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/copilot-cli-1.0.102");
-        preloop_testkit::golden::check_schemas(
-            &dir,
-            shapes.iter().map(|(e, s)| (format!("{e}.output.schema.json"), s)),
+        let context = schema::<ContextOutput>();
+        check_output_schemas(
+            "copilot-cli-1.0.102",
+            [
+                ("sessionStart", context.clone()),
+                ("userPromptSubmitted", context.clone()),
+                ("postToolUse", context),
+                ("preToolUse", schema::<PreToolUseOutput>()),
+                ("agentStop", schema::<BlockOutput>()),
+            ],
         );
     }
 }

@@ -102,22 +102,21 @@ pub struct Empty {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use preloop_testkit::golden::{check_output_schemas, schema};
 
     #[test]
     fn schemas_match_the_types() {
-        let shapes = [
-            ("sessionStart", preloop_testkit::golden::schema::<SessionStartOutput>()),
-            ("beforeSubmitPrompt", preloop_testkit::golden::schema::<ContinueOutput>()),
-            ("beforeShellExecution", preloop_testkit::golden::schema::<GateOutput>()),
-            ("beforeMCPExecution", preloop_testkit::golden::schema::<GateOutput>()),
-            ("preToolUse", preloop_testkit::golden::schema::<PreToolUseOutput>()),
-            ("stop", preloop_testkit::golden::schema::<StopOutput>()),
-            ("sessionEnd", preloop_testkit::golden::schema::<Empty>()),
-        ];
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/cursor");
-        preloop_testkit::golden::check_schemas(
-            &dir,
-            shapes.iter().map(|(e, s)| (format!("{e}.output.schema.json"), s)),
+        check_output_schemas(
+            "cursor",
+            [
+                ("sessionStart", schema::<SessionStartOutput>()),
+                ("beforeSubmitPrompt", schema::<ContinueOutput>()),
+                ("beforeShellExecution", schema::<GateOutput>()),
+                ("beforeMCPExecution", schema::<GateOutput>()),
+                ("preToolUse", schema::<PreToolUseOutput>()),
+                ("stop", schema::<StopOutput>()),
+                ("sessionEnd", schema::<Empty>()),
+            ],
         );
     }
 }

@@ -22,7 +22,7 @@ pub enum Output {
     Block(BlockOutput),
 }
 
-pub use preloop_shared::adapter::Wrapped;
+pub use preloop_shared::adapter::{Block, Deny, Wrapped};
 
 /// A context carrier: Gemini wraps it in `<hook_context>` and escapes every
 /// `<`/`>` in it.
@@ -65,31 +65,23 @@ pub struct BlockOutput {
     pub reason: String,
 }
 
-preloop_shared::output_names! {
-    /// `"deny"`
-    Deny => "deny",
-    /// `"block"`
-    Block => "block",
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use preloop_testkit::golden::{check_output_schemas, schema};
 
     #[test]
     fn schemas_match_the_types() {
-        let context = preloop_testkit::golden::schema::<Wrapped<Context>>();
-        let shapes = [
-            ("SessionStart", context.clone()),
-            ("BeforeAgent", context.clone()),
-            ("AfterTool", context),
-            ("BeforeTool", preloop_testkit::golden::schema::<DenyOutput>()),
-            ("AfterAgent", preloop_testkit::golden::schema::<BlockOutput>()),
-        ];
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/gemini-cli-0.61.0");
-        preloop_testkit::golden::check_schemas(
-            &dir,
-            shapes.iter().map(|(e, s)| (format!("{e}.output.schema.json"), s)),
+        let context = schema::<Wrapped<Context>>();
+        check_output_schemas(
+            "gemini-cli-0.61.0",
+            [
+                ("SessionStart", context.clone()),
+                ("BeforeAgent", context.clone()),
+                ("AfterTool", context),
+                ("BeforeTool", schema::<DenyOutput>()),
+                ("AfterAgent", schema::<BlockOutput>()),
+            ],
         );
     }
 }

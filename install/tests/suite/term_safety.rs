@@ -198,12 +198,8 @@ fn attach_on_a_pty(tag: &str) -> Attached {
             session_id: "tty".into(),
             source: Some("claude_code".into()),
             cwd: Some("/work/tty".into()),
-            parent_session_id: None,
-            alias: None,
-            first_prompt: None,
             hook_event_name: Some("SessionStart".into()),
-            transcript_path: None,
-            harness_process: None,
+            ..Default::default()
         })
         .unwrap();
     let (mut master, mut slave) = (0, 0);

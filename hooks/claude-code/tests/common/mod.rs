@@ -2,6 +2,7 @@
 //! stdout out. The generic pieces (homes, runs, blocks, paths) are
 //! `preloop_testkit::support`'s; what is Claude Code's lives here.
 
+use preloop_testkit::fake_server::FakeServer;
 pub use preloop_testkit::support::{Home, context_of as context, ids_in};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -56,6 +57,24 @@ pub fn started(tag: &str, session: &str) -> Home {
     let home = Home::new(tag);
     hook(&home, "SessionStart", session);
     home
+}
+
+/// The environment of a hook in server mode against `server` (SessionEnd
+/// runs in-process: its detached worker has its own test).
+pub fn server_env(server: &FakeServer) -> Vec<(String, String)> {
+    vec![
+        ("PRELOOP_URL".into(), server.url()),
+        ("PRELOOP_TOKEN".into(), server.runtime_token()),
+        ("PRELOOP_SESSION_END_DETACH".into(), "0".into()),
+    ]
+}
+
+/// [`run`] in server mode against `server`, with `extra` set as well.
+pub fn run_s(event: &str, home: &Home, server: &FakeServer, extra: &[(&str, &str)], stdin: &Value) -> Option<Value> {
+    let e = server_env(server);
+    let mut all: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    all.extend_from_slice(extra);
+    run(event, home.path(), &all, stdin)
 }
 
 pub fn check_contract(event: &str, out: &Output) -> Option<Value> {

@@ -8,21 +8,6 @@ use serde_json::{Value, json};
 
 const S: &str = "3c1f4a52-7d0e-4f8b-9a61-2b5d8e0c7f13";
 
-fn env(server: &FakeServer) -> Vec<(String, String)> {
-    vec![
-        ("PRELOOP_URL".into(), server.url()),
-        ("PRELOOP_TOKEN".into(), server.runtime_token()),
-        ("PRELOOP_SESSION_END_DETACH".into(), "0".into()),
-    ]
-}
-
-fn run_s(event: &str, home: &Home, server: &FakeServer, extra: &[(&str, &str)], stdin: &Value) -> Option<Value> {
-    let e = env(server);
-    let mut all: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    all.extend_from_slice(extra);
-    run(event, home.path(), &all, stdin)
-}
-
 fn session_file(home: &Home, session: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(home.path().join(format!("sessions/{session}.json"))).unwrap())
         .unwrap()

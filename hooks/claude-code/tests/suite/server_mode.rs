@@ -9,22 +9,6 @@ use std::time::{Duration, Instant};
 
 const S: &str = "79c16d5c-09a5-4248-9f5c-503fdaab7c68";
 
-fn env(server: &FakeServer) -> Vec<(String, String)> {
-    // SessionEnd runs in-process here (its detached worker has its own test).
-    vec![
-        ("PRELOOP_URL".into(), server.url()),
-        ("PRELOOP_TOKEN".into(), server.runtime_token()),
-        ("PRELOOP_SESSION_END_DETACH".into(), "0".into()),
-    ]
-}
-
-fn run_s(event: &str, home: &Home, server: &FakeServer, extra: &[(&str, &str)], stdin: &Value) -> Option<Value> {
-    let e = env(server);
-    let mut all: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    all.extend_from_slice(extra);
-    run(event, home.path(), &all, stdin)
-}
-
 fn bodies(server: &FakeServer, path: &str) -> Vec<Value> {
     server.requests().into_iter().filter(|r| r.path == path).filter_map(|r| r.body).collect()
 }
@@ -275,7 +259,7 @@ fn sixteen_parallel_hooks_deliver_each_server_note_exactly_once() {
     let (home, server) = (Home::new("cc"), FakeServer::start());
     start(&home, &server, S);
     let mut sent: Vec<String> = (0..5).map(|i| server.send_to_session(S, &format!("n{i}"))).collect();
-    let e = env(&server);
+    let e = server_env(&server);
     let extra: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let children: Vec<_> = (0..16)
         .map(|i| {
@@ -304,7 +288,7 @@ fn sixteen_parallel_hooks_deliver_each_server_note_exactly_once() {
 fn the_token_never_leaves_the_authorization_header() {
     let (home, server) = (Home::new("cc"), FakeServer::start());
     let token = server.runtime_token();
-    let e = env(&server);
+    let e = server_env(&server);
     let extra: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut everything = String::new();
     server.send_note(json!({"agent_id": server.agent_id(), "text": "x"}));
