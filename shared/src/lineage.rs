@@ -326,22 +326,8 @@ mod tests {
 
     fn session(home: &Path, id: &str, runtime: &str, hp: Option<HarnessProcess>, mode: &str) {
         let f = SessionFile {
-            runtime_session_id: runtime.into(),
-            started_at: Timestamp::now(),
-            agent_kind: "codex_cli".into(),
-            cwd: None,
-            external_session_id: id.into(),
-            mode: mode.into(),
-            alias: None,
-            parent_session_id: None,
-            title: None,
-            last_prompt_at: None,
-            transcript_path: None,
-            execution_id: None,
             harness_process: hp.clone(),
-            ended_at: None,
-            end_reason: None,
-            uncarried_notes: Vec::new(),
+            ..SessionFile::new(id, runtime, "codex_cli", mode, Timestamp::now())
         };
         session::write_session_file(home, &f).unwrap();
         if let Some(p) = hp {

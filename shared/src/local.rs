@@ -658,24 +658,13 @@ impl Backend for LocalInbox {
         let created = existing.is_none();
         let mut file = match existing {
             Some(f) => f,
-            None => SessionFile {
-                runtime_session_id: fsutil::uuid_v4(),
-                started_at: now,
-                agent_kind: req.source.clone().unwrap_or_default(),
-                cwd: None,
-                external_session_id: req.session_id.clone(),
-                mode: "local".into(),
-                alias: None,
-                parent_session_id: None,
-                title: None,
-                last_prompt_at: None,
-                transcript_path: None,
-                execution_id: None,
-                harness_process: None,
-                ended_at: None,
-                end_reason: None,
-                uncarried_notes: Vec::new(),
-            },
+            None => SessionFile::new(
+                &req.session_id,
+                &fsutil::uuid_v4(),
+                req.source.as_deref().unwrap_or_default(),
+                "local",
+                now,
+            ),
         };
         let before = file.clone();
         if file.ended_at.is_some() {

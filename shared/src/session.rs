@@ -62,6 +62,37 @@ pub struct SessionFile {
     pub uncarried_notes: Vec<String>,
 }
 
+impl SessionFile {
+    /// A session just registered: its ids, who runs it, in which mode,
+    /// since when; nothing else known yet.
+    pub fn new(
+        external_session_id: &str,
+        runtime_session_id: &str,
+        agent_kind: &str,
+        mode: &str,
+        started_at: Timestamp,
+    ) -> SessionFile {
+        SessionFile {
+            runtime_session_id: runtime_session_id.into(),
+            started_at,
+            agent_kind: agent_kind.into(),
+            cwd: None,
+            external_session_id: external_session_id.into(),
+            mode: mode.into(),
+            alias: None,
+            parent_session_id: None,
+            title: None,
+            last_prompt_at: None,
+            transcript_path: None,
+            execution_id: None,
+            harness_process: None,
+            ended_at: None,
+            end_reason: None,
+            uncarried_notes: Vec::new(),
+        }
+    }
+}
+
 fn default_mode() -> String {
     "server".into()
 }
@@ -234,24 +265,7 @@ mod runtime_index_tests {
     use super::*;
 
     fn file(external: &str, runtime: &str) -> SessionFile {
-        SessionFile {
-            runtime_session_id: runtime.into(),
-            started_at: Timestamp::now(),
-            agent_kind: "claude_code".into(),
-            cwd: None,
-            external_session_id: external.into(),
-            mode: "local".into(),
-            alias: None,
-            parent_session_id: None,
-            title: None,
-            last_prompt_at: None,
-            transcript_path: None,
-            execution_id: None,
-            harness_process: None,
-            ended_at: None,
-            end_reason: None,
-            uncarried_notes: Vec::new(),
-        }
+        SessionFile::new(external, runtime, "claude_code", "local", Timestamp::now())
     }
 
     #[test]

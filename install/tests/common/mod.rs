@@ -204,3 +204,60 @@ pub fn check_schema(name: &str, doc: &Value) {
     let errors: Vec<String> = schema(name).iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
     assert!(errors.is_empty(), "{name}: {errors:?}\n{doc:#}");
 }
+
+/// One operator's world: a temp root, a `PRELOOP_HOME` under it, and the
+/// server's variables when it runs against one. Suites add what they need
+/// with their own `impl World` blocks.
+pub struct World {
+    _t: TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
+impl World {
+    /// The local inbox, or `server` (URL, runtime and user tokens) when given.
+    pub fn new(tag: &str, server: Option<&preloop_testkit::FakeServer>) -> World {
+        let t = TempDir::new(tag);
+        let root = t.path().to_path_buf();
+        let env = server
+            .map(|s| {
+                vec![
+                    ("PRELOOP_URL".to_string(), s.url()),
+                    ("PRELOOP_TOKEN".to_string(), s.runtime_token()),
+                    ("PRELOOP_USER_TOKEN".to_string(), s.user_token()),
+                ]
+            })
+            .unwrap_or_default();
+        World { home: root.join("preloop"), root, _t: t, env }
+    }
+    pub fn local(tag: &str) -> World {
+        World::new(tag, None)
+    }
+    pub fn server(tag: &str, s: &preloop_testkit::FakeServer) -> World {
+        World::new(tag, Some(s))
+    }
+    /// `preloop-hooks <args>` in this world.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = operator_cmd(&self.root, &self.home, args);
+        c.envs(self.env.iter().cloned());
+        c
+    }
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
+        let mut c = self.cmd(args);
+        c.envs(env.iter().copied());
+        run_with_stdin(c, stdin)
+    }
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.run_env(args, &[], None)
+    }
+    pub fn json(&self, args: &[&str]) -> Value {
+        self.json_env(args, &[])
+    }
+    pub fn json_env(&self, args: &[&str], env: &[(&str, &str)]) -> Value {
+        json_of(args, &self.run_env(args, env, None))
+    }
+    pub fn inbox(&self) -> preloop_shared::local::LocalInbox {
+        preloop_shared::local::LocalInbox::new(&self.home, 86_400)
+    }
+}

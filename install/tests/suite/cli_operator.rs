@@ -9,62 +9,14 @@
 
 use crate::common::*;
 use preloop_shared::backend::Backend;
-use preloop_shared::local::LocalInbox;
 use preloop_shared::wire::{DeliveryEvent, PendingRequest, SessionEndRequest, SessionStartRequest};
 use preloop_testkit::stub_server::{StubResponse, StubServer, json_u_escape};
 use preloop_testkit::{FakeServer, FaultSpec, client};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Stdio};
 use std::time::{Duration, Instant};
-
-/// One world: a PRELOOP_HOME, and a server when given.
-struct World {
-    _t: TempDir,
-    root: PathBuf,
-    home: PathBuf,
-    env: Vec<(String, String)>,
-}
-
-impl World {
-    fn local(tag: &str) -> World {
-        let t = TempDir::new(tag);
-        let root = t.path().to_path_buf();
-        World { home: root.join("preloop"), root, _t: t, env: Vec::new() }
-    }
-    fn server(tag: &str, s: &FakeServer) -> World {
-        let mut w = World::local(tag);
-        w.env = vec![
-            ("PRELOOP_URL".into(), s.url()),
-            ("PRELOOP_TOKEN".into(), s.runtime_token()),
-            ("PRELOOP_USER_TOKEN".into(), s.user_token()),
-        ];
-        w
-    }
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = operator_cmd(&self.root, &self.home, args);
-        c.envs(self.env.iter().cloned());
-        c
-    }
-    fn run_env(&self, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
-        let mut c = self.cmd(args);
-        c.envs(env.iter().copied());
-        run_with_stdin(c, stdin)
-    }
-    fn run(&self, args: &[&str]) -> Output {
-        self.run_env(args, &[], None)
-    }
-    fn json(&self, args: &[&str]) -> Value {
-        self.json_env(args, &[])
-    }
-    fn json_env(&self, args: &[&str], env: &[(&str, &str)]) -> Value {
-        json_of(args, &self.run_env(args, env, None))
-    }
-    fn inbox(&self) -> LocalInbox {
-        LocalInbox::new(&self.home, 86_400)
-    }
-}
 
 /// A local session started through the inbox (the hook side), returning its runtime id.
 fn start_local(w: &World, id: &str, parent: Option<&str>, alias: Option<&str>, transcript: Option<&Path>) -> String {

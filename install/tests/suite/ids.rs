@@ -8,11 +8,9 @@
 
 use crate::common::*;
 use preloop_shared::backend::Backend;
-use preloop_shared::local::LocalInbox;
 use preloop_shared::wire::{SessionEndRequest, SessionStartRequest};
 use preloop_testkit::{FakeServer, client};
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::process::Output;
 
 const CODEX_A: &str = "01a23abb-7e5c-7d0e-9b1a-aaaaaaaaaaaa";
@@ -20,39 +18,7 @@ const CODEX_B: &str = "01a23abb-7e5c-7f00-8c2d-bbbbbbbbbbbb";
 const CLAUDE: &str = "801fb481-6c51-4319-b2b0-5e90de8b176f";
 const KID: &str = "c1d2e3f4-0000-4000-8000-000000000001";
 
-struct World {
-    _t: TempDir,
-    root: PathBuf,
-    home: PathBuf,
-    env: Vec<(String, String)>,
-}
-
 impl World {
-    fn new(tag: &str, server: Option<&FakeServer>) -> World {
-        let t = TempDir::new(tag);
-        let root = t.path().to_path_buf();
-        let env = server
-            .map(|s| {
-                vec![
-                    ("PRELOOP_URL".to_string(), s.url()),
-                    ("PRELOOP_TOKEN".to_string(), s.runtime_token()),
-                    ("PRELOOP_USER_TOKEN".to_string(), s.user_token()),
-                ]
-            })
-            .unwrap_or_default();
-        World { home: root.join("preloop"), root, _t: t, env }
-    }
-    fn run(&self, args: &[&str]) -> Output {
-        let mut c = operator_cmd(&self.root, &self.home, args);
-        c.envs(self.env.iter().cloned());
-        run_with_stdin(c, None)
-    }
-    fn json(&self, args: &[&str]) -> Value {
-        json_of(args, &self.run(args))
-    }
-    fn inbox(&self) -> LocalInbox {
-        LocalInbox::new(&self.home, 86_400)
-    }
     fn notes_queued(&self) -> usize {
         self.inbox().list().unwrap().len()
     }

@@ -15,32 +15,11 @@ use crate::common::*;
 use preloop_testkit::support::{Run, fixture_for, run_cmd, wait_for};
 use preloop_testkit::{FakeServer, commands};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-struct World {
-    _t: TempDir,
-    root: PathBuf,
-    home: PathBuf,
-    env: Vec<(String, String)>,
-}
-
 impl World {
-    fn new(tag: &str, server: Option<&FakeServer>) -> World {
-        let t = TempDir::new(tag);
-        let root = t.path().to_path_buf();
-        let env = match server {
-            Some(s) => vec![
-                ("PRELOOP_URL".into(), s.url()),
-                ("PRELOOP_TOKEN".into(), s.runtime_token()),
-                ("PRELOOP_USER_TOKEN".into(), s.user_token()),
-            ],
-            None => Vec::new(),
-        };
-        World { home: root.join("preloop"), root, _t: t, env }
-    }
-
     fn hook_env(&self, cmd: &mut Command, extra: &[(&str, &str)]) {
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -75,9 +54,7 @@ impl World {
     }
 
     fn cli(&self, args: &[&str]) -> Value {
-        let mut c = operator_cmd(&self.root, &self.home, args);
-        c.envs(self.env.iter().cloned());
-        json_of(args, &run_with_stdin(c, None))
+        self.json(args)
     }
 
     fn session(&self, id: &str) -> Value {
