@@ -165,15 +165,7 @@ class _Lineage(kit.Scenario):
             q(sb.bin(kit.CLI_BINARY)), q(body), q(out), q(out))
 
     def check_sent(self, sent_text, workers):
-        self.extra.append("conductor's notes send: " + kit.shorten(sent_text, 1500))
-        self.check("rc=0" in sent_text, "`notes send --children all` in the conductor's shell failed: %s" % sent_text)
-        sent = json.loads(sent_text[:sent_text.rindex("rc=")])
-        notes = sent.get("notes") or []
-        for n in notes:
-            self.add_sent({"note_id": n["note_id"]}, "notes send --children all")
-        got = sorted(n.get("session") or "" for n in notes)
-        self.check(got == sorted(workers), "the note went to %r, want the workers %r" % (got, sorted(workers)))
-        return notes
+        return self.check_children_sent(sent_text, workers)
 
     def check_lineage(self, sb, conductor, workers):
         cond = self.session_file(sb, conductor)
@@ -225,15 +217,7 @@ class _Lineage(kit.Scenario):
         sb.claude_bin = PREREQ["claude"]
         sb.write_settings()   # the workers' Claude Code hooks
         workers = {n: kit.new_session_id() for n in names}
-        worker_script = {"turns": [
-            kit.bash_turn("touch %s/$$; %s grep sent %s; echo go" % (q(ready), wait_sh(sb), q(flag))),
-            kit.bash_turn("echo continuing", "Continuing."),
-            kit.text_turn("Wrapped up."),
-        ]}
-        wdir = os.path.join(sb.root, "worker-mock")
-        os.makedirs(wdir, exist_ok=True)
-        wmock = kit.Mock(wdir, worker_script, dict(sb.base_env(), **sb.mock_env))
-        self.addCleanup(wmock.stop)
+        wmock = self.worker_mock(sb, "touch %s/$$; %s grep sent %s; echo go" % (q(ready), wait_sh(sb), q(flag)))
         # The workers' settings are inline (the conductor's mock is not theirs). Codex
         # ends the process group of a command when it returns, so the workers get their own
         # session (`setsid`, which does not fork here: the shell stays their parent).

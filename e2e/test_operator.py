@@ -116,18 +116,9 @@ class _Operator(kit.Scenario):
         flag = os.path.join(sb.root, "note-sent.flag")
         ready = os.path.join(sb.root, "ready")
         os.makedirs(ready, exist_ok=True)
-        sessions = os.path.join(sb.preloop_home, "sessions")
         # The workers' model: wait in a tool call until the note was sent, then one more
         # tool call (its PreToolUse carries the note), then finish.
-        worker_script = {"turns": [
-            kit.bash_turn("touch %s/$$; %s; echo go" % (kit.quote_path(ready), wait_file_cmd(flag))),
-            kit.bash_turn("echo continuing", "Continuing."),
-            kit.text_turn("Wrapped up."),
-        ]}
-        wdir = os.path.join(sb.root, "worker-mock")
-        os.makedirs(wdir, exist_ok=True)
-        wmock = kit.Mock(wdir, worker_script, dict(sb.base_env(), **sb.mock_env))
-        self.addCleanup(wmock.stop)
+        wmock = self.worker_mock(sb, "touch %s/$$; %s; echo go" % (kit.quote_path(ready), wait_file_cmd(flag)))
         spawn = " ".join(
             "ANTHROPIC_BASE_URL=%s nohup %s >%s 2>&1 &" % (
                 wmock.url, " ".join(kit.quote_path(a) for a in claude_argv(
@@ -169,14 +160,7 @@ class _Operator(kit.Scenario):
                 sent_text = f.read()
         except OSError:
             sent_text = "(no output file)"
-        self.extra.append("conductor's notes send: " + kit.shorten(sent_text, 1500))
-        self.check("rc=0" in sent_text, "`notes send --children all` in the conductor's Bash failed: %s" % sent_text)
-        sent = json.loads(sent_text[:sent_text.rindex("rc=")])
-        notes = sent.get("notes") or []
-        for n in notes:
-            self.add_sent({"note_id": n["note_id"]}, "notes send --children all")
-        got = sorted(n.get("session") or "" for n in notes)
-        self.check(got == sorted(workers.values()), "the note went to %r, want both workers %r" % (got, sorted(workers.values())))
+        notes = self.check_children_sent(sent_text, workers.values(), shell="Bash")
         records = wmock.records()
         for name, sid in workers.items():
             reqs = requests_of(records, "worker %s" % name)

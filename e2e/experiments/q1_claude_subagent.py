@@ -13,7 +13,6 @@ carried, and per marker the requests (agent main/sub) that hold it.
 --bg sets the Agent tool's run_in_background input (default false; "omit" leaves it out,
 which Claude Code 2.1.328 in -p runs as a background agent).
 """
-import json
 import os
 import sys
 

@@ -12,7 +12,7 @@ import shlex
 import time
 from dataclasses import dataclass
 
-from .common import HOOK_TIMEOUT_S, quote_path, shorten
+from .common import HOOK_TIMEOUT_S, hook_binaries, quote_path, shorten
 from .mock import main_requests
 
 MOCK_API_KEY = "sk-ant-mock-key"
@@ -21,13 +21,7 @@ MOCK_API_KEY = "sk-ant-mock-key"
 MODEL_DEFAULT = None                                # claude-opus-5-5: role:"system" messages
 MODEL_SONNET_45 = "claude-sonnet-4-5-20250929"      # <system-reminder> blocks in user messages
 
-HOOK_BINARIES = {
-    "SessionStart": "preloop-claude-code-session-start",
-    "UserPromptSubmit": "preloop-claude-code-user-prompt-submit",
-    "PreToolUse": "preloop-claude-code-pre-tool-use",
-    "Stop": "preloop-claude-code-stop",
-    "SessionEnd": "preloop-claude-code-session-end",
-}
+HOOK_BINARIES = hook_binaries("claude-code", ("SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"))
 
 LABEL_SESSION_START = "SessionStart hook additional context: "
 LABEL_PRE_TOOL_USE_BASH = "PreToolUse:Bash hook additional context: "

@@ -7,6 +7,7 @@ graph, so any module can use it without a cycle."""
 
 import json
 import os
+import re
 import sys
 import time
 import uuid
@@ -21,6 +22,14 @@ HOOK_TIMEOUT_S = 10
 
 class KitError(RuntimeError):
     """The environment cannot run the suite (install/build failed, mock did not start...)."""
+
+
+def hook_binaries(slug, events):
+    """{event: hook command} for the harness whose commands are `preloop-<slug>-<event in
+    kebab case>` (the registry's rule, shared/src/registry.rs)."""
+    def kebab(name):
+        return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
+    return {e: "preloop-%s-%s" % (slug, kebab(e)) for e in events}
 
 
 def log(msg):

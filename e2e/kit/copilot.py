@@ -8,21 +8,15 @@ import json
 import os
 import re
 
-from .common import HOOK_TIMEOUT_S, KitError
+from .common import HOOK_TIMEOUT_S, KitError, hook_binaries
 from .harnesses import copilot_cache_dir
 from .landing import find_landings
 
 COPILOT_MODEL = "gpt-4.1"
 
 
-COPILOT_HOOK_BINARIES = {
-    "sessionStart": "preloop-copilot-session-start",
-    "userPromptSubmitted": "preloop-copilot-user-prompt-submitted",
-    "preToolUse": "preloop-copilot-pre-tool-use",
-    "postToolUse": "preloop-copilot-post-tool-use",
-    "agentStop": "preloop-copilot-agent-stop",
-    "sessionEnd": "preloop-copilot-session-end",
-}
+COPILOT_HOOK_BINARIES = hook_binaries("copilot", (
+    "sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse", "agentStop", "sessionEnd"))
 
 
 # Copilot CLI's two hook-file dialects (docs/contracts/copilot-cli.md §2): event names per style.

@@ -7,20 +7,14 @@ Everything the kit knows about Gemini CLI is here (docs/contracts/gemini-cli.md)
 import json
 import os
 
-from .common import HOOK_TIMEOUT_S
+from .common import HOOK_TIMEOUT_S, hook_binaries
 from .landing import find_landings
 
 GEMINI_MODEL = "gemini-2.5-flash"
 
 
-GEMINI_HOOK_BINARIES = {
-    "SessionStart": "preloop-gemini-session-start",
-    "BeforeAgent": "preloop-gemini-before-agent",
-    "BeforeTool": "preloop-gemini-before-tool",
-    "AfterTool": "preloop-gemini-after-tool",
-    "AfterAgent": "preloop-gemini-after-agent",
-    "SessionEnd": "preloop-gemini-session-end",
-}
+GEMINI_HOOK_BINARIES = hook_binaries("gemini", (
+    "SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd"))
 
 
 # --------------------------------------------------------------------------- marker search

@@ -226,6 +226,31 @@ impl PartialEq<&str> for ReceiptState {
 }
 
 impl Receipt {
+    /// A receipt that says only its id and state (the rest unknown).
+    pub fn new(note_id: &str, state: ReceiptState) -> Receipt {
+        Receipt {
+            note_id: note_id.to_string(),
+            state,
+            text: String::new(),
+            managed_agent_id: None,
+            runtime_session_id: None,
+            external_session_id: None,
+            harness: None,
+            next_session: false,
+            author: Author::default(),
+            created_at: None,
+            expires_at: None,
+            claimed_at: None,
+            delivered_at: None,
+            delivery_channel: None,
+            delivery_event: None,
+            undeliverable_at: None,
+            undeliverable_reason: None,
+            cancelled_at: None,
+            expired_at: None,
+        }
+    }
+
     /// Delivered (or acknowledged): the carrying output was written.
     pub fn is_delivered(&self) -> bool {
         self.state.is_delivered()

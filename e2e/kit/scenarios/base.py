@@ -3,9 +3,12 @@ whole failure dump (artifacts, wiring, receipts, every model request, hook logs)
 markers, and the receipt and block checks every harness and mode shares."""
 
 import json
+import os
 import uuid
 
 from ..blocks import note_blocks
+from ..claude import bash_turn, text_turn
+from ..mock import Mock
 from ..common import KitError, shorten
 from ..report import SUMMARIZERS, before_reply_lines
 from ..sandbox import Sandbox
@@ -134,6 +137,35 @@ class Scenario:
             self.note_ids.append(sent["note_id"])
         self.sent[sent["note_id"]] = sent
         return sent
+
+    def worker_mock(self, sb, first_cmd):
+        """The model of the `claude -p` workers a conductor starts: a tool call running
+        `first_cmd` (it waits until the conductor sent its note), one more tool call (its
+        PreToolUse carries the note), then the end. Its own mock, stopped at cleanup."""
+        script = {"turns": [
+            bash_turn(first_cmd),
+            bash_turn("echo continuing", "Continuing."),
+            text_turn("Wrapped up."),
+        ]}
+        wdir = os.path.join(sb.root, "worker-mock")
+        os.makedirs(wdir, exist_ok=True)
+        wmock = Mock(wdir, script, dict(sb.base_env(), **sb.mock_env))
+        self.addCleanup(wmock.stop)
+        return wmock
+
+    def check_children_sent(self, sent_text, workers, shell="shell"):
+        """What a conductor's `notes send --children all --json … ; echo rc=$?` printed:
+        it succeeded and went to exactly `workers` (harness session ids); the notes."""
+        self.extra.append("conductor's notes send: " + shorten(sent_text, 1500))
+        self.check("rc=0" in sent_text,
+                   "`notes send --children all` in the conductor's %s failed: %s" % (shell, sent_text))
+        sent = json.loads(sent_text[:sent_text.rindex("rc=")])
+        notes = sent.get("notes") or []
+        for n in notes:
+            self.add_sent({"note_id": n["note_id"]}, "notes send --children all")
+        got = sorted(n.get("session") or "" for n in notes)
+        self.check(got == sorted(workers), "the note went to %r, want the workers %r" % (got, sorted(workers)))
+        return notes
 
     def send_before_start(self, body, **target):
         """Send a note before the harness starts (mode: to this run's session, the

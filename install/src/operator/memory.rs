@@ -4,7 +4,7 @@
 //! number of reads, and a log of the calls that change something.
 
 use super::{Mode, NewNote, NotesOf, Operator, Pace, Sent, SessionNow, SessionRef, Socket, To};
-use preloop_shared::operator::{ActivityItem, Author, Receipt, ReceiptState, SessionFilter, SessionRow};
+use preloop_shared::operator::{ActivityItem, Receipt, ReceiptState, SessionFilter, SessionRow};
 use preloop_shared::time::Timestamp;
 use preloop_shared::{Error, Result};
 use std::collections::HashMap;
@@ -98,25 +98,10 @@ impl Memory {
 
 fn receipt(id: &str, session: Option<&str>, state: ReceiptState, at: Timestamp) -> Receipt {
     Receipt {
-        note_id: id.to_string(),
-        state,
         text: format!("note {id}"),
-        managed_agent_id: None,
-        runtime_session_id: None,
         external_session_id: session.map(str::to_string),
-        harness: None,
-        next_session: false,
-        author: Author::default(),
         created_at: Some(at),
-        expires_at: None,
-        claimed_at: None,
-        delivered_at: None,
-        delivery_channel: None,
-        delivery_event: None,
-        undeliverable_at: None,
-        undeliverable_reason: None,
-        cancelled_at: None,
-        expired_at: None,
+        ..Receipt::new(id, state)
     }
 }
 
