@@ -83,14 +83,6 @@ def wait_sh(sb):
     return q(path)
 
 
-def read_text(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
 def q(s):
     return kit.quote_path(s)
 
@@ -195,11 +187,11 @@ class _Lineage(kit.Scenario):
     def wait_outputs(self, outs, marker, timeout=120):
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if all(marker in read_text(o) for o in outs):
+            if all(marker in kit.read_text(o) for o in outs):
                 break
             time.sleep(0.5)
         for o in outs:
-            self.extra.append("%s: %s" % (os.path.basename(o), kit.shorten(read_text(o) or "(none)", 600)))
+            self.extra.append("%s: %s" % (os.path.basename(o), kit.shorten(kit.read_text(o) or "(none)", 600)))
         time.sleep(2.0)   # their SessionEnd hooks
 
     def check_receipts(self, notes):
@@ -270,7 +262,7 @@ class _Lineage(kit.Scenario):
         self.wait_outputs(outs, '"result"')
         cond = [s["external_session_id"] for s in self.sessions(sb) if s.get("agent_kind") == "codex_cli"]
         self.check(len(cond) == 1, "want one Codex session, got %r" % cond)
-        notes = self.check_sent(read_text(send_out), workers.values())
+        notes = self.check_sent(kit.read_text(send_out), workers.values())
         self.check_lineage(sb, cond[0], list(workers.values()))
         self.check_claude_workers_got_it(wmock, workers, tok)
         self.check_receipts(notes)
@@ -316,7 +308,7 @@ class _Lineage(kit.Scenario):
         self.wait_outputs([worker_out], "Wrapped up.")
         kids = [s["external_session_id"] for s in self.sessions(sb) if s.get("agent_kind") == "codex_cli"]
         self.check(len(kids) == 1, "want one Codex session, got %r" % kids)
-        notes = self.check_sent(read_text(send_out), kids)
+        notes = self.check_sent(kit.read_text(send_out), kids)
         self.check_lineage(sb, cond_sid, kids)
         reqs = kit.main_requests("codex", wmock.records())
         hits = kit.codex_find_marker(reqs, tok)
@@ -351,7 +343,7 @@ class _Lineage(kit.Scenario):
         self.wait_outputs([os.path.join(sb.root, "worker-C.out")], '"result"')
         self.check(self.session_file(sb, cond_sid).get("agent_kind") == "copilot_cli",
                    "the conductor's session file: %r" % self.session_file(sb, cond_sid))
-        notes = self.check_sent(read_text(send_out), workers.values())
+        notes = self.check_sent(kit.read_text(send_out), workers.values())
         self.check_lineage(sb, cond_sid, list(workers.values()))
         self.check_claude_workers_got_it(wmock, workers, tok)
         self.check_receipts(notes)

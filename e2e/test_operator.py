@@ -56,14 +56,6 @@ def claude_argv(sb, prompt, session_id, debug_name="claude.debug.log"):
             "--session-id", session_id, "--debug-file", os.path.join(sb.root, debug_name)]
 
 
-def read_text(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
 def requests_of(records, prompt):
     """The main-conversation request bodies of the worker started with `prompt`."""
     out = []
@@ -149,11 +141,11 @@ class _Operator(kit.Scenario):
         outs = [os.path.join(sb.root, "worker-%s.out" % n) for n in workers]
         deadline = time.time() + 120
         while time.time() < deadline:
-            if all('"result"' in read_text(o) for o in outs):
+            if all('"result"' in kit.read_text(o) for o in outs):
                 break
             time.sleep(0.5)
         for o in outs:
-            self.extra.append("%s: %s" % (os.path.basename(o), kit.shorten(read_text(o) or "(none)", 600)))
+            self.extra.append("%s: %s" % (os.path.basename(o), kit.shorten(kit.read_text(o) or "(none)", 600)))
         time.sleep(2.0)   # their SessionEnd hooks
         try:
             with open(send_out) as f:

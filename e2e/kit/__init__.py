@@ -58,8 +58,8 @@ Environment knobs (all optional):
 """
 
 from .common import (BASE_PATH, CLI_BINARY, E2E_DIR, FAKE_HOOK, HOOK_TIMEOUT_S, REPO_ROOT, KitError,
-                     fake_hook_command, new_session_id, poll_state, processes_with, quote_path,
-                     read_jsonl, shorten)
+                     fake_hook_command, hook_binaries, new_session_id, poll_state, processes_with,
+                     quote_path, read_jsonl, read_text, shorten)
 from .harnesses import (CLAUDE_CODE_PACKAGE, CLAUDE_CODE_VERSION, CODEX_PACKAGE, CODEX_VERSION,
                         COPILOT_PACKAGE, COPILOT_VERSION, GEMINI_PACKAGE, GEMINI_VERSION,
                         copilot_cache_dir, ensure_claude, ensure_codex, ensure_copilot,
@@ -99,7 +99,7 @@ from .scenarios.copilot import CopilotScenarios
 
 __all__ = ["BASE_PATH", "CLI_BINARY", "E2E_DIR", "FAKE_HOOK", "HOOK_TIMEOUT_S", "REPO_ROOT",
            "KitError", "fake_hook_command", "new_session_id", "poll_state", "processes_with",
-           "quote_path", "read_jsonl", "shorten", "CLAUDE_CODE_PACKAGE", "CLAUDE_CODE_VERSION",
+           "quote_path", "read_jsonl", "read_text", "shorten", "hook_binaries", "CLAUDE_CODE_PACKAGE", "CLAUDE_CODE_VERSION",
            "CODEX_PACKAGE", "CODEX_VERSION", "COPILOT_PACKAGE", "COPILOT_VERSION", "GEMINI_PACKAGE",
            "GEMINI_VERSION", "copilot_cache_dir", "ensure_claude", "ensure_codex", "ensure_copilot",
            "ensure_gemini", "harness_dir", "MOCKS", "Mock", "agent_requests", "main_requests",

@@ -32,6 +32,15 @@ def hook_binaries(slug, events):
     return {e: "preloop-%s-%s" % (slug, kebab(e)) for e in events}
 
 
+def read_text(path):
+    """A file's text ("" when it cannot be read: not written yet)."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def log(msg):
     sys.stderr.write("[e2e] %s\n" % msg)
     sys.stderr.flush()

@@ -59,6 +59,33 @@ fn start_remote(s: &FakeServer, id: &str, parent: Option<&str>) -> String {
     r.json()["runtime_session_id"].as_str().unwrap().to_string()
 }
 
+/// Two Codex runs (ids that share a start), a Claude Code run and its
+/// child, registered by `start`; the Claude Code run's runtime id.
+fn four_sessions(start: impl Fn(&str, Option<&str>) -> String) -> String {
+    start(CODEX_A, None);
+    start(CODEX_B, None);
+    let parent = start(CLAUDE, None);
+    start(KID, Some(&parent));
+    parent
+}
+
+/// N2: time-prefixed ids print long enough to differ; the rest at 8.
+fn assert_printed_ids(w: &World) {
+    let mut shown = w.id_column();
+    shown.sort();
+    assert_eq!(shown, ["01a23abb-7e5c-7d", "01a23abb-7e5c-7f", "801fb481", "c1d2e3f4"]);
+}
+
+/// N1: a note to the Claude Code run by its printed ID, confirmed by the
+/// id the user knows and the one typed (N15); the note's id and stderr.
+fn send_by_printed_id(w: &World) -> (String, String) {
+    let out = w.run(&["notes", "send", "--session", "801fb481", "Deploy to eu-west-1."]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let id = stdout(&out).split_whitespace().next().unwrap().to_string();
+    assert_eq!(stdout(&out), format!("{id} pending for session {CLAUDE} (you typed 801fb481)\n"));
+    (id, stderr(&out))
+}
+
 fn one_line(o: &Output) -> String {
     let e = stderr(o);
     assert_eq!(e.lines().count(), 1, "one line on stderr: {e}");
@@ -72,23 +99,12 @@ fn posted_notes(s: &FakeServer) -> usize {
 #[test]
 fn local_ids_as_sessions_list_prints_them_work_everywhere() {
     let w = World::new("ids-local", None);
-    start_local(&w, CODEX_A, None);
-    start_local(&w, CODEX_B, None);
-    let parent = start_local(&w, CLAUDE, None);
-    start_local(&w, KID, Some(&parent));
-
-    // N2: time-prefixed ids print long enough to differ; the rest at 8.
-    let mut shown = w.id_column();
-    shown.sort();
-    assert_eq!(shown, ["01a23abb-7e5c-7d", "01a23abb-7e5c-7f", "801fb481", "c1d2e3f4"]);
+    four_sessions(|id, parent| start_local(&w, id, parent));
+    assert_printed_ids(&w);
 
     // N1: the printed ID is taken by every command.
-    let out = w.run(&["notes", "send", "--session", "801fb481", "Deploy to eu-west-1."]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let id = stdout(&out).split_whitespace().next().unwrap().to_string();
-    // N15: the id typed is echoed where it differs from the one resolved.
-    assert_eq!(stdout(&out), format!("{id} pending for session {CLAUDE} (you typed 801fb481)\n"));
-    assert_eq!(stderr(&out), "", "no warning that it has not started");
+    let (id, err) = send_by_printed_id(&w);
+    assert_eq!(err, "", "no warning that it has not started");
     assert_eq!(w.inbox().status(&id).unwrap().external_session_id.as_deref(), Some(CLAUDE));
     assert_eq!(w.json(&["notes", "list", "--session", "801fb481", "--json"])["total"], 1);
     let v = w.json(&["notes", "send", "--session", "01a23abb-7e5c-7f", "--json", "to B"]);
@@ -149,21 +165,12 @@ fn local_ids_as_sessions_list_prints_them_work_everywhere() {
 fn server_ids_resolve_against_the_account() {
     let s = FakeServer::start();
     let w = World::new("ids-server", Some(&s));
-    start_remote(&s, CODEX_A, None);
-    start_remote(&s, CODEX_B, None);
-    let rid = start_remote(&s, CLAUDE, None);
-    start_remote(&s, KID, Some(&rid));
-
-    let mut shown = w.id_column();
-    shown.sort();
-    assert_eq!(shown, ["01a23abb-7e5c-7d", "01a23abb-7e5c-7f", "801fb481", "c1d2e3f4"]);
+    let rid = four_sessions(|id, parent| start_remote(&s, id, parent));
+    assert_printed_ids(&w);
 
     // The printed ID, on a machine without the session's file: the note goes
     // to its runtime session and is confirmed by the id the user knows (N15).
-    let out = w.run(&["notes", "send", "--session", "801fb481", "Deploy to eu-west-1."]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let id = stdout(&out).split_whitespace().next().unwrap().to_string();
-    assert_eq!(stdout(&out), format!("{id} pending for session {CLAUDE} (you typed 801fb481)\n"));
+    let (id, _) = send_by_printed_id(&w);
     let post = s.requests().into_iter().rev().find(|r| r.path == "/api/v1/operator-notes" && r.method == "POST");
     assert_eq!(post.unwrap().body.unwrap()["runtime_session_id"], rid.as_str());
     assert_eq!(w.json(&["notes", "list", "--session", "801fb481", "--json"])["total"], 1);
