@@ -58,15 +58,7 @@ def main():
         print("  #%d agent=%s turn=%s x-claude-code-session-id=%s" % (
             n, rep.get("agent"), rep.get("turn"), q["headers"].get("x-claude-code-session-id")))
     print("\nhook calls (who = sub when stdin has agent_id):")
-    sids = set()
-    for c in r["captures"]:
-        s = c["stdin"]
-        sids.add(s.get("session_id"))
-        print("  %-3d %-16s who=%-4s session_id=%s agent_id=%s agent_type=%s tool=%s%s" % (
-            c["seq"], c["event"], c["who"], s.get("session_id"), s.get("agent_id"),
-            s.get("agent_type"), s.get("tool_name"),
-            " transcript=%s" % os.path.basename(s.get("transcript_path") or "")))
-    print("  distinct session_ids:", sids)
+    xrun.print_hook_calls(r["captures"], extra=("agent_type", "transcript_path"))
     print("\nmarkers -> (request #, agent, location):")
     for c in r["captures"]:
         m = c.get("text")

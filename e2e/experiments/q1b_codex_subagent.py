@@ -41,14 +41,7 @@ def main():
         rep = q.get("reply") or {}
         print("  request #%d kind=%s agent=%s turn=%s" % (n, rep.get("kind"), rep.get("agent"),
                                                          rep.get("turn")))
-    sids = set()
-    for c in r["captures"]:
-        s = c["stdin"]
-        sids.add(s.get("session_id"))
-        print("  hook %-3d %-16s who=%-4s session_id=%s agent_id=%s tool=%s" % (
-            c["seq"], c["event"], c["who"], s.get("session_id"), s.get("agent_id"),
-            s.get("tool_name")))
-    print("  distinct session_ids:", sids)
+    xrun.print_hook_calls(r["captures"])
     for c in r["captures"]:
         m = c.get("text")
         if m:

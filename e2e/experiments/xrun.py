@@ -267,3 +267,18 @@ def block_with(requests, marker, texts=claude_texts):
             if marker in txt:
                 return txt
     return None
+
+
+def print_hook_calls(captures, extra=()):
+    """One line per captured hook call (who = sub when its stdin has agent_id), then the
+    distinct session ids; `extra` names more stdin keys to show. Returns those ids."""
+    sids = set()
+    for c in captures:
+        s = c["stdin"]
+        sids.add(s.get("session_id"))
+        more = "".join(" %s=%s" % (k, s.get(k)) for k in extra)
+        print("  hook %-3d %-16s who=%-4s session_id=%s agent_id=%s tool=%s%s" % (
+            c["seq"], c["event"], c["who"], s.get("session_id"), s.get("agent_id"),
+            s.get("tool_name"), more))
+    print("  distinct session_ids:", sids)
+    return sids
