@@ -83,7 +83,7 @@ fn unknown_name(name: &OsStr) -> i32 {
     let line = preloop_shared::runner::LogLine {
         harness: "-",
         event: "-",
-        outcome: "unknown-command",
+        outcome: preloop_shared::runner::LogOutcome::UnknownCommand,
         error: Some(format!(
             "started as {shown:?}, which is neither {CLI_NAME} nor a hook command (preloop-hooks install makes them)"
         )),

@@ -31,9 +31,32 @@ pub struct PermissionAnswer {
     pub note: Option<Claimed>,
 }
 
+/// The hooks' mode: where their notes and checks go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookMode {
+    /// The local inbox under `$PRELOOP_HOME`.
+    Local,
+    /// A Preloop server.
+    Server,
+    /// The configuration cannot be used: no server is known and the local
+    /// inbox is not assumed (gates answer by their fail policy).
+    Unknown,
+}
+
+impl HookMode {
+    /// The word in the hook log and in session files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookMode::Local => "local",
+            HookMode::Server => "server",
+            HookMode::Unknown => "unknown",
+        }
+    }
+}
+
 pub trait Backend {
-    /// `"server"` or `"local"`, for the log.
-    fn mode(&self) -> &'static str;
+    /// Local or server, for the log and the session files.
+    fn mode(&self) -> HookMode;
 
     /// Register (idempotently) or reopen the harness session.
     fn session_start(&self, req: &SessionStartRequest) -> Result<SessionStartResponse>;

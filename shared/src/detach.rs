@@ -101,13 +101,13 @@ pub fn hand_off<A: Adapter>(event: A::Event, config: &Config, env: &Env, stdin: 
     let mut line = crate::runner::LogLine {
         harness: def.harness().slug(),
         event: def.on,
-        mode: "server",
+        mode: Some(crate::backend::HookMode::Server),
         session: Some(session),
         ..Default::default()
     };
     match spawn_worker(stdin) {
         Ok(pid) => {
-            line.outcome = "detached";
+            line.outcome = crate::runner::LogOutcome::Detached;
             line.warnings.push(format!("worker pid {pid}"));
             if let Err(e) = mark_ending(&config.home, line.session.as_deref().unwrap_or_default(), pid) {
                 line.warnings.push(format!("no ending marker (a quick resume may race the end): {e}"));

@@ -245,7 +245,7 @@ impl Engine {
         }
     }
 
-    pub fn mode(&self) -> &'static str {
+    pub fn mode(&self) -> crate::backend::HookMode {
         self.backend.mode()
     }
 
@@ -302,7 +302,7 @@ impl Engine {
         // "Lineage"); every registration records the harness process.
         let ancestry = crate::lineage::Ancestry::here(parent.is_none() && first_registration);
         let parent = parent.or_else(|| {
-            crate::lineage::find_parent(&self.config.home, &ancestry, self.mode(), own_runtime_id.as_deref())
+            crate::lineage::find_parent(&self.config.home, &ancestry, self.mode().as_str(), own_runtime_id.as_deref())
                 .map(|(p, _)| p)
         });
         let harness_process = ancestry.harness_process();

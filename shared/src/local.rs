@@ -647,8 +647,8 @@ impl LocalInbox {
 }
 
 impl Backend for LocalInbox {
-    fn mode(&self) -> &'static str {
-        "local"
+    fn mode(&self) -> crate::backend::HookMode {
+        crate::backend::HookMode::Local
     }
 
     fn session_start(&self, req: &SessionStartRequest) -> Result<SessionStartResponse> {

@@ -134,7 +134,7 @@ pub fn run_with<A: Adapter>(
         Err(p) => {
             line.error = Some(panic_message(&p));
             let out = fallback::<A>(event, def, config, &mut line);
-            line.outcome = "panic";
+            line.outcome = LogOutcome::Panic;
             (out, None)
         }
     };
@@ -176,14 +176,14 @@ fn decide<A: Adapter>(
     let input = match A::parse(event, &json, env).map_err(|e| format!("bad input: {e}"))? {
         Parsed::Run(i) => i,
         Parsed::StandDown(why) => {
-            line.outcome = "stand_down";
+            line.outcome = LogOutcome::StandDown;
             line.error = Some(why.to_string());
             return Ok((A::neutral(event), None));
         }
     };
     line.session = Some(input.session_id.clone());
     if config.mode_unknown {
-        line.mode = "unknown";
+        line.mode = Some(crate::backend::HookMode::Unknown);
         return Err("configuration unusable: no server is known and the local inbox is not assumed".into());
     }
     let mut input = input;
@@ -205,15 +205,15 @@ fn decide<A: Adapter>(
         config.settings.connect_timeout_ms = config.settings.connect_timeout_ms.min(ms / 2).max(1);
     }
     let mut engine = Engine::new(def, config, &input.session_id);
-    line.mode = engine.mode();
+    line.mode = Some(engine.mode());
     match engine.handle(&input) {
         Ok((outcome, after)) => {
             A::side_effects(event, &input, &outcome, env);
             line.notes = outcome.note_ids.clone();
             line.outcome = match (&outcome.decision, outcome.context.is_some()) {
-                (Some(Decision::Deny), _) => "deny",
-                (_, true) => "notes",
-                _ => "ok",
+                (Some(Decision::Deny), _) => LogOutcome::Deny,
+                (_, true) => LogOutcome::Notes,
+                _ => LogOutcome::Ok,
             };
             let out = A::render(event, &outcome);
             line.warnings.append(&mut engine.warnings);
@@ -233,7 +233,7 @@ fn fallback<A: Adapter>(event: A::Event, def: &HookDef, config: &Config, line: &
         && (config.server.is_some() || config.mode_unknown)
     {
         if config.settings.fail_policy(gate.fail) == FailPolicy::Deny {
-            line.outcome = "fail_closed";
+            line.outcome = LogOutcome::FailClosed;
             let why = if config.mode_unknown { "configuration unusable" } else { "input or engine failure" };
             let outcome = Outcome::deny(crate::flow::fail_closed_reason(why));
             let rendered = panic::catch_unwind(AssertUnwindSafe(|| A::render(event, &outcome)));
@@ -241,11 +241,11 @@ fn fallback<A: Adapter>(event: A::Event, def: &HookDef, config: &Config, line: &
                 return Some(out);
             }
         } else {
-            line.outcome = "fail_open";
+            line.outcome = LogOutcome::FailOpen;
             return A::neutral(event);
         }
     }
-    line.outcome = "neutral";
+    line.outcome = LogOutcome::Neutral;
     A::neutral(event)
 }
 
@@ -266,14 +266,58 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     msg.chars().take(200).collect()
 }
 
+/// How a hook ended, as its log line says (`outcome=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogOutcome {
+    /// Ran; nothing to show.
+    #[default]
+    Ok,
+    /// Its output carried notes.
+    Notes,
+    /// Its output denied the tool call.
+    Deny,
+    /// A server-mode SessionEnd handed to the detached worker.
+    Detached,
+    /// The engine panicked; the fallback answered.
+    Panic,
+    /// Not ours to answer (another hook's session, a sub-agent's turn end, ...).
+    StandDown,
+    /// A gate answered deny by its fail policy.
+    FailClosed,
+    /// A gate answered neutral by its fail policy.
+    FailOpen,
+    /// The event's neutral answer.
+    Neutral,
+    /// Started under a name that is no hook command.
+    UnknownCommand,
+}
+
+impl LogOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogOutcome::Ok => "ok",
+            LogOutcome::Notes => "notes",
+            LogOutcome::Deny => "deny",
+            LogOutcome::Detached => "detached",
+            LogOutcome::Panic => "panic",
+            LogOutcome::StandDown => "stand_down",
+            LogOutcome::FailClosed => "fail_closed",
+            LogOutcome::FailOpen => "fail_open",
+            LogOutcome::Neutral => "neutral",
+            LogOutcome::UnknownCommand => "unknown-command",
+        }
+    }
+}
+
 /// One line of the hook log.
 #[derive(Default)]
 pub struct LogLine {
     pub harness: &'static str,
     pub event: &'static str,
-    pub mode: &'static str,
+    /// None until the mode is known.
+    pub mode: Option<crate::backend::HookMode>,
     pub session: Option<String>,
-    pub outcome: &'static str,
+    pub outcome: LogOutcome,
     pub notes: Vec<String>,
     pub millis: u128,
     pub error: Option<String>,
@@ -291,9 +335,9 @@ impl LogLine {
             self.harness,
             self.event,
             if self.worker { ":detached" } else { "" },
-            if self.mode.is_empty() { "-" } else { self.mode },
+            self.mode.map_or("-", crate::backend::HookMode::as_str),
             self.session.as_deref().map(|s| s.chars().take(80).collect::<String>()).unwrap_or_else(|| "-".into()),
-            if self.outcome.is_empty() { "ok" } else { self.outcome },
+            self.outcome.as_str(),
             if self.notes.is_empty() { "-".into() } else { self.notes.join(",") },
             self.millis
         );

@@ -213,8 +213,8 @@ fn scan_ids(block: &str) -> Vec<String> {
 }
 
 impl Backend for ServerBackend {
-    fn mode(&self) -> &'static str {
-        "server"
+    fn mode(&self) -> crate::backend::HookMode {
+        crate::backend::HookMode::Server
     }
 
     fn session_start(&self, req: &SessionStartRequest) -> Result<SessionStartResponse> {

@@ -125,16 +125,23 @@ pub fn write_session_mirror(home: &Path, file: &SessionFile) -> Result<()> {
     fsutil::write_json_unsynced(&session_file_path(home, &file.external_session_id), file)
 }
 
+/// Beside `sessions/`, not in it: whoever lists `sessions/` sees session
+/// files only.
+fn runtime_index_dir(home: &Path) -> PathBuf {
+    home.join("index").join("by-runtime")
+}
+
 fn runtime_index_path(home: &Path, runtime_id: &str) -> PathBuf {
-    sessions_dir(home).join("by-runtime").join(format!("{}.json", fsutil::session_file_stem(runtime_id)))
+    runtime_index_dir(home).join(format!("{}.json", fsutil::session_file_stem(runtime_id)))
 }
 
 /// Record which harness session a runtime id names
-/// (`sessions/by-runtime/<runtime id>.json`), so [`find_by_runtime_id`]
+/// (`index/by-runtime/<runtime id>.json`), so [`find_by_runtime_id`]
 /// reads one file instead of every session file. Unsynced: a lost entry
 /// only costs a scan.
 pub fn index_runtime_id(home: &Path, file: &SessionFile) -> Result<()> {
-    fsutil::private_dir(&sessions_dir(home).join("by-runtime"))?;
+    fsutil::private_dir(&home.join("index"))?;
+    fsutil::private_dir(&runtime_index_dir(home))?;
     let body = serde_json::to_vec(&file.external_session_id).unwrap_or_default();
     fsutil::write_atomic_unsynced(&runtime_index_path(home, &file.runtime_session_id), &body)
 }

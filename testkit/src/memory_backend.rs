@@ -20,7 +20,7 @@
 //! notes `undeliverable` (`session_ended`). A note can only move forward, so
 //! a test sees any double ack or a lost receipt.
 
-use preloop_shared::backend::{Backend, Claimed, PermissionAnswer};
+use preloop_shared::backend::{Backend, Claimed, HookMode, PermissionAnswer};
 use preloop_shared::error::{Error, Result};
 use preloop_shared::registry::ServerClaim;
 use preloop_shared::render::{NoteElement, render_element};
@@ -77,7 +77,7 @@ pub struct MemNote {
 
 #[derive(Debug)]
 pub struct MemState {
-    pub mode: &'static str,
+    pub mode: HookMode,
     pub calls: Vec<Call>,
     /// Note ids, oldest first, not yet claimed.
     pub queue: VecDeque<String>,
@@ -99,17 +99,17 @@ pub struct MemState {
 pub struct MemoryBackend(Arc<Mutex<MemState>>);
 
 impl MemoryBackend {
-    /// Behaves as the Preloop server (`mode()` is `"server"`).
+    /// Behaves as the Preloop server.
     pub fn server() -> MemoryBackend {
-        MemoryBackend::with_mode("server")
+        MemoryBackend::with_mode(HookMode::Server)
     }
 
-    /// Reports `"local"` as its mode (the engine's local-inbox paths).
+    /// Reports the local mode (the engine's local-inbox paths).
     pub fn local() -> MemoryBackend {
-        MemoryBackend::with_mode("local")
+        MemoryBackend::with_mode(HookMode::Local)
     }
 
-    fn with_mode(mode: &'static str) -> MemoryBackend {
+    fn with_mode(mode: HookMode) -> MemoryBackend {
         MemoryBackend(Arc::new(Mutex::new(MemState {
             mode,
             calls: Vec::new(),
@@ -258,7 +258,7 @@ impl MemoryBackend {
 }
 
 impl Backend for MemoryBackend {
-    fn mode(&self) -> &'static str {
+    fn mode(&self) -> HookMode {
         self.lock().mode
     }
 
@@ -284,7 +284,7 @@ impl Backend for MemoryBackend {
     ) -> Result<PermissionAnswer> {
         let mut st = self.enter(Call::PermissionCheck { req: req.clone(), claim, can_carry })?;
         let (decision, reason) = st.decisions.pop_front().unwrap_or((Decision::Allow, String::new()));
-        let note = if st.mode == "local" {
+        let note = if st.mode == HookMode::Local {
             // The local inbox claims (deferred) only what the hook can carry.
             if can_carry { Self::claim(&mut st, "permission-check", true) } else { None }
         } else {
@@ -295,7 +295,7 @@ impl Backend for MemoryBackend {
             }
         };
         Self::answer(&mut st, "permission-check")?;
-        let decision = if st.mode == "local" { None } else { Some(decision) };
+        let decision = if st.mode == HookMode::Local { None } else { Some(decision) };
         Ok(PermissionAnswer { decision, reason, timed_out: false, note })
     }
 

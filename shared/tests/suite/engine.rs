@@ -39,7 +39,7 @@ impl Rig {
     fn config(&self, def: &HookDef) -> Config {
         let home = self.home.dir.to_str().unwrap();
         let mut env = vec![("PRELOOP_HOME", home)];
-        if self.mem.lock().mode == "server" {
+        if self.mem.lock().mode == preloop_shared::backend::HookMode::Server {
             env.extend([("PRELOOP_URL", "http://127.0.0.1:9"), ("PRELOOP_TOKEN", "agt_memory")]);
         }
         let mut c = Config::load_from(&Env::of(&env), Some(def.harness()));
@@ -168,7 +168,11 @@ fn notes_that_fit_the_output_leave_the_session_state_unwritten() {
         let ids = rig.mem.queue_n(2, "fits");
         let (_, carried) = rig.hook(cc(event::ClaudeCode::UserPromptSubmit), prompt());
         assert_eq!(carried, ids);
-        assert!(!witness.rewritten(), "{}: no spool, nothing owed: no rewrite (no fdatasync)", rig.mem.lock().mode);
+        assert!(
+            !witness.rewritten(),
+            "{}: no spool, nothing owed: no rewrite (no fdatasync)",
+            rig.mem.lock().mode.as_str()
+        );
     }
     // Carrying the spool changes the state: it is written.
     let rig = Rig::server();
