@@ -247,6 +247,10 @@ pub fn format_event(e: &Event) -> String {
             clip(x, 200)
         });
     }
+    if e.kind == "model_call" && e.text.as_deref().is_none_or(|x| x.trim().is_empty()) {
+        // A reply that is only tool calls (they follow as their own lines).
+        parts.push("(no text)".into());
+    }
     if let Some(d) = &e.detail {
         parts.push(format!("({})", clip(d, 120)));
     }
@@ -760,6 +764,16 @@ fn spawn_input(raw: bool, tx: Sender<Msg>, shared: Arc<Shared>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// N17: a model reply with no text (only tool calls) says so instead of
+    /// a bare label.
+    #[test]
+    fn a_model_call_without_text_says_so() {
+        let mut e = ev("model_call", "transcript");
+        assert!(format_event(&e).ends_with("model       (no text)"), "{}", format_event(&e));
+        e.text = Some("Step one.".into());
+        assert!(format_event(&e).ends_with("model       \"Step one.\""), "{}", format_event(&e));
+    }
 
     #[test]
     fn events_print_on_one_safe_line() {
