@@ -254,9 +254,12 @@ impl Config {
         let env_user_dir = default_home(env);
         let show = Show(user_home(env));
         let mut user_view = UserView::read(env_user_dir.clone(), harness, &show);
+        // Cheapest first: the usual case (HOME is the account's home) costs
+        // the passwd read and a path comparison, no canonicalisation.
         if let Some(account_dir) = env.account_home().map(|h| h.join(".preloop"))
-            && !same_dir(&account_dir, &env_user_dir)
+            && account_dir != env_user_dir
             && account_dir.exists()
+            && !same_dir(&account_dir, &env_user_dir)
         {
             let account = UserView::read(account_dir, harness, &show);
             if account.pin != Pin::Open {
