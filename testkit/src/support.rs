@@ -475,10 +475,39 @@ pub fn require_privilege_drop() {
     assert!(ok, "setpriv --reuid={OTHER_UID} -- true failed: util-linux setpriv is required to drop privileges");
 }
 
-/// `chown -R uid:uid path` (as root), or a loud panic.
+/// `chown -R uid:uid path` (as root, links themselves not followed), or a
+/// loud panic. A file that goes while the tree is walked is no error: a
+/// detached SessionEnd worker may still be removing its files (its run
+/// state, its `.ending` marker) when a test hands the tree to another uid.
 pub fn chown_tree(path: &Path, uid: u32) {
-    let ok = Command::new("chown").arg("-R").arg(format!("{uid}:{uid}")).arg(path).status().is_ok_and(|s| s.success());
-    assert!(ok, "chown -R {uid}:{uid} {} failed (these tests run as root)", path.display());
+    fn walk(p: &Path, uid: u32) -> std::io::Result<()> {
+        let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+        match std::os::unix::fs::lchown(p, Some(uid), Some(uid)) {
+            Err(e) if gone(&e) => return Ok(()),
+            r => r?,
+        }
+        let meta = match std::fs::symlink_metadata(p) {
+            Err(e) if gone(&e) => return Ok(()),
+            r => r?,
+        };
+        if meta.is_dir() {
+            let entries = match std::fs::read_dir(p) {
+                Err(e) if gone(&e) => return Ok(()),
+                r => r?,
+            };
+            for entry in entries {
+                match entry {
+                    Err(e) if gone(&e) => {}
+                    Err(e) => return Err(e),
+                    Ok(entry) => walk(&entry.path(), uid)?,
+                }
+            }
+        }
+        Ok(())
+    }
+    if let Err(e) = walk(path, uid) {
+        panic!("chown -R {uid}:{uid} {} failed (these tests run as root): {e}", path.display());
+    }
 }
 
 /// `chown uid:uid path` of the link itself or file (as root), or a loud panic.
