@@ -32,7 +32,8 @@ pub struct PermissionAnswer {
 }
 
 /// The hooks' mode: where their notes and checks go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum HookMode {
     /// The local inbox under `$PRELOOP_HOME`.
     Local,
@@ -51,6 +52,12 @@ impl HookMode {
             HookMode::Server => "server",
             HookMode::Unknown => "unknown",
         }
+    }
+}
+
+impl std::fmt::Display for HookMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -180,25 +180,9 @@ impl std::fmt::Display for TokenState {
     }
 }
 
-/// Where the hooks or the operator commands send notes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    Server,
-    Local,
-    /// A config that may name a server cannot be used (hooks only).
-    Unknown,
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Mode::Server => "server",
-            Mode::Local => "local",
-            Mode::Unknown => "unknown",
-        })
-    }
-}
+/// Where the hooks or the operator commands send notes: the hooks' own
+/// mode type (`unknown` for the hooks only).
+pub use preloop_shared::backend::HookMode as Mode;
 
 #[derive(Debug, Serialize, Clone, PartialEq)]
 pub struct EntryReport {
