@@ -265,5 +265,5 @@ pub fn local_file(home: &Path, id: &str) -> Option<SessionFile> {
     if let Ok(Some(f)) = session::read_session_file(home, id) {
         return Some(f);
     }
-    session::all_session_files(home).into_iter().find(|s| s.runtime_session_id == id)
+    session::find_by_runtime_id(home, id)
 }
