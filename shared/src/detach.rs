@@ -30,7 +30,7 @@
 //! leaves a marker, `run/<session>.ending` holding the worker's pid, that
 //! the worker removes when it is done; a SessionStart of that session waits
 //! for it (at most [`ENDING_WAIT`]), and when it gives up it writes
-//! `superseded` there, and the worker then leaves the local files alone.
+//! that it was superseded, and the worker then leaves the local files alone.
 
 use crate::config::{Config, Env};
 use crate::registry::{Does, HookDef};
@@ -125,32 +125,52 @@ pub fn hand_off<A: Adapter>(event: A::Event, config: &Config, env: &Env, stdin: 
 
 /// How long a SessionStart waits for a worker still ending its session.
 pub const ENDING_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
-const SUPERSEDED: &str = "superseded";
 
-fn ending_path(home: &Path, session: &str) -> PathBuf {
-    home.join("run").join(format!("{}.ending", crate::fsutil::session_file_stem(session)))
+/// What `run/<session>.ending` says.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Ending {
+    /// This worker is ending the session.
+    Worker { pid: u32 },
+    /// A SessionStart gave up waiting: the session runs again.
+    Superseded,
 }
 
-fn read_ending(home: &Path, session: &str) -> Option<String> {
-    std::fs::read_to_string(ending_path(home, session)).ok().map(|s| s.trim().to_string())
+fn ending_path(home: &Path, session: &str) -> PathBuf {
+    crate::session::RunFiles::new(home, session).ending
+}
+
+/// The marker, read as every file in our home is (a planted fifo or link
+/// is refused, and reads as no marker).
+fn read_ending(home: &Path, session: &str) -> Option<Ending> {
+    crate::fsutil::read_json(&ending_path(home, session)).ok().flatten()
+}
+
+fn write_ending(home: &Path, session: &str, e: &Ending) -> crate::Result<()> {
+    crate::fsutil::private_dir(&home.join("run"))?;
+    crate::fsutil::write_json_unsynced(&ending_path(home, session), e)
 }
 
 /// The hook: a worker (`pid`) is ending `session`.
 fn mark_ending(home: &Path, session: &str, pid: u32) -> crate::Result<()> {
-    crate::fsutil::private_dir(&home.join("run"))?;
-    crate::fsutil::write_atomic_unsynced(&ending_path(home, session), pid.to_string().as_bytes())
+    write_ending(home, session, &Ending::Worker { pid })
 }
 
 /// The worker, before it touches the local files: whether a SessionStart
 /// of its session gave up waiting for it (the session runs again).
 pub fn superseded(home: &Path, session: &str) -> bool {
-    read_ending(home, session).is_some_and(|s| s == SUPERSEDED)
+    read_ending(home, session) == Some(Ending::Superseded)
 }
 
 /// The worker, when done: remove the marker unless it names another worker.
 fn clear_ending(home: &Path, session: &str) {
-    let me = std::process::id().to_string();
-    if read_ending(home, session).is_some_and(|s| s == me || s == SUPERSEDED) {
+    let me = std::process::id();
+    let ours = match read_ending(home, session) {
+        Some(Ending::Superseded) => true,
+        Some(Ending::Worker { pid }) => pid == me,
+        None => false,
+    };
+    if ours {
         let _ = std::fs::remove_file(ending_path(home, session));
     }
 }
@@ -163,21 +183,19 @@ pub fn wait_for_ending(home: &Path, session: &str, max: std::time::Duration) -> 
     let started = std::time::Instant::now();
     loop {
         let pid = match read_ending(home, session) {
-            None => return None,
-            Some(s) if s == SUPERSEDED => return None,
-            Some(s) => s.parse::<i32>().ok().filter(|p| *p > 0),
+            None | Some(Ending::Superseded) => return None,
+            Some(Ending::Worker { pid }) => pid,
         };
         // SAFETY: kill with signal 0 only checks that the process exists.
-        let alive = pid.is_some_and(|p| unsafe { libc::kill(p, 0) } == 0);
+        let alive = i32::try_from(pid).is_ok_and(|p| p > 0 && unsafe { libc::kill(p, 0) } == 0);
         if !alive {
             let _ = std::fs::remove_file(ending_path(home, session));
             return None;
         }
         if started.elapsed() >= max {
-            let _ = crate::fsutil::write_atomic_unsynced(&ending_path(home, session), SUPERSEDED.as_bytes());
+            let _ = write_ending(home, session, &Ending::Superseded);
             return Some(format!(
-                "the previous run's SessionEnd worker (pid {}) was still ending this session after {} ms; starting anyway",
-                pid.unwrap_or(0),
+                "the previous run's SessionEnd worker (pid {pid}) was still ending this session after {} ms; starting anyway",
                 max.as_millis()
             ));
         }
@@ -215,4 +233,51 @@ fn spawn_worker(stdin: &[u8]) -> std::io::Result<u32> {
         return Err(e);
     }
     Ok(pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn home() -> PathBuf {
+        let h = std::env::temp_dir().join(format!("preloop-ending-{}", crate::fsutil::note_id()));
+        crate::fsutil::private_dir(&h).unwrap();
+        h
+    }
+
+    #[test]
+    fn a_start_waits_for_a_live_worker_and_marks_it_superseded() {
+        let h = home();
+        // A dead worker's marker is cleared at once.
+        mark_ending(&h, "s", u32::MAX - 1).unwrap();
+        assert_eq!(wait_for_ending(&h, "s", Duration::from_secs(3)), None);
+        assert_eq!(read_ending(&h, "s"), None);
+        // A live one (this process) is waited for, then superseded.
+        mark_ending(&h, "s", std::process::id()).unwrap();
+        let t = Instant::now();
+        assert!(wait_for_ending(&h, "s", Duration::from_millis(50)).is_some());
+        assert!(t.elapsed() >= Duration::from_millis(50));
+        assert!(superseded(&h, "s"));
+        clear_ending(&h, "s");
+        assert_eq!(read_ending(&h, "s"), None);
+        // Another worker's marker is not ours to clear.
+        mark_ending(&h, "s", std::process::id() + 1).unwrap();
+        clear_ending(&h, "s");
+        assert!(read_ending(&h, "s").is_some());
+        let _ = std::fs::remove_dir_all(&h);
+    }
+
+    #[test]
+    fn a_fifo_planted_as_the_marker_never_blocks_a_start() {
+        let h = home();
+        crate::fsutil::private_dir(&h.join("run")).unwrap();
+        let p = std::ffi::CString::new(ending_path(&h, "s").to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(p.as_ptr(), 0o600) }, 0);
+        let t = Instant::now();
+        assert_eq!(wait_for_ending(&h, "s", Duration::from_secs(3)), None);
+        assert!(t.elapsed() < Duration::from_secs(1));
+        let _ = std::fs::remove_dir_all(&h);
+    }
 }

@@ -219,13 +219,21 @@ pub struct RunFiles {
     pub dir: PathBuf,
     pub state: PathBuf,
     pub lock: PathBuf,
+    /// A detached SessionEnd worker still ending the session
+    /// (`shared/src/detach.rs`).
+    pub ending: PathBuf,
 }
 
 impl RunFiles {
     pub fn new(home: &Path, session_id: &str) -> RunFiles {
         let dir = home.join("run");
         let stem = fsutil::session_file_stem(session_id);
-        RunFiles { state: dir.join(format!("{stem}.json")), lock: dir.join(format!("{stem}.lock")), dir }
+        RunFiles {
+            state: dir.join(format!("{stem}.json")),
+            lock: dir.join(format!("{stem}.lock")),
+            ending: dir.join(format!("{stem}.ending")),
+            dir,
+        }
     }
 
     /// Read the state without the lock (writes are atomic renames, so a
