@@ -350,7 +350,7 @@ impl Engine {
         &self,
         resp: &SessionStartResponse,
         cwd: Option<&str>,
-        harness_process: Option<&crate::lineage::HarnessProcess>,
+        harness_process: Option<&crate::process::HarnessProcess>,
     ) -> Result<()> {
         if self.config.is_local() {
             return Ok(());

@@ -28,8 +28,8 @@
 //! is found by ancestry.
 
 use crate::fsutil;
+use crate::process::HarnessProcess;
 use crate::session::{self, SessionFile};
-use serde::{Deserialize, Serialize};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -42,16 +42,6 @@ pub const MAX_ANCESTORS: usize = 32;
 /// Programs that start a hook command without being the harness: shells
 /// (`sh -c '<command>'`) and `timeout`, which stays the command's parent.
 const WRAPPERS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox", "timeout"];
-
-/// A process, as this machine's process table names it once: the pid,
-/// its start time (clock ticks after boot) and the boot it belongs to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HarnessProcess {
-    pub pid: u32,
-    pub start_time: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub boot_id: Option<String>,
-}
 
 /// One entry of the process table.
 #[derive(Debug, Clone, PartialEq, Eq)]

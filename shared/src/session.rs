@@ -48,7 +48,7 @@ pub struct SessionFile {
     /// The harness process the session's hooks serve, for lineage by
     /// process ancestry (`lineage`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub harness_process: Option<crate::lineage::HarnessProcess>,
+    pub harness_process: Option<crate::process::HarnessProcess>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

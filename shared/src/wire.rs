@@ -30,7 +30,7 @@ pub struct SessionStartRequest {
     /// Not a server field: the harness process the hooks serve, which only
     /// the session file records (lineage by process ancestry).
     #[serde(skip)]
-    pub harness_process: Option<crate::lineage::HarnessProcess>,
+    pub harness_process: Option<crate::process::HarnessProcess>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -16,6 +16,7 @@ mod http;
 mod ids;
 pub mod memory_backend;
 mod routes;
+mod shared_state;
 mod state;
 pub mod stub_server;
 pub mod support;

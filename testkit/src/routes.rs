@@ -9,8 +9,8 @@
 //!   before body and query validation (422), then the permission check (403),
 //!   then the handler.
 
-use crate::fake_server::Shared;
 use crate::http::{Request, Response};
+use crate::shared_state::Shared;
 use crate::state::{AUTO_APPROVED_REASON, NEVER_NOTE_SOURCES, SendTarget, State, UserContext, detail};
 use crate::validate::{FieldError, Fields, Query, StrRule, json_object, parse_uuid_value, unprocessable};
 use preloop_shared::time::Timestamp;

@@ -11,8 +11,8 @@
 //! tool arguments (`arguments_summary`), and the list covers the last 30
 //! days by default.
 
-use crate::fake_server::Shared;
 use crate::http::{Request, Response};
+use crate::shared_state::Shared;
 use crate::state::{Session, State, detail};
 use crate::validate::Query;
 use preloop_shared::time::Timestamp;
