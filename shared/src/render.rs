@@ -212,10 +212,10 @@ pub fn reads_as(c: char) -> Option<&'static str> {
         let i = usize::from(c.to_ascii_lowercase() as u8 - b'a');
         return Some(&LOWER[i..=i]);
     }
-    if c.is_ascii() {
-        if let Some(i) = SYMBOLS.find(c) {
-            return Some(&SYMBOLS[i..=i]);
-        }
+    if c.is_ascii()
+        && let Some(i) = SYMBOLS.find(c)
+    {
+        return Some(&SYMBOLS[i..=i]);
     }
     let i = table::FOLD.binary_search_by_key(&c, |&(k, _)| k).ok()?;
     table::READINGS.get(usize::from(table::FOLD[i].1)).copied()
