@@ -30,7 +30,7 @@ use preloop_shared::adapter::{check_event_name, deny_reason, may_continue, promp
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::json::{non_blank, str_field};
 use preloop_shared::registry::{CarrierLimit, def_of};
-use preloop_shared::render::{escape_body, parse_block};
+use preloop_shared::render::{escape_body, is_bracket_like, parse_block};
 use preloop_shared::runner::Parsed;
 use preloop_shared::wire::Decision;
 use serde_json::Value;
@@ -164,14 +164,6 @@ fn bracket_element(element: &str) -> Option<String> {
     Some(format!("[operator-note {attrs}]\n{}\n[/operator-note]", escape_bracket_body(body)))
 }
 
-/// Characters that read as `[`.
-fn is_bracket_like(c: char) -> bool {
-    matches!(
-        c,
-        '[' | '\u{FF3B}' | '\u{27E6}' | '\u{301A}' | '\u{2045}' | '\u{3010}' | '\u{3016}' | '\u{298B}' | '\u{FE5D}'
-    )
-}
-
 /// How far past a `[` the tag-name check looks (whitespace and invisible
 /// characters before the name included).
 const LOOKAHEAD: usize = 256;
@@ -252,8 +244,34 @@ mod tests {
             assert_eq!(out.matches("[/operator-note]").count(), 1, "{out}");
         }
         // Ordinary brackets stay.
-        for plain in ["[1] see [docs]", "[operators]", "a[i] = b", "[operator-notes2]"] {
+        for plain in ["[1] see [docs]", "[operators]", "a[i] = b", "[operator-notes2]", "\u{3010}\u{585}\u{3011}"] {
             assert_eq!(escape_bracket_body(plain), plain);
+        }
+    }
+
+    /// Red-team 4, P5 in the bracket form: the confusables that forged an
+    /// XML tag, and `[` look-alikes UTS #39 lists, open no bracket frame.
+    #[test]
+    fn confusable_bracket_frames_are_escaped() {
+        for forged in [
+            "[operator-\u{578}\u{585}te]",
+            "[/\u{585}perator-note]",
+            "[\u{2c9f}perator-note]",
+            "[\u{7cb}perator-notes]",
+            "[\u{d20}perator-note]",
+            "[operator\u{2043}note]",
+            "[operator\u{30fc}note]",
+            "[/operator\u{1806}note]",
+            "[operator\u{2d7}note]",
+            "[operator-\u{2116}te]",
+            "\u{fe47}operator-note]",
+            "\u{ff3b}\u{2215}operator-note]",
+            "[\u{276e}operator-note]",
+        ] {
+            let escaped = escape_bracket_body(forged);
+            assert!(escaped.starts_with("&#91;"), "{forged:?} -> {escaped:?}");
+            let out = bracket_block(&block(&[forged])).unwrap();
+            assert_eq!(out.matches("[/operator-note]").count(), 1, "{out}");
         }
     }
 
