@@ -149,7 +149,8 @@ class TestReleaseTarball(_FreshHome):
         with tarfile.open(tarball) as t:
             names = t.getnames()
             top = tarballs[0][: -len(".tar.gz")]
-            for want_name in ("bin/preloop-hooks", "README.md", "LICENSE"):
+            for want_name in ("bin/preloop-hooks", "share/doc/preloop-hooks/README.md",
+                              "share/doc/preloop-hooks/LICENSE"):
                 self.assertIn("%s/%s" % (top, want_name), names)
             t.extractall(unpack)
         bin_dir = os.path.join(unpack, top, "bin")
@@ -165,6 +166,60 @@ class TestReleaseTarball(_FreshHome):
         files = os.listdir(bin_dir)
         inodes = {os.stat(os.path.join(bin_dir, n)).st_ino for n in files}
         self.assertEqual(len(inodes), 1, "bin/ holds more than one file: %s" % files)
+
+
+def readme_block(after):
+    """The first ```sh block of README.md after the line that starts with `after`."""
+    with open(os.path.join(kit.REPO_ROOT, "README.md")) as f:
+        text = f.read()
+    at = text.index("\n" + after)
+    start = text.index("```sh\n", at) + len("```sh\n")
+    return text[start:text.index("```", start)]
+
+
+class TestReadmeInstallRunsAsWritten(_FreshHome):
+    """README's Install blocks, run as written in a fresh HOME (newcomer-ux-4 P3): the
+    tarball block in the folder that holds the two downloaded files, and the checkout's
+    npm block with OUTDIR the folder scripts/package wrote (npm's global prefix is the
+    user's own, as `npm config set prefix ~/.npm-global` makes it)."""
+
+    def run_block(self, block, cwd, env=None):
+        p = subprocess.run(["bash", "-euo", "pipefail", "-c", block], env=env or self.env, cwd=cwd,
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+        self.assertEqual(p.returncode, 0, "README's block exited %d:\n%s\n%s\n%s"
+                         % (p.returncode, block, p.stdout, p.stderr))
+        return p
+
+    def test_the_tarball_block(self):
+        block = readme_block("**From a release tarball**")
+        pkg = self.PREREQ["packages"]
+        downloads = os.path.join(self.home, "Downloads")
+        os.makedirs(downloads)
+        for n in os.listdir(pkg):
+            if n.endswith((".tar.gz", ".tar.gz.sha256")):
+                shutil.copy2(os.path.join(pkg, n), downloads)
+                self.assertIn(n, block, "README names the file scripts/package writes")
+        self.assertFalse(os.path.exists(os.path.join(self.home, ".local")), "a fresh HOME has no ~/.local")
+        p = self.run_block(block, downloads)
+        local = os.path.join(self.home, ".local")
+        bin_dir = os.path.join(local, "bin")
+        self.assertEqual(sorted(n for n in os.listdir(local)), ["bin", "share"],
+                         "only bin/ and share/ land in ~/.local")
+        self.assertTrue(os.path.exists(os.path.join(local, "share", "doc", "preloop-hooks", "README.md")))
+        self.check_wired(bin_dir)
+        self.assertIn("not on PATH", p.stdout + p.stderr, "install says that ~/.local/bin is not on PATH")
+        self.assertIn('export PATH="%s:$PATH"' % bin_dir, p.stdout + p.stderr)
+
+    def test_the_checkout_npm_block(self):
+        block = readme_block("**Today, from a checkout**")
+        self.assertIn("OUTDIR", block)
+        block = block.replace("OUTDIR", self.PREREQ["packages"])
+        prefix = os.path.join(self.home, ".npm-global")
+        env = dict(self.env, NPM_CONFIG_PREFIX=prefix, NPM_CONFIG_CACHE=os.path.join(self.root, "npm-cache"))
+        self.run_block(block, self.home, env)
+        cli = os.path.join(prefix, "bin", kit.CLI_BINARY)
+        p = self.run_cmd([cli, "--version"])
+        self.assertEqual(p.returncode, 0, p.stderr)
 
 
 class TestNpmPackages(_FreshHome):

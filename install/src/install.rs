@@ -556,7 +556,24 @@ fn place_commands(ctx: &Ctx, dry_run: bool) -> Result<()> {
             linked.how
         );
     }
+    // The harness configs name the hook commands by absolute path; the
+    // operator runs `preloop-hooks` by name (README's next step is `doctor`).
+    if ctx.unstable_reason().is_none() && !on_path(ctx.env.get("PATH").as_deref(), &hook_dir) {
+        crate::outln!(
+            "note: {} is not on PATH; add it to run {} by name (e.g. export PATH=\"{}:$PATH\" in your shell profile)",
+            t(&hook_dir),
+            crate::multicall::CLI_NAME,
+            hook_dir.display()
+        );
+    }
     Ok(())
+}
+
+/// Whether `dir` is one of the directories of `path` (a `PATH` value).
+fn on_path(path: Option<&str>, dir: &Path) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let want = canon(dir);
+    path.unwrap_or_default().split(':').filter(|d| !d.is_empty()).any(|d| canon(Path::new(d)) == want)
 }
 
 /// The directories the entries of ours in `text` (a harness config) run
@@ -838,5 +855,23 @@ fn leftovers(ctx: &Ctx, dirs: &[PathBuf], kept: Vec<String>) {
     }
     if !parts.is_empty() {
         crate::outln!("left in place: {}", parts.join("; "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_path;
+    use std::path::Path;
+
+    #[test]
+    fn a_directory_is_on_path_when_a_path_entry_names_it() {
+        let d = std::env::temp_dir();
+        let d = d.as_path();
+        assert!(on_path(Some(&format!("/usr/bin:{}:/bin", d.display())), d));
+        assert!(on_path(Some(&format!("{}/", d.display())), d), "a trailing slash names the same directory");
+        assert!(!on_path(Some("/usr/bin:/bin"), d));
+        assert!(!on_path(Some(""), d));
+        assert!(!on_path(None, d));
+        assert!(!on_path(Some("::"), Path::new("/nonexistent/bin")));
     }
 }
