@@ -129,6 +129,11 @@ pub struct Settings {
     pub watch_server_poll_ms: u64,
     /// Server mode: the longest poll interval, milliseconds.
     pub watch_server_poll_max_ms: u64,
+    /// The HTTP(S) proxy every call to the server goes through: `proxy` in
+    /// `config.json` only. None is ever taken from the environment
+    /// (docs/guarantees.md, "A repository cannot move the gate").
+    #[serde(skip)]
+    pub proxy: Option<crate::http::ProxyUrl>,
 }
 
 impl Default for Settings {
@@ -148,6 +153,7 @@ impl Default for Settings {
             watch_poll_ms: 1000,
             watch_server_poll_ms: 2000,
             watch_server_poll_max_ms: 30_000,
+            proxy: None,
         }
     }
 }
@@ -224,6 +230,10 @@ pub struct Config {
     /// Things to mention that change nothing (a setting overridden by the
     /// environment, ...), for the log and `doctor`.
     pub warnings: Vec<String>,
+    /// Things `doctor` warns about that change nothing and that the hooks do
+    /// not repeat on every log line: proxy variables set in the environment
+    /// (never used), an account with no `/etc/passwd` line.
+    pub notices: Vec<Problem>,
     /// Things that are wrong: a file that does not parse or holds a bad
     /// value, a file or directory another user could have written. `doctor`
     /// fails on them and the operator commands refuse to run.
@@ -343,26 +353,62 @@ impl Config {
         }
         let env_url = if pin == Pin::Open { env_url } else { None };
 
-        let url = env_url
-            .clone()
-            .map(|u| (normalize_url(&u), Origin::Env))
-            .or_else(|| {
-                file.url
-                    .as_ref()
-                    .filter(|u| !u.trim().is_empty())
-                    .map(|u| (normalize_url(u), Origin::ConfigFile(file_path.clone())))
-            })
-            .or_else(|| server.as_ref().map(|s| (s.url.clone(), s.origin.clone())));
         let user_token = env
             .get("PRELOOP_USER_TOKEN")
             .filter(|t| !t.is_empty())
             .map(|t| (Secret::new(t), TokenOrigin::Env))
             .or_else(|| file.user_token.clone().map(|t| (t, TokenOrigin::ConfigFile(file_path.clone()))));
+        // The operator side is pinned as the hooks are (red-team 4, P4): a
+        // `url` in config.json, or the user token it holds, keeps
+        // `PRELOOP_URL` from the environment from choosing where that token
+        // goes, unless the file says `allow_env_override`.
+        let file_url = file.url.as_ref().filter(|u| !u.trim().is_empty()).map(|u| normalize_url(u));
+        let token_from_file = matches!(user_token, Some((_, TokenOrigin::ConfigFile(_))));
+        let operator_env_ok = file.allow_env_override || (file_url.is_none() && !token_from_file);
+        if !operator_env_ok
+            && harness.is_none()
+            && let Some(u) = &env_url
+            && Some(normalize_url(u)) != file_url
+        {
+            let why = match &file_url {
+                Some(_) => format!("{} names the server", show.path(&file_path)),
+                None => format!("the user token in {} goes only to a server it names", show.path(&file_path)),
+            };
+            warnings.push(format!(
+                "PRELOOP_URL in the environment ignored for operator commands: {why} (set \"allow_env_override\": true in it to allow this)"
+            ));
+        }
+        let url = env_url
+            .clone()
+            .filter(|_| operator_env_ok)
+            .map(|u| (normalize_url(&u), Origin::Env))
+            .or_else(|| file_url.map(|u| (u, Origin::ConfigFile(file_path.clone()))))
+            .or_else(|| {
+                server
+                    .as_ref()
+                    .filter(|s| operator_env_ok || s.origin != Origin::Env)
+                    .map(|s| (s.url.clone(), s.origin.clone()))
+            });
+        // Proxy variables are never used (the `proxy` key is); one that is
+        // set is worth a word in `doctor` (red-team 4, P1).
+        let notices: Vec<Problem> = crate::http::PROXY_VARS
+            .iter()
+            .filter(|v| env.get(v).is_some_and(|x| !x.is_empty()))
+            .map(|v| Problem {
+                what: format!(
+                    "{v} is set in the environment and ignored: preloop-hooks never takes a proxy from the environment"
+                ),
+                fix: format!(
+                    "to reach the server through a proxy, set \"proxy\" in {}; otherwise nothing to do",
+                    show.path(&file_path)
+                ),
+            })
+            .collect();
         if pin == Pin::Open && env_url.is_some() != env_token.is_some() && server.is_some() {
             warnings.push("only one of PRELOOP_URL and PRELOOP_TOKEN is set in the environment".to_string());
         }
         let mode_unknown = server.is_none() && unusable_source;
-        Config { home, server, url, user_token, settings, warnings, problems, mode_unknown }
+        Config { home, server, url, user_token, settings, warnings, notices, problems, mode_unknown }
     }
 
     pub fn is_local(&self) -> bool {
@@ -563,6 +609,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "watch_poll_ms",
     "watch_server_poll_ms",
     "watch_server_poll_max_ms",
+    "proxy",
 ];
 
 /// A config file key by key: one bad value costs that key (its default is
@@ -636,6 +683,19 @@ fn config_from_value(path: &str, v: &serde_json::Value, problems: &mut Vec<Probl
             "watch_server_poll_max_ms" => {
                 num_into(value, &mut s.watch_server_poll_max_ms).unwrap_or_else(|| bad(key, "a number", value))
             }
+            "proxy" => match value {
+                serde_json::Value::Null => s.proxy = None,
+                serde_json::Value::String(p) if p.trim().is_empty() => s.proxy = None,
+                serde_json::Value::String(p) => match crate::http::ProxyUrl::parse(p) {
+                    Ok(p) => s.proxy = Some(p),
+                    Err(expected) => bad(
+                        key,
+                        &expected,
+                        &serde_json::Value::String(crate::redact::redact_url_credentials(p).into_owned()),
+                    ),
+                },
+                _ => bad(key, "an http:// or https:// proxy URL", value),
+            },
             "watch" => match parse_switch(value) {
                 Some(b) => s.watch = b,
                 None => bad(key, "true/false or \"on\"/\"off\"", value),
