@@ -263,10 +263,34 @@ impl Config {
         // not given up for whatever the moved `HOME` holds.
         let env_user_dir = default_home(env);
         let show = Show(user_home(env));
+        let account_home = env.account_home();
+        // Red-team 4, P3: an account with no passwd line and no ancestor to
+        // anchor on. A `HOME` at or inside the working directory is the
+        // checkout's: nothing in it decides; the gates follow their fail
+        // policy (docs/guarantees.md).
+        if account_home.is_none()
+            && let Some(h) = env.get("HOME").filter(|h| h.starts_with('/'))
+            && inside_cwd(Path::new(&h))
+        {
+            return Config {
+                home: env_user_dir,
+                server: None,
+                url: None,
+                user_token: None,
+                settings: Settings::default(),
+                warnings: Vec::new(),
+                notices: Vec::new(),
+                problems: vec![Problem {
+                    what: format!("HOME={h} is inside the working directory and this account has no /etc/passwd line, so nothing shows it is the user's: refused"),
+                    fix: "give the account an /etc/passwd line, or start the harness with HOME outside the project".to_string(),
+                }],
+                mode_unknown: true,
+            };
+        }
         let mut user_view = UserView::read(env_user_dir.clone(), harness, &show);
         // Cheapest first: the usual case (HOME is the account's home) costs
         // the passwd read and a path comparison, no canonicalisation.
-        if let Some(account_dir) = env.account_home().map(|h| h.join(".preloop"))
+        if let Some(account_dir) = account_home.map(|h| h.join(".preloop"))
             && account_dir != env_user_dir
             && account_dir.exists()
             && !same_dir(&account_dir, &env_user_dir)
@@ -391,7 +415,7 @@ impl Config {
             });
         // Proxy variables are never used (the `proxy` key is); one that is
         // set is worth a word in `doctor` (red-team 4, P1).
-        let notices: Vec<Problem> = crate::http::PROXY_VARS
+        let mut notices: Vec<Problem> = crate::http::PROXY_VARS
             .iter()
             .filter(|v| env.get(v).is_some_and(|x| !x.is_empty()))
             .map(|v| Problem {
@@ -404,6 +428,12 @@ impl Config {
                 ),
             })
             .collect();
+        if !env.has_passwd_entry() {
+            notices.push(Problem {
+                what: "this account has no /etc/passwd line: a HOME set by a repository is checked against the HOME your session started with (docs/guarantees.md)".to_string(),
+                fix: "give the account an /etc/passwd line (useradd, or the container's image) so the account's home is known".to_string(),
+            });
+        }
         if pin == Pin::Open && env_url.is_some() != env_token.is_some() && server.is_some() {
             warnings.push("only one of PRELOOP_URL and PRELOOP_TOKEN is set in the environment".to_string());
         }
@@ -822,6 +852,14 @@ impl Env {
             None => account_home(),
         }
     }
+    /// Whether the account has an `/etc/passwd` line (a fixed account home
+    /// counts as one).
+    pub fn has_passwd_entry(&self) -> bool {
+        match &self.account_home {
+            Some(fixed) => fixed.is_some(),
+            None => passwd_entry_home().is_some(),
+        }
+    }
     /// A fixed copy of this environment without `keys`.
     pub fn without(&self, keys: &[&str]) -> Env {
         let vars = match &self.fixed {
@@ -852,9 +890,18 @@ pub fn user_home(env: &Env) -> Option<PathBuf> {
     env.get("HOME").filter(|h| h.starts_with('/')).map(PathBuf::from).or_else(|| env.account_home())
 }
 
-/// The home directory of this account in `/etc/passwd`, whatever `HOME`
-/// says (read without NSS: the static build loads no NSS module).
+/// The home directory of this account, whatever `HOME` says: its
+/// `/etc/passwd` line ([`passwd_entry_home`]), else, for an account with no
+/// line there (sssd, LDAP, a container's uid), the `HOME` its session
+/// started with ([`login_home`]). A repository can set `HOME` for the hooks
+/// (red-team 4, P3); it can set neither.
 pub fn account_home() -> Option<PathBuf> {
+    passwd_entry_home().or_else(login_home)
+}
+
+/// The home directory of this account in `/etc/passwd` (read without NSS:
+/// the static build loads no NSS module).
+pub fn passwd_entry_home() -> Option<PathBuf> {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     // The hardening suite hands the executable another passwd file; only
@@ -864,6 +911,63 @@ pub fn account_home() -> Option<PathBuf> {
         return passwd_home(&std::fs::read_to_string(p).ok()?, uid);
     }
     passwd_home(&std::fs::read_to_string("/etc/passwd").ok()?, uid)
+}
+
+/// The `HOME` of the oldest ancestor process of this uid whose environment
+/// we can read, as it was when that process started (`/proc/<pid>/environ`
+/// never changes afterwards): the login's, or the container's. A harness
+/// applies a repository's variables (a Gemini `.env`, a Claude Code `env`
+/// block) to the hooks it starts, never to its own ancestors. This process
+/// itself is not asked (its `HOME` is the one in question). `None` without
+/// `/proc`, or when the parent is another uid.
+pub fn login_home() -> Option<PathBuf> {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let mut pid = parent_pid("self")?;
+    let mut found = None;
+    for _ in 0..128 {
+        if pid == 0 || proc_real_uid(pid) != Some(uid) {
+            break;
+        }
+        if let Some(h) = std::fs::read(format!("/proc/{pid}/environ")).ok().as_deref().and_then(home_in_environ) {
+            found = Some(h);
+        }
+        if pid == 1 {
+            break;
+        }
+        match parent_pid(&pid.to_string()) {
+            Some(p) => pid = p,
+            None => break,
+        }
+    }
+    found
+}
+
+/// The parent of `/proc/<pid>` (`self` for this process).
+fn parent_pid(pid: &str) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn proc_real_uid(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().next()?.parse().ok()
+}
+
+/// `HOME` in a NUL-separated environment block, when absolute.
+fn home_in_environ(block: &[u8]) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    block.split(|b| *b == 0).find_map(|kv| kv.strip_prefix(b"HOME=")).filter(|h| h.starts_with(b"/")).map(|h| {
+        PathBuf::from(std::ffi::OsStr::from_bytes(h))
+    })
+}
+
+/// Whether `home` is the working directory or inside it (a checkout's).
+fn inside_cwd(home: &Path) -> bool {
+    let Ok(cwd) = std::env::current_dir() else { return false };
+    let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+    cwd != Path::new("/") && home.starts_with(&cwd)
 }
 
 /// The home directory of `uid` in a passwd file's text (`name:pw:uid:gid:gecos:home:shell`).
