@@ -281,8 +281,11 @@ impl Config {
                 warnings: Vec::new(),
                 notices: Vec::new(),
                 problems: vec![Problem {
-                    what: format!("HOME={h} is inside the working directory and this account has no /etc/passwd line, so nothing shows it is the user's: refused"),
-                    fix: "give the account an /etc/passwd line, or start the harness with HOME outside the project".to_string(),
+                    what: format!(
+                        "HOME={h} is inside the working directory and this account has no /etc/passwd line, so nothing shows it is the user's: refused"
+                    ),
+                    fix: "give the account an /etc/passwd line, or start the harness with HOME outside the project"
+                        .to_string(),
                 }],
                 mode_unknown: true,
             };
@@ -958,9 +961,11 @@ fn proc_real_uid(pid: u32) -> Option<u32> {
 /// `HOME` in a NUL-separated environment block, when absolute.
 fn home_in_environ(block: &[u8]) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
-    block.split(|b| *b == 0).find_map(|kv| kv.strip_prefix(b"HOME=")).filter(|h| h.starts_with(b"/")).map(|h| {
-        PathBuf::from(std::ffi::OsStr::from_bytes(h))
-    })
+    block
+        .split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(b"HOME="))
+        .filter(|h| h.starts_with(b"/"))
+        .map(|h| PathBuf::from(std::ffi::OsStr::from_bytes(h)))
 }
 
 /// Whether `home` is the working directory or inside it (a checkout's).
