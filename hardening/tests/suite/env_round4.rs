@@ -248,7 +248,7 @@ fn p3_a_moved_home_does_not_move_the_gate_of_an_account_without_a_passwd_line() 
     assert_eq!(deny.count("permission-check"), 1);
     // Nothing to anchor on: the hook is started straight under the moved
     // HOME, by another uid.
-    let mut direct = as_user(OTHER_UID, &bin(&h));
+    let direct = as_user(OTHER_UID, &bin(&h));
     let r = run(direct, &fake);
     let _ = Checker::new(&h).check(&r.stdout).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(allow.connections(), 0, "the repository's server was asked");
