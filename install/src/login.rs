@@ -168,7 +168,8 @@ pub fn login(a: LoginArgs) -> Result<()> {
     let secret = Secret::new(token);
     let what = if a.user { "user token" } else { "runtime token" };
     if !a.no_verify {
-        let health = probe::health(&url, Duration::from_secs(5));
+        let proxy = Config::load(None).settings.proxy;
+        let health = probe::health(&url, Duration::from_secs(5), proxy.as_ref());
         match &health {
             Health::NotPreloop(why) => {
                 return Err(Error::Refused(format!(
@@ -178,9 +179,9 @@ pub fn login(a: LoginArgs) -> Result<()> {
             Health::Unreachable(why) => crate::errln!("warning: could not check the token ({why}); saving it anyway"),
             Health::Preloop | Health::Unhealthy(_) => {
                 let check = if a.user {
-                    probe::user_token(&url, &secret, Duration::from_secs(10))
+                    probe::user_token(&url, &secret, Duration::from_secs(10), proxy.as_ref())
                 } else {
-                    probe::runtime_token(&url, &secret, Duration::from_secs(10))
+                    probe::runtime_token(&url, &secret, Duration::from_secs(10), proxy.as_ref())
                 };
                 match check {
                     TokenCheck::Accepted => crate::errln!("the server accepted the {what}"),

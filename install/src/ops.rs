@@ -22,6 +22,7 @@ impl Ops {
     pub fn load() -> Result<Ops> {
         let config = Config::load(None);
         refuse_problems(&config)?;
+        say_warnings(&config);
         let ops = match ServerOperator::from_config(&config)? {
             Some(api) => Ops::with_operator(config.clone(), Arc::new(operator::server::Server::new(api, config))),
             None => Ops::local(config),
@@ -39,6 +40,7 @@ impl Ops {
         let config = Config::load(None);
         refuse_problems(&config)?;
         if config.url.is_some() && config.user_token.is_none() {
+            say_warnings(&config);
             crate::errln!(
                 "preloop-hooks: no user token for {}: showing the sessions on this machine only (for the whole account: `preloop-hooks login --user`, or set PRELOOP_USER_TOKEN)",
                 config.url.as_ref().map(|(u, _)| u.as_str()).unwrap_or("the server")
@@ -64,6 +66,15 @@ impl Ops {
     /// A session file on this machine by harness id or runtime id.
     pub fn local_file(&self, id: &str) -> Option<SessionFile> {
         operator::local_file(&self.config.home, id)
+    }
+}
+
+/// What the configuration ignored (an environment variable its own file
+/// overrides: `PRELOOP_URL` when config.json names the server, red-team 4
+/// P4), one line each on stderr: the operator is never routed silently.
+fn say_warnings(config: &Config) {
+    for w in &config.warnings {
+        crate::errln!("preloop-hooks: warning: {}", preloop_shared::log::escape_line(w));
     }
 }
 

@@ -11,6 +11,7 @@
 
 use preloop_shared::config::{Secret, normalize_url};
 use preloop_shared::fsutil::io_text;
+use preloop_shared::http::ProxyUrl;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -39,13 +40,11 @@ pub enum TokenCheck {
     Unknown(String),
 }
 
-fn agent(timeout: Duration) -> ureq::Agent {
-    ureq::Agent::config_builder()
+/// No proxy but the configured one (never one from the environment:
+/// docs/guarantees.md, "A repository cannot move the gate").
+fn agent(timeout: Duration, proxy: Option<&ProxyUrl>) -> ureq::Agent {
+    preloop_shared::http::builder(timeout.min(Duration::from_secs(3)), false, proxy)
         .timeout_global(Some(timeout))
-        .timeout_connect(Some(timeout.min(Duration::from_secs(3))))
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .user_agent(concat!("preloop-hooks/", env!("CARGO_PKG_VERSION")))
         .build()
         .new_agent()
 }
@@ -140,10 +139,10 @@ fn content_type(resp: &ureq::http::Response<ureq::Body>) -> String {
 }
 
 /// `GET /api/v1/health`.
-pub fn health(url: &str, timeout: Duration) -> Health {
+pub fn health(url: &str, timeout: Duration, proxy: Option<&ProxyUrl>) -> Health {
     let base = normalize_url(url);
     let full = format!("{base}/api/v1/health");
-    let mut resp = match agent(timeout).get(&full).call() {
+    let mut resp = match agent(timeout, proxy).get(&full).call() {
         Ok(r) => r,
         Err(e) => return Health::Unreachable(describe(&e, &base)),
     };
@@ -168,11 +167,11 @@ pub fn health(url: &str, timeout: Duration) -> Health {
 }
 
 /// The runtime token against a hook route.
-pub fn runtime_token(url: &str, token: &Secret, timeout: Duration) -> TokenCheck {
+pub fn runtime_token(url: &str, token: &Secret, timeout: Duration, proxy: Option<&ProxyUrl>) -> TokenCheck {
     let base = normalize_url(url);
     let full = format!("{base}/api/v1/agents/session-event");
     let body = json!({"session_id": "preloop-doctor-probe", "hook_event_name": "Stop", "source": "preloop-doctor"});
-    let resp = agent(timeout)
+    let resp = agent(timeout, proxy)
         .post(&full)
         .header("Authorization", &format!("Bearer {}", token.expose()))
         .header("Content-Type", "application/json")
@@ -181,10 +180,10 @@ pub fn runtime_token(url: &str, token: &Secret, timeout: Duration) -> TokenCheck
 }
 
 /// The user token against an operator route.
-pub fn user_token(url: &str, token: &Secret, timeout: Duration) -> TokenCheck {
+pub fn user_token(url: &str, token: &Secret, timeout: Duration, proxy: Option<&ProxyUrl>) -> TokenCheck {
     let base = normalize_url(url);
     let full = format!("{base}/api/v1/operator-notes/0000000000000000");
-    let resp = agent(timeout)
+    let resp = agent(timeout, proxy)
         .get(&full)
         .header("Authorization", &format!("Bearer {}", token.expose()))
         .header("Accept", "application/json")

@@ -60,12 +60,18 @@ struct Answer {
 }
 
 impl ServerOperator {
-    pub fn new(base: &str, token: Secret, connect_timeout: Duration, timeout: Duration) -> ServerOperator {
+    pub fn new(
+        base: &str,
+        token: Secret,
+        connect_timeout: Duration,
+        timeout: Duration,
+        proxy: Option<&http::ProxyUrl>,
+    ) -> ServerOperator {
         ServerOperator {
             base: preloop_shared::config::normalize_url(base),
             secrets: vec![token.clone()],
             token,
-            agent: http::agent(connect_timeout, false),
+            agent: http::agent(connect_timeout, false, proxy),
             timeout,
         }
     }
@@ -84,6 +90,7 @@ impl ServerOperator {
             token,
             Duration::from_millis(config.settings.connect_timeout_ms.max(1000)),
             Duration::from_secs(30),
+            config.settings.proxy.as_ref(),
         );
         if let Some(s) = &config.server {
             op.secrets.push(s.token.clone());
@@ -314,9 +321,9 @@ pub fn detail_text(text: &str) -> String {
 }
 
 /// `GET /api/v1/health` (no auth): whether a Preloop server answers at all.
-pub fn health(base: &str, timeout: Duration) -> Result<()> {
+pub fn health(base: &str, timeout: Duration, proxy: Option<&http::ProxyUrl>) -> Result<()> {
     let base = preloop_shared::config::normalize_url(base);
-    let agent = http::agent(timeout, false);
+    let agent = http::agent(timeout, false, proxy);
     let url = format!("{base}/api/v1/health");
     let mut resp =
         agent.get(&url).config().timeout_global(Some(timeout)).build().call().map_err(|e| Error::Unreachable {
@@ -340,9 +347,9 @@ pub fn health(base: &str, timeout: Duration) -> Result<()> {
 /// A hook-route call with the runtime token that changes nothing: a
 /// session-event for a session id no run uses (204 when the token is
 /// accepted, 401 when not).
-pub fn probe_runtime(base: &str, token: &Secret, timeout: Duration) -> Result<()> {
+pub fn probe_runtime(base: &str, token: &Secret, timeout: Duration, proxy: Option<&http::ProxyUrl>) -> Result<()> {
     let base = preloop_shared::config::normalize_url(base);
-    let agent = http::agent(timeout, false);
+    let agent = http::agent(timeout, false, proxy);
     let url = format!("{base}/api/v1/agents/session-event");
     let body = SessionEventRequest {
         session_id: "preloop-doctor-probe".into(),

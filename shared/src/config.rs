@@ -129,6 +129,11 @@ pub struct Settings {
     pub watch_server_poll_ms: u64,
     /// Server mode: the longest poll interval, milliseconds.
     pub watch_server_poll_max_ms: u64,
+    /// The HTTP(S) proxy every call to the server goes through: `proxy` in
+    /// `config.json` only. None is ever taken from the environment
+    /// (docs/guarantees.md, "A repository cannot move the gate").
+    #[serde(skip)]
+    pub proxy: Option<crate::http::ProxyUrl>,
 }
 
 impl Default for Settings {
@@ -148,6 +153,7 @@ impl Default for Settings {
             watch_poll_ms: 1000,
             watch_server_poll_ms: 2000,
             watch_server_poll_max_ms: 30_000,
+            proxy: None,
         }
     }
 }
@@ -224,6 +230,10 @@ pub struct Config {
     /// Things to mention that change nothing (a setting overridden by the
     /// environment, ...), for the log and `doctor`.
     pub warnings: Vec<String>,
+    /// Things `doctor` warns about that change nothing and that the hooks do
+    /// not repeat on every log line: proxy variables set in the environment
+    /// (never used), an account with no `/etc/passwd` line.
+    pub notices: Vec<Problem>,
     /// Things that are wrong: a file that does not parse or holds a bad
     /// value, a file or directory another user could have written. `doctor`
     /// fails on them and the operator commands refuse to run.
@@ -253,10 +263,37 @@ impl Config {
         // not given up for whatever the moved `HOME` holds.
         let env_user_dir = default_home(env);
         let show = Show(user_home(env));
+        let account_home = env.account_home();
+        // Red-team 4, P3: an account with no passwd line and no ancestor to
+        // anchor on. A `HOME` at or inside the working directory is the
+        // checkout's: nothing in it decides; the gates follow their fail
+        // policy (docs/guarantees.md).
+        if account_home.is_none()
+            && let Some(h) = env.get("HOME").filter(|h| h.starts_with('/'))
+            && inside_cwd(Path::new(&h))
+        {
+            return Config {
+                home: env_user_dir,
+                server: None,
+                url: None,
+                user_token: None,
+                settings: Settings::default(),
+                warnings: Vec::new(),
+                notices: Vec::new(),
+                problems: vec![Problem {
+                    what: format!(
+                        "HOME={h} is inside the working directory and this account has no /etc/passwd line, so nothing shows it is the user's: refused"
+                    ),
+                    fix: "give the account an /etc/passwd line, or start the harness with HOME outside the project"
+                        .to_string(),
+                }],
+                mode_unknown: true,
+            };
+        }
         let mut user_view = UserView::read(env_user_dir.clone(), harness, &show);
         // Cheapest first: the usual case (HOME is the account's home) costs
         // the passwd read and a path comparison, no canonicalisation.
-        if let Some(account_dir) = env.account_home().map(|h| h.join(".preloop"))
+        if let Some(account_dir) = account_home.map(|h| h.join(".preloop"))
             && account_dir != env_user_dir
             && account_dir.exists()
             && !same_dir(&account_dir, &env_user_dir)
@@ -343,26 +380,68 @@ impl Config {
         }
         let env_url = if pin == Pin::Open { env_url } else { None };
 
-        let url = env_url
-            .clone()
-            .map(|u| (normalize_url(&u), Origin::Env))
-            .or_else(|| {
-                file.url
-                    .as_ref()
-                    .filter(|u| !u.trim().is_empty())
-                    .map(|u| (normalize_url(u), Origin::ConfigFile(file_path.clone())))
-            })
-            .or_else(|| server.as_ref().map(|s| (s.url.clone(), s.origin.clone())));
         let user_token = env
             .get("PRELOOP_USER_TOKEN")
             .filter(|t| !t.is_empty())
             .map(|t| (Secret::new(t), TokenOrigin::Env))
             .or_else(|| file.user_token.clone().map(|t| (t, TokenOrigin::ConfigFile(file_path.clone()))));
+        // The operator side is pinned as the hooks are (red-team 4, P4): a
+        // `url` in config.json, or the user token it holds, keeps
+        // `PRELOOP_URL` from the environment from choosing where that token
+        // goes, unless the file says `allow_env_override`.
+        let file_url = file.url.as_ref().filter(|u| !u.trim().is_empty()).map(|u| normalize_url(u));
+        let token_from_file = matches!(user_token, Some((_, TokenOrigin::ConfigFile(_))));
+        let operator_env_ok = file.allow_env_override || (file_url.is_none() && !token_from_file);
+        if !operator_env_ok
+            && harness.is_none()
+            && let Some(u) = &env_url
+            && Some(normalize_url(u)) != file_url
+        {
+            let why = match &file_url {
+                Some(_) => format!("{} names the server", show.path(&file_path)),
+                None => format!("the user token in {} goes only to a server it names", show.path(&file_path)),
+            };
+            warnings.push(format!(
+                "PRELOOP_URL in the environment ignored for operator commands: {why} (set \"allow_env_override\": true in it to allow this)"
+            ));
+        }
+        let url = env_url
+            .clone()
+            .filter(|_| operator_env_ok)
+            .map(|u| (normalize_url(&u), Origin::Env))
+            .or_else(|| file_url.map(|u| (u, Origin::ConfigFile(file_path.clone()))))
+            .or_else(|| {
+                server
+                    .as_ref()
+                    .filter(|s| operator_env_ok || s.origin != Origin::Env)
+                    .map(|s| (s.url.clone(), s.origin.clone()))
+            });
+        // Proxy variables are never used (the `proxy` key is); one that is
+        // set is worth a word in `doctor` (red-team 4, P1).
+        let mut notices: Vec<Problem> = crate::http::PROXY_VARS
+            .iter()
+            .filter(|v| env.get(v).is_some_and(|x| !x.is_empty()))
+            .map(|v| Problem {
+                what: format!(
+                    "{v} is set in the environment and ignored: preloop-hooks never takes a proxy from the environment"
+                ),
+                fix: format!(
+                    "to reach the server through a proxy, set \"proxy\" in {}; otherwise nothing to do",
+                    show.path(&file_path)
+                ),
+            })
+            .collect();
+        if !env.has_passwd_entry() {
+            notices.push(Problem {
+                what: "this account has no /etc/passwd line: a HOME set by a repository is checked against the HOME your session started with (docs/guarantees.md)".to_string(),
+                fix: "give the account an /etc/passwd line (useradd, or the container's image) so the account's home is known".to_string(),
+            });
+        }
         if pin == Pin::Open && env_url.is_some() != env_token.is_some() && server.is_some() {
             warnings.push("only one of PRELOOP_URL and PRELOOP_TOKEN is set in the environment".to_string());
         }
         let mode_unknown = server.is_none() && unusable_source;
-        Config { home, server, url, user_token, settings, warnings, problems, mode_unknown }
+        Config { home, server, url, user_token, settings, warnings, notices, problems, mode_unknown }
     }
 
     pub fn is_local(&self) -> bool {
@@ -563,6 +642,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "watch_poll_ms",
     "watch_server_poll_ms",
     "watch_server_poll_max_ms",
+    "proxy",
 ];
 
 /// A config file key by key: one bad value costs that key (its default is
@@ -636,6 +716,19 @@ fn config_from_value(path: &str, v: &serde_json::Value, problems: &mut Vec<Probl
             "watch_server_poll_max_ms" => {
                 num_into(value, &mut s.watch_server_poll_max_ms).unwrap_or_else(|| bad(key, "a number", value))
             }
+            "proxy" => match value {
+                serde_json::Value::Null => s.proxy = None,
+                serde_json::Value::String(p) if p.trim().is_empty() => s.proxy = None,
+                serde_json::Value::String(p) => match crate::http::ProxyUrl::parse(p) {
+                    Ok(p) => s.proxy = Some(p),
+                    Err(expected) => bad(
+                        key,
+                        &expected,
+                        &serde_json::Value::String(crate::redact::redact_url_credentials(p).into_owned()),
+                    ),
+                },
+                _ => bad(key, "an http:// or https:// proxy URL", value),
+            },
             "watch" => match parse_switch(value) {
                 Some(b) => s.watch = b,
                 None => bad(key, "true/false or \"on\"/\"off\"", value),
@@ -762,6 +855,14 @@ impl Env {
             None => account_home(),
         }
     }
+    /// Whether the account has an `/etc/passwd` line (a fixed account home
+    /// counts as one).
+    pub fn has_passwd_entry(&self) -> bool {
+        match &self.account_home {
+            Some(fixed) => fixed.is_some(),
+            None => passwd_entry_home().is_some(),
+        }
+    }
     /// A fixed copy of this environment without `keys`.
     pub fn without(&self, keys: &[&str]) -> Env {
         let vars = match &self.fixed {
@@ -792,9 +893,18 @@ pub fn user_home(env: &Env) -> Option<PathBuf> {
     env.get("HOME").filter(|h| h.starts_with('/')).map(PathBuf::from).or_else(|| env.account_home())
 }
 
-/// The home directory of this account in `/etc/passwd`, whatever `HOME`
-/// says (read without NSS: the static build loads no NSS module).
+/// The home directory of this account, whatever `HOME` says: its
+/// `/etc/passwd` line ([`passwd_entry_home`]), else, for an account with no
+/// line there (sssd, LDAP, a container's uid), the `HOME` its session
+/// started with ([`login_home`]). A repository can set `HOME` for the hooks
+/// (red-team 4, P3); it can set neither.
 pub fn account_home() -> Option<PathBuf> {
+    passwd_entry_home().or_else(login_home)
+}
+
+/// The home directory of this account in `/etc/passwd` (read without NSS:
+/// the static build loads no NSS module).
+pub fn passwd_entry_home() -> Option<PathBuf> {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     // The hardening suite hands the executable another passwd file; only
@@ -804,6 +914,65 @@ pub fn account_home() -> Option<PathBuf> {
         return passwd_home(&std::fs::read_to_string(p).ok()?, uid);
     }
     passwd_home(&std::fs::read_to_string("/etc/passwd").ok()?, uid)
+}
+
+/// The `HOME` of the oldest ancestor process of this uid whose environment
+/// we can read, as it was when that process started (`/proc/<pid>/environ`
+/// never changes afterwards): the login's, or the container's. A harness
+/// applies a repository's variables (a Gemini `.env`, a Claude Code `env`
+/// block) to the hooks it starts, never to its own ancestors. This process
+/// itself is not asked (its `HOME` is the one in question). `None` without
+/// `/proc`, or when the parent is another uid.
+pub fn login_home() -> Option<PathBuf> {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let mut pid = parent_pid("self")?;
+    let mut found = None;
+    for _ in 0..128 {
+        if pid == 0 || proc_real_uid(pid) != Some(uid) {
+            break;
+        }
+        if let Some(h) = std::fs::read(format!("/proc/{pid}/environ")).ok().as_deref().and_then(home_in_environ) {
+            found = Some(h);
+        }
+        if pid == 1 {
+            break;
+        }
+        match parent_pid(&pid.to_string()) {
+            Some(p) => pid = p,
+            None => break,
+        }
+    }
+    found
+}
+
+/// The parent of `/proc/<pid>` (`self` for this process).
+fn parent_pid(pid: &str) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn proc_real_uid(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().next()?.parse().ok()
+}
+
+/// `HOME` in a NUL-separated environment block, when absolute.
+fn home_in_environ(block: &[u8]) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    block
+        .split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(b"HOME="))
+        .filter(|h| h.starts_with(b"/"))
+        .map(|h| PathBuf::from(std::ffi::OsStr::from_bytes(h)))
+}
+
+/// Whether `home` is the working directory or inside it (a checkout's).
+fn inside_cwd(home: &Path) -> bool {
+    let Ok(cwd) = std::env::current_dir() else { return false };
+    let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+    cwd != Path::new("/") && home.starts_with(&cwd)
 }
 
 /// The home directory of `uid` in a passwd file's text (`name:pw:uid:gid:gecos:home:shell`).

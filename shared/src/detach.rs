@@ -103,6 +103,7 @@ pub fn hand_off<A: Adapter>(event: A::Event, config: &Config, env: &Env, stdin: 
         event: def.on,
         mode: Some(crate::backend::HookMode::Server),
         session: Some(session),
+        proxy: config.settings.proxy.as_ref().map(crate::http::ProxyUrl::shown),
         ..Default::default()
     };
     match spawn_worker(stdin) {

@@ -175,6 +175,9 @@ pub struct Outcome {
     pub runtime_session_id: Option<String>,
     /// Ids of the notes in `context`, for the log.
     pub note_ids: Vec<String>,
+    /// A gate's check failed and its fail policy answered (`decision` is
+    /// that policy's): the log says `fail_open` / `fail_closed`, never `ok`.
+    pub gate_failed: Option<FailPolicy>,
 }
 
 impl Outcome {
@@ -512,6 +515,7 @@ impl Engine {
             Err(e) => {
                 let policy = self.config.settings.fail_policy(gate.fail);
                 self.warnings.push(format!("permission-check failed ({}): {e}", e.kind()));
+                out.gate_failed = Some(policy);
                 if policy == FailPolicy::Deny {
                     out.decision = Some(Decision::Deny);
                     out.reason = Some(fail_closed_reason(e.kind()));

@@ -5,32 +5,90 @@
 //! never shown, only named. Secrets in what a server answers are removed
 //! with [`crate::redact`].
 
+use std::fmt;
 use std::time::Duration;
+
+/// The HTTP(S) proxy the user named as `proxy` in `config.json`: the only
+/// proxy any of our clients uses. None is ever taken from the environment
+/// (`ALL_PROXY`, `HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`, any case): a
+/// repository can set those for the hooks (a Gemini `.env`, a Claude Code
+/// `env` block) and would then answer the permission check and read the
+/// token (red-team 4, P1; docs/guarantees.md). `Debug` and [`shown`](Self::shown)
+/// hide the proxy's credentials.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ProxyUrl(String);
+
+/// The proxy variables ureq (and curl, and most tools) read, every spelling.
+/// Ours never reads them; `doctor` says when one is set.
+pub const PROXY_VARS: &[&str] =
+    &["ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"];
+
+impl ProxyUrl {
+    /// `http://host:port` or `https://host:port` (credentials allowed);
+    /// anything else is refused with the reason.
+    pub fn parse(s: &str) -> Result<ProxyUrl, String> {
+        let t = s.trim();
+        let lower = t.to_ascii_lowercase();
+        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+            return Err("an http:// or https:// proxy URL".into());
+        }
+        match ureq::Proxy::new(t) {
+            Ok(_) => Ok(ProxyUrl(t.to_string())),
+            Err(_) => Err("an http:// or https:// proxy URL".into()),
+        }
+    }
+
+    /// The URL without its credentials, for the log and `doctor`.
+    pub fn shown(&self) -> String {
+        crate::redact::redact_url_credentials(&self.0).into_owned()
+    }
+
+    fn ureq(&self) -> Option<ureq::Proxy> {
+        ureq::Proxy::new(&self.0).ok()
+    }
+}
+
+impl fmt::Debug for ProxyUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ProxyUrl({})", self.shown())
+    }
+}
 
 /// The agent configuration every Preloop call uses: a connect timeout, no
 /// redirects (a bearer token never follows one), status codes as answers
-/// (not errors), and our user agent. `small_buffers` trims ureq's default
+/// (not errors), our user agent, and no proxy but the one `config.json`
+/// names (`proxy`; ureq's default would take one from the environment:
+/// [`ProxyUrl`]). `small_buffers` trims ureq's default
 /// 128 KiB per-connection buffers, which it zero-fills per connection (a
 /// third of a hook's instructions and 64 page faults, docs/performance.md):
 /// our requests and answers are small, bodies stream through the buffer,
 /// and 32 KiB still holds any header block.
-pub fn config(connect_timeout: Duration, small_buffers: bool) -> ureq::config::Config {
+pub fn config(connect_timeout: Duration, small_buffers: bool, proxy: Option<&ProxyUrl>) -> ureq::config::Config {
+    builder(connect_timeout, small_buffers, proxy).build()
+}
+
+/// [`config`] before it is built, for a caller that adds to it.
+pub fn builder(
+    connect_timeout: Duration,
+    small_buffers: bool,
+    proxy: Option<&ProxyUrl>,
+) -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
     let b = ureq::Agent::config_builder()
+        .proxy(proxy.and_then(ProxyUrl::ureq))
         .timeout_connect(Some(connect_timeout))
         .http_status_as_error(false)
         .max_redirects(0)
         .user_agent(concat!("preloop-hooks/", env!("CARGO_PKG_VERSION")));
-    let b = if small_buffers {
+    if small_buffers {
         b.input_buffer_size(32 * 1024).max_response_header_size(32 * 1024).output_buffer_size(16 * 1024)
     } else {
         b
-    };
-    b.build()
+    }
 }
 
 /// An agent with [`config`].
-pub fn agent(connect_timeout: Duration, small_buffers: bool) -> ureq::Agent {
-    config(connect_timeout, small_buffers).new_agent()
+pub fn agent(connect_timeout: Duration, small_buffers: bool, proxy: Option<&ProxyUrl>) -> ureq::Agent {
+    config(connect_timeout, small_buffers, proxy).new_agent()
 }
 
 /// A transport error as one short line without OS error numbers:
@@ -98,6 +156,30 @@ mod tests {
         let e = std::io::Error::from_raw_os_error(111);
         assert_eq!(describe_io(&e), "connection refused");
         assert_eq!(strip_os_error("Not a directory (os error 20)"), "Not a directory");
+    }
+
+    /// Red-team 4, P1: whatever the environment says, the agent has no
+    /// proxy but the configured one.
+    #[test]
+    fn no_proxy_from_the_environment() {
+        // SAFETY: this test binary's other tests read none of these
+        // variables (ureq's default config is never built elsewhere here).
+        for var in ["ALL_PROXY", "https_proxy", "HTTP_PROXY"] {
+            unsafe { std::env::set_var(var, "http://127.0.0.1:9") };
+        }
+        assert!(ureq::config::Config::default().proxy().is_some(), "ureq's default takes the environment's");
+        assert!(config(Duration::from_secs(1), true, None).proxy().is_none());
+        let p = ProxyUrl::parse("http://u:pw@proxy.corp:3128").unwrap();
+        let c = config(Duration::from_secs(1), false, Some(&p));
+        assert_eq!(c.proxy().map(|p| (p.host().to_string(), p.port())), Some(("proxy.corp".to_string(), 3128)));
+        assert_eq!(p.shown(), "http://u:***@proxy.corp:3128");
+        assert!(!format!("{p:?}").contains("pw@"));
+        for bad in ["socks5://h:1", "proxy:3128", "", "http://"] {
+            assert!(ProxyUrl::parse(bad).is_err(), "{bad}");
+        }
+        for var in ["ALL_PROXY", "https_proxy", "HTTP_PROXY"] {
+            unsafe { std::env::remove_var(var) };
+        }
     }
 
     #[test]

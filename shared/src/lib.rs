@@ -17,6 +17,7 @@ pub mod args;
 pub mod backend;
 pub mod config;
 pub mod detach;
+pub mod envguard;
 pub mod error;
 pub mod flow;
 pub mod fsutil;
@@ -53,7 +54,8 @@ pub use registry::{Harness, HarnessDef, HookDef};
 /// done here and in [`runner::prepare_process`]: fds 0-2 are made sure to be
 /// open ([`fsutil::sanitize_standard_fds`]) before anything else, `argv` is
 /// kept for [`args::args_os`] (std finds it on glibc only), SIGPIPE is
-/// ignored. `std::env::vars` and `std::process::exit` work as usual.
+/// ignored, and the variables glibc would read behind our back are removed
+/// ([`envguard::harden`]). `std::env::vars` and `std::process::exit` work as usual.
 #[macro_export]
 macro_rules! hook_main {
     ($run:path) => {
@@ -62,6 +64,9 @@ macro_rules! hook_main {
         #[unsafe(no_mangle)]
         extern "C" fn main(argc: ::core::ffi::c_int, argv: *const *const ::core::ffi::c_char) -> ::core::ffi::c_int {
             $crate::fsutil::sanitize_standard_fds();
+            // SAFETY: first thing in `main`, one thread, the C runtime's
+            // own `argv` (docs/guarantees.md: the variables it removes).
+            unsafe { $crate::envguard::harden(argv) };
             // SAFETY: `argc` and `argv` are the C runtime's own, valid for
             // the life of the process.
             unsafe { $crate::args::capture(argc, argv) };

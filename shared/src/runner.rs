@@ -121,6 +121,7 @@ pub fn run_with<A: Adapter>(
     let def = event.into().def();
     let mut line = LogLine { harness: def.harness().slug(), event: def.on, ..LogLine::default() };
     line.worker = crate::detach::in_worker();
+    line.proxy = config.server.as_ref().and(config.settings.proxy.as_ref()).map(crate::http::ProxyUrl::shown);
     line.warnings.extend(config.warnings.iter().cloned());
     line.warnings.extend(config.problems.iter().map(|p| p.to_string()));
 
@@ -210,10 +211,14 @@ fn decide<A: Adapter>(
         Ok((outcome, after)) => {
             A::side_effects(event, &input, &outcome, env);
             line.notes = outcome.note_ids.clone();
-            line.outcome = match (&outcome.decision, outcome.context.is_some()) {
-                (Some(Decision::Deny), _) => LogOutcome::Deny,
-                (_, true) => LogOutcome::Notes,
-                _ => LogOutcome::Ok,
+            line.outcome = match (outcome.gate_failed, &outcome.decision, outcome.context.is_some()) {
+                // A failed check says so whatever else the output carries
+                // (red-team 4, P7: a fail-open gate logged `ok`).
+                (Some(FailPolicy::Open), _, _) => LogOutcome::FailOpen,
+                (Some(FailPolicy::Deny), _, _) => LogOutcome::FailClosed,
+                (None, Some(Decision::Deny), _) => LogOutcome::Deny,
+                (None, _, true) => LogOutcome::Notes,
+                (None, _, false) => LogOutcome::Ok,
             };
             let out = A::render(event, &outcome);
             line.warnings.append(&mut engine.warnings);
@@ -264,6 +269,17 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
         .or_else(|| p.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "panic".into());
     msg.chars().take(200).collect()
+}
+
+/// A value from outside (the harness's session id) as one word of the line:
+/// quoted and escaped as `warn=` is when it holds a space or a quote, so it
+/// cannot pass for another field.
+fn word(s: &str) -> String {
+    if s.is_empty() || s.chars().any(|c| c.is_whitespace() || c == '"' || c == '=') {
+        format!("{s:?}")
+    } else {
+        s.to_string()
+    }
 }
 
 /// How a hook ended, as its log line says (`outcome=`).
@@ -324,10 +340,13 @@ pub struct LogLine {
     pub warnings: Vec<String>,
     /// Written by a detached SessionEnd worker (`<event>:detached`).
     pub worker: bool,
+    /// The proxy the server calls go through (`proxy` in config.json),
+    /// without its credentials.
+    pub proxy: Option<String>,
 }
 
 impl LogLine {
-    /// `<time> <harness> <event> mode=.. session=.. outcome=.. notes=.. ms=.. [error=..] [warn=..]`
+    /// `<time> <harness> <event> mode=.. session=.. outcome=.. notes=.. ms=.. [proxy=..] [error=..] [warn=..]`
     pub fn render(&self) -> String {
         let mut s = format!(
             "{} {} {}{} mode={} session={} outcome={} notes={} ms={}",
@@ -336,11 +355,17 @@ impl LogLine {
             self.event,
             if self.worker { ":detached" } else { "" },
             self.mode.map_or("-", crate::backend::HookMode::as_str),
-            self.session.as_deref().map(|s| s.chars().take(80).collect::<String>()).unwrap_or_else(|| "-".into()),
+            self.session
+                .as_deref()
+                .map(|s| word(&s.chars().take(80).collect::<String>()))
+                .unwrap_or_else(|| "-".into()),
             self.outcome.as_str(),
             if self.notes.is_empty() { "-".into() } else { self.notes.join(",") },
             self.millis
         );
+        if let Some(p) = &self.proxy {
+            s.push_str(&format!(" proxy={}", word(p)));
+        }
         if let Some(e) = &self.error {
             s.push_str(&format!(" error={e:?}"));
         }
@@ -350,7 +375,8 @@ impl LogLine {
         s
     }
 
-    /// Append the line to the hook log of `config`.
+    /// Append the line to the hook log of `config` (which escapes the whole
+    /// line: [`crate::log::escape_line`]).
     pub fn append(&self, config: &Config) {
         crate::log::append(&config.log_dir(), config.settings.log_max_bytes, &self.render());
     }

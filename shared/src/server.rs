@@ -31,6 +31,8 @@ pub struct ServerBackend {
     /// Everything else (TLS, host names): ureq, built on first use.
     agent: OnceCell<ureq::Agent>,
     connect_timeout: Duration,
+    /// The proxy `config.json` names (never one from the environment).
+    proxy: Option<crate::http::ProxyUrl>,
     call_timeout: Duration,
     permission_timeout: Duration,
     /// Requests sent whose answers [`Backend::settle`] reads.
@@ -42,9 +44,11 @@ impl ServerBackend {
         ServerBackend {
             base: server.url.clone(),
             token: server.token.clone(),
-            plain: http_plain::Origin::parse(&server.url),
+            // A configured proxy carries every call, also to an IP address.
+            plain: if settings.proxy.is_some() { None } else { http_plain::Origin::parse(&server.url) },
             agent: OnceCell::new(),
             connect_timeout: Duration::from_millis(settings.connect_timeout_ms),
+            proxy: settings.proxy.clone(),
             call_timeout: Duration::from_millis(settings.call_timeout_ms),
             permission_timeout: Duration::from_secs(settings.permission_timeout_secs),
             in_flight: RefCell::new(Vec::new()),
@@ -54,7 +58,7 @@ impl ServerBackend {
     fn agent(&self) -> &ureq::Agent {
         self.agent.get_or_init(|| {
             ureq::Agent::with_parts(
-                crate::http::config(self.connect_timeout, true),
+                crate::http::config(self.connect_timeout, true, self.proxy.as_ref()),
                 ureq::unversioned::transport::DefaultConnector::default(),
                 LiteralResolver::default(),
             )

@@ -15,6 +15,7 @@ pub mod hooks;
 mod http;
 mod ids;
 pub mod memory_backend;
+pub mod proxy;
 mod routes;
 mod shared_state;
 mod state;

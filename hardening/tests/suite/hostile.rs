@@ -135,7 +135,7 @@ fn every_hook_against_with(
                     let fail_closed = matches!(h.kind, Kind::Tool { fail_closed: true, .. });
                     if fail_closed {
                         assert!(is_deny(&out), "{label}: {} must fail closed, printed {out:?}", h.name());
-                        assert!(log.contains("outcome=deny"), "{label}: {}: {log}", h.name());
+                        assert!(log.contains("outcome=fail_closed"), "{label}: {}: {log}", h.name());
                     } else {
                         assert_eq!(out, neutral_of(h), "{label}: {} must answer neutrally", h.name());
                     }

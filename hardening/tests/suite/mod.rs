@@ -2,6 +2,7 @@ mod bad_config;
 mod concurrency;
 mod crash;
 mod disk;
+mod env_round4;
 mod fuzz;
 mod fuzz_process;
 mod gate_env;

@@ -218,19 +218,20 @@ fn open_token_files(config: &Config) -> Vec<PathBuf> {
 
 fn server(config: &Config) -> Option<ServerFacts> {
     let (url, url_origin) = config.url.clone()?;
-    let health = probe::health(&url, Duration::from_secs(3));
+    let proxy = config.settings.proxy.as_ref();
+    let health = probe::health(&url, Duration::from_secs(3), proxy);
     let answers = matches!(health, Health::Preloop | Health::Unhealthy(_));
     let runtime = config
         .server
         .as_ref()
         .filter(|_| answers)
-        .map(|s| probe::runtime_token(&s.url, &s.token, Duration::from_secs(5)));
-    let user = config.user_token.as_ref().filter(|_| answers).map(|(t, _)| user_check(&url, t));
+        .map(|s| probe::runtime_token(&s.url, &s.token, Duration::from_secs(5), proxy));
+    let user = config.user_token.as_ref().filter(|_| answers).map(|(t, _)| user_check(&url, t, proxy));
     Some(ServerFacts { url, url_origin, health, runtime, user })
 }
 
-fn user_check(url: &str, token: &Secret) -> TokenCheck {
-    probe::user_token(url, token, Duration::from_secs(5))
+fn user_check(url: &str, token: &Secret, proxy: Option<&preloop_shared::http::ProxyUrl>) -> TokenCheck {
+    probe::user_token(url, token, Duration::from_secs(5), proxy)
 }
 
 fn state(config: &Config) -> StateReport {

@@ -561,6 +561,14 @@ pub fn modes(ctx: &Ctx, config: &Config) -> Modes {
         (Some((u, o)), None) => (Mode::Server, format!("{u} (URL from {}), no user token yet", origin(o))),
         (None, _) => (Mode::Local, format!("no server URL: the local inbox under {}", t(&config.home))),
     };
+    // The proxy config.json names carries every call (none is ever taken
+    // from the environment): say so where the server is named.
+    let via = |why: String| match &config.settings.proxy {
+        Some(p) => format!("{why}, through the proxy {} (\"proxy\" in config.json)", p.shown()),
+        None => why,
+    };
+    let hooks_why = if hooks == Mode::Server { via(hooks_why) } else { hooks_why };
+    let operator_why = if operator == Mode::Server { via(operator_why) } else { operator_why };
     Modes { hooks, hooks_why, operator, operator_why }
 }
 
@@ -579,6 +587,9 @@ fn config_findings(ctx: &Ctx, config: &Config, facts: &Facts, c: &mut Findings) 
             None => String::new(),
         };
         c.warn(Finding::new(w.clone(), fix));
+    }
+    for n in &config.notices {
+        c.warn(Finding::new(n.what.clone(), n.fix.clone()));
     }
     for f in &facts.open_token_files {
         c.warn(Finding::new(
@@ -753,6 +764,7 @@ mod tests {
             user_token: None,
             settings: Settings::default(),
             warnings: Vec::new(),
+            notices: Vec::new(),
             problems: Vec::new(),
             mode_unknown: false,
         }

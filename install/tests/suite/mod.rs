@@ -2,6 +2,7 @@ mod cli_install;
 mod cli_local;
 mod cli_operator;
 mod cli_parity;
+mod cli_round4;
 mod cli_server;
 mod codex_trust;
 mod ids;
