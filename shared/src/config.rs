@@ -24,35 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// A bearer token. Never printed: `Debug` and `Display` redact it.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(s: impl Into<String>) -> Secret {
-        Secret(s.into())
-    }
-    /// The token itself, for the Authorization header and nothing else.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-    /// A short, safe hint: the token kind prefix and length.
-    pub fn hint(&self) -> String {
-        let prefix = self.0.split('_').next().filter(|p| p.len() <= 5 && self.0.contains('_')).unwrap_or("");
-        if prefix.is_empty() {
-            format!("<{} chars>", self.0.len())
-        } else {
-            format!("{prefix}_… <{} chars>", self.0.len())
-        }
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<redacted>)")
-    }
-}
+pub use crate::redact::Secret;
 
 /// Where the server settings came from (shown by `doctor`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,8 +5,39 @@
 //! JSON/URL decoder would see it and replaces the whole original span, and
 //! [`redact_value`] does the same inside every string of a parsed document.
 
-use crate::config::Secret;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::fmt;
+
+/// A bearer token. Never printed: `Debug` and `Display` redact it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Secret {
+        Secret(s.into())
+    }
+    /// The token itself, for the Authorization header and nothing else.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+    /// A short, safe hint: the token kind prefix and length.
+    pub fn hint(&self) -> String {
+        let prefix = self.0.split('_').next().filter(|p| p.len() <= 5 && self.0.contains('_')).unwrap_or("");
+        if prefix.is_empty() {
+            format!("<{} chars>", self.0.len())
+        } else {
+            format!("{prefix}_… <{} chars>", self.0.len())
+        }
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
 
 /// What replaces a token.
 pub const REDACTED: &str = "[redacted]";
