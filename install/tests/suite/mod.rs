@@ -8,4 +8,5 @@ mod ids;
 mod install_files;
 mod lineage;
 mod schemas;
+mod shared_commands;
 mod term_safety;
