@@ -137,7 +137,7 @@ impl Ctx {
     fn update_state(&self, key: &str, value: Value) -> Result<()> {
         let mut state = self.state();
         state.insert(key.to_string(), value);
-        for k in ["created", "configs", "commands"] {
+        for k in ["created", "configs", "commands", "restore"] {
             state.entry(k).or_insert_with(|| json!([]));
         }
         fsutil::private_dir(&self.preloop_home)?;
@@ -200,6 +200,43 @@ impl Ctx {
         }
         let v: Vec<Value> = all.iter().map(|(d, n)| json!({"dir": d, "names": n})).collect();
         self.update_state("commands", json!(v))
+    }
+    /// The files uninstall puts back byte for byte: (path, the text before
+    /// the first install, the text the last install wrote).
+    fn restores(&self) -> Vec<(PathBuf, String, String)> {
+        self.state()
+            .get("restore")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|r| {
+                Some((
+                    PathBuf::from(r.get("path")?.as_str()?),
+                    r.get("before")?.as_str()?.to_string(),
+                    r.get("after")?.as_str()?.to_string(),
+                ))
+            })
+            .collect()
+    }
+    /// The text to put back in `path` on uninstall: the text before the
+    /// first install, when the file still holds exactly what the last one
+    /// wrote.
+    fn restore_for(&self, path: &Path, now: &str) -> Option<String> {
+        self.restores().into_iter().find(|(p, _, after)| p == path && after == now).map(|(_, before, _)| before)
+    }
+    /// Record (`Some((before, after))`) or forget what uninstall puts back in `path`.
+    fn set_restore(&self, path: &Path, rec: Option<(&str, &str)>) -> Result<()> {
+        let mut all = self.restores();
+        if rec.is_none() && !all.iter().any(|(p, _, _)| p == path) {
+            return Ok(());
+        }
+        all.retain(|(p, _, _)| p != path);
+        if let Some((before, after)) = rec {
+            all.push((path.to_path_buf(), before.to_string(), after.to_string()));
+        }
+        let v: Vec<Value> = all.iter().map(|(p, b, a)| json!({"path": p, "before": b, "after": a})).collect();
+        self.update_state("restore", json!(v))
     }
     /// The cargo target dir holding the bin dir, if it is one.
     pub fn target_dir(&self) -> Option<PathBuf> {
@@ -319,11 +356,15 @@ pub struct FileEdit {
     pub delete: bool,
     /// Keep a backup of the previous file (not for a file that is all ours).
     pub backup: bool,
+    /// On install: the text uninstall must put back byte for byte, when
+    /// taking our entries out of `after` would not give it (an empty file,
+    /// an empty `"hooks": {}`): recorded in `install-state.json`.
+    pub restore: Option<String>,
 }
 
 impl FileEdit {
     pub fn new(path: PathBuf, before: Option<String>, after: String) -> FileEdit {
-        FileEdit { path, before, after, delete: false, backup: true }
+        FileEdit { path, before, after, delete: false, backup: true, restore: None }
     }
     pub fn changed(&self) -> bool {
         self.delete || self.before.as_deref().unwrap_or("") != self.after
@@ -416,6 +457,31 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
     let after_doc = edit::parse_config(&after, h).map_err(|e| refuse(&path, e))?;
     let companions = d.companion_edits(ctx, &path, &before_doc, &after_doc, &owner)?;
     let mut main = FileEdit::new(path.clone(), before.clone(), after);
+    if matches!(d.layout(), Layout::Grouped | Layout::Flat)
+        && let Some(before) = &before
+    {
+        match action {
+            // What uninstall would make of this install's text: when that is
+            // not the text before it (the first install's, across reinstalls),
+            // the original is recorded and put back (red-team 4, P9).
+            Action::Install if main.changed() => {
+                let orig = ctx.restore_for(&path, before).unwrap_or_else(|| before.clone());
+                let undo = match d.layout() {
+                    Layout::Grouped => edit::edit_grouped(&main.after, &owner, &Vec::new()),
+                    _ => edit::edit_flat(&main.after, &owner, &Vec::new()),
+                };
+                if undo.ok().as_deref() != Some(orig.as_str()) {
+                    main.restore = Some(orig);
+                }
+            }
+            Action::Uninstall => {
+                if let Some(orig) = ctx.restore_for(&path, before) {
+                    main.after = orig;
+                }
+            }
+            Action::Install => {}
+        }
+    }
     match d.layout() {
         Layout::Grouped => main = main.delete_if_emptied(ctx),
         // Cursor's hooks.json stays (deleting it does not unload hooks).
@@ -508,6 +574,12 @@ pub fn apply(ctx: &Ctx, plan: &Plan) -> Result<Vec<(PathBuf, Option<PathBuf>)>> 
             ctx.set_created(&e.path, false)?;
         } else if e.before.is_none() && e.backup {
             ctx.set_created(&e.path, true)?;
+        }
+        match (&e.restore, e.before.as_deref()) {
+            (Some(orig), _) => ctx.set_restore(&e.path, Some((orig, &e.after)))?,
+            // An install whose undo gives the text back, or an uninstall:
+            // nothing (more) to put back.
+            _ => ctx.set_restore(&e.path, None)?,
         }
         out.push((e.path.clone(), backup));
     }

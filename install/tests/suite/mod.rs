@@ -7,6 +7,6 @@ mod codex_trust;
 mod ids;
 mod install_files;
 mod lineage;
+mod round4_install;
 mod schemas;
-mod shared_commands;
 mod term_safety;

@@ -160,3 +160,58 @@ fn another_accounts_directory_is_left_with_a_clear_line_and_exit_0() {
     assert!(left.contains("belongs to uid 0, another account"), "{text}");
     assert!(!text.contains("os error"), "{text}");
 }
+
+// ---------------------------------------------------------------- red-team 4, P9 (b)
+
+/// Install then uninstall gives every harness config back byte for byte,
+/// also where taking our entries out does not: an empty file, an empty
+/// `"hooks": {}`, Cursor's `{"version": 1}`, Codex's empty `config.toml`.
+#[test]
+fn install_then_uninstall_gives_every_config_back_byte_for_byte() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "claude-code",
+            ".claude/settings.json",
+            &["{\"hooks\":{}}", "", "{\"hooks\": {}}\n", "{}", "{\"hooks\":{\"Stop\":[]}}"],
+        ),
+        ("codex", ".codex/hooks.json", &["{\"hooks\":{}}", "", "{}\n"]),
+        ("codex", ".codex/config.toml", &["", "\n", "# mine\n"]),
+        ("cursor", ".cursor/hooks.json", &["{\"version\":1,\"hooks\":{}}", "", "{\"version\": 1}\n", "{}"]),
+        ("gemini", ".gemini/settings.json", &["{\"hooks\":{}}", "", "// comment\n{\"hooks\": {}}\n", "{}"]),
+    ];
+    for (harness, file, texts) in cases {
+        for text in texts.iter() {
+            let t = TempDir::new("rt4-p9b");
+            let root = std::fs::canonicalize(t.path()).unwrap();
+            let home = root.join("home");
+            let bin = fake_bin_dir(&root);
+            let path = home.join(file);
+            write(&path, text);
+            let o = run(&cli(), &home, &["install", "--harness", harness, "--bin-dir", bin.to_str().unwrap()]);
+            ok(&o, &format!("install {harness} over {text:?}"));
+            assert_ne!(read(&path), *text, "{harness} {file}: install changed nothing");
+            let o = run(&cli(), &home, &["uninstall", "--harness", harness]);
+            ok(&o, &format!("uninstall {harness}"));
+            assert_eq!(read(&path), *text, "{harness} {file} {text:?}: {}", stdout(&o));
+        }
+    }
+}
+
+/// Uninstall of a file the user changed since install takes only our
+/// entries out (the recorded text is not put back over their change).
+#[test]
+fn a_config_changed_since_install_keeps_the_change() {
+    let t = TempDir::new("rt4-p9b-changed");
+    let root = std::fs::canonicalize(t.path()).unwrap();
+    let home = root.join("home");
+    let bin = fake_bin_dir(&root);
+    let path = home.join(".claude/settings.json");
+    write(&path, "{\"hooks\":{}}");
+    ok(&run(&cli(), &home, &["install", "--harness", "claude-code", "--bin-dir", bin.to_str().unwrap()]), "install");
+    let mut v: serde_json::Value = serde_json::from_str(&read(&path)).unwrap();
+    v["model"] = "opus".into();
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    ok(&run(&cli(), &home, &["uninstall", "--harness", "claude-code"]), "uninstall");
+    let after: serde_json::Value = serde_json::from_str(&read(&path)).unwrap();
+    assert_eq!(after, serde_json::json!({"model": "opus"}));
+}
