@@ -900,7 +900,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
                 changed.iter().map(|e| util::tilde(&ctx.env, &e.path)).collect::<Vec<_>>().join(", ")
             );
             for e in &changed {
-                crate::output::text_or_exit(&diff(ctx, e));
+                crate::output::out_text(&diff(ctx, e));
             }
         } else {
             let written = apply(ctx, &plan)?;

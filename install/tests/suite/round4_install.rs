@@ -215,3 +215,81 @@ fn a_config_changed_since_install_keeps_the_change() {
     let after: serde_json::Value = serde_json::from_str(&read(&path)).unwrap();
     assert_eq!(after, serde_json::json!({"model": "opus"}));
 }
+
+// ---------------------------------------------------------------- newcomer-ux-4, P2
+
+/// `cmd` with stdout a pipe whose reading end is already closed (`| head`
+/// that has read its line): every write to it fails with EPIPE.
+fn with_closed_stdout(mut cmd: Command) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    cmd.stdout(Stdio::from(writer)).stderr(Stdio::piped()).stdin(Stdio::null());
+    cmd.output().unwrap()
+}
+
+fn cmd_in(home: &Path, args: &[&str]) -> Command {
+    std::fs::create_dir_all(home).unwrap();
+    let mut c = Command::new(cli());
+    c.args(args).current_dir(home).env_clear().env("PATH", "/usr/bin:/bin").env("HOME", home).env("LANG", "C.UTF-8");
+    c
+}
+
+/// Every harness's hooks file in `home`.
+fn hooked(home: &Path) -> Vec<(&'static str, bool)> {
+    [
+        ("claude-code", ".claude/settings.json"),
+        ("codex", ".codex/hooks.json"),
+        ("cursor", ".cursor/hooks.json"),
+        ("gemini", ".gemini/settings.json"),
+        ("copilot", ".copilot/hooks/preloop.json"),
+    ]
+    .into_iter()
+    .map(|(h, f)| (h, std::fs::read_to_string(home.join(f)).is_ok_and(|t| t.contains("preloop-"))))
+    .collect()
+}
+
+#[test]
+fn a_closed_stdout_never_stops_install_or_uninstall_half_way() {
+    let t = TempDir::new("nc4-p2");
+    let root = std::fs::canonicalize(t.path()).unwrap();
+    let home = root.join("home");
+    let bin = fake_bin_dir(&root);
+    let out = with_closed_stdout(cmd_in(&home, &["install", "--bin-dir", bin.to_str().unwrap()]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(hooked(&home).iter().all(|(_, on)| *on), "install stopped half-way: {:?}", hooked(&home));
+    let err = stderr(&out);
+    assert!(
+        err.lines().count() == 1 && err.contains("stdout closed before install finished its report; install completed"),
+        "{err}"
+    );
+    let out = with_closed_stdout(cmd_in(&home, &["uninstall"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(hooked(&home).iter().all(|(_, on)| !*on), "uninstall stopped half-way: {:?}", hooked(&home));
+    assert!(stderr(&out).contains("uninstall completed"), "{}", stderr(&out));
+    // A report read through `| head` still ends with exit 0 and no complaint.
+    let out = with_closed_stdout(cmd_in(&home, &["doctor", "--no-codex-query", "--bin-dir", bin.to_str().unwrap()]));
+    assert_eq!((code(&out), stderr(&out)), (0, String::new()));
+}
+
+/// No shipped crate ends the process below `main` (the executable's `main`
+/// returns every exit code): `process::exit` inside a command's output path
+/// is what stopped install half-way.
+#[test]
+fn no_shipped_code_calls_process_exit_below_main() {
+    let root = preloop_testkit::support::repo_root();
+    let mut found = Vec::new();
+    for dir in ["shared/src", "install/src", "hooks"] {
+        for p in preloop_testkit::support::walk(&root.join(dir)) {
+            if p.extension().is_none_or(|e| e != "rs") || p.components().any(|c| c.as_os_str() == "tests") {
+                continue;
+            }
+            for (i, l) in read(&p).lines().enumerate() {
+                let code = l.trim_start();
+                if !code.starts_with("//") && (code.contains("process::exit(") || code.contains("libc::exit(")) {
+                    found.push(format!("{}:{}: {code}", p.display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "process::exit below main:\n{}", found.join("\n"));
+}
