@@ -137,7 +137,7 @@ impl Ctx {
     fn update_state(&self, key: &str, value: Value) -> Result<()> {
         let mut state = self.state();
         state.insert(key.to_string(), value);
-        for k in ["created", "configs", "commands", "restore"] {
+        for k in ["created", "configs", "commands", "restore", "dirs"] {
             state.entry(k).or_insert_with(|| json!([]));
         }
         fsutil::private_dir(&self.preloop_home)?;
@@ -200,6 +200,38 @@ impl Ctx {
         }
         let v: Vec<Value> = all.iter().map(|(d, n)| json!({"dir": d, "names": n})).collect();
         self.update_state("commands", json!(v))
+    }
+    /// The folders install created for a config file (deepest last).
+    pub fn created_dirs(&self) -> Vec<PathBuf> {
+        self.state()
+            .get("dirs")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|p| p.as_str().map(PathBuf::from))
+            .collect()
+    }
+    /// After an uninstall: remove the folders install created that are
+    /// empty now (deepest first), and forget them; a folder holding anything
+    /// stays recorded (newcomer-ux-4, P16). Returns the removed ones.
+    fn remove_empty_created_dirs(&self) -> Result<Vec<PathBuf>> {
+        let mut dirs = self.created_dirs();
+        if dirs.is_empty() {
+            return Ok(Vec::new());
+        }
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        let mut removed = Vec::new();
+        let mut keep = Vec::new();
+        for d in dirs {
+            match std::fs::remove_dir(&d) {
+                Ok(()) => removed.push(d),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(_) => keep.push(d),
+            }
+        }
+        self.update_state("dirs", json!(keep))?;
+        Ok(removed)
     }
     /// The files uninstall puts back byte for byte: (path, the text before
     /// the first install, the text the last install wrote).
@@ -565,6 +597,18 @@ pub fn diff(ctx: &Ctx, e: &FileEdit) -> String {
 pub fn apply(ctx: &Ctx, plan: &Plan) -> Result<Vec<(PathBuf, Option<PathBuf>)>> {
     let mut out = Vec::new();
     for e in plan.edits.iter().filter(|e| e.changed()) {
+        // The folders this write creates (`<project>/.codex/`): uninstall
+        // removes them again once empty, and never one that was there.
+        let mut new_dirs: Vec<PathBuf> = Vec::new();
+        if !e.delete {
+            let mut d = e.path.parent();
+            while let Some(dir) = d
+                && dir.symlink_metadata().is_err()
+            {
+                new_dirs.push(dir.to_path_buf());
+                d = dir.parent();
+            }
+        }
         let backup = if e.delete {
             util::remove_file(&e.path, e.backup)?
         } else {
@@ -574,6 +618,11 @@ pub fn apply(ctx: &Ctx, plan: &Plan) -> Result<Vec<(PathBuf, Option<PathBuf>)>> 
             ctx.set_created(&e.path, false)?;
         } else if e.before.is_none() && e.backup {
             ctx.set_created(&e.path, true)?;
+        }
+        if !new_dirs.is_empty() {
+            let mut dirs = ctx.created_dirs();
+            dirs.extend(new_dirs.into_iter().filter(|d| !dirs.contains(d)).collect::<Vec<_>>());
+            ctx.update_state("dirs", json!(dirs))?;
         }
         match (&e.restore, e.before.as_deref()) {
             (Some(orig), _) => ctx.set_restore(&e.path, Some((orig, &e.after)))?,
@@ -960,6 +1009,9 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
     }
     if req.action == Action::Uninstall && !req.dry_run && failures.is_empty() {
         let kept = remove_commands(ctx, &command_dirs)?;
+        for d in ctx.remove_empty_created_dirs()? {
+            crate::outln!("{:<12}   removed {} (install created it; it is empty)", "", util::tilde(&ctx.env, &d));
+        }
         if !home_existed {
             drop(_lock);
             forget_home(ctx);

@@ -293,3 +293,33 @@ fn no_shipped_code_calls_process_exit_below_main() {
     }
     assert!(found.is_empty(), "process::exit below main:\n{}", found.join("\n"));
 }
+
+// ---------------------------------------------------------------- newcomer-ux-4, P16
+
+/// A project-scope install + uninstall leaves no folder it created, and
+/// never removes one that was there before (empty or not).
+#[test]
+fn project_scope_uninstall_removes_the_empty_folders_install_created_only() {
+    let t = TempDir::new("nc4-p16");
+    let root = std::fs::canonicalize(t.path()).unwrap();
+    let home = root.join("home");
+    let project = root.join("project");
+    let bin = fake_bin_dir(&root);
+    std::fs::create_dir_all(project.join(".gemini")).unwrap(); // the user's own, empty
+    for h in ["codex", "gemini", "claude-code", "cursor", "copilot"] {
+        let mut c =
+            cmd_in(&home, &["install", "--scope", "project", "--harness", h, "--bin-dir", bin.to_str().unwrap()]);
+        c.current_dir(&project);
+        ok(&c.output().unwrap(), &format!("install {h}"));
+        let mut c = cmd_in(&home, &["uninstall", "--scope", "project", "--harness", h]);
+        c.current_dir(&project);
+        let o = c.output().unwrap();
+        ok(&o, &format!("uninstall {h}"));
+    }
+    let mut left: Vec<String> =
+        std::fs::read_dir(&project).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    // Cursor's hooks.json stays by design ({"version":1,"hooks":{}}), so its folder does too.
+    assert_eq!(left, vec![".cursor".to_string(), ".gemini".to_string()], "left in the project");
+    assert_eq!(std::fs::read_dir(project.join(".gemini")).unwrap().count(), 0);
+}
