@@ -91,8 +91,9 @@ fn start_remote(s: &FakeServer, id: &str) -> String {
 fn an_id_start_is_resolved_against_every_session_not_the_newest_500() {
     let s = FakeServer::start();
     let w = World::server("rt4-p6", &s);
+    start_remote(&s, "801f0000-aaaa-4000-8000-000000000cc0");
     let old = start_remote(&s, "801faaaa-0000-4000-8000-000000000dd0");
-    for i in 0..518 {
+    for i in 0..517 {
         start_remote(&s, &format!("{i:08x}-1111-4000-8000-000000000000"));
     }
     start_remote(&s, "801f0000-0000-4000-8000-000000000ee0");
@@ -100,8 +101,14 @@ fn an_id_start_is_resolved_against_every_session_not_the_newest_500() {
     // Before: resolved to the newest, exit 0.
     let out = w.run(&["notes", "send", "--session", "801f", "x"]);
     assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
-    assert!(stderr(&out).contains("801f is the start of 2 sessions in this account"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("801f is the start of 3 sessions in this account"), "{}", stderr(&out));
     assert_eq!(posted_notes(&s), posted, "nothing was sent");
+    // The ID `sessions list` prints for the newest is unique in the whole
+    // account (before: `801f0000`, which the oldest shares).
+    let out = w.run(&["sessions", "list"]);
+    let newest = stdout(&out).lines().nth(1).unwrap().split_whitespace().next().unwrap().to_string();
+    assert!(newest.starts_with("801f0000-0"), "{}", stdout(&out));
+    assert_eq!(code(&w.run(&["notes", "send", "--session", &newest, "x"])), 0);
     // Before: "no session 801fa", exit 1.
     let out = w.run(&["notes", "send", "--session", "801fa", "--json", "to the old one"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
