@@ -2,7 +2,9 @@
 //! (refused, not found, I/O, server error); 2 usage; 3 note not deliverable
 //! (`--wait`: undeliverable, expired, cancelled, or its session ended); 4
 //! `--wait` ran out or was interrupted; `doctor`: 5 not installed, 6
-//! installation problem, 7 server problem. A closed stdout exits 0.
+//! installation problem, 7 server problem. A closed stdout ends a report with
+//! exit 0; a command that changes files finishes its work first and exits
+//! as the work did ([`output::out_line`]).
 
 use crate::install::{self, Action, Ctx, Scope};
 use crate::{demo, doctor, login, notes, output, sessions};
@@ -19,7 +21,7 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("
     name = "preloop-hooks",
     version = VERSION,
     about = "Steer a running coding agent (Claude Code, Codex CLI, Cursor, Gemini CLI, Copilot CLI) with operator notes, and manage the preloop hooks",
-    after_help = "Start here:\n  preloop-hooks demo                 see a session take notes, step by step\n  preloop-hooks install              hook up every harness (scripts/install from a checkout)\n  preloop-hooks doctor               check the setup\n\nFind, watch, steer:\n  preloop-hooks sessions list --active             find the run\n  preloop-hooks sessions attach ID                 watch it; type a line to send a note\n  preloop-hooks notes send --session ID \"text\"     steer it (--children all from a conductor)\n\nExit codes: 0 ok, 1 failure, 2 usage (bad arguments; the valid values are named), 3 note not\ndeliverable (undeliverable, expired, cancelled, or its session ended), 4 --wait ran out or was\ninterrupted (the note is still pending); doctor: 5 not installed, 6 installation problem,\n7 server problem. A closed stdout (| head) exits 0."
+    after_help = "Start here:\n  preloop-hooks demo                 see a session take notes, step by step\n  preloop-hooks install              hook up every harness (scripts/install from a checkout)\n  preloop-hooks doctor               check the setup\n\nFind, watch, steer:\n  preloop-hooks sessions list --active             find the run\n  preloop-hooks sessions attach ID                 watch it; type a line to send a note\n  preloop-hooks notes send --session ID \"text\"     steer it (--children all from a conductor)\n\nExit codes: 0 ok, 1 failure, 2 usage (bad arguments; the valid values are named), 3 note not\ndeliverable (undeliverable, expired, cancelled, or its session ended), 4 --wait ran out or was\ninterrupted (the note is still pending); doctor: 5 not installed, 6 installation problem,\n7 server problem. A closed stdout (| head) ends a report with exit 0; install, uninstall,\nlogin and logout finish their work anyway and exit as it did."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -239,13 +241,28 @@ pub fn main_code() -> i32 {
 
 fn run() -> Exit {
     let cli = Cli::parse_from(preloop_shared::args::args_os());
+    // Commands that change files: a closed stdout never stops them
+    // (output::out_line), and when it closed they say on stderr that the
+    // work was done (newcomer-ux-4, P2).
+    let changes = match &cli.command {
+        Command::Install(_) => Some("install"),
+        Command::Uninstall(_) => Some("uninstall"),
+        Command::Login(_) => Some("login"),
+        Command::Logout { .. } => Some("logout"),
+        Command::Links { list: false, .. } => Some("links"),
+        _ => None,
+    };
     let result = match cli.command {
         Command::Install(a) => run_install(&a.target, a.bin_dir, Action::Install),
         Command::Uninstall(a) => run_install(&a.target, None, Action::Uninstall),
         Command::Doctor(a) => {
             let config = Config::load(None);
             match ctx(a.bin_dir, &config) {
-                Ok(c) => return doctor::run(&c, &config, a.json, !a.no_codex_query, a.verbose),
+                Ok(c) => {
+                    let exit = doctor::run(&c, &config, a.json, !a.no_codex_query, a.verbose);
+                    // A report read through `| head`: what was read is enough.
+                    return if output::stdout_closed() { Exit::Ok } else { exit };
+                }
                 Err(e) => Err(e),
             }
         }
@@ -256,6 +273,15 @@ fn run() -> Exit {
         Command::Demo { bin_dir, keep } => demo::run(bin_dir.as_deref(), keep),
         Command::Links { dir, list } => links(dir, list),
     };
+    if let Some(verb) = changes
+        && output::stdout_closed()
+    {
+        // The work went on to its end; the exit code is the work's.
+        crate::errln!(
+            "preloop-hooks: stdout closed before {verb} finished its report; {verb} {} (`preloop-hooks doctor` shows the result)",
+            if result.is_ok() { "completed" } else { "did not complete" }
+        );
+    }
     match result {
         Ok(()) => Exit::Ok,
         // `… -o id | head -1`: stdout went away; that is not a failure.

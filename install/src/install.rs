@@ -124,26 +124,151 @@ impl Ctx {
     fn state_path(&self) -> PathBuf {
         self.preloop_home.join("install-state.json")
     }
+    /// `install-state.json` as an object (empty when missing or unreadable).
+    fn state(&self) -> serde_json::Map<String, Value> {
+        match fsutil::read_json::<Value>(&self.state_path()) {
+            Ok(Some(Value::Object(m))) => m,
+            _ => serde_json::Map::new(),
+        }
+    }
+    /// Change one key of `install-state.json`, keeping the others. Callers
+    /// hold the install lock ([`run`]), so concurrent installs do not lose
+    /// each other's records.
+    fn update_state(&self, key: &str, value: Value) -> Result<()> {
+        let mut state = self.state();
+        state.insert(key.to_string(), value);
+        for k in ["created", "configs", "commands", "restore", "dirs"] {
+            state.entry(k).or_insert_with(|| json!([]));
+        }
+        fsutil::private_dir(&self.preloop_home)?;
+        fsutil::write_json(&self.state_path(), &Value::Object(state))
+    }
     /// The config files install created (so uninstall may remove them again).
     pub fn created_files(&self) -> Vec<PathBuf> {
-        fsutil::read_json::<Value>(&self.state_path())
-            .ok()
-            .flatten()
-            .and_then(|v| v.get("created").and_then(Value::as_array).cloned())
+        self.state()
+            .get("created")
+            .and_then(Value::as_array)
+            .cloned()
             .unwrap_or_default()
             .iter()
             .filter_map(|p| p.as_str().map(PathBuf::from))
             .collect()
     }
-    /// Record (or forget) a file install created. Callers hold the install
-    /// lock ([`run`]), so concurrent installs do not lose each other's records.
+    /// Record (or forget) a file install created.
     fn set_created(&self, path: &Path, created: bool) -> Result<()> {
         let mut files = self.created_files();
         files.retain(|p| p != path);
         if created {
             files.push(path.to_path_buf());
         }
-        self.write_state(Some(&files), None)
+        self.update_state("created", json!(files))
+    }
+    /// The hook commands this HOME's install created (names that did not
+    /// exist before it linked them), by directory: the only ones outside
+    /// `$PRELOOP_HOME/bin` that uninstall may remove (red-team 4, P2).
+    pub fn created_commands(&self) -> Vec<(PathBuf, Vec<String>)> {
+        self.state()
+            .get("commands")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|c| {
+                let dir = PathBuf::from(c.get("dir")?.as_str()?);
+                let names = c.get("names")?.as_array()?.iter().filter_map(|n| n.as_str().map(String::from)).collect();
+                Some((dir, names))
+            })
+            .collect()
+    }
+    /// Add `names` to (or, with `add` false, remove them from) the hook
+    /// commands this HOME's install created in `dir`.
+    fn record_commands(&self, dir: &Path, names: &[&str], add: bool) -> Result<()> {
+        let mut all = self.created_commands();
+        let mut mine: Vec<String> = all.iter().find(|(d, _)| d == dir).map(|(_, n)| n.clone()).unwrap_or_default();
+        all.retain(|(d, _)| d != dir);
+        if add {
+            for n in names {
+                if !mine.iter().any(|m| m == n) {
+                    mine.push(n.to_string());
+                }
+            }
+        } else {
+            mine.retain(|m| !names.contains(&m.as_str()));
+        }
+        if !mine.is_empty() {
+            all.push((dir.to_path_buf(), mine));
+        }
+        let v: Vec<Value> = all.iter().map(|(d, n)| json!({"dir": d, "names": n})).collect();
+        self.update_state("commands", json!(v))
+    }
+    /// The folders install created for a config file (deepest last).
+    pub fn created_dirs(&self) -> Vec<PathBuf> {
+        self.state()
+            .get("dirs")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|p| p.as_str().map(PathBuf::from))
+            .collect()
+    }
+    /// After an uninstall: remove the folders install created that are
+    /// empty now (deepest first), and forget them; a folder holding anything
+    /// stays recorded (newcomer-ux-4, P16). Returns the removed ones.
+    fn remove_empty_created_dirs(&self) -> Result<Vec<PathBuf>> {
+        let mut dirs = self.created_dirs();
+        if dirs.is_empty() {
+            return Ok(Vec::new());
+        }
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        let mut removed = Vec::new();
+        let mut keep = Vec::new();
+        for d in dirs {
+            match std::fs::remove_dir(&d) {
+                Ok(()) => removed.push(d),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(_) => keep.push(d),
+            }
+        }
+        self.update_state("dirs", json!(keep))?;
+        Ok(removed)
+    }
+    /// The files uninstall puts back byte for byte: (path, the text before
+    /// the first install, the text the last install wrote).
+    fn restores(&self) -> Vec<(PathBuf, String, String)> {
+        self.state()
+            .get("restore")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|r| {
+                Some((
+                    PathBuf::from(r.get("path")?.as_str()?),
+                    r.get("before")?.as_str()?.to_string(),
+                    r.get("after")?.as_str()?.to_string(),
+                ))
+            })
+            .collect()
+    }
+    /// The text to put back in `path` on uninstall: the text before the
+    /// first install, when the file still holds exactly what the last one
+    /// wrote.
+    fn restore_for(&self, path: &Path, now: &str) -> Option<String> {
+        self.restores().into_iter().find(|(p, _, after)| p == path && after == now).map(|(_, before, _)| before)
+    }
+    /// Record (`Some((before, after))`) or forget what uninstall puts back in `path`.
+    fn set_restore(&self, path: &Path, rec: Option<(&str, &str)>) -> Result<()> {
+        let mut all = self.restores();
+        if rec.is_none() && !all.iter().any(|(p, _, _)| p == path) {
+            return Ok(());
+        }
+        all.retain(|(p, _, _)| p != path);
+        if let Some((before, after)) = rec {
+            all.push((path.to_path_buf(), before.to_string(), after.to_string()));
+        }
+        let v: Vec<Value> = all.iter().map(|(p, b, a)| json!({"path": p, "before": b, "after": a})).collect();
+        self.update_state("restore", json!(v))
     }
     /// The cargo target dir holding the bin dir, if it is one.
     pub fn target_dir(&self) -> Option<PathBuf> {
@@ -200,10 +325,10 @@ impl Ctx {
     }
     /// The config files install wrote entries into, with their harness.
     pub fn recorded_configs(&self) -> Vec<(PathBuf, Harness)> {
-        fsutil::read_json::<Value>(&self.state_path())
-            .ok()
-            .flatten()
-            .and_then(|v| v.get("configs").and_then(Value::as_array).cloned())
+        self.state()
+            .get("configs")
+            .and_then(Value::as_array)
+            .cloned()
             .unwrap_or_default()
             .iter()
             .filter_map(|c| {
@@ -213,22 +338,15 @@ impl Ctx {
             })
             .collect()
     }
-    /// Record (or forget) a config file holding entries of ours. Callers
-    /// hold the install lock.
+    /// Record (or forget) a config file holding entries of ours.
     fn set_config(&self, path: &Path, h: Harness, has_entries: bool) -> Result<()> {
         let mut configs = self.recorded_configs();
         configs.retain(|(p, _)| p != path);
         if has_entries {
             configs.push((path.to_path_buf(), h));
         }
-        self.write_state(None, Some(&configs))
-    }
-    fn write_state(&self, created: Option<&[PathBuf]>, configs: Option<&[(PathBuf, Harness)]>) -> Result<()> {
-        let created = created.map(<[PathBuf]>::to_vec).unwrap_or_else(|| self.created_files());
-        let configs = configs.map(<[(PathBuf, Harness)]>::to_vec).unwrap_or_else(|| self.recorded_configs());
-        let configs: Vec<Value> = configs.iter().map(|(p, h)| json!({"path": p, "harness": h.slug()})).collect();
-        fsutil::private_dir(&self.preloop_home)?;
-        fsutil::write_json(&self.state_path(), &json!({"created": created, "configs": configs}))
+        let v: Vec<Value> = configs.iter().map(|(p, h)| json!({"path": p, "harness": h.slug()})).collect();
+        self.update_state("configs", json!(v))
     }
     /// The config files a harness's hooks live in (the first one holds
     /// them; the others change with it).
@@ -270,11 +388,15 @@ pub struct FileEdit {
     pub delete: bool,
     /// Keep a backup of the previous file (not for a file that is all ours).
     pub backup: bool,
+    /// On install: the text uninstall must put back byte for byte, when
+    /// taking our entries out of `after` would not give it (an empty file,
+    /// an empty `"hooks": {}`): recorded in `install-state.json`.
+    pub restore: Option<String>,
 }
 
 impl FileEdit {
     pub fn new(path: PathBuf, before: Option<String>, after: String) -> FileEdit {
-        FileEdit { path, before, after, delete: false, backup: true }
+        FileEdit { path, before, after, delete: false, backup: true, restore: None }
     }
     pub fn changed(&self) -> bool {
         self.delete || self.before.as_deref().unwrap_or("") != self.after
@@ -367,6 +489,31 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
     let after_doc = edit::parse_config(&after, h).map_err(|e| refuse(&path, e))?;
     let companions = d.companion_edits(ctx, &path, &before_doc, &after_doc, &owner)?;
     let mut main = FileEdit::new(path.clone(), before.clone(), after);
+    if matches!(d.layout(), Layout::Grouped | Layout::Flat)
+        && let Some(before) = &before
+    {
+        match action {
+            // What uninstall would make of this install's text: when that is
+            // not the text before it (the first install's, across reinstalls),
+            // the original is recorded and put back (red-team 4, P9).
+            Action::Install if main.changed() => {
+                let orig = ctx.restore_for(&path, before).unwrap_or_else(|| before.clone());
+                let undo = match d.layout() {
+                    Layout::Grouped => edit::edit_grouped(&main.after, &owner, &Vec::new()),
+                    _ => edit::edit_flat(&main.after, &owner, &Vec::new()),
+                };
+                if undo.ok().as_deref() != Some(orig.as_str()) {
+                    main.restore = Some(orig);
+                }
+            }
+            Action::Uninstall => {
+                if let Some(orig) = ctx.restore_for(&path, before) {
+                    main.after = orig;
+                }
+            }
+            Action::Install => {}
+        }
+    }
     match d.layout() {
         Layout::Grouped => main = main.delete_if_emptied(ctx),
         // Cursor's hooks.json stays (deleting it does not unload hooks).
@@ -450,6 +597,18 @@ pub fn diff(ctx: &Ctx, e: &FileEdit) -> String {
 pub fn apply(ctx: &Ctx, plan: &Plan) -> Result<Vec<(PathBuf, Option<PathBuf>)>> {
     let mut out = Vec::new();
     for e in plan.edits.iter().filter(|e| e.changed()) {
+        // The folders this write creates (`<project>/.codex/`): uninstall
+        // removes them again once empty, and never one that was there.
+        let mut new_dirs: Vec<PathBuf> = Vec::new();
+        if !e.delete {
+            let mut d = e.path.parent();
+            while let Some(dir) = d
+                && dir.symlink_metadata().is_err()
+            {
+                new_dirs.push(dir.to_path_buf());
+                d = dir.parent();
+            }
+        }
         let backup = if e.delete {
             util::remove_file(&e.path, e.backup)?
         } else {
@@ -459,6 +618,17 @@ pub fn apply(ctx: &Ctx, plan: &Plan) -> Result<Vec<(PathBuf, Option<PathBuf>)>> 
             ctx.set_created(&e.path, false)?;
         } else if e.before.is_none() && e.backup {
             ctx.set_created(&e.path, true)?;
+        }
+        if !new_dirs.is_empty() {
+            let mut dirs = ctx.created_dirs();
+            dirs.extend(new_dirs.into_iter().filter(|d| !dirs.contains(d)).collect::<Vec<_>>());
+            ctx.update_state("dirs", json!(dirs))?;
+        }
+        match (&e.restore, e.before.as_deref()) {
+            (Some(orig), _) => ctx.set_restore(&e.path, Some((orig, &e.after)))?,
+            // An install whose undo gives the text back, or an uninstall:
+            // nothing (more) to put back.
+            _ => ctx.set_restore(&e.path, None)?,
         }
         out.push((e.path.clone(), backup));
     }
@@ -538,6 +708,11 @@ fn place_commands(ctx: &Ctx, dry_run: bool) -> Result<()> {
         return Ok(());
     }
     let linked = crate::links::link_all(&exe, &hook_dir)?;
+    // Only what this install made is this HOME's to take out again: a name
+    // that was there already belongs to whoever put it there.
+    if !linked.created.is_empty() {
+        ctx.record_commands(&hook_dir, &linked.created, true)?;
+    }
     if !linked.replaced.is_empty() {
         crate::outln!(
             "replaced {} hook commands in {} by {}s to {} (earlier versions installed a binary per hook)",
@@ -591,13 +766,42 @@ fn entry_dirs(text: &str, h: Harness, hook_dir: &Path) -> Option<Vec<PathBuf>> {
     Some(dirs)
 }
 
+/// Why the hook commands in `dir` (outside `$PRELOOP_HOME/bin`) are not
+/// this HOME's to remove, if they are not (red-team 4, P2): another
+/// account's directory, a name this HOME's install did not create, or a
+/// directory outside this HOME, which other HOMEs and accounts may install
+/// from too. Decided before anything is removed, so an uninstall never
+/// fails half-way on a directory it may not write (P9).
+fn not_ours_to_remove(ctx: &Ctx, dir: &Path, recorded: &[String], present: &[&str]) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::metadata(dir).map(|m| m.uid()).ok();
+    if let Some(uid) = owner
+        && uid != fsutil::euid()
+    {
+        return Some(format!("the directory belongs to uid {uid}, another account whose hooks may run them"));
+    }
+    if !present.iter().any(|n| recorded.iter().any(|r| r == n)) {
+        return Some("this HOME's install did not create them; another HOME's hooks may run them".into());
+    }
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    if !canon(dir).starts_with(canon(&ctx.home)) {
+        return Some("they are outside this HOME, where other HOMEs' and accounts' hooks may run them".into());
+    }
+    None
+}
+
 /// After an uninstall: remove the hook commands from each directory our
 /// entries ran them from (`dirs`, and the hook dir), and the copy of the
 /// executable in `$PRELOOP_HOME/bin`, once no config install wrote into,
 /// nor the user or this project's config of any harness, still has entries
-/// that run commands there. Returns what is kept and why.
+/// that run commands there. Outside `$PRELOOP_HOME/bin` only the commands
+/// this HOME's install created, in a directory of this HOME that this uid
+/// owns ([`not_ours_to_remove`]). Returns what is kept and why; a command
+/// that cannot be removed is kept and said, never an error after the
+/// configs changed.
 fn remove_commands(ctx: &Ctx, dirs: &[PathBuf]) -> Result<Vec<String>> {
     let hook_dir = ctx.hook_dir();
+    let own_bin = ctx.preloop_home.join("bin");
     let mut files: Vec<(PathBuf, Harness)> = ctx.recorded_configs();
     for d in dialect::all() {
         for scope in [Scope::User, Scope::Project] {
@@ -627,8 +831,10 @@ fn remove_commands(ctx: &Ctx, dirs: &[PathBuf]) -> Result<Vec<String>> {
             candidates.push(d.clone());
         }
     }
+    let created = ctx.created_commands();
     let mut kept = Vec::new();
     for dir in candidates {
+        let shown = util::tilde(&ctx.env, &dir);
         let users: Vec<String> = if unreadable.is_empty() {
             used.iter().filter(|(d, _)| *d == dir).map(|(_, f)| f.clone()).collect()
         } else {
@@ -637,25 +843,61 @@ fn remove_commands(ctx: &Ctx, dirs: &[PathBuf]) -> Result<Vec<String>> {
         if !users.is_empty() {
             let mut users = users;
             users.dedup();
-            kept.push(format!(
-                "the hook commands in {} (still used by {})",
-                util::tilde(&ctx.env, &dir),
-                users.join(", ")
-            ));
+            kept.push(format!("the hook commands in {shown} (still used by {})", users.join(", ")));
             continue;
         }
         let exe = dir.join(crate::multicall::CLI_NAME);
-        let removed = crate::links::unlink_all(&exe, &dir)?;
+        let present = crate::links::ours_in(&exe, &dir);
+        let recorded: Vec<String> = created.iter().find(|(d, _)| *d == dir).map(|(_, n)| n.clone()).unwrap_or_default();
+        let mut remove: Vec<&'static str> = present.clone();
+        if dir != own_bin {
+            if let Some(why) =
+                (!present.is_empty()).then(|| not_ours_to_remove(ctx, &dir, &recorded, &present)).flatten()
+            {
+                kept.push(left_commands(ctx, present.len(), &dir, &why));
+                continue;
+            }
+            remove.retain(|n| recorded.iter().any(|r| r == n));
+        }
+        let (removed, failed) = crate::links::unlink(&dir, &remove);
         if !removed.is_empty() {
-            crate::outln!("removed the {} hook commands from {}", removed.len(), util::tilde(&ctx.env, &dir));
+            crate::outln!("removed the {} hook commands from {shown}", removed.len());
+            if dir != own_bin {
+                ctx.record_commands(&dir, &removed, false)?;
+            }
+        }
+        if let Some((name, e)) = failed {
+            kept.push(left_commands(ctx, remove.len() - removed.len(), &dir, &format!("removing {name}: {e}")));
+        } else if removed.len() < present.len() {
+            kept.push(left_commands(
+                ctx,
+                present.len() - removed.len(),
+                &dir,
+                "this HOME's install did not create them; another HOME's hooks may run them",
+            ));
         }
         // The copy install made of an executable in a cargo target dir or an npm package.
-        if dir == hook_dir && ctx.unstable_reason().is_some() && exe.exists() {
-            std::fs::remove_file(&exe).map_err(|e| Error::io(format!("remove {}", exe.display()), e))?;
-            crate::outln!("removed the copy {}", util::tilde(&ctx.env, &exe));
+        if dir == hook_dir && dir == own_bin && ctx.unstable_reason().is_some() && exe.exists() {
+            match std::fs::remove_file(&exe) {
+                Ok(()) => crate::outln!("removed the copy {}", util::tilde(&ctx.env, &exe)),
+                Err(e) => kept.push(format!(
+                    "the copy {} (removing it: {})",
+                    util::tilde(&ctx.env, &exe),
+                    fsutil::io_text(&e)
+                )),
+            }
         }
     }
     Ok(kept)
+}
+
+/// "the N hook commands in DIR (why: how to remove them)".
+fn left_commands(ctx: &Ctx, n: usize, dir: &Path, why: &str) -> String {
+    format!(
+        "the {n} hook commands in {} ({why}; once none does, `cd {} && preloop-hooks links --list | xargs rm -f` removes them)",
+        util::tilde(&ctx.env, dir),
+        edit::shell_quote(&dir.to_string_lossy())
+    )
 }
 
 pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
@@ -724,7 +966,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
                 changed.iter().map(|e| util::tilde(&ctx.env, &e.path)).collect::<Vec<_>>().join(", ")
             );
             for e in &changed {
-                crate::output::text_or_exit(&diff(ctx, e));
+                crate::output::out_text(&diff(ctx, e));
             }
         } else {
             let written = apply(ctx, &plan)?;
@@ -784,6 +1026,9 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
     }
     if req.action == Action::Uninstall && !req.dry_run && failures.is_empty() {
         let kept = remove_commands(ctx, &command_dirs)?;
+        for d in ctx.remove_empty_created_dirs()? {
+            crate::outln!("{:<12}   removed {} (install created it; it is empty)", "", util::tilde(&ctx.env, &d));
+        }
         if !home_existed {
             drop(_lock);
             forget_home(ctx);

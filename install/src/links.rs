@@ -75,18 +75,25 @@ pub fn link_one(exe: &Path, dst: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Remove the hook commands in `dir` that link to `exe`; returns their
-/// names. A file of another name, or one that is not ours, stays.
-pub fn unlink_all(exe: &Path, dir: &Path) -> Result<Vec<&'static str>> {
+/// The hook commands in `dir` that are ours: links to `exe`, or copies of
+/// it. A file of another name, or one that is not ours, is not.
+pub fn ours_in(exe: &Path, dir: &Path) -> Vec<&'static str> {
+    names().into_iter().filter(|n| is_link_to(&dir.join(n), exe) || copy_of(&dir.join(n), exe)).collect()
+}
+
+/// Remove `names` from `dir`, stopping at the first that cannot be
+/// removed: the names removed, and that one with the reason (no OS error
+/// number). A name already gone counts as removed.
+pub fn unlink(dir: &Path, names: &[&'static str]) -> (Vec<&'static str>, Option<(&'static str, String)>) {
     let mut removed = Vec::new();
-    for name in names() {
-        let p = dir.join(name);
-        if is_link_to(&p, exe) || copy_of(&p, exe) {
-            fs::remove_file(&p).map_err(|e| Error::io(format!("remove {}", p.display()), e))?;
-            removed.push(name);
+    for &name in names {
+        match fs::remove_file(dir.join(name)) {
+            Ok(()) => removed.push(name),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => removed.push(name),
+            Err(e) => return (removed, Some((name, io_text(&e)))),
         }
     }
-    Ok(removed)
+    (removed, None)
 }
 
 /// A copy [`link_all`] made where the file system took no link.
@@ -160,8 +167,10 @@ mod tests {
         fs::write(&tmp, b"newer executable").unwrap();
         fs::rename(&tmp, &exe).unwrap();
         assert_eq!(link_all(&exe, &dir).unwrap().replaced.len(), names().len());
-        let removed = unlink_all(&exe, &dir).unwrap();
-        assert_eq!(removed.len(), names().len());
+        let ours = ours_in(&exe, &dir);
+        assert_eq!(ours.len(), names().len());
+        let (removed, failed) = unlink(&dir, &ours);
+        assert_eq!((removed.len(), failed), (names().len(), None));
         assert!(exe.exists() && dir.join("preloop-other").exists());
         // No temporary file is left behind.
         let left: Vec<String> = fsnames(&dir);

@@ -62,8 +62,8 @@ pub fn main() -> i32 {
     }
 }
 
-/// Run one hook; never returns.
-pub fn run_hook(event: Event) -> ! {
+/// Run one hook; returns its exit code.
+pub fn run_hook(event: Event) -> i32 {
     match event {
         Event::ClaudeCode(e) => preloop_claude_code::main(e),
         Event::Codex(e) => preloop_codex::main(e),

@@ -62,9 +62,10 @@ Targets (exactly one):
 
 Ids work as in git: a start of an id that several sessions share exits 2 and names them; an id no
 known session has or starts with exits 1 and nothing is queued. For a session that has not started
-yet, give its full id and --not-started (the local inbox keeps the note for it; a server refuses a
-session it does not know); a full id alone is not enough, as a mistyped one would wait for a
-session that never comes. A session that has ended is named on stderr before the note is queued.
+yet, give its full id (a UUID, as every harness names its sessions) and --not-started (the local
+inbox keeps the note for it, and `notes list --session ID` shows it; a server refuses a session it
+does not know); a full id alone is not enough, as a mistyped one would wait for a session that
+never comes. A session that has ended is named on stderr before the note is queued.
 
 --json prints {schema, note_id, target, notes} (with --wait: the final receipt, or {schema, notes,
 total} for several). --wait shows progress on a terminal; exit codes: 0 delivered, 3
@@ -435,6 +436,9 @@ fn resolve(ops: &Ops, t: &TargetArgs, next_session: bool, not_started: bool) -> 
     let session = t.session.as_ref().or(t.runtime_session.as_ref());
     if not_started && session.is_none() {
         return Err(Error::Usage("--not-started goes with --session ID".into()));
+    }
+    if let Some(s) = session.filter(|s| not_started && !ids::is_full_session_id(s)) {
+        return Err(ids::not_a_full_id(s));
     }
     let to = if let Some(s) = session {
         // A session that has not started has no id to start with: only its
@@ -818,9 +822,20 @@ fn wait_for(ops: &Ops, receipts: Vec<Receipt>, wait: u64, json: bool) -> Result<
 /// Whose notes `notes list` shows, resolved.
 fn notes_of(ops: &Ops, a: &ListArgs) -> Result<NotesOf> {
     Ok(if let Some(id) = a.session.as_ref().or(a.runtime_session.as_ref()) {
-        NotesOf::Session(
-            ids::session(ops.op.as_ref(), id)?.ok_or_else(|| ids::unknown_session(ops.op.as_ref(), id, false))?,
-        )
+        match ids::session(ops.op.as_ref(), id)? {
+            Some(s) => NotesOf::Session(s),
+            // A full id no session has yet: the notes waiting for it
+            // (`notes send --not-started`), newcomer-ux-4, P4.
+            None if ids::is_full_session_id(id) => {
+                crate::errln!(
+                    "preloop-hooks: no session {} has started {} yet; these are the notes waiting for it",
+                    safe_line(id),
+                    ops.op.mode().where_known()
+                );
+                NotesOf::NotStarted(id.clone())
+            }
+            None => return Err(ids::unknown_session(ops.op.as_ref(), id, false)),
+        }
     } else if let Some(al) = &a.alias {
         NotesOf::Alias(al.clone())
     } else if let Some(c) = a.children {
@@ -878,7 +893,7 @@ fn list(a: ListArgs) -> Result<()> {
         _ if notes.is_empty() => output::line("no notes"),
         _ => {
             // One session's notes all go to it: no TO column then.
-            let show_to = !matches!(of, NotesOf::Session(_));
+            let show_to = !matches!(of, NotesOf::Session(_) | NotesOf::NotStarted(_));
             let rows: Vec<Vec<String>> = notes
                 .iter()
                 .map(|n| {
@@ -1006,18 +1021,21 @@ mod tests {
         assert_eq!(err.exit().code(), 1);
         assert_eq!(
             err.to_string(),
-            "no session nobody on this machine (no session id is or starts with it; `preloop-hooks sessions list` shows them); for a session that has not started yet, add --not-started"
+            "no session nobody on this machine (no session id is or starts with it; `preloop-hooks sessions list` shows them)"
         );
+        let full = "22222222-2222-3333-4444-555555555555";
         assert_eq!(
-            resolve(&ops, &session("nobody"), false, true).unwrap(),
-            To::Session { id: "nobody".into(), found: None },
-            "--not-started: the id as typed"
+            resolve(&ops, &session(full), false, true).unwrap(),
+            To::Session { id: full.into(), found: None },
+            "--not-started: the full id as typed"
         );
-        // A start of a known id is not taken for a session that has not started.
-        assert_eq!(
-            resolve(&ops, &session("ext-"), false, true).unwrap(),
-            To::Session { id: "ext-".into(), found: None }
-        );
+        // --not-started takes a full id only: a start (of a known id or
+        // not) would wait for a session that never comes (newcomer-ux-4, P4).
+        for short in ["nobody", "ext-", "daa2b8c4", "22222222-2222-3333-4444"] {
+            let err = resolve(&ops, &session(short), false, true).unwrap_err();
+            assert_eq!(err.exit().code(), 2, "{short}");
+            assert!(err.to_string().starts_with("--not-started takes a session's full id"), "{err}");
+        }
         let To::Session { found: Some(s), .. } = resolve(&ops, &session("ext-"), false, false).unwrap() else {
             panic!("a unique start names its session")
         };

@@ -1,11 +1,12 @@
 //! What the operator commands print: terminal-safe text (note bodies and
 //! authors never drive the terminal), aligned tables, one time style,
-//! durations, and a stdout writer whose errors are values, so a closed pipe
-//! (`… -o id | head -1`) ends the program quietly by its error kind.
+//! durations, and a stdout writer whose errors are values: a closed pipe
+//! (`… -o id | head -1`) ends a report quietly by its error kind, and never
+//! stops a command's work half-way ([`out_line`]; newcomer-ux-4, P2).
 //!
 //! Every line of text the CLI prints, on stdout or stderr, goes through
-//! [`shown`] in the writers below ([`line()`], [`line_or_exit`],
-//! [`text_or_exit`], [`eline`], [`redraw`], [`status`]): a server (or a proxy)
+//! [`shown`] in the writers below ([`line()`], [`out_line`],
+//! [`out_text`], [`eline`], [`redraw`], [`status`]): a server (or a proxy)
 //! can put terminal escapes into any field, and a field added later cannot
 //! forget the escaping (red-team 3, N5). `println!` and friends are refused
 //! in this crate by clippy (`install/clippy.toml`). Only [`json`] and
@@ -15,6 +16,7 @@
 use preloop_shared::time::Timestamp;
 use preloop_shared::{Error, Result};
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Text as the CLI shows it: URL credentials hidden
 /// ([`preloop_shared::redact::redact_url_credentials`], red-team 3, N8),
@@ -44,24 +46,43 @@ pub fn line(text: &str) -> Result<()> {
     write_stdout(&[&shown(text), "\n"])
 }
 
-/// [`line()`] for output that is not threaded through a `Result` (doctor,
-/// install, login): a closed stdout ends the program quietly with exit 0,
-/// decided by the error's kind; any other write error is ignored as
-/// `println!` would panic on it.
-pub fn line_or_exit(text: &str) {
-    if let Err(e) = line(text)
-        && is_broken_pipe(&e)
-    {
-        std::process::exit(0);
-    }
+/// Set once stdout went away under [`out_line`] or [`out_text`].
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Whether stdout went away (a pipe closed by `head`, a pager quit) while
+/// [`out_line`] or [`out_text`] wrote: `cli::main` then says the command
+/// finished, and exits as the work did.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
 }
 
-/// `text` (made [`shown`]) without a newline, as [`line_or_exit`].
-pub fn text_or_exit(text: &str) {
-    if let Err(e) = write_stdout(&[&shown(text)])
+/// [`line()`] for output that is not threaded through a `Result` (doctor,
+/// install, uninstall, login): a closed stdout is recorded
+/// ([`stdout_closed`]) and the command goes on to its end, writing nothing
+/// more; nothing below `main` ends the process (newcomer-ux-4, P2: an
+/// `install | head -1` used to stop after its first harness, exit 0). Any
+/// other write error is ignored as `println!` would panic on it.
+pub fn out_line(text: &str) {
+    out_raw(&[&shown(text), "\n"]);
+}
+
+/// `text` (made [`shown`]) without a newline, as [`out_line`].
+pub fn out_text(text: &str) {
+    out_raw(&[&shown(text)]);
+}
+
+/// Pretty JSON (as serde made it) as [`out_line`] writes a line (`doctor
+/// --json`).
+pub fn out_json<T: serde::Serialize>(v: &T) {
+    out_raw(&[&serde_json::to_string_pretty(v).unwrap_or_default(), "\n"]);
+}
+
+fn out_raw(parts: &[&str]) {
+    if !stdout_closed()
+        && let Err(e) = write_stdout(parts)
         && is_broken_pipe(&e)
     {
-        std::process::exit(0);
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
     }
 }
 
@@ -274,14 +295,14 @@ pub fn parse_duration(flag: &str, input: &str) -> Result<u64> {
     Ok(secs)
 }
 
-/// `println!` through [`line_or_exit`]: a closed pipe is a quiet exit 0.
+/// `println!` through [`out_line`]: a closed pipe never stops the command.
 #[macro_export]
 macro_rules! outln {
     () => {
-        $crate::output::line_or_exit("")
+        $crate::output::out_line("")
     };
     ($($arg:tt)*) => {
-        $crate::output::line_or_exit(&format!($($arg)*))
+        $crate::output::out_line(&format!($($arg)*))
     };
 }
 

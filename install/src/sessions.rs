@@ -165,15 +165,19 @@ fn list(a: ListArgs) -> Result<()> {
         }),
         _ if rows.is_empty() => output::line("no sessions"),
         _ => {
-            // Short ids must name one session among all the ids resolve against.
-            let all;
-            let known = if filter == SessionFilter::default() {
-                &all_rows
+            // Short ids must name one session among all the ids resolve
+            // against (every session of the account, red-team 4 P6; the
+            // list's own window when that cannot be read whole).
+            let ids = if a.wide {
+                rows.iter().map(|r| r.id.clone()).collect()
             } else {
-                all = ops.op.sessions(&SessionFilter::default())?;
-                &all
+                let known = match ops.op.id_candidates() {
+                    Ok(k) => k,
+                    Err(_) if filter == SessionFilter::default() => all_rows.clone(),
+                    Err(_) => ops.op.sessions(&SessionFilter::default())?,
+                };
+                ids::short_ids(rows, &known)
             };
-            let ids = if a.wide { rows.iter().map(|r| r.id.clone()).collect() } else { ids::short_ids(rows, known) };
             print_table(rows, &ids, a.wide)?;
             if output::stdout_is_tty() {
                 crate::errln!(

@@ -293,11 +293,7 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
 pub fn print_json<T: serde::Serialize>(v: &T) {
     let mut v = serde_json::to_value(v).unwrap_or_default();
     preloop_shared::redact::redact_url_value(&mut v);
-    if let Err(e) = crate::output::json(&v)
-        && crate::output::is_broken_pipe(&e)
-    {
-        std::process::exit(0);
-    }
+    crate::output::out_json(&v);
 }
 
 /// Read all of stdin, dropping one trailing newline.

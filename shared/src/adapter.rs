@@ -246,7 +246,7 @@ macro_rules! hook_specific_bodies {
 /// Defines, in a harness crate's root, the adapter of a harness whose steps
 /// are the crate's own pure `parse(event, stdin)` and `render(event,
 /// outcome)` (no environment, no side effects, no neutral output), and the
-/// `pub fn main(event: Event) -> !` its binaries call. The crate root names
+/// `pub fn main(event: Event) -> i32` its binaries call (the exit code). The crate root names
 /// `Event`, `Output`, `parse` and `render`.
 ///
 /// ```ignore
@@ -277,8 +277,8 @@ macro_rules! pure_adapter {
             }
         }
 
-        /// Run one hook binary.
-        pub fn main(event: Event) -> ! {
+        /// Run one hook binary; returns its exit code.
+        pub fn main(event: Event) -> i32 {
             $crate::runner::main::<$name>(event)
         }
     };

@@ -59,7 +59,8 @@ pub fn in_worker() -> bool {
 }
 
 /// The worker: the SessionEnd flow with the ordinary call timeouts.
-pub fn worker_main<A: Adapter>(event: A::Event, env: &Env) -> ! {
+/// Returns the worker's exit code (the executable's `main` returns it).
+pub fn worker_main<A: Adapter>(event: A::Event, env: &Env) -> i32 {
     IN_WORKER.store(true, Ordering::Relaxed);
     // The worker outlives the hook: it must not keep open what the harness
     // (or whatever started it) left open beyond 0-2, such as a pipe the
@@ -79,7 +80,7 @@ pub fn worker_main<A: Adapter>(event: A::Event, env: &Env) -> ! {
     if let Some(s) = session {
         clear_ending(&config.home, &s);
     }
-    std::process::exit(code)
+    code
 }
 
 /// Whether this SessionEnd should go to a detached worker.

@@ -53,13 +53,15 @@ pub trait Adapter: 'static {
     fn side_effects(_event: Self::Event, _input: &Input, _outcome: &Outcome, _env: &Env) {}
 }
 
-/// Run the hook for `event` and exit 0.
-pub fn main<A: Adapter>(event: A::Event) -> ! {
+/// Run the hook for `event`; returns the process's exit code (0), which
+/// the executable's `main` returns ([`crate::hook_main`]): nothing below
+/// `main` ends the process.
+pub fn main<A: Adapter>(event: A::Event) -> i32 {
     prepare_process();
     let env = Env::process();
     let def = event.into().def();
     if crate::detach::is_worker() {
-        crate::detach::worker_main::<A>(event, &env);
+        return crate::detach::worker_main::<A>(event, &env);
     }
     let stdin = read_stdin(stdin_deadline(def));
     let config = Config::load_from(&env, Some(def.harness()));
@@ -70,11 +72,10 @@ pub fn main<A: Adapter>(event: A::Event) -> ! {
         // The worker ends the session; the harness gets the event's
         // neutral answer (Cursor's `{}`; nothing elsewhere).
         let _ = write_output(&mut crate::fsutil::StdoutFd::new(), A::neutral(event).as_ref());
-        std::process::exit(0);
+        return 0;
     }
     let mut out = crate::fsutil::StdoutFd::new();
-    let code = run_with::<A>(event, &env, &config, stdin, &mut out);
-    std::process::exit(code)
+    run_with::<A>(event, &env, &config, stdin, &mut out)
 }
 
 /// The whole hook for tests: `stdin` is what the harness sent.

@@ -63,10 +63,10 @@ impl Adapter for ClaudeCode {
     }
 }
 
-/// Run one hook (the watcher for [`Event::Watch`]).
-pub fn main(event: Event) -> ! {
+/// Run one hook (the watcher for [`Event::Watch`]); returns its exit code.
+pub fn main(event: Event) -> i32 {
     if event == Event::Watch {
-        watch::main();
+        return watch::main();
     }
     if event == Event::SessionEnd {
         // Before the session ends on the backend: no watcher may claim past it.

@@ -79,8 +79,8 @@ impl End {
     }
 }
 
-/// Run the watcher and exit.
-pub fn main() -> ! {
+/// Run the watcher; returns its exit code.
+pub fn main() -> i32 {
     preloop_shared::runner::prepare_process();
     // A stdin that never closes must not keep the watcher from its bounds.
     let buf = preloop_shared::runner::read_stdin(Duration::from_secs(5)).unwrap_or_default();
@@ -88,7 +88,7 @@ pub fn main() -> ! {
         let end = run(&Env::process(), &mut &buf[..], &mut std::io::stderr().lock());
         end.exit_code()
     });
-    std::process::exit(code.unwrap_or(0))
+    code.unwrap_or(0)
 }
 
 /// Whether this Claude Code process is a headless/SDK run (no idle prompt to

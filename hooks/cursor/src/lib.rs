@@ -62,8 +62,8 @@ impl Adapter for Cursor {
     }
 }
 
-/// Run one hook binary.
-pub fn main(event: Event) -> ! {
+/// Run one hook binary; returns its exit code.
+pub fn main(event: Event) -> i32 {
     runner::main::<Cursor>(event)
 }
 

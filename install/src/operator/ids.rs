@@ -10,7 +10,7 @@
 
 use super::{NotesOf, Operator, SessionRef};
 use crate::output::{clip, safe_line};
-use preloop_shared::operator::{SessionFilter, SessionRow};
+use preloop_shared::operator::SessionRow;
 use preloop_shared::{Error, Result};
 use std::collections::HashSet;
 
@@ -42,7 +42,7 @@ pub fn session(op: &dyn Operator, typed: &str) -> Result<Option<SessionRef>> {
     if typed.chars().count() < MIN_PREFIX {
         return Ok(None);
     }
-    let rows = op.sessions(&SessionFilter::default())?;
+    let rows = op.id_candidates()?;
     // One entry per session however many of its ids match, most recently active first.
     let mut seen = HashSet::new();
     let hits: Vec<&SessionRow> = rows
@@ -68,14 +68,38 @@ pub fn session(op: &dyn Operator, typed: &str) -> Result<Option<SessionRef>> {
     }
 }
 
+/// What a harness's full session id looks like: every harness we hook
+/// names its sessions by a UUID (8-4-4-4-12 hex characters: Claude Code's
+/// and Gemini CLI's `session_id`, Codex's UUIDv7 `session_id`, Copilot
+/// CLI's `sessionId`, Cursor's `conversation_id`; docs/contracts/). Only
+/// such an id may name a session that has not started: a start of one, or
+/// anything else, would queue a note for a session that never comes
+/// (newcomer-ux-4, P4).
+pub fn is_full_session_id(id: &str) -> bool {
+    preloop_shared::flow::is_uuid(id)
+}
+
+/// The usage error of `--not-started` with an id that is not a full one.
+pub fn not_a_full_id(typed: &str) -> Error {
+    Error::Usage(format!(
+        "--not-started takes a session's full id, a UUID like 0d9fc67d-6d54-4639-a547-e6bdcde2c737 (every harness names its sessions so); {} is not one: type the whole id the harness prints",
+        clip(typed, 40)
+    ))
+}
+
 /// The refusal of an id no known session has or starts with; `send` adds
-/// how to address a session that has not started yet.
+/// how to address a session that has not started yet, for an id that can
+/// name one ([`is_full_session_id`]).
 pub fn unknown_session(op: &dyn Operator, typed: &str, send: bool) -> Error {
     Error::NotFound(format!(
         "no session {} {} (no session id is or starts with it; `preloop-hooks sessions list` shows them){}",
         safe_line(typed),
         op.mode().where_known(),
-        if send { "; for a session that has not started yet, add --not-started" } else { "" }
+        if send && is_full_session_id(typed) {
+            "; for a session that has not started yet, add --not-started"
+        } else {
+            ""
+        }
     ))
 }
 
@@ -174,15 +198,19 @@ mod tests {
         let op = three(Mode::Local);
         assert_eq!(session(&op, "deadbeef").unwrap(), None);
         assert_eq!(session(&op, "801").unwrap(), None, "three characters are not a prefix");
+        // --not-started is suggested for a full id only (newcomer-ux-4, P4).
         let e = unknown_session(&op, "deadbeef", true);
         assert_eq!(e.exit().code(), 1);
-        assert!(e.to_string().ends_with("add --not-started"), "{e}");
+        assert!(!e.to_string().contains("--not-started"), "{e}");
+        let full = "deadbeef-0000-4000-8000-000000000000";
+        assert!(unknown_session(&op, full, true).to_string().ends_with("add --not-started"));
+        assert!(!unknown_session(&op, full, false).to_string().contains("--not-started"));
     }
 
     #[test]
     fn short_ids_are_unique_and_taken_back() {
         let op = three(Mode::Server);
-        let rows = op.sessions(&SessionFilter::default()).unwrap();
+        let rows = op.sessions(&preloop_shared::operator::SessionFilter::default()).unwrap();
         let short = short_ids(&rows, &rows);
         assert_eq!(short, [&CLAUDE[..8], &CODEX_B[..16], &CODEX_A[..16]]);
         for (s, r) in short.iter().zip(&rows) {

@@ -129,6 +129,7 @@ impl Operator for Local {
             }
             NotesOf::All => None,
             NotesOf::Session(s) => Some([s.name().to_string()].into()),
+            NotesOf::NotStarted(id) => Some([id.clone()].into()),
             NotesOf::Alias(al) => Some(
                 self.inbox
                     .sessions()

@@ -208,6 +208,9 @@ impl Operator for Memory {
             NotesOf::Session(s) => {
                 st.notes.iter().filter(|n| n.external_session_id.as_deref() == Some(s.name())).cloned().collect()
             }
+            NotesOf::NotStarted(id) => {
+                st.notes.iter().filter(|n| n.external_session_id.as_deref() == Some(id.as_str())).cloned().collect()
+            }
             _ => Vec::new(),
         })
     }

@@ -148,6 +148,9 @@ pub struct Sent {
 pub enum NotesOf {
     /// One session.
     Session(SessionRef),
+    /// A session that has not started, by its full harness id
+    /// ([`ids::is_full_session_id`]): the notes waiting for it.
+    NotStarted(String),
     /// The sessions with this alias.
     Alias(String),
     /// The runs a session started: the newest one, or all.
@@ -233,6 +236,13 @@ pub trait Operator: Send + Sync {
 
     /// The sessions `filter` selects, most recently active first.
     fn sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRow>>;
+
+    /// Every session a typed start of an id is resolved against
+    /// ([`ids::session`]): all this side can see, not a window of it
+    /// (red-team 4, P6); an error when that cannot be read whole.
+    fn id_candidates(&self) -> Result<Vec<SessionRow>> {
+        self.sessions(&SessionFilter::default())
+    }
 
     /// A managed agent's id, from its id or its display name (what
     /// `sessions list --agent` takes).

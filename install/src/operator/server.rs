@@ -17,6 +17,15 @@ use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
+/// Notes per page of `GET /operator-notes` (the server's largest).
+const NOTE_PAGE: usize = 200;
+/// Sessions per page of `GET /runtime-sessions` (the server's largest).
+const SESSION_PAGE: usize = 100;
+/// The most pages read for one answer (20,000 notes, 10,000 sessions).
+const MAX_PAGES: usize = 100;
+/// The pages `sessions list` shows (its newest 500 sessions).
+const LIST_PAGES: usize = 5;
+
 pub struct Server {
     api: ServerOperator,
     config: Config,
@@ -62,13 +71,63 @@ impl Server {
         r
     }
 
-    /// The notes of one session, of an agent, of an execution.
+    /// The notes of one session, of an agent, of an execution: every page
+    /// to the end (a note id start resolves against all of them, red-team
+    /// 4, P6), or an error past [`MAX_PAGES`] pages.
     fn list(&self, key: &'static str, value: String, state: Option<&ReceiptState>) -> Result<Vec<Receipt>> {
-        let mut q = vec![(key, value), ("limit", "200".to_string())];
-        if let Some(st) = state {
-            q.push(("state", st.to_string()));
+        let mut out = Vec::new();
+        for page in 0..MAX_PAGES {
+            let mut q = vec![
+                (key, value.clone()),
+                ("limit", NOTE_PAGE.to_string()),
+                ("offset", (page * NOTE_PAGE).to_string()),
+            ];
+            if let Some(st) = state {
+                q.push(("state", st.to_string()));
+            }
+            let got = self.api.list(&q)?;
+            let n = got.len();
+            out.extend(got);
+            if n < NOTE_PAGE {
+                return Ok(out);
+            }
         }
-        self.api.list(&q)
+        Err(Error::Refused(format!(
+            "more than {} notes for {key} {value}: too many to read whole; name a note by its full id (16 hex characters)",
+            MAX_PAGES * NOTE_PAGE
+        )))
+    }
+
+    /// Runtime sessions `q` selects, page by page (100 each) up to `pages`
+    /// pages; and whether that was all of them.
+    fn session_pages(&self, q: &[(&str, String)], pages: usize) -> Result<(Vec<RuntimeSessionItem>, bool)> {
+        let mut items: Vec<RuntimeSessionItem> = Vec::new();
+        for page in 0..pages {
+            let mut qq = q.to_vec();
+            qq.push(("limit", SESSION_PAGE.to_string()));
+            qq.push(("offset", (page * SESSION_PAGE).to_string()));
+            let p = self.api.runtime_sessions(&qq)?;
+            let more = p.has_more;
+            items.extend(p.items);
+            if !more {
+                return Ok((items, true));
+            }
+        }
+        Ok((items, false))
+    }
+
+    /// Every session of the account the server lists, or a refusal past
+    /// [`MAX_PAGES`] pages: an id start is never called unique against a
+    /// window.
+    fn every_session(&self) -> Result<Vec<RuntimeSessionItem>> {
+        let (items, whole) = self.session_pages(&[], MAX_PAGES)?;
+        if !whole {
+            return Err(Error::Refused(format!(
+                "this account lists more than {} sessions, too many to tell whether a start of an id is unique; type the whole id (`preloop-hooks sessions list --wide` prints them)",
+                MAX_PAGES * SESSION_PAGE
+            )));
+        }
+        Ok(items.into_iter().filter(|i| !i.is_identity()).collect())
     }
 }
 
@@ -162,6 +221,9 @@ impl Operator for Server {
             NotesOf::Session(s) => {
                 return Ok(self.fill(self.list("runtime_session_id", s.runtime_id.clone(), state)?));
             }
+            // A server takes no note for a session it does not know (404
+            // "No matching session in this account."): none waits for it.
+            NotesOf::NotStarted(_) => return Ok(Vec::new()),
             NotesOf::Agent(ag) => {
                 let id = self.agent_id(ag)?;
                 return Ok(self.fill(self.list("agent_id", id, state)?));
@@ -192,11 +254,19 @@ impl Operator for Server {
                 page.into_iter().map(|i| i.id).collect()
             }
             NotesOf::All => {
-                // Every agent of the account.
+                // Every agent of the account, and the sessions with no
+                // managed agent that hold notes (red-team 4, P6).
                 let mut out = Vec::new();
                 for ag in self.api.agents()?.items {
                     out.extend(self.list("agent_id", ag.id, state)?);
                 }
+                for s in self.every_session()? {
+                    if s.managed_agent_id.is_none() && s.note_count != Some(0) {
+                        out.extend(self.list("runtime_session_id", s.id, state)?);
+                    }
+                }
+                let mut seen = std::collections::HashSet::new();
+                out.retain(|r| seen.insert(r.note_id.clone()));
                 return Ok(self.fill(out));
             }
         };
@@ -208,7 +278,7 @@ impl Operator for Server {
     }
 
     fn sessions(&self, f: &SessionFilter) -> Result<Vec<SessionRow>> {
-        let mut q: Vec<(&str, String)> = vec![("limit", "100".into())];
+        let mut q: Vec<(&str, String)> = Vec::new();
         if f.active {
             q.push(("status", "active".into()));
         }
@@ -233,21 +303,20 @@ impl Operator for Server {
         if let Some(t) = f.since {
             q.push(("start_date", t.to_iso_z()));
         }
-        let mut items: Vec<RuntimeSessionItem> = Vec::new();
-        for page in 0..5 {
-            let mut qq = q.clone();
-            qq.push(("offset", (page * 100).to_string()));
-            let p = self.api.runtime_sessions(&qq)?;
-            let more = p.has_more;
-            items.extend(p.items);
-            if !more {
-                break;
-            }
-        }
+        let (items, _) = self.session_pages(&q, LIST_PAGES)?;
         let files = super::files_by_runtime(&self.config.home);
         let now = Timestamp::now();
         let mut rows: Vec<SessionRow> =
             items.into_iter().filter(|i| !i.is_identity()).map(|i| row_of(&i, files.get(&i.id), now)).collect();
+        SessionRow::sort_most_recent_first(&mut rows);
+        Ok(rows)
+    }
+
+    fn id_candidates(&self) -> Result<Vec<SessionRow>> {
+        let files = super::files_by_runtime(&self.config.home);
+        let now = Timestamp::now();
+        let mut rows: Vec<SessionRow> =
+            self.every_session()?.into_iter().map(|i| row_of(&i, files.get(&i.id), now)).collect();
         SessionRow::sort_most_recent_first(&mut rows);
         Ok(rows)
     }

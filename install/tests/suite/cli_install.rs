@@ -646,7 +646,10 @@ fn uninstall_says_what_is_left_and_needs_no_bin_dir() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(read(&e.claude()), "{\"model\": \"opus\"}\n");
     let last = stdout(&out).lines().last().unwrap().to_string();
-    assert!(last.starts_with("left in place: ~/.preloop"), "{last}");
+    assert!(last.starts_with("left in place: "), "{last}");
+    assert!(last.contains("; ~/.preloop (notes, sessions, log"), "{last}");
+    // The commands beside an executable outside this HOME stay (red-team 4, P2).
+    assert!(last.contains("hook commands in") && last.contains("outside this HOME"), "{last}");
     assert!(
         last.contains(
             "2 backup file(s): ~/.claude/settings.json.bak.preloop-* (`rm ~/.claude/settings.json.bak.preloop-*` removes them)"
@@ -977,7 +980,7 @@ fn doctor_notices_hooks_switched_off_by_the_harness() {
 /// left, the entries an earlier version wrote keep working; uninstall
 /// removes the links once no config has entries of ours.
 #[test]
-fn install_over_the_old_layout_leaves_one_file_and_uninstall_removes_the_links() {
+fn install_over_the_old_layout_leaves_one_file_and_uninstall_names_the_links() {
     let e = Env::new("old-layout");
     for name in preloop_hooks::links::names() {
         let p = e.bin.join(name);
@@ -1023,13 +1026,19 @@ fn install_over_the_old_layout_leaves_one_file_and_uninstall_removes_the_links()
         stdout(&out)
     );
     assert!(e.bin.join("preloop-codex-stop").exists());
-    // ...uninstall of all removes them, and keeps the executable.
+    // ...uninstall of all keeps them too: they were there before this
+    // HOME's install (an earlier version's binaries, whoever put them
+    // there), so it names them and how to remove them (red-team 4, P2).
     let out = e.run(&["uninstall"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(stdout(&out).contains(&format!("removed the {n} hook commands")), "{}", stdout(&out));
-    let files: Vec<String> =
-        std::fs::read_dir(&e.bin).unwrap().map(|f| f.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    assert_eq!(files, vec!["preloop-hooks".to_string()]);
+    assert!(!stdout(&out).contains("removed the"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&format!("the {n} hook commands in"))
+            && stdout(&out).contains("links --list | xargs rm -f"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(preloop_hooks::links::ours_in(&exe, &e.bin).len(), n);
 }
 
 /// An executable inside an npm package (`npm update` replaces the package):

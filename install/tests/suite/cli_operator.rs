@@ -218,13 +218,14 @@ fn local_send_rules_ended_unknown_whitespace_durations_states() {
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert_eq!(
         stderr(&out),
-        "preloop-hooks: no session typo on this machine (no session id is or starts with it; `preloop-hooks sessions list` shows them); for a session that has not started yet, add --not-started\n"
+        "preloop-hooks: no session typo on this machine (no session id is or starts with it; `preloop-hooks sessions list` shows them)\n"
     );
     assert_eq!(w.inbox().list().unwrap().len(), notes_before, "nothing was queued");
     // ...unless the user says it has not started: then it is said, and kept for it.
-    let out = w.run(&["notes", "send", "--session", "typo", "--not-started", "--wait", "1s", "x"]);
+    let full = "0d9fc67d-6d54-4639-a547-e6bdcde2c737";
+    let out = w.run(&["notes", "send", "--session", full, "--not-started", "--wait", "1s", "x"]);
     assert_eq!(code(&out), 4, "{}", stderr(&out));
-    assert!(stderr(&out).contains("no session typo has started on this machine yet"), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("no session {full} has started on this machine yet")), "{}", stderr(&out));
     assert!(stderr(&out).contains("still pending") && stderr(&out).contains("notes cancel"), "{}", stderr(&out));
     // Ctrl-C while waiting: the note stays pending, and stderr says how to cancel it.
     start_local(&w, "live", None, None, None);

@@ -118,7 +118,8 @@ fn errors_print_the_servers_reason() {
         "no note was sent"
     );
     // Said not to have started: the server decides, with its own reason.
-    let out = e.run(&["notes", "send", "--session", "nobody", "--not-started", "x"], None);
+    let out =
+        e.run(&["notes", "send", "--session", "0d9fc67d-6d54-4639-a547-e6bdcde2c737", "--not-started", "x"], None);
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("No matching session in this account."), "{}", stderr(&out));
     e.start("ext-2");

@@ -194,7 +194,7 @@ fn server_ids_resolve_against_the_account() {
     assert_eq!(code(&out), 1);
     assert_eq!(
         one_line(&out),
-        "preloop-hooks: no session 7777abcd in this account (no session id is or starts with it; `preloop-hooks sessions list` shows them); for a session that has not started yet, add --not-started"
+        "preloop-hooks: no session 7777abcd in this account (no session id is or starts with it; `preloop-hooks sessions list` shows them)"
     );
     assert_eq!(posted_notes(&s), posted, "nothing was sent");
 }

@@ -8,5 +8,7 @@ mod codex_trust;
 mod ids;
 mod install_files;
 mod lineage;
+mod round4_ids;
+mod round4_install;
 mod schemas;
 mod term_safety;
