@@ -27,6 +27,7 @@ pub mod lineage;
 pub mod local;
 pub mod log;
 pub mod operator;
+pub mod plugin;
 pub mod redact;
 pub mod registry;
 pub mod render;

@@ -55,13 +55,27 @@ pub trait Adapter: 'static {
 
 /// Run the hook for `event` and exit 0.
 pub fn main<A: Adapter>(event: A::Event) -> ! {
+    main_with::<A>(event, None)
+}
+
+/// Run the hook for `event` under a plugin shim ([`crate::plugin`]) and
+/// exit 0: the payload is stdin's first line, and an answer counts as
+/// written only once the shim confirms it applied it.
+pub fn plugin_main<A: Adapter>(event: A::Event) -> ! {
+    main_with::<A>(event, Some(crate::plugin::CONFIRM_WAIT))
+}
+
+fn main_with<A: Adapter>(event: A::Event, plugin: Option<Duration>) -> ! {
     prepare_process();
     let env = Env::process();
     let def = event.into().def();
     if crate::detach::is_worker() {
         crate::detach::worker_main::<A>(event, &env);
     }
-    let stdin = read_stdin(stdin_deadline(def));
+    let stdin = match plugin {
+        Some(_) => crate::plugin::read_payload(stdin_deadline(def)),
+        None => read_stdin(stdin_deadline(def)),
+    };
     let config = Config::load_from(&env, Some(def.harness()));
     if let Ok(buf) = &stdin
         && crate::detach::wanted(def, &config, &env)
@@ -72,8 +86,10 @@ pub fn main<A: Adapter>(event: A::Event) -> ! {
         let _ = write_output(&mut crate::fsutil::StdoutFd::new(), A::neutral(event).as_ref());
         std::process::exit(0);
     }
-    let mut out = crate::fsutil::StdoutFd::new();
-    let code = run_with::<A>(event, &env, &config, stdin, &mut out);
+    let code = match plugin {
+        Some(wait) => run_with::<A>(event, &env, &config, stdin, &mut crate::plugin::Confirmed::stdout(wait)),
+        None => run_with::<A>(event, &env, &config, stdin, &mut crate::fsutil::StdoutFd::new()),
+    };
     std::process::exit(code)
 }
 
