@@ -8,7 +8,7 @@
 // the hook ack the notes `delivered` (hooks/pi/README.md). Every decision is the hook's. No
 // dependencies; a failure here is logged in one line and never stops Pi (a load error would).
 import { spawn as nodeSpawn } from "node:child_process";
-import { appendFileSync, readFileSync, renameSync, statSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -30,9 +30,11 @@ export function readManifest(path, read = readFileSync) {
 }
 
 /** One line in the shim's log (rotated at 1 MiB); never throws. */
-export function logLine(file, event, text, fs = { appendFileSync, renameSync, statSync }) {
+export function logLine(file, event, text, fs = { appendFileSync, mkdirSync, renameSync, statSync }) {
 	if (!file) return;
 	try {
+		// The log's folder may not exist yet: no hook ran before this line.
+		fs.mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
 		try {
 			if (fs.statSync(file).size > LOG_MAX) fs.renameSync(file, file + ".1");
 		} catch {}

@@ -18,7 +18,7 @@ function setup({ mode = "context", onError = "allow", timeout = 5000, argv } = {
 	delete globalThis[GUARD];
 	const dir = mkdtempSync(join(tmpdir(), "preloop-pi-shim-"));
 	const record = join(dir, "record.jsonl");
-	const log = join(dir, "shim.log");
+	const log = join(dir, "log", "shim.log"); // a folder no hook made yet
 	const hooks = {};
 	for (const e of EVENTS) hooks[e] = [{ argv: argv ?? [process.execPath, join(HERE, "fake-hook.mjs"), mode, record], timeout }];
 	const manifest = { version: 1, on_error: { tool_call: onError }, log, hooks };
