@@ -1362,7 +1362,7 @@ mod tests {
     #[test]
     fn every_hook_has_its_capture() {
         for h in &super::harnesses() {
-            assert!(h.start().def.on.eq_ignore_ascii_case("SessionStart"), "{}", h.slug);
+            assert!(matches!(h.start().def.does, preloop_shared::registry::Does::SessionStart { .. }), "{}", h.slug);
             for ev in &h.events {
                 serde_json::from_str::<serde_json::Value>(ev.fixture).expect(ev.def.on);
             }
