@@ -347,7 +347,7 @@ fn read_fixture(h: Harness, event: &str) -> &'static str {
         Harness::Cursor if event == "sessionStart" => "sessionStart-4.json".to_string(),
         Harness::Cursor => format!("{event}-1.json"),
         Harness::Copilot => format!("camel/{event}.json"),
-        Harness::ClaudeCode | Harness::Codex | Harness::Gemini => format!("{event}.json"),
+        Harness::ClaudeCode | Harness::Codex | Harness::Gemini | Harness::Pi => format!("{event}.json"),
     };
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures").join(h.def().fixtures).join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -1362,7 +1362,7 @@ mod tests {
     #[test]
     fn every_hook_has_its_capture() {
         for h in &super::harnesses() {
-            assert!(h.start().def.on.eq_ignore_ascii_case("SessionStart"), "{}", h.slug);
+            assert!(matches!(h.start().def.does, preloop_shared::registry::Does::SessionStart { .. }), "{}", h.slug);
             for ev in &h.events {
                 serde_json::from_str::<serde_json::Value>(ev.fixture).expect(ev.def.on);
             }

@@ -1,4 +1,4 @@
-"""The pinned harness CLIs (Claude Code, Codex, Gemini CLI, Copilot CLI): ensure_<harness>()
+"""The pinned harness CLIs (Claude Code, Codex, Gemini CLI, Copilot CLI, Pi): ensure_<harness>()
 returns the path of a working CLI of the pinned version, npm-installing it into the
 harness directory first when it is missing (CI starts from a fresh machine).
 
@@ -20,6 +20,8 @@ GEMINI_VERSION = "0.61.0"
 GEMINI_PACKAGE = "@google/gemini-cli@" + GEMINI_VERSION
 COPILOT_VERSION = "1.0.102"
 COPILOT_PACKAGE = "@github/copilot@" + COPILOT_VERSION
+PI_VERSION = "0.73.1"
+PI_PACKAGE = "@mariozechner/pi-coding-agent@" + PI_VERSION
 
 
 def harness_dir():
@@ -40,7 +42,8 @@ def _tool_version(path, env=None):
                            stdin=subprocess.DEVNULL, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return p.stdout.strip() if p.returncode == 0 else None
+    # Pi prints its version on stderr.
+    return (p.stdout.strip() or p.stderr.strip()) if p.returncode == 0 else None
 
 
 def _npm_install(d, package, name, found):
@@ -118,3 +121,10 @@ def ensure_copilot():
            "COPILOT_AUTO_UPDATE": "false", "LANG": "C.UTF-8"}
     return _ensure_npm("copilot", COPILOT_PACKAGE, "Copilot CLI",
                        lambda v: v.startswith("GitHub Copilot CLI %s." % COPILOT_VERSION), env=env)
+
+
+def ensure_pi():
+    """Path of a working Pi CLI of the pinned version (npm-installed when missing)."""
+    env = {"PATH": BASE_PATH, "HOME": os.path.join(harness_dir(), "pi-home"), "PI_OFFLINE": "1",
+           "PI_TELEMETRY": "0", "LANG": "C.UTF-8"}
+    return _ensure_npm("pi", PI_PACKAGE, "Pi", lambda v: v == PI_VERSION, env=env)

@@ -484,7 +484,7 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
     let after = match d.layout() {
         Layout::Grouped => edit::edit_grouped(before_text, &owner, &want).map_err(|e| refuse(&path, e))?,
         Layout::Flat => edit::edit_flat(before_text, &owner, &want).map_err(|e| refuse(&path, e))?,
-        Layout::OwnFile => edit::copilot_file(&want),
+        Layout::OwnFile => d.own_file(ctx, &want),
     };
     let after_doc = edit::parse_config(&after, h).map_err(|e| refuse(&path, e))?;
     let companions = d.companion_edits(ctx, &path, &before_doc, &after_doc, &owner)?;

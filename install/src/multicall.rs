@@ -12,6 +12,13 @@
 //! link) is taken for a hook we do not know: it exits 0 with no output and
 //! one line in the hook log, since a harness may be the one that ran it and
 //! a hook never breaks its harness.
+//!
+//! A plugin shim (Pi's extension) needs no link: it runs `preloop-hooks
+//! hook <command name>`, and the executable is that hook from then on, as
+//! if started under the name (rustup's `RUSTUP_FORCE_ARG0`;
+//! [`preloop_shared::args::force_arg0`]). An unknown name there also exits
+//! 0, and tells its caller so on stdout ([`UNKNOWN_ANSWER`]), which the
+//! shim logs and answers by its fail policy.
 
 use preloop_shared::config::{Config, Env};
 use preloop_shared::registry::{self, Event, HookDef};
@@ -20,6 +27,13 @@ use std::ffi::OsStr;
 /// The CLI's own name; also any name that starts with it
 /// (`preloop-hooks-0.1.0`, `preloop-hooks.real`).
 pub const CLI_NAME: &str = "preloop-hooks";
+
+/// The CLI's argument that selects a hook role: `preloop-hooks hook <name>`.
+pub const HOOK_ARG: &str = "hook";
+
+/// What `preloop-hooks hook <name>` prints for a name that is no hook
+/// command: a `kind` no shim applies (`{"kind":"unknown_command",...}`).
+pub const UNKNOWN_ANSWER: &str = "unknown_command";
 
 /// What the executable is, by the name it was started as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +63,11 @@ impl Role {
 /// The executable's `main` (after [`preloop_shared::hook_main`]'s start).
 pub fn main() -> i32 {
     let name = preloop_shared::args::invoked_name().unwrap_or_default();
-    match Role::of(&name) {
+    let role = Role::of(&name);
+    if role == Role::Cli && preloop_shared::args::arg_os(1).is_some_and(|a| a == HOOK_ARG) {
+        return hook_by_name(preloop_shared::args::arg_os(2).unwrap_or_default());
+    }
+    match role {
         Role::Hook(def) => run_hook(def.event),
         Role::Cli => {
             // As std's own start-up does: a closed pipe is an EPIPE error
@@ -62,6 +80,26 @@ pub fn main() -> i32 {
     }
 }
 
+/// `preloop-hooks hook <name>`: the hook `name`, as if started under it.
+fn hook_by_name(name: std::ffi::OsString) -> i32 {
+    match Role::of(&name) {
+        Role::Hook(def) => {
+            preloop_shared::args::force_arg0(name, 3);
+            run_hook(def.event)
+        }
+        Role::Cli | Role::Unknown => {
+            let code = unknown_name(&name);
+            let answer = serde_json::json!({"kind": UNKNOWN_ANSWER, "command": name.to_string_lossy()});
+            // The caller is a plugin shim reading one line; nothing else reads it.
+            let _ = std::io::Write::write_all(
+                &mut preloop_shared::fsutil::StdoutFd::new(),
+                format!("{answer}\n").as_bytes(),
+            );
+            code
+        }
+    }
+}
+
 /// Run one hook; returns its exit code.
 pub fn run_hook(event: Event) -> i32 {
     match event {
@@ -70,6 +108,7 @@ pub fn run_hook(event: Event) -> i32 {
         Event::Cursor(e) => preloop_cursor::main(e),
         Event::Gemini(e) => preloop_gemini::main(e),
         Event::Copilot(e) => preloop_copilot::main(e),
+        Event::Pi(e) => preloop_pi::main(e),
     }
 }
 

@@ -14,6 +14,20 @@ use std::os::unix::ffi::OsStringExt;
 use std::sync::OnceLock;
 
 static ARGS: OnceLock<Vec<OsString>> = OnceLock::new();
+/// The arguments as a hook role chosen on the command line sees them
+/// ([`force_arg0`]).
+static FORCED: OnceLock<Vec<OsString>> = OnceLock::new();
+
+/// Run as the command `name` from here on, with the arguments after
+/// `skip` (rustup's `RUSTUP_FORCE_ARG0`): `preloop-hooks hook
+/// preloop-pi-tool-call` is then the hook `preloop-pi-tool-call`, for
+/// [`invoked_name`] and [`arg_os`] alike (so a detached worker it starts
+/// is started under that name too). Only the first call counts.
+pub fn force_arg0(name: OsString, skip: usize) {
+    let mut v = vec![name];
+    v.extend(args_os().into_iter().skip(skip));
+    let _ = FORCED.set(v);
+}
 
 /// Keep `argv` for [`args_os`]. Called once, first thing in `main`.
 ///
@@ -39,6 +53,9 @@ pub unsafe fn capture(argc: c_int, argv: *const *const c_char) {
 /// The arguments, `argv[0]` first: the captured ones, else std's (a test
 /// binary, or a build with std's own `main`).
 pub fn args_os() -> Vec<OsString> {
+    if let Some(f) = FORCED.get() {
+        return f.clone();
+    }
     match ARGS.get() {
         Some(a) => a.clone(),
         None => std::env::args_os().collect(),
@@ -47,6 +64,9 @@ pub fn args_os() -> Vec<OsString> {
 
 /// The argument at `i`, if there is one.
 pub fn arg_os(i: usize) -> Option<OsString> {
+    if let Some(f) = FORCED.get() {
+        return f.get(i).cloned();
+    }
     match ARGS.get() {
         Some(a) => a.get(i).cloned(),
         None => std::env::args_os().nth(i),

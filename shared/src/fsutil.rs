@@ -436,6 +436,22 @@ fn is_null_device(fd: i32) -> bool {
 /// that is still open at the deadline is an error: a harness writes the
 /// payload at once and closes it.
 pub fn read_fd_with_deadline(fd: i32, max: usize, deadline: Duration) -> std::result::Result<Vec<u8>, String> {
+    read_fd_until(fd, max, deadline, false)
+}
+
+/// Read one line from `fd` within `deadline` (at most `max` bytes): the
+/// bytes up to the first `\n` (without it), or up to end of file. The
+/// writer must send nothing after the line until it hears back (a plugin
+/// shim's protocol, [`crate::plugin`]), so nothing past it is consumed.
+pub fn read_line_with_deadline(fd: i32, max: usize, deadline: Duration) -> std::result::Result<Vec<u8>, String> {
+    let mut buf = read_fd_until(fd, max, deadline, true)?;
+    if let Some(i) = buf.iter().position(|b| *b == b'\n') {
+        buf.truncate(i);
+    }
+    Ok(buf)
+}
+
+fn read_fd_until(fd: i32, max: usize, deadline: Duration, line: bool) -> std::result::Result<Vec<u8>, String> {
     let end = Instant::now() + deadline;
     // A hook payload is a few KiB: start small and read straight into the
     // buffer's spare room (no zero-filled staging chunk), doubling it as
@@ -483,10 +499,14 @@ pub fn read_fd_with_deadline(fd: i32, max: usize, deadline: Duration) -> std::re
         if n == 0 {
             return Ok(buf);
         }
+        let before = buf.len();
         // SAFETY: read(2) initialised the first `n` bytes of the spare room.
-        unsafe { buf.set_len(buf.len() + n as usize) };
+        unsafe { buf.set_len(before + n as usize) };
         if buf.len() > max {
             return Err(format!("larger than {max} bytes"));
+        }
+        if line && buf[before..].contains(&b'\n') {
+            return Ok(buf);
         }
     }
 }

@@ -28,6 +28,7 @@ pub mod lineage;
 pub mod local;
 pub mod log;
 pub mod operator;
+pub mod plugin;
 pub mod process;
 pub mod redact;
 pub mod registry;

@@ -67,6 +67,10 @@ pub enum StopBrake {
     /// A fixed cap of consecutive continuations, plus `stop_hook_active`
     /// (Copilot CLI: 8).
     Consecutive(u32),
+    /// None at all: the harness continues whenever our plugin asks (Pi's
+    /// `triggerTurn`), so our per-session `stop_rescue_cap` is the only
+    /// brake.
+    OursOnly,
 }
 
 /// The unit of a harness's hook `timeout` setting.
@@ -74,6 +78,18 @@ pub enum StopBrake {
 pub enum TimeoutUnit {
     Seconds,
     Millis,
+}
+
+/// Where our hooks are declared: the harness's own hook config, or a
+/// plugin of ours the harness loads in-process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Declaration {
+    /// A command per event in the harness's hook config file.
+    HookConfig,
+    /// A static, version-stamped JS/TS plugin file (the shim) that spawns
+    /// `preloop-hooks hook <command>` per event and applies its answer,
+    /// beside a manifest of ours it reads (Pi's extension).
+    Plugin,
 }
 
 /// One harness.
@@ -107,6 +123,8 @@ pub struct HarnessDef {
     pub session_end_kill_ms: Option<u64>,
     /// How a run this harness's agent starts learns its parent session.
     pub lineage: Lineage,
+    /// Where our hooks are declared.
+    pub declaration: Declaration,
 }
 
 /// How a run an agent starts (a worker from its shell tool) learns that it
@@ -441,6 +459,7 @@ harnesses! {
         // Claude Code cancels SessionEnd hooks about 1.5 s in.
         session_end_kill_ms: Some(1500),
         lineage: Lineage::Export("`$CLAUDE_ENV_FILE`"),
+        declaration: Declaration::HookConfig,
     }
     /// Codex CLI 0.169.0.
     Codex {
@@ -460,6 +479,7 @@ harnesses! {
         session_end_kill_ms: Some(960),
         // No env file and no session variable (docs/contracts/codex.md §1).
         lineage: Lineage::Ancestry,
+        declaration: Declaration::HookConfig,
     }
     /// Cursor CLI (documented contract: docs/contracts/cursor.md).
     Cursor {
@@ -485,6 +505,7 @@ harnesses! {
         timeout_unit: TimeoutUnit::Seconds,
         session_end_kill_ms: None,
         lineage: Lineage::Export("its `env` output"),
+        declaration: Declaration::HookConfig,
     }
     /// Gemini CLI 0.61.0.
     Gemini {
@@ -507,6 +528,7 @@ harnesses! {
         session_end_kill_ms: None,
         // No env file, and no output field sets the commands' environment.
         lineage: Lineage::Ancestry,
+        declaration: Declaration::HookConfig,
     }
     /// GitHub Copilot CLI 1.0.102 (camelCase hooks file).
     Copilot {
@@ -528,6 +550,30 @@ harnesses! {
         session_end_kill_ms: None,
         // No env file, and no output field sets the commands' environment.
         lineage: Lineage::Ancestry,
+        declaration: Declaration::HookConfig,
+    }
+    /// Pi (coding agent) 0.73.1: no hook config; our extension (the shim)
+    /// spawns the hook commands (docs/contracts/pi.md).
+    Pi {
+        events: [SessionStart, BeforeAgentStart, ToolCall, ToolResult, AgentEnd, SessionShutdown],
+        slug: "pi",
+        source: "pi",
+        source_aliases: &[],
+        name: "Pi",
+        version: "0.73.1",
+        evidence: Evidence::RealBinary,
+        program: "pi",
+        npm_package: Some("@mariozechner/pi-coding-agent"),
+        fixtures: "pi-0.73.1",
+        // `triggerTurn` continues whenever asked (docs/contracts/pi.md §5).
+        stop_brake: StopBrake::OursOnly,
+        // The shim's per-event timeout in our manifest is in milliseconds.
+        timeout_unit: TimeoutUnit::Millis,
+        // session_shutdown is awaited (§5).
+        session_end_kill_ms: None,
+        // The shim cannot set the environment of Pi's bash tool.
+        lineage: Lineage::Ancestry,
+        declaration: Declaration::Plugin,
     }
 }
 
@@ -563,6 +609,9 @@ const GEMINI_REASON_LIMIT: CarrierLimit = CarrierLimit::Chars(10_000);
 /// (docs/contracts/copilot-cli.md §4); the other carriers took 12,000-60,000
 /// intact. One limit for all of them.
 const COPILOT_LIMIT: CarrierLimit = CarrierLimit::Chars(10_000);
+/// Pi carried 100,000 characters intact through every carrier
+/// (docs/contracts/pi.md §6); ours is the same 10,000 as the others.
+const PI_LIMIT: CarrierLimit = CarrierLimit::Chars(10_000);
 
 const PRE_TOOL_USE: EvaluationPhase = EvaluationPhase::PreToolUse;
 const PERMISSION_REQUEST: EvaluationPhase = EvaluationPhase::PermissionRequest;
@@ -987,6 +1036,93 @@ pub const HOOKS: &[HookDef] = &[
         does: Does::SessionEnd,
         carrier: Carrier::None,
         limit: COPILOT_LIMIT,
+        gate: None,
+        budget: Budget::SessionEnd,
+        server_event: Some("SessionEnd"),
+        delivery: None,
+    },
+    // ---- Pi 0.73.1, through our extension (docs/contracts/pi.md)
+    HookDef {
+        event: Event::Pi(event::Pi::SessionStart),
+        on: "session_start",
+        binary: "preloop-pi-session-start",
+        role: Lifecycle,
+        does: Does::SessionStart { pull: true },
+        // `sendMessage(.., {deliverAs: "nextTurn"})`: with the first prompt.
+        carrier: Carrier::Context("context"),
+        limit: PI_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: None,
+        delivery: Some(DeliveryEvent::SessionStart),
+    },
+    HookDef {
+        event: Event::Pi(event::Pi::BeforeAgentStart),
+        on: "before_agent_start",
+        binary: "preloop-pi-before-agent-start",
+        role: Lifecycle,
+        does: Does::Prompt { pull: true },
+        // `return {message}`: its own user message after every prompt.
+        carrier: Carrier::Context("context"),
+        limit: PI_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: Some("UserPromptSubmit"),
+        delivery: Some(DeliveryEvent::SessionStart),
+    },
+    HookDef {
+        event: Event::Pi(event::Pi::ToolCall),
+        on: "tool_call",
+        binary: "preloop-pi-tool-call",
+        role: Role::Permission,
+        does: Does::Check,
+        // A deny only (`return {block, reason}`): a note here and one from
+        // tool_result would be two steers in one batch (pi.md §6). The
+        // server never claims a note for `pi` on a check (preloop-server.md §4.2).
+        carrier: Carrier::None,
+        limit: PI_LIMIT,
+        gate: gate(PRE_TOOL_USE, FailKey::PreToolUse, ServerClaim::Never),
+        budget: Permission,
+        server_event: Some("PreToolUse"),
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::Pi(event::Pi::ToolResult),
+        on: "tool_result",
+        binary: "preloop-pi-tool-result",
+        role: Lifecycle,
+        does: Does::AfterTool,
+        // `sendMessage(.., {deliverAs: "steer"})`: after this batch's results.
+        carrier: Carrier::Context("context"),
+        limit: PI_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: None,
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::Pi(event::Pi::AgentEnd),
+        on: "agent_end",
+        binary: "preloop-pi-agent-end",
+        role: Lifecycle,
+        does: Does::Stop,
+        // A timer, then `sendMessage(.., {triggerTurn: true})`: a new run,
+        // where Pi stays alive (RPC, interactive; never -p or json).
+        carrier: Carrier::Continue("continue"),
+        limit: PI_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: Some("Stop"),
+        delivery: Some(DeliveryEvent::Stop),
+    },
+    HookDef {
+        event: Event::Pi(event::Pi::SessionShutdown),
+        on: "session_shutdown",
+        binary: "preloop-pi-session-shutdown",
+        role: End,
+        does: Does::SessionEnd,
+        carrier: Carrier::None,
+        limit: PI_LIMIT,
         gate: None,
         budget: Budget::SessionEnd,
         server_event: Some("SessionEnd"),

@@ -57,13 +57,27 @@ pub trait Adapter: 'static {
 /// the executable's `main` returns ([`crate::hook_main`]): nothing below
 /// `main` ends the process.
 pub fn main<A: Adapter>(event: A::Event) -> i32 {
+    main_with::<A>(event, None)
+}
+
+/// Run the hook for `event` under a plugin shim ([`crate::plugin`]);
+/// returns the exit code (0): the payload is stdin's first line, and an
+/// answer counts as written only once the shim confirms it applied it.
+pub fn plugin_main<A: Adapter>(event: A::Event) -> i32 {
+    main_with::<A>(event, Some(crate::plugin::CONFIRM_WAIT))
+}
+
+fn main_with<A: Adapter>(event: A::Event, plugin: Option<Duration>) -> i32 {
     prepare_process();
     let env = Env::process();
     let def = event.into().def();
     if crate::detach::is_worker() {
         return crate::detach::worker_main::<A>(event, &env);
     }
-    let stdin = read_stdin(stdin_deadline(def));
+    let stdin = match plugin {
+        Some(_) => crate::plugin::read_payload(stdin_deadline(def)),
+        None => read_stdin(stdin_deadline(def)),
+    };
     let config = Config::load_from(&env, Some(def.harness()));
     if let Ok(buf) = &stdin
         && crate::detach::wanted(def, &config, &env)
@@ -74,8 +88,10 @@ pub fn main<A: Adapter>(event: A::Event) -> i32 {
         let _ = write_output(&mut crate::fsutil::StdoutFd::new(), A::neutral(event).as_ref());
         return 0;
     }
-    let mut out = crate::fsutil::StdoutFd::new();
-    run_with::<A>(event, &env, &config, stdin, &mut out)
+    match plugin {
+        Some(wait) => run_with::<A>(event, &env, &config, stdin, &mut crate::plugin::Confirmed::stdout(wait)),
+        None => run_with::<A>(event, &env, &config, stdin, &mut crate::fsutil::StdoutFd::new()),
+    }
 }
 
 /// The whole hook for tests: `stdin` is what the harness sent.

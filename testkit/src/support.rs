@@ -130,6 +130,8 @@ pub fn context_of(v: &Option<Value>) -> Option<String> {
         .or_else(|| v.get("followup_message"))
         .or_else(|| v.get("additionalContext"))
         .or_else(|| v.get("reason").filter(|_| matches!(v.get("decision"), Some(d) if d == "block" || d == "deny")))
+        // A plugin shim's answer (Pi): `{"kind": "context" | "continue", "text"}`.
+        .or_else(|| v.get("text").filter(|_| matches!(v.get("kind"), Some(k) if k == "context" || k == "continue")))
         .and_then(Value::as_str)
         .map(str::to_string)
 }
@@ -142,6 +144,7 @@ pub fn is_deny(v: &Option<Value>) -> bool {
         || v.get("permission") == Some(&json!("deny"))
         || v.get("permissionDecision") == Some(&json!("deny"))
         || v.get("decision") == Some(&json!("deny"))
+        || v.get("kind") == Some(&json!("deny"))
 }
 
 /// A fresh harness session id for one test.
@@ -319,6 +322,75 @@ impl Home {
     pub fn run_bin(&self, bin: &Path, stdin: &[u8], extra: &[(&str, &str)]) -> Run {
         run_cmd(self.command(bin, extra), stdin, Duration::from_secs(60))
     }
+
+    /// Run `bin` as a plugin shim does (`preloop_shared::plugin`): `payload`
+    /// as one line, then, once an answer line came, `confirm` (`Some("applied")`)
+    /// or nothing, and stdin closed (killed after 60 s).
+    pub fn run_plugin(&self, bin: &Path, payload: &[u8], confirm: Option<&str>, extra: &[(&str, &str)]) -> Run {
+        run_as_plugin(self.command(bin, extra), payload, confirm, Duration::from_secs(60))
+    }
+}
+
+/// Run `cmd` as a plugin shim does ([`Home::run_plugin`]).
+pub fn run_as_plugin(mut cmd: Command, payload: &[u8], confirm: Option<&str>, deadline: Duration) -> Run {
+    let started = Instant::now();
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    let mut pin = child.stdin.take().unwrap();
+    let mut line = payload.to_vec();
+    if !line.ends_with(b"\n") {
+        line.push(b'\n');
+    }
+    let _ = pin.write_all(&line);
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let ro = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut b = [0u8; 8192];
+        loop {
+            match so.read(&mut b) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    all.extend_from_slice(&b[..n]);
+                    let _ = tx.send(b[..n].to_vec());
+                }
+            }
+        }
+        all
+    });
+    let re = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = se.read_to_end(&mut b);
+        b
+    });
+    // The answer line, or stdout closed: then confirm (or not) and close.
+    let mut seen = Vec::new();
+    while !seen.contains(&b'\n') {
+        match rx.recv_timeout(deadline.saturating_sub(started.elapsed())) {
+            Ok(chunk) => seen.extend(chunk),
+            Err(_) => break,
+        }
+    }
+    if seen.contains(&b'\n')
+        && let Some(c) = confirm
+    {
+        let _ = pin.write_all(format!("{c}\n").as_bytes());
+    }
+    drop(pin);
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > deadline {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    Run { stdout: ro.join().unwrap(), stderr: re.join().unwrap(), status, elapsed: started.elapsed(), timed_out }
 }
 
 impl Drop for Home {

@@ -168,6 +168,7 @@ pub fn run_in_process(
         Event::Cursor(e) => run::<preloop_cursor::Cursor>(e, env, stdin, out),
         Event::Gemini(e) => run::<preloop_gemini::Gemini>(e, env, stdin, out),
         Event::Copilot(e) => run::<preloop_copilot::Copilot>(e, env, stdin, out),
+        Event::Pi(e) => run::<preloop_pi::Pi>(e, env, stdin, out),
     }
 }
 
@@ -230,6 +231,7 @@ pub fn neutral_of(h: &Hook) -> Option<Value> {
         Event::Cursor(e) => preloop_cursor::Cursor::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
         Event::Gemini(e) => preloop_gemini::Gemini::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
         Event::Copilot(e) => preloop_copilot::Copilot::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
+        Event::Pi(e) => preloop_pi::Pi::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
     }
 }
 

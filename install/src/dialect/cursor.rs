@@ -43,7 +43,7 @@ pub const KNOWN_EVENTS: &[&str] = &[
 fn loop_limit() -> Option<u32> {
     match Harness::Cursor.def().stop_brake {
         StopBrake::LoopLimit(n) => Some(n),
-        StopBrake::StopHookActive | StopBrake::Consecutive(_) => None,
+        StopBrake::StopHookActive | StopBrake::Consecutive(_) | StopBrake::OursOnly => None,
     }
 }
 

@@ -20,8 +20,9 @@ mod codex;
 mod copilot;
 mod cursor;
 mod gemini;
+mod pi;
 
-use crate::edit::{Entry, Owner};
+use crate::edit::{Desired, Entry, Owner};
 use crate::install::{Ctx, FileEdit, Scope};
 use crate::table::HookDef;
 use preloop_shared::config::{Config, Settings};
@@ -32,8 +33,8 @@ use std::path::{Path, PathBuf};
 pub use codex::codex_config;
 
 /// Every dialect, in registry order.
-pub static ALL: [&dyn Dialect; 5] =
-    [&claude_code::ClaudeCode, &codex::Codex, &cursor::Cursor, &gemini::Gemini, &copilot::Copilot];
+pub static ALL: [&dyn Dialect; 6] =
+    [&claude_code::ClaudeCode, &codex::Codex, &cursor::Cursor, &gemini::Gemini, &copilot::Copilot, &pi::Pi];
 
 /// The dialects, in registry order.
 pub fn all() -> impl Iterator<Item = &'static dyn Dialect> {
@@ -55,8 +56,9 @@ pub enum Layout {
     /// `{"version": 1, "hooks": {"event": [entry, ..]}}`, shared with the
     /// user's own hooks (Cursor).
     Flat,
-    /// A file that is ours alone, written whole (Copilot CLI): whatever it
-    /// holds is replaced, uninstall removes it.
+    /// A file that is ours alone, written whole by [`Dialect::own_file`]
+    /// (Copilot CLI's hooks file, Pi's manifest): whatever it holds is
+    /// replaced, uninstall removes it.
     OwnFile,
 }
 
@@ -188,6 +190,11 @@ pub trait Dialect: Sync {
     fn top_level_keys(&self) -> Option<&'static [&'static str]> {
         None
     }
+    /// A file of ours alone ([`Layout::OwnFile`]) holding `desired`
+    /// (empty: nothing at all). Its format is the dialect's.
+    fn own_file(&self, _ctx: &Ctx, desired: &Desired) -> String {
+        crate::edit::copilot_file(desired)
+    }
     /// Other files that change with the hook file (Codex's `config.toml`).
     fn companion_files(&self, _ctx: &Ctx) -> Vec<PathBuf> {
         Vec::new()
@@ -275,6 +282,12 @@ pub trait Dialect: Sync {
     fn env_warning(&self, _env: &EnvFacts) -> Option<Note> {
         None
     }
+    /// What is wrong with the files that change with the hook file at
+    /// `path` (Pi's extension beside its manifest: missing, or not this
+    /// build's byte for byte), once the hook file holds entries of ours.
+    fn companion_problems(&self, _ctx: &Ctx, _path: &Path) -> Vec<Note> {
+        Vec::new()
+    }
     /// What cannot be helped, for `doctor --verbose`.
     fn limits(&self, _s: &Settings) -> Vec<String> {
         Vec::new()
@@ -356,6 +369,7 @@ mod tests {
             ("CODEX_HOME", "/x"),
             ("GEMINI_CLI_HOME", "/g"),
             ("COPILOT_HOME", "/k"),
+            ("PI_CODING_AGENT_DIR", "/q"),
         ]);
         let user = |c: &Ctx| all().map(|d| d.hooks_file(c, Scope::User)).collect::<Vec<_>>();
         let p = |s: &str| PathBuf::from(s);
@@ -366,7 +380,8 @@ mod tests {
                 p("/h/.codex/hooks.json"),
                 p("/h/.cursor/hooks.json"),
                 p("/h/.gemini/settings.json"),
-                p("/h/.copilot/hooks/preloop.json")
+                p("/h/.copilot/hooks/preloop.json"),
+                p("/h/.pi/agent/extensions/preloop.json")
             ]
         );
         assert_eq!(
@@ -376,7 +391,8 @@ mod tests {
                 p("/x/hooks.json"),
                 p("/h/.cursor/hooks.json"),
                 p("/g/.gemini/settings.json"),
-                p("/k/hooks/preloop.json")
+                p("/k/hooks/preloop.json"),
+                p("/q/extensions/preloop.json")
             ]
         );
         for d in all() {
@@ -395,9 +411,9 @@ mod tests {
             for def in table::hooks_for(d.harness()) {
                 let t = table::timeout_value(def, &s);
                 let e = d.entry(def, "/b/x".into(), t);
-                let (cmd, timeout) = match d.layout() {
-                    Layout::OwnFile => ("bash", "timeoutSec"),
-                    Layout::Grouped | Layout::Flat => ("command", "timeout"),
+                let (cmd, timeout) = match (d.layout(), d.harness()) {
+                    (Layout::OwnFile, Harness::Copilot) => ("bash", "timeoutSec"),
+                    _ => ("command", "timeout"),
                 };
                 assert_eq!((e[cmd].as_str(), e[timeout].as_u64()), (Some("/b/x"), Some(t)), "{}", def.binary);
                 if let Some(known) = d.known_events() {
@@ -413,6 +429,9 @@ mod tests {
         );
         let gemini = of(Harness::Gemini).entry(def(Harness::Gemini, "AfterTool"), "c".into(), 20_000);
         assert_eq!(gemini["name"], json!("preloop-gemini-after-tool"));
+        // Pi's extension runs `preloop-hooks hook <command>` beside the link.
+        let pi = of(Harness::Pi).entry(def(Harness::Pi, "tool_call"), "/b/preloop-pi-tool-call".into(), 600_000);
+        assert_eq!(pi["argv"], json!(["/b/preloop-hooks", "hook", "preloop-pi-tool-call"]));
         let codex = of(Harness::Codex).entry(def(Harness::Codex, "SessionStart"), "c".into(), 20);
         assert_eq!(codex["additionalContextLimit"], json!(preloop_shared::registry::CODEX_CONTEXT_LIMIT_TOKENS));
         assert!(

@@ -71,6 +71,9 @@ pub struct ScopeFacts {
     pub folder: FolderTrust,
     /// The dialect's other files that may switch hooks off: (shown path, document).
     pub switches: Vec<(String, Value)>,
+    /// What is wrong with the files beside the hook file (Pi's extension),
+    /// once it holds entries of ours ([`Dialect::companion_problems`]).
+    pub companions: Vec<dialect::Note>,
 }
 
 /// The server at the configured URL.
@@ -163,7 +166,8 @@ fn scope(
         use std::os::unix::fs::MetadataExt;
         std::fs::metadata(&path).is_ok_and(|m| m.mode() & 0o022 != 0)
     };
-    Some(ScopeFacts { scope, path, state, doc, writable_by_others, programs, trust, folder, switches })
+    let companions = if found.is_empty() { Vec::new() } else { d.companion_problems(ctx, &path) };
+    Some(ScopeFacts { scope, path, state, doc, writable_by_others, programs, trust, folder, switches, companions })
 }
 
 /// Where the program `prog` of an entry stands against ours, `here`.

@@ -322,6 +322,9 @@ fn scope(
         for n in d.switched_off(&file, doc, &found, &sf.switches) {
             c.note(n);
         }
+        for n in &sf.companions {
+            c.note(n.clone());
+        }
     }
     if let Some(t) = sf.trust.as_ref().filter(|_| !found.is_empty()) {
         report.trust_source = Some(t.source.clone());
@@ -777,7 +780,7 @@ mod tests {
         let text = match dialect::of(h).layout() {
             dialect::Layout::Grouped => edit::edit_grouped("", &owner, &install::desired(&ctx, h)).unwrap(),
             dialect::Layout::Flat => edit::edit_flat("", &owner, &install::desired(&ctx, h)).unwrap(),
-            dialect::Layout::OwnFile => edit::copilot_file(&install::desired(&ctx, h)),
+            dialect::Layout::OwnFile => dialect::of(h).own_file(&ctx, &install::desired(&ctx, h)),
         };
         edit::parse_config(&text, h).unwrap()
     }
@@ -797,6 +800,7 @@ mod tests {
             trust: None,
             folder: if scope == Scope::Project { FolderTrust::Trusted } else { FolderTrust::NotNeeded },
             switches: Vec::new(),
+            companions: Vec::new(),
         }
     }
 

@@ -567,7 +567,7 @@ fn usage_errors_exit_2_and_name_the_valid_values() {
     assert!(one_error_line(&out).contains("\"http://\""));
     let out = e.run(&["install", "--harness", "claude"]);
     assert_eq!(code(&out), 2);
-    for v in ["claude-code", "codex", "cursor", "gemini", "copilot", "all"] {
+    for v in ["claude-code", "codex", "cursor", "gemini", "copilot", "pi", "all"] {
         assert!(stderr(&out).contains(v), "{v} listed: {}", stderr(&out));
     }
     let out = e.run(&["install", "--scope", "global"]);
@@ -626,7 +626,7 @@ fn install_says_once_when_a_harness_is_not_on_path_and_diffs_show_real_paths() {
     assert!(!e.home.join(".cursor").exists() && !e.preloop.exists(), "a dry run writes nothing");
     let out = e.install("all");
     let text = stdout(&out);
-    for p in ["claude", "codex", "cursor-agent", "gemini", "copilot"] {
+    for p in ["claude", "codex", "cursor-agent", "gemini", "copilot", "pi"] {
         assert_eq!(text.matches(&format!("note: {p} not found on PATH; installed anyway")).count(), 1, "{p}:\n{text}");
     }
     assert_eq!(text.matches("headless `cursor-agent -p`").count(), 1, "{text}");
@@ -895,6 +895,59 @@ fn copilot_gets_a_file_of_its_own() {
     let out = e.run(&["install", "--harness", "copilot", "--scope", "project", "--bin-dir", &e.bin_arg()]);
     assert!(e.root.join("project/.github/hooks/preloop.json").exists());
     assert!(stdout(&out).contains("--trust-folder"), "{}", stdout(&out));
+}
+
+/// Pi: our extension and its manifest, both ours alone, in one scope only;
+/// the user's own extensions stay byte for byte, and doctor tells whether
+/// the extension is this build's.
+#[test]
+fn pi_gets_an_extension_and_its_manifest() {
+    let mut e = Env::new("pi");
+    let agent = e.root.join("pi agent");
+    e.set("PI_CODING_AGENT_DIR", agent.to_str().unwrap());
+    let theirs = agent.join("extensions/theirs.ts");
+    write(&theirs, "export default function (pi) {}\n");
+    let before = e.snapshot();
+    e.install("pi");
+    let shim = agent.join("extensions/preloop.js");
+    let manifest = agent.join("extensions/preloop.json");
+    assert_eq!(read(&shim), preloop_pi::shim::text(), "this build's extension, byte for byte");
+    let v: Value = serde_json::from_str(&read(&manifest)).unwrap();
+    assert_eq!(v["hooks"].as_object().unwrap().len(), 6);
+    let tc = &v["hooks"]["tool_call"][0];
+    let argv: Vec<&str> = tc["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert!(argv[0].ends_with("/preloop-hooks") && argv[1..] == ["hook", "preloop-pi-tool-call"], "{argv:?}");
+    assert_eq!(v["on_error"]["tool_call"], "allow", "pre_tool_use_on_error's default");
+    let (rc, d) = e.doctor();
+    assert_eq!(rc, 0, "{:?}", problems(&d));
+    assert!(stdout(&e.install("pi")).contains("already installed (6 hooks)"));
+    // A second scope would be loaded too: refused.
+    let out = e.run(&["install", "--harness", "pi", "--scope", "project", "--bin-dir", &e.bin_arg()]);
+    assert_ne!(code(&out), 0);
+    assert!(stderr(&out).contains("Pi would load both"), "{}", stderr(&out));
+    assert!(!e.root.join("project/.pi/extensions/preloop.js").exists());
+    // An extension that is not this build's is a problem doctor names.
+    write(&shim, &read(&shim).replace("0.1.0", "0.0.9"));
+    let (rc, d) = e.doctor();
+    assert_ne!(rc, 0);
+    assert!(problems(&d).iter().any(|p| p.contains("is not this build's extension")), "{:?}", problems(&d));
+    std::fs::remove_file(&shim).unwrap();
+    let (_, d) = e.doctor();
+    assert!(problems(&d).iter().any(|p| p.contains("preloop.js is missing")), "{:?}", problems(&d));
+    e.install("pi");
+    assert_eq!(read(&shim), preloop_pi::shim::text(), "install puts it back");
+    let out = e.run(&["uninstall", "--harness", "pi"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!shim.exists() && !manifest.exists());
+    assert_eq!(read(&theirs), "export default function (pi) {}\n");
+    let after: Vec<_> = e.snapshot().into_iter().filter(|(p, _)| !p.starts_with(&e.preloop)).collect();
+    let before: Vec<_> = before.into_iter().filter(|(p, _)| !p.starts_with(&e.preloop)).collect();
+    assert_eq!(after, before, "every file outside PRELOOP_HOME as it was");
+    // A file of that name that is not ours is left alone.
+    write(&shim, "// mine\n");
+    let out = e.run(&["install", "--harness", "pi", "--bin-dir", &e.bin_arg()]);
+    assert_ne!(code(&out), 0);
+    assert_eq!(read(&shim), "// mine\n");
 }
 
 // --------------------------------------------------- Preloop's own hooks, Cursor
@@ -1236,7 +1289,11 @@ fn doctor_wraps_to_the_terminal() {
         let long: Vec<&str> = text
             .lines()
             .filter(|l| {
-                l.chars().count() > 80 && !l.contains("(user)") && !l.contains("(project)") && !l.starts_with("  ")
+                l.chars().count() > 80
+                    && !l.contains("(user)")
+                    && !l.contains("(project)")
+                    && !l.starts_with("  ")
+                    && !l.starts_with("HARNESS ")
             })
             .collect();
         assert!(long.is_empty(), "{cols} columns: {long:#?}\n{text}");

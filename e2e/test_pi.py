@@ -1,0 +1,202 @@
+"""Pi 0.73.1 end to end: the REAL `pi` binary (npm @mariozechner/pi-coding-agent, pinned in
+kit/harnesses.py) with our extension as `preloop-hooks install --harness pi` lays it down, the
+shipped executable (PRELOOP_BIN_DIR) and mock_pi.py, local inbox. Each test checks where the
+note landed in the model requests and what its receipt says.
+
+  python3 -m unittest e2e.test_pi -v     (PRELOOP_BIN_DIR=<release dir>, PRELOOP_E2E_HARNESS_DIR)
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+E2E = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, E2E)
+
+from kit import ensure_pi  # noqa: E402
+from kit.common import BASE_PATH  # noqa: E402
+
+PI_TIMEOUT_S = 180
+
+
+def bin_dir():
+    d = os.environ.get("PRELOOP_BIN_DIR")
+    if not d or not os.path.isfile(os.path.join(d, "preloop-hooks")):
+        raise RuntimeError("set PRELOOP_BIN_DIR to the directory of the release preloop-hooks "
+                           "(scripts/build-release -p preloop-hooks --bin preloop-hooks prints it)")
+    return os.path.abspath(d)
+
+
+class PiWorld:
+    """A temp HOME with Pi's agent dir, a project, PRELOOP_HOME, our extension installed, and
+    mock_pi.py on 127.0.0.1 (started with this world's environment, so a turn's
+    before_reply_cmd sends notes into this world's inbox)."""
+
+    def __init__(self, name, script):
+        """`script`: the mock's script, or a function of this world that returns it (to name
+        this world's executable in a turn's before_reply_cmd)."""
+        self.root = tempfile.mkdtemp(prefix="preloop-pi-e2e-%s-" % name)
+        self.home = os.path.join(self.root, "home")
+        self.agent = os.path.join(self.home, ".pi", "agent")
+        self.proj = os.path.join(self.root, "proj")
+        os.makedirs(self.agent)
+        os.makedirs(self.proj)
+        self.exe = os.path.join(bin_dir(), "preloop-hooks")
+        self.env = {"PATH": BASE_PATH, "HOME": self.home, "PRELOOP_HOME": os.path.join(self.home, ".preloop"),
+                    "PI_CODING_AGENT_DIR": self.agent, "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1",
+                    "PI_OFFLINE": "1", "PI_TELEMETRY": "0", "PRELOOP_SESSION_ALIAS": "pi-e2e"}
+        self.log = os.path.join(self.root, "mock.jsonl")
+        port_file = os.path.join(self.root, "port")
+        self.exe = os.path.join(bin_dir(), "preloop-hooks")
+        with open(os.path.join(self.root, "script.json"), "w") as f:
+            json.dump(script(self) if callable(script) else script, f)
+        self.mock = subprocess.Popen(
+            [sys.executable, os.path.join(E2E, "mock_pi.py"), "--port", "0", "--port-file", port_file,
+             "--script", os.path.join(self.root, "script.json"), "--log", self.log],
+            env=self.env, cwd=self.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            if os.path.exists(port_file):
+                break
+            time.sleep(0.05)
+        with open(port_file) as f:
+            port = int(f.read())
+        with open(os.path.join(self.agent, "models.json"), "w") as f:
+            json.dump({"providers": {"mock": {"baseUrl": "http://127.0.0.1:%d/v1" % port,
+                                              "api": "openai-completions", "apiKey": "mock-key",
+                                              "models": [{"id": "mock-model", "name": "Mock Model"}]}}}, f)
+        self.cli("install", "--harness", "pi", "--bin-dir", bin_dir())
+
+    def close(self):
+        self.mock.kill()
+        self.mock.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def cli(self, *args, check=True):
+        p = subprocess.run([self.exe, *args], env=self.env, cwd=self.proj, capture_output=True, text=True,
+                           timeout=60, stdin=subprocess.DEVNULL)
+        if check and p.returncode != 0:
+            raise AssertionError("preloop-hooks %s: rc %d\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
+        return p
+
+    def send_cmd(self, text):
+        """argv that sends `text` to this world's live Pi session (by its alias)."""
+        return [self.exe, "notes", "send", "--alias", "pi-e2e", text]
+
+    def receipt(self, note_id):
+        return json.loads(self.cli("notes", "status", note_id, "--json").stdout)
+
+    def run_pi(self, prompt, mode_args=("-p",), stdin=None):
+        p = subprocess.run([ensure_pi(), *mode_args, "--provider", "mock", "--model", "mock-model", "--offline",
+                            "--no-session", prompt], env=self.env, cwd=self.proj, capture_output=True, text=True,
+                           timeout=PI_TIMEOUT_S, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
+        return p
+
+    def requests(self):
+        with open(self.log) as f:
+            return [r for r in map(json.loads, f) if r.get("route") == "agent"]
+
+    def hook_log(self):
+        try:
+            return open(os.path.join(self.home, ".preloop", "log", "hooks.log")).read()
+        except FileNotFoundError:
+            return ""
+
+
+def texts(message):
+    c = message.get("content")
+    if isinstance(c, list):
+        return "\n".join(p.get("text", "") for p in c if isinstance(p, dict))
+    return c or ""
+
+
+def where(request, marker):
+    """(index, role) of every message of a request body that holds `marker`."""
+    return [(i, m["role"]) for i, m in enumerate(request["body"]["messages"]) if marker in texts(m)]
+
+
+SHELL_THEN_DONE = {"turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo one"}}]},
+                             {"text": "All done."}]}
+
+
+class PiLocal(unittest.TestCase):
+    def world(self, name, script):
+        w = PiWorld(name, script)
+        self.addCleanup(w.close)
+        return w
+
+    def test_a_note_before_the_run_goes_with_the_first_prompt(self):
+        w = self.world("before", SHELL_THEN_DONE)
+        note = w.cli("notes", "send", "--next", "pi", "MARK-pi-before deploy to eu-west-1", "--json")
+        note_id = json.loads(note.stdout)["note_id"]
+        p = w.run_pi("Run echo one")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        reqs = w.requests()
+        self.assertEqual(len(reqs), 2, [r["reply"] for r in reqs])
+        first = reqs[0]["body"]["messages"]
+        self.assertIn("Run echo one", texts(first[1]))
+        # Its own user message right after the prompt's, in every request of the run.
+        self.assertEqual(where(reqs[0], "MARK-pi-before"), [(2, "user")])
+        self.assertEqual(where(reqs[1], "MARK-pi-before"), [(2, "user")])
+        r = w.receipt(note_id)
+        self.assertEqual((r["state"], r["delivery_event"]), ("delivered", "session_start"), r)
+
+    def test_a_note_mid_run_reaches_the_model_at_the_next_tool_boundary(self):
+        def script(w):
+            s = json.loads(json.dumps(SHELL_THEN_DONE))
+            s["turns"][0]["before_reply_cmd"] = w.send_cmd("MARK-pi-mid stop after this")
+            return s
+        w2 = self.world("mid", script)
+        p = w2.run_pi("Run echo one")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        reqs = w2.requests()
+        sent = reqs[0].get("before_reply") or {}
+        self.assertEqual(sent.get("rc"), 0, sent)
+        self.assertEqual(where(reqs[0], "MARK-pi-mid"), [], "not before the tool ran")
+        second = reqs[1]["body"]["messages"]
+        roles = [m["role"] for m in second]
+        hits = where(reqs[1], "MARK-pi-mid")
+        self.assertEqual(len(hits), 1, roles)
+        # A steer: its own user message after the tool result of this batch.
+        self.assertEqual(hits[0][1], "user")
+        self.assertEqual(roles[hits[0][0] - 1], "tool", roles)
+        note_id = sent["stdout"].split()[0]
+        r = w2.receipt(note_id)
+        self.assertEqual((r["state"], r["delivery_event"]), ("delivered", "pre_tool_use"), r)
+
+    def test_a_note_pending_at_the_end_of_a_print_run_becomes_undeliverable(self):
+        # -p cannot continue a finished run (docs/contracts/pi.md §5): agent_end claims nothing
+        # and session_shutdown makes the note undeliverable, never a false `delivered`.
+        w = self.world("end", lambda w: {"turns": [{"text": "All done.",
+                                                     "before_reply_cmd": w.send_cmd("MARK-pi-late too late")}]})
+        p = w.run_pi("Say hi")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        reqs = w.requests()
+        self.assertEqual(len(reqs), 1, "no continuation in -p")
+        note_id = reqs[0]["before_reply"]["stdout"].split()[0]
+        r = w.receipt(note_id)
+        self.assertEqual((r["state"], r.get("undeliverable_reason")), ("undeliverable", "session_ended"), r)
+
+    def test_a_missing_executable_never_stops_pi(self):
+        w = self.world("missing", SHELL_THEN_DONE)
+        manifest = os.path.join(w.agent, "extensions", "preloop.json")
+        with open(manifest) as f:
+            m = json.load(f)
+        for entries in m["hooks"].values():
+            entries[0]["argv"][0] = "/nonexistent/preloop-hooks"
+        with open(manifest, "w") as f:
+            json.dump(m, f)
+        p = w.run_pi("Run echo one")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(w.requests()), 2)
+        with open(m["log"]) as f:
+            log = f.read()
+        self.assertIn("tool_call shim cannot run /nonexistent/preloop-hooks: ENOENT", log)
+
+
+if __name__ == "__main__":
+    unittest.main()

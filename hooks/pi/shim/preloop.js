@@ -1,0 +1,232 @@
+// preloop-hooks Pi extension @@PRELOOP_VERSION@@. Written by `preloop-hooks install --harness pi`
+// from hooks/pi/shim/preloop.js; do not edit (`preloop-hooks doctor` compares it byte for byte).
+//
+// A shim, nothing more: on each Pi event it runs the hook command our manifest `preloop.json`
+// (beside this file) names, `preloop-hooks hook preloop-pi-<event>`, with one line of JSON on
+// stdin, reads one line of JSON back and applies it: context for the model, a deny with its
+// reason, or a continuation. Then it writes `applied` on the hook's stdin, and only then does
+// the hook ack the notes `delivered` (hooks/pi/README.md). Every decision is the hook's. No
+// dependencies; a failure here is logged in one line and never stops Pi (a load error would).
+import { spawn as nodeSpawn } from "node:child_process";
+import { appendFileSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const VERSION = "@@PRELOOP_VERSION@@";
+export const PROTOCOL = 1;
+export const NOTE_TYPE = "preloop-operator-notes";
+const LOG_MAX = 1 << 20;
+const GUARD = Symbol.for("preloop-hooks.pi-extension");
+
+/** The manifest beside this file: `{version, on_error, log, hooks: {event: [{argv, timeout}]}}`. */
+export function readManifest(path, read = readFileSync) {
+	try {
+		const m = JSON.parse(read(path, "utf8"));
+		if (!m || typeof m !== "object" || typeof m.hooks !== "object") throw new Error("no hooks");
+		return { manifest: m };
+	} catch (e) {
+		return { manifest: null, error: `manifest ${path}: ${e && e.message}` };
+	}
+}
+
+/** One line in the shim's log (rotated at 1 MiB); never throws. */
+export function logLine(file, event, text, fs = { appendFileSync, mkdirSync, renameSync, statSync }) {
+	if (!file) return;
+	try {
+		// The log's folder may not exist yet: no hook ran before this line.
+		fs.mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+		try {
+			if (fs.statSync(file).size > LOG_MAX) fs.renameSync(file, file + ".1");
+		} catch {}
+		const clean = String(text).replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 400);
+		fs.appendFileSync(file, `${new Date().toISOString()} pi ${event} shim ${clean}\n`, { mode: 0o600 });
+	} catch {}
+}
+
+/**
+ * Run one hook: payload line in, answer line out. Resolves `{answer, confirm}` (answer null:
+ * the hook had nothing to say) or `{error}`. `confirm(true)` writes `applied` and closes the
+ * hook's stdin; `confirm(false)` closes it without (the hook then keeps its notes).
+ */
+export function ask(hook, payload, spawn = nodeSpawn) {
+	return new Promise((resolve) => {
+		let done = false;
+		let out = "";
+		let child;
+		let timer;
+		const finish = (r) => {
+			if (done) return;
+			done = true;
+			clearTimeout(timer);
+			if (!r.answer && child) {
+				try {
+					child.stdin.end();
+				} catch {}
+			}
+			resolve(r);
+		};
+		const argv = hook && Array.isArray(hook.argv) ? hook.argv : [];
+		if (!argv.length || argv.some((a) => typeof a !== "string")) return finish({ error: "no command in the manifest" });
+		try {
+			child = spawn(argv[0], argv.slice(1), { stdio: ["pipe", "pipe", "ignore"] });
+		} catch (e) {
+			return finish({ error: `cannot run ${argv[0]}: ${e && (e.code || e.message)}` });
+		}
+		const ms = Number.isFinite(hook.timeout) && hook.timeout > 0 ? hook.timeout : 10000;
+		timer = setTimeout(() => {
+			try {
+				child.kill("SIGKILL");
+			} catch {}
+			finish({ error: `no answer within ${ms} ms` });
+		}, ms);
+		child.on("error", (e) => finish({ error: `cannot run ${argv[0]}: ${e && (e.code || e.message)}` }));
+		child.stdin.on("error", () => {});
+		child.stdout.on("data", (d) => {
+			out += d;
+			const i = out.indexOf("\n");
+			if (i < 0) return;
+			let answer;
+			try {
+				answer = JSON.parse(out.slice(0, i));
+			} catch {
+				return finish({ error: "an answer that is not JSON" });
+			}
+			if (!answer || typeof answer !== "object" || !["context", "deny", "continue"].includes(answer.kind)) {
+				return finish({ error: `an answer this shim does not know: ${out.slice(0, i).slice(0, 120)}` });
+			}
+			const confirm = (applied) => {
+				try {
+					child.stdin.end(applied ? "applied\n" : undefined);
+				} catch {}
+			};
+			finish({ answer, confirm });
+		});
+		child.on("close", (code) => {
+			if (out.trim()) finish({ error: "an answer without its newline" });
+			else if (code === 0) finish({ answer: null });
+			else finish({ error: `exit ${code} with no answer` });
+		});
+		try {
+			child.stdin.write(JSON.stringify(payload) + "\n");
+		} catch {}
+	});
+}
+
+/** The extension over a manifest (`load` returns `{manifest, error}`) and a spawner: tests give fakes. */
+export function createExtension({ load, spawn = nodeSpawn, fs } = {}) {
+	return function preloop(pi) {
+		if (globalThis[GUARD]) {
+			// Pi loads a global and a project copy both (de-duplicated by path only).
+			logLine(globalThis[GUARD].log, "load", `a second copy was not loaded (${VERSION})`, fs);
+			return;
+		}
+		const { manifest, error } = load();
+		const log = manifest && typeof manifest.log === "string" ? manifest.log : null;
+		globalThis[GUARD] = { log };
+		if (!manifest) {
+			// No manifest, no command: tool calls follow the documented default (open), logged.
+			logLine(log, "load", `${error}; nothing runs (run preloop-hooks install --harness pi)`, fs);
+			return;
+		}
+		const denyOnError = manifest.on_error && manifest.on_error.tool_call === "deny";
+		const note = (text) => ({ customType: NOTE_TYPE, content: String(text), display: true });
+
+		async function run(event, ctx, fields) {
+			let sm = ctx && ctx.sessionManager;
+			const payload = {
+				v: PROTOCOL,
+				event,
+				session_id: String((sm && sm.getSessionId && sm.getSessionId()) || ""),
+				has_ui: Boolean(ctx && ctx.hasUI),
+				...fields,
+			};
+			const file = sm && sm.getSessionFile && sm.getSessionFile();
+			if (file) payload.session_file = String(file);
+			if (ctx && ctx.cwd) payload.cwd = String(ctx.cwd);
+			const hooks = manifest.hooks[event];
+			const r = await ask(Array.isArray(hooks) ? hooks[0] : undefined, payload, spawn);
+			if (r.error) logLine(log, event, r.error, fs);
+			return r;
+		}
+		/** Apply a context or continuation answer with `hand`; confirm only if it went to Pi. */
+		function apply(r, kind, hand) {
+			if (!r.answer) return false;
+			if (r.answer.kind !== kind || typeof r.answer.text !== "string" || !r.answer.text) {
+				logLine(log, "apply", `a ${r.answer.kind} answer where ${kind} was due`, fs);
+				r.confirm(false);
+				return false;
+			}
+			try {
+				hand(note(r.answer.text));
+			} catch (e) {
+				logLine(log, "apply", `Pi refused the note: ${e && e.message}`, fs);
+				r.confirm(false);
+				return false;
+			}
+			r.confirm(true);
+			return true;
+		}
+
+		pi.on("session_start", async (e, ctx) => {
+			const r = await run("session_start", ctx, { reason: e && e.reason });
+			apply(r, "context", (m) => pi.sendMessage(m, { deliverAs: "nextTurn" }));
+		});
+		pi.on("before_agent_start", async (e, ctx) => {
+			const r = await run("before_agent_start", ctx, { prompt: String((e && e.prompt) || "") });
+			let message;
+			apply(r, "context", (m) => {
+				message = m;
+			});
+			if (message) return { message };
+		});
+		pi.on("tool_call", async (e, ctx) => {
+			const r = await run("tool_call", ctx, {
+				tool_name: String((e && e.toolName) || ""),
+				tool_call_id: e && e.toolCallId ? String(e.toolCallId) : undefined,
+				tool_input: e && e.input && typeof e.input === "object" ? e.input : {},
+			});
+			if (r.error) {
+				if (!denyOnError) return;
+				return { block: true, reason: `Preloop could not check this tool call (${r.error}); pre_tool_use_on_error is deny` };
+			}
+			if (!r.answer) return;
+			if (r.answer.kind !== "deny") {
+				logLine(log, "apply", `a ${r.answer.kind} answer to a tool call`, fs);
+				r.confirm(false);
+				return;
+			}
+			r.confirm(true);
+			return { block: true, reason: String(r.answer.reason || "Blocked by Preloop policy") };
+		});
+		pi.on("tool_result", async (e, ctx) => {
+			const r = await run("tool_result", ctx, {
+				tool_name: String((e && e.toolName) || ""),
+				tool_call_id: e && e.toolCallId ? String(e.toolCallId) : undefined,
+			});
+			apply(r, "context", (m) => pi.sendMessage(m, { deliverAs: "steer" }));
+		});
+		pi.on("agent_end", async (_e, ctx) => {
+			const r = await run("agent_end", ctx, {});
+			if (!r.answer) return;
+			// Once Pi is idle (inside agent_end it is not yet): a new run ending with the note.
+			setTimeout(() => apply(r, "continue", (m) => pi.sendMessage(m, { deliverAs: "steer", triggerTurn: true })), 0);
+		});
+		pi.on("session_shutdown", async (e, ctx) => {
+			const r = await run("session_shutdown", ctx, { reason: e && e.reason });
+			if (r.answer) r.confirm(false);
+		});
+	};
+}
+
+/** `preloop.json` beside this file. */
+export function manifestPath(url = import.meta.url) {
+	return join(dirname(fileURLToPath(url)), "preloop.json");
+}
+
+export default function preloop(pi) {
+	try {
+		createExtension({ load: () => readManifest(manifestPath()) })(pi);
+	} catch {
+		// Never fatal to Pi: a load error stops it from starting.
+	}
+}

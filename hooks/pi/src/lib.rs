@@ -1,0 +1,154 @@
+//! The Pi adapter (proven against Pi 0.73.1): pure functions from our
+//! extension's payload ([`Payload`]) to a harness-neutral [`Input`], and
+//! from an [`Outcome`] to the [`Answer`] the extension applies. Everything
+//! else is the shared engine.
+//!
+//! Pi runs no hook commands from a config file: it loads our extension
+//! (`shim/preloop.js`, installed as `preloop.js` in one of Pi's extension
+//! folders), which spawns `preloop-hooks hook preloop-pi-<event>` per
+//! event and speaks [`preloop_shared::plugin`]'s protocol: our payload as
+//! one line on stdin, our answer as one line on stdout, and `applied`
+//! back on stdin once the answer was handed to Pi, which is when the notes
+//! in it are acked `delivered`.
+//!
+//! | event | carrier (what the extension does with the answer) | answer |
+//! |---|---|---|
+//! | session_start | `pi.sendMessage(note, {deliverAs: "nextTurn"})`: with the first prompt | context |
+//! | before_agent_start | `return {message: note}`: its own user message after every prompt | context |
+//! | tool_call | `return {block: true, reason}`: the tool does not run, the model gets the reason | deny |
+//! | tool_result | `pi.sendMessage(note, {deliverAs: "steer"})`: after this batch's tool results | context |
+//! | agent_end | a 0 ms timer, then `pi.sendMessage(note, {triggerTurn: true})`: a new run (only where Pi stays alive: RPC and interactive, `has_ui`) | continue |
+//! | session_shutdown | none (awaited): pending notes become `undeliverable` | nothing |
+
+// Shipped code never panics on a value it did not check: an `unwrap` or
+// `expect` outside tests is refused, and each true invariant is allowed by
+// name where it is (docs/adding-a-harness.md, "Code rules").
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+use preloop_shared::adapter::{deny_reason, prompt_input, tool_input};
+use preloop_shared::config::Env;
+use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
+use preloop_shared::registry::def_of;
+use preloop_shared::runner::{Adapter, Parsed};
+use preloop_shared::wire::Decision;
+use serde_json::Value;
+
+pub mod wire;
+
+pub use preloop_shared::registry::event::Pi as Event;
+pub use wire::{Answer, Payload};
+
+/// What the hooks print: one [`Answer`] line.
+pub type Output = Answer;
+
+/// The Pi adapter.
+pub struct Pi;
+
+impl Adapter for Pi {
+    type Event = Event;
+    type Output = Answer;
+
+    fn parse(event: Event, stdin: &Value, _env: &Env) -> Result<Parsed, String> {
+        parse(event, stdin)
+    }
+    fn render(event: Event, outcome: &Outcome) -> Option<Answer> {
+        render(event, outcome)
+    }
+}
+
+/// Run one hook command under the extension; returns its exit code.
+pub fn main(event: Event) -> i32 {
+    preloop_shared::runner::plugin_main::<Pi>(event)
+}
+
+/// The extension's payload → input. Our own format, so it is read
+/// strictly ([`Payload`]: unknown fields refused); a payload of another
+/// event is refused.
+pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
+    let def = def_of(event);
+    let p: Payload = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
+    if p.v != wire::PROTOCOL {
+        return Err(format!("protocol {} (this build speaks {})", p.v, wire::PROTOCOL));
+    }
+    if p.event != def.on {
+        return Err(format!("a {} payload given to the {} hook", p.event, def.on));
+    }
+    let session_id = p.session_id.trim().to_string();
+    if session_id.is_empty() {
+        return Err("no session_id".into());
+    }
+    let kind = match event {
+        Event::SessionStart => InputKind::SessionStart { pull: true },
+        Event::BeforeAgentStart => prompt_input(p.prompt.as_deref().unwrap_or_default()),
+        Event::ToolCall => {
+            let tool_name = p.tool_name.filter(|t| !t.trim().is_empty()).ok_or("no tool_name")?;
+            InputKind::Tool {
+                tool_name,
+                tool_input: tool_input(p.tool_input.as_ref()),
+                model: None,
+                carry: Carry::of(def.carrier),
+            }
+        }
+        Event::ToolResult => InputKind::AfterTool { carry: true },
+        // A continuation reaches the model only where Pi stays alive after
+        // the run (RPC, interactive: `has_ui`); in -p and json mode it is
+        // sent while Pi disposes of the session and its answer is dropped
+        // (docs/contracts/pi.md §5), so nothing is claimed there.
+        Event::AgentEnd => InputKind::Stop { may_continue: p.has_ui },
+        Event::SessionShutdown => InputKind::SessionEnd { reason: p.reason.unwrap_or_else(|| "quit".into()) },
+    };
+    let non_blank = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
+    Ok(Parsed::Run(Input { session_id, cwd: non_blank(p.cwd), transcript_path: non_blank(p.session_file), kind }))
+}
+
+/// Outcome → the answer (`None`: print nothing).
+pub fn render(event: Event, o: &Outcome) -> Option<Answer> {
+    let ctx = o.context.clone().filter(|c| !c.is_empty());
+    match event {
+        Event::SessionStart | Event::BeforeAgentStart | Event::ToolResult => ctx.map(|text| Answer::Context { text }),
+        Event::ToolCall => (o.decision == Some(Decision::Deny)).then(|| Answer::Deny { reason: deny_reason(o) }),
+        Event::AgentEnd => match (o.continue_turn, ctx) {
+            (true, Some(text)) => Some(Answer::Continue { text }),
+            _ => None,
+        },
+        Event::SessionShutdown => None,
+    }
+}
+
+/// The extension Pi loads: one static template in this crate
+/// (`shim/preloop.js`), stamped with this build's version and written
+/// byte for byte by `preloop-hooks install --harness pi`.
+pub mod shim {
+    /// The template.
+    pub const TEMPLATE: &str = include_str!("../shim/preloop.js");
+    /// How every version of our extension starts.
+    pub const HEADER: &str = "// preloop-hooks Pi extension ";
+    const STAMP: &str = "@@PRELOOP_VERSION@@";
+
+    /// The extension of this build.
+    pub fn text() -> String {
+        TEMPLATE.replace(STAMP, env!("CARGO_PKG_VERSION"))
+    }
+
+    /// The version an extension of ours says it is, for messages.
+    pub fn version_of(text: &str) -> String {
+        text.strip_prefix(HEADER)
+            .and_then(|t| t.split(['.', ' ']).next().map(|_| t))
+            .and_then(|t| t.split_whitespace().next())
+            .map(|v| format!("version {}", v.trim_end_matches('.')))
+            .unwrap_or_else(|| "not ours".into())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn the_extension_is_stamped_once_and_starts_with_its_header() {
+            let t = super::text();
+            assert!(t.starts_with(super::HEADER));
+            assert!(!t.contains(super::STAMP));
+            assert_eq!(super::TEMPLATE.matches(super::STAMP).count(), 2, "the header and VERSION");
+            assert_eq!(super::version_of(&t), format!("version {}", env!("CARGO_PKG_VERSION")));
+            assert_eq!(super::version_of("x"), "not ours");
+        }
+    }
+}
