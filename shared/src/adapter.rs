@@ -279,7 +279,7 @@ macro_rules! pure_adapter {
 
         /// Run one hook binary; returns its exit code.
         pub fn main(event: Event) -> i32 {
-            $crate::runner::main::<$name>(event)
+            $crate::entry::main::<$name>(event)
         }
     };
 }

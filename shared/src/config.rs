@@ -774,6 +774,27 @@ impl Settings {
     }
 }
 
+/// The variables that name a run's flow execution, in the order they are
+/// read: `PRELOOP_FLOW_EXECUTION_ID` is the one Preloop 0.17.1 documents
+/// and its flow sidecar sets; `PRELOOP_EXECUTION_ID` is the name these hooks
+/// read before, kept as an alias.
+pub const EXECUTION_ID_VARS: [&str; 2] = ["PRELOOP_FLOW_EXECUTION_ID", "PRELOOP_EXECUTION_ID"];
+
+/// The flow execution a run belongs to ([`EXECUTION_ID_VARS`]), if it is
+/// one the server can take (1-64 characters). Reads those variables only,
+/// not a copy of the whole environment.
+pub fn execution_id() -> Option<String> {
+    execution_id_in(&Env::process())
+}
+
+/// [`execution_id`] from a given environment: the first variable of
+/// [`EXECUTION_ID_VARS`] that is set and not blank decides.
+pub fn execution_id_in(env: &Env) -> Option<String> {
+    let value =
+        EXECUTION_ID_VARS.iter().filter_map(|k| env.get(k)).map(|e| e.trim().to_string()).find(|e| !e.is_empty())?;
+    (value.chars().count() <= 64).then_some(value)
+}
+
 /// The environment a hook or command reads: the process's, looked up one
 /// variable at a time when asked (a hook reads a handful of the harness's
 /// 40-80 variables; copying them all cost it ~0.05 ms, docs/performance.md),

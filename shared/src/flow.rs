@@ -220,7 +220,7 @@ pub struct Engine {
     pub warnings: Vec<String>,
     /// The input's transcript path, recorded at registration.
     transcript_path: Option<String>,
-    /// The run's flow execution, read once ([`execution_id`]).
+    /// The run's flow execution, read once ([`crate::config::execution_id`]).
     execution_id: Option<String>,
 }
 
@@ -244,7 +244,7 @@ impl Engine {
             limit: def.limit,
             warnings: Vec::new(),
             transcript_path: None,
-            execution_id: execution_id(),
+            execution_id: crate::config::execution_id(),
         }
     }
 
@@ -440,7 +440,7 @@ impl Engine {
     fn on_session_start(&mut self, input: &Input, pull: bool) -> Result<(Outcome, AfterFlush)> {
         // A resume right after the session's end: its SessionEnd worker
         // goes first (shared/src/detach.rs).
-        if let Some(w) = crate::detach::wait_for_ending(&self.config.home, &self.session_id, crate::detach::ENDING_WAIT)
+        if let Some(w) = crate::ending::wait_for_ending(&self.config.home, &self.session_id, crate::ending::ENDING_WAIT)
         {
             self.warnings.push(w);
         }
@@ -660,7 +660,7 @@ impl Engine {
         if resp.marked > 0 {
             self.warnings.push(format!("{} note(s) marked undeliverable (session_ended)", resp.marked));
         }
-        if crate::detach::in_worker() && crate::detach::superseded(&self.config.home, &self.session_id) {
+        if crate::ending::in_worker() && crate::ending::superseded(&self.config.home, &self.session_id) {
             // The session was started again while this worker ended it:
             // its files are the new run's now, and the end may have reached
             // the server after the new start, so register it again (which
@@ -1052,27 +1052,6 @@ pub fn fail_closed_reason(kind: &str) -> String {
 const MAX_CWD_CHARS: usize = 4096;
 const MAX_FIRST_PROMPT_CHARS: usize = 20_000;
 const MAX_TOOL_NAME_CHARS: usize = 255;
-
-/// The variables that name a run's flow execution, in the order they are
-/// read: `PRELOOP_FLOW_EXECUTION_ID` is the one Preloop 0.17.1 documents
-/// and its flow sidecar sets; `PRELOOP_EXECUTION_ID` is the name these hooks
-/// read before, kept as an alias.
-pub const EXECUTION_ID_VARS: [&str; 2] = ["PRELOOP_FLOW_EXECUTION_ID", "PRELOOP_EXECUTION_ID"];
-
-/// The flow execution a run belongs to ([`EXECUTION_ID_VARS`]), if it is
-/// one the server can take (1-64 characters). Reads those variables only,
-/// not a copy of the whole environment.
-pub fn execution_id() -> Option<String> {
-    execution_id_in(&crate::config::Env::process())
-}
-
-/// [`execution_id`] from a given environment: the first variable of
-/// [`EXECUTION_ID_VARS`] that is set and not blank decides.
-pub fn execution_id_in(env: &crate::config::Env) -> Option<String> {
-    let value =
-        EXECUTION_ID_VARS.iter().filter_map(|k| env.get(k)).map(|e| e.trim().to_string()).find(|e| !e.is_empty())?;
-    (value.chars().count() <= 64).then_some(value)
-}
 
 fn cut_chars(s: &str, n: usize) -> String {
     s.chars().take(n).collect()

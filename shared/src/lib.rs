@@ -17,6 +17,8 @@ pub mod args;
 pub mod backend;
 pub mod config;
 pub mod detach;
+pub mod ending;
+pub mod entry;
 pub mod envguard;
 pub mod error;
 pub mod flow;

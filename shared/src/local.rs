@@ -692,7 +692,7 @@ impl Backend for LocalInbox {
         if file.execution_id.is_none() {
             // The hook's own environment (`PRELOOP_FLOW_EXECUTION_ID`): the
             // server learns it on permission-check, not at session-start.
-            file.execution_id = crate::flow::execution_id();
+            file.execution_id = crate::config::execution_id();
         }
         if let Some(t) = req.transcript_path.as_ref().filter(|t| !t.is_empty())
             && file.transcript_path.as_ref() != Some(t)

@@ -53,47 +53,6 @@ pub trait Adapter: 'static {
     fn side_effects(_event: Self::Event, _input: &Input, _outcome: &Outcome, _env: &Env) {}
 }
 
-/// Run the hook for `event`; returns the process's exit code (0), which
-/// the executable's `main` returns ([`crate::hook_main`]): nothing below
-/// `main` ends the process.
-pub fn main<A: Adapter>(event: A::Event) -> i32 {
-    main_with::<A>(event, None)
-}
-
-/// Run the hook for `event` under a plugin shim ([`crate::plugin`]);
-/// returns the exit code (0): the payload is stdin's first line, and an
-/// answer counts as written only once the shim confirms it applied it.
-pub fn plugin_main<A: Adapter>(event: A::Event) -> i32 {
-    main_with::<A>(event, Some(crate::plugin::CONFIRM_WAIT))
-}
-
-fn main_with<A: Adapter>(event: A::Event, plugin: Option<Duration>) -> i32 {
-    prepare_process();
-    let env = Env::process();
-    let def = event.into().def();
-    if crate::detach::is_worker() {
-        return crate::detach::worker_main::<A>(event, &env);
-    }
-    let stdin = match plugin {
-        Some(_) => crate::plugin::read_payload(stdin_deadline(def)),
-        None => read_stdin(stdin_deadline(def)),
-    };
-    let config = Config::load_from(&env, Some(def.harness()));
-    if let Ok(buf) = &stdin
-        && crate::detach::wanted(def, &config, &env)
-        && crate::detach::hand_off::<A>(event, &config, &env, buf)
-    {
-        // The worker ends the session; the harness gets the event's
-        // neutral answer (Cursor's `{}`; nothing elsewhere).
-        let _ = write_output(&mut crate::fsutil::StdoutFd::new(), A::neutral(event).as_ref());
-        return 0;
-    }
-    match plugin {
-        Some(wait) => run_with::<A>(event, &env, &config, stdin, &mut crate::plugin::Confirmed::stdout(wait)),
-        None => run_with::<A>(event, &env, &config, stdin, &mut crate::fsutil::StdoutFd::new()),
-    }
-}
-
 /// The whole hook for tests: `stdin` is what the harness sent.
 pub fn run<A: Adapter>(event: A::Event, env: &Env, stdin: &[u8], stdout: &mut dyn Write) -> i32 {
     let config = Config::load_from(env, Some(event.into().def().harness()));
@@ -137,7 +96,7 @@ pub fn run_with<A: Adapter>(
     let started = Instant::now();
     let def = event.into().def();
     let mut line = LogLine { harness: def.harness().slug(), event: def.on, ..LogLine::default() };
-    line.worker = crate::detach::in_worker();
+    line.worker = crate::ending::in_worker();
     line.proxy = config.server.as_ref().and(config.settings.proxy.as_ref()).map(crate::http::ProxyUrl::shown);
     line.warnings.extend(config.warnings.iter().cloned());
     line.warnings.extend(config.problems.iter().map(|p| p.to_string()));
@@ -215,7 +174,7 @@ fn decide<A: Adapter>(
     let mut config = config.clone();
     if def.budget == Budget::SessionEnd
         && def.harness().def().session_end_kill_ms.is_some()
-        && !crate::detach::in_worker()
+        && !crate::ending::in_worker()
     {
         // Everything must fit before the harness kills the hook.
         let ms = config.settings.session_end_budget_ms.max(2);
@@ -271,7 +230,7 @@ fn fallback<A: Adapter>(event: A::Event, def: &HookDef, config: &Config, line: &
     A::neutral(event)
 }
 
-fn write_output<O: Serialize>(stdout: &mut dyn Write, output: Option<&O>) -> std::io::Result<()> {
+pub(crate) fn write_output<O: Serialize>(stdout: &mut dyn Write, output: Option<&O>) -> std::io::Result<()> {
     let Some(v) = output else { return Ok(()) };
     let mut text = serde_json::to_vec(v).map_err(std::io::Error::other)?;
     text.push(b'\n');

@@ -25,7 +25,7 @@ use preloop_shared::adapter::{ClaudeStyle, deny_reason_verbatim, parse_claude_st
 use preloop_shared::config::Env;
 use preloop_shared::flow::{Carry, Input, Outcome};
 use preloop_shared::registry::def_of;
-use preloop_shared::runner::{self, Adapter, Parsed};
+use preloop_shared::runner::{Adapter, Parsed};
 use preloop_shared::wire::Decision;
 use serde_json::Value;
 
@@ -72,7 +72,7 @@ pub fn main(event: Event) -> i32 {
         // Before the session ends on the backend: no watcher may claim past it.
         watch::stop_from_env(&Env::process());
     }
-    runner::main::<ClaudeCode>(event)
+    preloop_shared::entry::main::<ClaudeCode>(event)
 }
 
 /// stdin → input: Claude Code's payloads are the Claude-style ones

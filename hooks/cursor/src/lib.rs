@@ -28,7 +28,7 @@ use preloop_shared::config::Env;
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::json::{non_blank, str_field};
 use preloop_shared::registry::{CURSOR_LOOP_LIMIT, def_of};
-use preloop_shared::runner::{self, Adapter, Parsed};
+use preloop_shared::runner::{Adapter, Parsed};
 use preloop_shared::wire::Decision;
 use serde_json::{Value, json};
 
@@ -64,7 +64,7 @@ impl Adapter for Cursor {
 
 /// Run one hook binary; returns its exit code.
 pub fn main(event: Event) -> i32 {
-    runner::main::<Cursor>(event)
+    preloop_shared::entry::main::<Cursor>(event)
 }
 
 /// The answer with no opinion (and where nothing decides: the local inbox).

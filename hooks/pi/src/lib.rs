@@ -58,7 +58,7 @@ impl Adapter for Pi {
 
 /// Run one hook command under the extension; returns its exit code.
 pub fn main(event: Event) -> i32 {
-    preloop_shared::runner::plugin_main::<Pi>(event)
+    preloop_shared::entry::plugin_main::<Pi>(event)
 }
 
 /// The extension's payload → input. Our own format, so it is read

@@ -690,7 +690,7 @@ fn d3_a_late_hook_never_reopens_an_ended_session() {
 /// alias, and the documented name wins when both are set.
 #[test]
 fn d2_the_flow_execution_is_read_from_preloops_variable_and_the_old_name() {
-    use preloop_shared::flow::execution_id_in;
+    use preloop_shared::config::execution_id_in;
     assert_eq!(execution_id_in(&Env::of(&[("PRELOOP_FLOW_EXECUTION_ID", "exec-1")])).as_deref(), Some("exec-1"));
     assert_eq!(execution_id_in(&Env::of(&[("PRELOOP_EXECUTION_ID", "exec-2")])).as_deref(), Some("exec-2"));
     let both = Env::of(&[("PRELOOP_EXECUTION_ID", "old"), ("PRELOOP_FLOW_EXECUTION_ID", "new")]);
