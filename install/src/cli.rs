@@ -310,7 +310,7 @@ fn links(dir: Option<PathBuf>, list: bool) -> Result<()> {
     let exe = if exe.parent() == Some(dir.as_path()) {
         exe
     } else {
-        let own = dir.join(crate::multicall::CLI_NAME);
+        let own = dir.join(crate::names::CLI_NAME);
         crate::links::link_one(&exe, &own)?;
         own
     };

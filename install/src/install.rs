@@ -317,11 +317,11 @@ impl Ctx {
     }
     /// The executable install links the hook commands to (in the bin dir).
     pub fn exe(&self) -> PathBuf {
-        self.bin_dir.join(crate::multicall::CLI_NAME)
+        self.bin_dir.join(crate::names::CLI_NAME)
     }
     /// The executable the hook commands link to (in the hook dir).
     pub fn hook_exe(&self) -> PathBuf {
-        self.hook_dir().join(crate::multicall::CLI_NAME)
+        self.hook_dir().join(crate::names::CLI_NAME)
     }
     /// The config files install wrote entries into, with their harness.
     pub fn recorded_configs(&self) -> Vec<(PathBuf, Harness)> {
@@ -688,13 +688,13 @@ fn place_commands(ctx: &Ctx, dry_run: bool) -> Result<()> {
             );
             return Ok(());
         }
-        if !util::sync_binaries(&ctx.bin_dir, &hook_dir, &[crate::multicall::CLI_NAME])?.is_empty() {
+        if !util::sync_binaries(&ctx.bin_dir, &hook_dir, &[crate::names::CLI_NAME])?.is_empty() {
             // A hard link where the file system allows (one file on disk; an
             // upgrade or uninstall of the package replaces its own name only).
             let how = if crate::links::is_link_to(&ctx.exe(), &exe) { "hard-linked" } else { "copied" };
             crate::outln!(
                 "{how} {} to {} (it was in {why}; run install again after an upgrade)",
-                crate::multicall::CLI_NAME,
+                crate::names::CLI_NAME,
                 t(&hook_dir)
             );
         }
@@ -719,7 +719,7 @@ fn place_commands(ctx: &Ctx, dry_run: bool) -> Result<()> {
             linked.replaced.len(),
             t(&hook_dir),
             linked.how,
-            crate::multicall::CLI_NAME
+            crate::names::CLI_NAME
         );
     }
     if !linked.created.is_empty() {
@@ -727,7 +727,7 @@ fn place_commands(ctx: &Ctx, dry_run: bool) -> Result<()> {
             "linked {} hook commands in {} to {} ({}s: one file on disk)",
             linked.created.len(),
             t(&hook_dir),
-            crate::multicall::CLI_NAME,
+            crate::names::CLI_NAME,
             linked.how
         );
     }
@@ -737,7 +737,7 @@ fn place_commands(ctx: &Ctx, dry_run: bool) -> Result<()> {
         crate::outln!(
             "note: {} is not on PATH; add it to run {} by name (e.g. export PATH=\"{}:$PATH\" in your shell profile)",
             t(&hook_dir),
-            crate::multicall::CLI_NAME,
+            crate::names::CLI_NAME,
             hook_dir.display()
         );
     }
@@ -846,7 +846,7 @@ fn remove_commands(ctx: &Ctx, dirs: &[PathBuf]) -> Result<Vec<String>> {
             kept.push(format!("the hook commands in {shown} (still used by {})", users.join(", ")));
             continue;
         }
-        let exe = dir.join(crate::multicall::CLI_NAME);
+        let exe = dir.join(crate::names::CLI_NAME);
         let present = crate::links::ours_in(&exe, &dir);
         let recorded: Vec<String> = created.iter().find(|(d, _)| *d == dir).map(|(_, n)| n.clone()).unwrap_or_default();
         let mut remove: Vec<&'static str> = present.clone();
@@ -915,7 +915,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
     if req.action == Action::Install && exe_missing(ctx) {
         return Err(Error::Refused(format!(
             "no {} executable in {}: nothing was changed (point --bin-dir at the directory that holds it)",
-            crate::multicall::CLI_NAME,
+            crate::names::CLI_NAME,
             ctx.bin_dir.display()
         )));
     }

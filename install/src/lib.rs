@@ -21,6 +21,7 @@ pub mod install;
 pub mod links;
 pub mod login;
 pub mod multicall;
+pub mod names;
 pub mod notes;
 pub mod operator;
 pub mod ops;

@@ -76,9 +76,9 @@ impl Dialect for Pi {
         // needed); `command` is the link beside it, as for every harness.
         let exe = edit::words(&command)
             .and_then(|w| w.into_iter().next())
-            .map(|link| Path::new(&link).with_file_name(crate::multicall::CLI_NAME).to_string_lossy().into_owned())
-            .unwrap_or_else(|| crate::multicall::CLI_NAME.to_string());
-        json!({"command": command, "argv": [exe, crate::multicall::HOOK_ARG, d.binary], "timeout": timeout})
+            .map(|link| Path::new(&link).with_file_name(crate::names::CLI_NAME).to_string_lossy().into_owned())
+            .unwrap_or_else(|| crate::names::CLI_NAME.to_string());
+        json!({"command": command, "argv": [exe, crate::names::HOOK_ARG, d.binary], "timeout": timeout})
     }
 
     fn own_file(&self, ctx: &Ctx, desired: &Desired) -> String {
@@ -150,7 +150,7 @@ impl Dialect for Pi {
         let argv: Vec<&str> =
             entry.get("argv").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
         let ok = matches!(argv.as_slice(), [exe, arg, bin]
-            if exe.ends_with(crate::multicall::CLI_NAME) && *arg == crate::multicall::HOOK_ARG && *bin == d.binary);
+            if exe.ends_with(crate::names::CLI_NAME) && *arg == crate::names::HOOK_ARG && *bin == d.binary);
         (!ok).then(|| format!("{label}: the {} entry's argv is not `preloop-hooks hook {}`", d.on, d.binary))
     }
 
