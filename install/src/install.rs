@@ -463,7 +463,7 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
     let path = d.hooks_file(ctx, scope);
     let before = read_opt(&path)?;
     let before_text = before.as_deref().unwrap_or("");
-    let before_doc = match (edit::parse_config(before_text, h), d.layout()) {
+    let before_doc = match (edit::parse_config(before_text, d.syntax()), d.layout()) {
         // A file that is ours alone: whatever it holds is replaced.
         (Err(_), Layout::OwnFile) => json!({}),
         (parsed, _) => parsed.map_err(|e| refuse(&path, e))?,
@@ -482,11 +482,11 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
         ));
     }
     let after = match d.layout() {
-        Layout::Grouped => edit::edit_grouped(before_text, &owner, &want).map_err(|e| refuse(&path, e))?,
-        Layout::Flat => edit::edit_flat(before_text, &owner, &want).map_err(|e| refuse(&path, e))?,
+        Layout::Grouped => edit::edit_grouped(before_text, &owner, &want, d.syntax()).map_err(|e| refuse(&path, e))?,
+        Layout::Flat => edit::edit_flat(before_text, &owner, &want, d.syntax()).map_err(|e| refuse(&path, e))?,
         Layout::OwnFile => d.own_file(ctx, &want),
     };
-    let after_doc = edit::parse_config(&after, h).map_err(|e| refuse(&path, e))?;
+    let after_doc = edit::parse_config(&after, d.syntax()).map_err(|e| refuse(&path, e))?;
     let companions = d.companion_edits(ctx, &path, &before_doc, &after_doc, &owner)?;
     let mut main = FileEdit::new(path.clone(), before.clone(), after);
     if matches!(d.layout(), Layout::Grouped | Layout::Flat)
@@ -499,8 +499,8 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
             Action::Install if main.changed() => {
                 let orig = ctx.restore_for(&path, before).unwrap_or_else(|| before.clone());
                 let undo = match d.layout() {
-                    Layout::Grouped => edit::edit_grouped(&main.after, &owner, &Vec::new()),
-                    _ => edit::edit_flat(&main.after, &owner, &Vec::new()),
+                    Layout::Grouped => edit::edit_grouped(&main.after, &owner, &Vec::new(), d.syntax()),
+                    _ => edit::edit_flat(&main.after, &owner, &Vec::new(), d.syntax()),
                 };
                 if undo.ok().as_deref() != Some(orig.as_str()) {
                     main.restore = Some(orig);
@@ -555,7 +555,7 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
         }
     }
     let entries = match edits.first() {
-        Some(e) => edit::parse_config(&e.after, h).map(|v| edit::our_entries(&v, &owner).len()).unwrap_or(0),
+        Some(e) => edit::parse_config(&e.after, d.syntax()).map(|v| edit::our_entries(&v, &owner).len()).unwrap_or(0),
         None => 0,
     };
     Ok(Plan { harness: h, edits, notes, entries })
@@ -754,7 +754,7 @@ fn on_path(path: Option<&str>, dir: &Path) -> bool {
 /// The directories the entries of ours in `text` (a harness config) run
 /// their commands from; `None` when the file cannot be parsed.
 fn entry_dirs(text: &str, h: Harness, hook_dir: &Path) -> Option<Vec<PathBuf>> {
-    let doc = edit::parse_config(text, h).ok()?;
+    let doc = edit::parse_config(text, dialect::of(h).syntax()).ok()?;
     let mut dirs: Vec<PathBuf> = Vec::new();
     for e in edit::our_entries(&doc, &Owner::new(h, hook_dir)) {
         if let Some(d) = Path::new(&edit::program_of(&e.command)).parent()

@@ -30,7 +30,7 @@ pub fn folder_trusted(ctx: &Ctx) -> bool {
     }
     let dir = gemini_home(ctx).join(".gemini");
     let read = |name: &str| {
-        std::fs::read_to_string(dir.join(name)).ok().and_then(|t| edit::parse_config(&t, Harness::Gemini).ok())
+        std::fs::read_to_string(dir.join(name)).ok().and_then(|t| edit::parse_config(&t, Gemini.syntax()).ok())
     };
     if let Some(s) = read("settings.json")
         && s.pointer("/security/folderTrust/enabled") == Some(&Value::Bool(false))

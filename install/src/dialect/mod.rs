@@ -22,7 +22,7 @@ mod cursor;
 mod gemini;
 mod pi;
 
-use crate::edit::{Desired, Entry, Owner};
+use crate::edit::{Desired, Entry, Owner, Syntax};
 use crate::install::{Ctx, FileEdit, Scope};
 use crate::table::HookDef;
 use preloop_shared::config::{Config, Settings};
@@ -181,6 +181,12 @@ pub trait Dialect: Sync {
     /// Whether the harness's loader takes `//` and `/* */` comments in it.
     fn comments_allowed(&self) -> bool {
         false
+    }
+    /// What the harness's loader takes in its hook file, for [`crate::edit`]
+    /// (its answers to [`Dialect::comments_allowed`] and
+    /// [`Dialect::known_events`]; not overridden).
+    fn syntax(&self) -> Syntax {
+        Syntax { comments: self.comments_allowed(), known_events: self.known_events() }
     }
     /// The entry we write for one hook: `command` (shell-quoted), `timeout`
     /// in the harness's unit.

@@ -121,7 +121,7 @@ impl Dialect for Pi {
         let installing = !edit::our_entries(after, owner).is_empty();
         if installing {
             let other = Pi::other_scope(ctx, path);
-            let other_doc = read_opt(&other)?.and_then(|t| edit::parse_config(&t, Harness::Pi).ok());
+            let other_doc = read_opt(&other)?.and_then(|t| edit::parse_config(&t, Pi.syntax()).ok());
             if other_doc.is_some_and(|d| !edit::our_entries(&d, owner).is_empty()) {
                 return Err(refuse(
                     path,

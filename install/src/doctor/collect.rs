@@ -197,7 +197,7 @@ fn read_doc(path: &Path, h: Harness) -> Option<Result<Value, String>> {
         Ok(t) => t,
         Err(_) => return Some(Err("not UTF-8 text".into())),
     };
-    Some(edit::parse_config(&text, h))
+    Some(edit::parse_config(&text, dialect::of(h).syntax()))
 }
 
 /// A token file others can read (ssh refuses such a key; we warn).

@@ -778,11 +778,15 @@ mod tests {
         let ctx = ctx();
         let owner = Owner::new(h, Path::new("/h/bin"));
         let text = match dialect::of(h).layout() {
-            dialect::Layout::Grouped => edit::edit_grouped("", &owner, &install::desired(&ctx, h)).unwrap(),
-            dialect::Layout::Flat => edit::edit_flat("", &owner, &install::desired(&ctx, h)).unwrap(),
+            dialect::Layout::Grouped => {
+                edit::edit_grouped("", &owner, &install::desired(&ctx, h), dialect::of(h).syntax()).unwrap()
+            }
+            dialect::Layout::Flat => {
+                edit::edit_flat("", &owner, &install::desired(&ctx, h), dialect::of(h).syntax()).unwrap()
+            }
             dialect::Layout::OwnFile => dialect::of(h).own_file(&ctx, &install::desired(&ctx, h)),
         };
-        edit::parse_config(&text, h).unwrap()
+        edit::parse_config(&text, dialect::of(h).syntax()).unwrap()
     }
 
     fn programs(doc: &Value, h: Harness, state: ProgramState) -> Vec<(String, ProgramState)> {
@@ -905,8 +909,14 @@ mod tests {
         );
         for h in [Harness::ClaudeCode, Harness::Gemini] {
             let ctx = Ctx { bin_dir: "/old".into(), ..ctx() };
-            let text = edit::edit_grouped("", &Owner::new(h, Path::new("/old")), &install::desired(&ctx, h)).unwrap();
-            let doc = edit::parse_config(&text, h).unwrap();
+            let text = edit::edit_grouped(
+                "",
+                &Owner::new(h, Path::new("/old")),
+                &install::desired(&ctx, h),
+                dialect::of(h).syntax(),
+            )
+            .unwrap();
+            let doc = edit::parse_config(&text, dialect::of(h).syntax()).unwrap();
             let mut sf = scope_facts(h, Scope::User, doc, ProgramState::Missing);
             sf.programs = edit::our_entries(&sf.doc, &Owner::new(h, Path::new("/h/bin")))
                 .into_iter()
