@@ -13,6 +13,7 @@
 pub mod attach;
 pub mod cli;
 pub mod codex_trust;
+pub mod context;
 pub mod demo;
 pub mod dialect;
 pub mod doctor;

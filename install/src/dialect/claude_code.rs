@@ -4,8 +4,8 @@
 //! switches every hook off.
 
 use super::{Dialect, Note};
+use crate::context::{Ctx, Scope};
 use crate::edit::Entry;
-use crate::install::{Ctx, Scope};
 use crate::table::{HookDef, Role};
 use preloop_shared::Harness;
 use preloop_shared::config::Settings;

@@ -8,8 +8,8 @@
 
 use super::{Dialect, FolderTrust, Note, Trust, TrustState};
 use crate::codex_trust;
+use crate::context::{Ctx, FileEdit, Scope, read_opt, refuse};
 use crate::edit::Owner;
-use crate::install::{Ctx, FileEdit, Scope, read_opt, refuse};
 use crate::table::HookDef;
 use preloop_shared::config::Settings;
 use preloop_shared::registry::{self, Carrier};

@@ -5,8 +5,8 @@
 //! `settings.json` or `config.json` switches every hook off.
 
 use super::{Dialect, FolderTrust, Layout, Note};
+use crate::context::{Ctx, Scope};
 use crate::edit::Entry;
-use crate::install::{Ctx, Scope};
 use crate::table::HookDef;
 use preloop_shared::Harness;
 use preloop_shared::config::Settings;

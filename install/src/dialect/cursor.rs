@@ -4,7 +4,7 @@
 //! against (the registry's stop brake).
 
 use super::{Dialect, Layout};
-use crate::install::{Ctx, Scope};
+use crate::context::{Ctx, Scope};
 use crate::table::HookDef;
 use preloop_shared::Harness;
 use preloop_shared::registry::StopBrake;

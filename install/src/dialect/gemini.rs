@@ -6,8 +6,8 @@
 //! environment.
 
 use super::{Dialect, EnvFacts, FolderTrust, Note};
+use crate::context::{Ctx, Scope};
 use crate::edit::{self, Entry};
-use crate::install::{Ctx, Scope};
 use crate::table::HookDef;
 use preloop_shared::Harness;
 use preloop_shared::config::{Config, Origin, Settings};

@@ -22,8 +22,8 @@ mod cursor;
 mod gemini;
 mod pi;
 
+use crate::context::{Ctx, FileEdit, Scope};
 use crate::edit::{Desired, Entry, Owner, Syntax};
-use crate::install::{Ctx, FileEdit, Scope};
 use crate::table::HookDef;
 use preloop_shared::config::{Config, Settings};
 use preloop_shared::{Harness, Result};

@@ -13,8 +13,8 @@
 //! the shim's log.
 
 use super::{Dialect, Layout, Note};
+use crate::context::{Ctx, FileEdit, Scope, read_opt, refuse};
 use crate::edit::{self, Desired, Owner};
-use crate::install::{Ctx, FileEdit, Scope, read_opt, refuse};
 use crate::table::HookDef;
 use preloop_shared::config::{FailPolicy, Settings};
 use preloop_shared::registry::FailKey;

@@ -3,9 +3,9 @@
 //! [`Facts`] are plain data for [`super::judge`].
 
 use super::{ConfigState, ProgramState, StateReport};
+use crate::context::{Ctx, InstallMethod, Scope};
 use crate::dialect::{self, Dialect, EnvFacts, FolderTrust, Trust};
 use crate::edit::{self, Owner};
-use crate::install::{Ctx, InstallMethod, Scope};
 use crate::probe::{self, Health, TokenCheck};
 use crate::util;
 use preloop_shared::config::{Config, Origin, Secret};

@@ -8,9 +8,9 @@ use super::{
     ScopeReport, ServerReport, Severity, TokenState, TrustState, proven_version,
 };
 use crate::codex_trust;
+use crate::context::{Ctx, Scope};
 use crate::dialect::{self, Dialect, FolderTrust, Note};
 use crate::edit::{self, Entry, Owner};
-use crate::install::{Ctx, Scope};
 use crate::probe::{Health, TokenCheck};
 use crate::table;
 use crate::util;
@@ -1083,7 +1083,7 @@ mod tests {
             sf.programs[0].1 = state;
             let mut f = facts_with(h, sf);
             f.hook_exe_exists = exe;
-            f.install_method = Some(install::InstallMethod::Prefix("/h/.local".into()));
+            f.install_method = Some(crate::context::InstallMethod::Prefix("/h/.local".into()));
             judge(&ctx(), &config(), &f).problems.remove(0)
         };
         let p = broken(ProgramState::NotExecutable, true);

@@ -26,7 +26,7 @@ pub mod collect;
 pub mod judge;
 pub mod print;
 
-use crate::install::Ctx;
+use crate::context::Ctx;
 use preloop_shared::Exit;
 use preloop_shared::Harness;
 use preloop_shared::config::Config;

@@ -3,7 +3,7 @@
 //! wrapped to the terminal.
 
 use super::{ConfigState, ProgramState, Report, TrustState};
-use crate::install::Ctx;
+use crate::context::Ctx;
 use crate::util::{self, print_table};
 use std::path::Path;
 
