@@ -3,7 +3,7 @@
 //! seconds; the idle-wake watcher is an `async` entry; `disableAllHooks`
 //! switches every hook off.
 
-use super::{Dialect, Note};
+use super::api::{Dialect, Note};
 use crate::context::{Ctx, Scope};
 use crate::edit::Entry;
 use crate::table::{HookDef, Role};

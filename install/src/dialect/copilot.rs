@@ -4,7 +4,7 @@
 //! only in a folder trusted for the session; `disableAllHooks` in its
 //! `settings.json` or `config.json` switches every hook off.
 
-use super::{Dialect, FolderTrust, Layout, Note};
+use super::api::{Dialect, FolderTrust, Layout, Note};
 use crate::context::{Ctx, Scope};
 use crate::edit::Entry;
 use crate::table::HookDef;

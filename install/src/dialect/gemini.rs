@@ -5,7 +5,7 @@
 //! switches hooks off; in CI it strips `PRELOOP_*` from the hooks'
 //! environment.
 
-use super::{Dialect, EnvFacts, FolderTrust, Note};
+use super::api::{Dialect, EnvFacts, FolderTrust, Note};
 use crate::context::{Ctx, Scope};
 use crate::edit::{self, Entry};
 use crate::table::HookDef;
@@ -118,7 +118,7 @@ impl Dialect for Gemini {
         }
         let scratch = std::env::temp_dir().join(format!("preloop-doctor-gemini-{}", std::process::id()));
         std::fs::create_dir_all(&scratch).ok()?;
-        let v = super::version_by_running(
+        let v = super::api::version_by_running(
             program,
             &[("HOME", &scratch), ("GEMINI_CLI_HOME", &scratch), ("XDG_CACHE_HOME", &scratch.join(".cache"))],
         );

@@ -12,7 +12,7 @@
 //! <command>`) and `timeout` (ms), the gate's fail policy (`on_error`) and
 //! the shim's log.
 
-use super::{Dialect, Layout, Note};
+use super::api::{Dialect, Layout, Note};
 use crate::context::{Ctx, FileEdit, Scope, read_opt, refuse};
 use crate::edit::{self, Desired, Owner};
 use crate::table::HookDef;
@@ -143,7 +143,7 @@ impl Dialect for Pi {
     }
 
     fn version(&self, program: &Path) -> Option<String> {
-        super::version_by_running(program, &[])
+        super::api::version_by_running(program, &[])
     }
 
     fn entry_problem(&self, d: &HookDef, entry: &Value, label: &str) -> Option<String> {
