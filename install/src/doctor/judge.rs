@@ -3,13 +3,13 @@
 //! is unit-tested on constructed facts.
 
 use super::collect::{Facts, HarnessFacts, ScopeFacts, ServerFacts};
-use super::{
+use super::model::{
     ConfigState, EntryReport, Finding, HarnessReport, HealthState, Mode, Modes, ProgramState, Report, SCHEMA_VERSION,
-    ScopeReport, ServerReport, Severity, TokenState, TrustState, proven_version,
+    ScopeReport, ServerReport, Severity, TokenState, proven_version,
 };
 use crate::codex_trust;
 use crate::context::{Ctx, Scope};
-use crate::dialect::{self, Dialect, FolderTrust, Note};
+use crate::dialect::{self, Dialect, FolderTrust, Note, TrustState};
 use crate::edit::{self, Entry, Owner};
 use crate::probe::{Health, TokenCheck};
 use crate::table;
@@ -59,7 +59,7 @@ impl Findings {
 /// The receipt that over-reports (docs/guarantees.md, "Once, per path"):
 /// notes the server recorded delivered at the claim, in a session that
 /// ended before any output carried them.
-fn uncarried_finding(u: &super::Uncarried) -> Finding {
+fn uncarried_finding(u: &super::model::Uncarried) -> Finding {
     Finding::new(
         format!(
             "session {} ended before {} note(s) the server recorded delivered reached the model: {}",
