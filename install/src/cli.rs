@@ -6,7 +6,8 @@
 //! exit 0; a command that changes files finishes its work first and exits
 //! as the work did ([`output::out_line`]).
 
-use crate::install::{self, Action, Ctx, Scope};
+use crate::context::{Ctx, Scope};
+use crate::install::{self, Action};
 use crate::{demo, doctor, login, notes, output, sessions};
 use clap::{Args, Parser, Subcommand};
 use preloop_shared::config::{Config, Env};
@@ -310,7 +311,7 @@ fn links(dir: Option<PathBuf>, list: bool) -> Result<()> {
     let exe = if exe.parent() == Some(dir.as_path()) {
         exe
     } else {
-        let own = dir.join(crate::multicall::CLI_NAME);
+        let own = dir.join(crate::names::CLI_NAME);
         crate::links::link_one(&exe, &own)?;
         own
     };

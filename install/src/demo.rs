@@ -209,7 +209,7 @@ fn wait_output(mut child: std::process::Child, timeout: Duration) -> Option<Stri
 pub fn run(bin_dir: Option<&Path>, keep: bool) -> Result<()> {
     let cli = std::env::current_exe().map_err(|e| Error::io("find preloop-hooks itself", e))?;
     let exe = match bin_dir {
-        Some(d) => d.join(crate::multicall::CLI_NAME),
+        Some(d) => d.join(crate::names::CLI_NAME),
         None => cli.clone(),
     };
     if !util::is_executable(&exe) {

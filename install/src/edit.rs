@@ -37,9 +37,16 @@ use std::path::Path;
 /// Why a config cannot be edited (shown with the file's path).
 pub type EditError = String;
 
-/// Whether the harness's own loader accepts comments in the file.
-pub fn comments_allowed(h: Harness) -> bool {
-    crate::dialect::of(h).comments_allowed()
+/// What a harness's own loader accepts in its hook file: its dialect's
+/// answers (`Dialect::syntax`), handed in, so this module never looks a
+/// harness up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Syntax {
+    /// `//` and `/* */` comments (Gemini CLI strips them before parsing).
+    pub comments: bool,
+    /// Every event name the harness knows there, where one unknown name
+    /// voids the file (we never write a name outside it).
+    pub known_events: Option<&'static [&'static str]>,
 }
 
 /// The line (1-based) of byte offset `pos`.
@@ -80,15 +87,15 @@ pub fn parse_strict(text: &str) -> Result<Value, EditError> {
     })
 }
 
-/// Parse a config of `harness` as the harness reads it: strict JSON, plus
+/// Parse a config as its harness reads it (`syntax`): strict JSON, plus
 /// comments where the harness allows them. Duplicate keys in the root or
 /// under `"hooks"` are refused. An empty file is `{}`.
-pub fn parse_config(text: &str, harness: Harness) -> Result<Value, EditError> {
+pub fn parse_config(text: &str, syntax: Syntax) -> Result<Value, EditError> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }
     let stripped;
-    let source = if comments_allowed(harness) {
+    let source = if syntax.comments {
         stripped = strip_comments(text)?;
         &stripped
     } else {
@@ -512,13 +519,13 @@ fn parse_ast(text: &str) -> Result<Option<Ast<'_>>, EditError> {
 /// `{"hooks": {"<Event>": [{"matcher"?: .., "hooks": [<handler>, ..]}, ..]}}`.
 /// Our handler sits alone in a group without a matcher, appended after the
 /// user's groups.
-pub fn edit_grouped(text: &str, owner: &Owner, desired: &Desired) -> Result<String, EditError> {
+pub fn edit_grouped(text: &str, owner: &Owner, desired: &Desired, syntax: Syntax) -> Result<String, EditError> {
     let fresh = text.trim().is_empty();
     if fresh && desired.is_empty() {
         return Ok(text.to_string());
     }
     let source = if fresh { "{}" } else { text };
-    parse_config(source, owner.harness)?;
+    parse_config(source, syntax)?;
     let ast = parse_ast(source)?;
     let Some(Ast::Object(root)) = &ast else { return Err("the top level is not a JSON object".into()) };
     let mut sp = Splicer::new(source);
@@ -612,19 +619,18 @@ pub fn edit_grouped(text: &str, owner: &Owner, desired: &Desired) -> Result<Stri
 /// Cursor `hooks.json`: `{"version": 1, "hooks": {"<event>": [<entry>, ..]}}`.
 /// Never removes `version` or `hooks`: an emptied file stays
 /// `{"version":1,"hooks":{}}` (deleting it does not unload hooks in Cursor).
-pub fn edit_flat(text: &str, owner: &Owner, desired: &Desired) -> Result<String, EditError> {
+pub fn edit_flat(text: &str, owner: &Owner, desired: &Desired, syntax: Syntax) -> Result<String, EditError> {
     let fresh = text.trim().is_empty();
     if fresh && desired.is_empty() {
         return Ok(text.to_string());
     }
-    let known = crate::dialect::of(owner.harness).known_events();
     for (e, _) in desired {
-        if known.is_some_and(|k| !k.contains(&e.as_str())) {
+        if syntax.known_events.is_some_and(|k| !k.contains(&e.as_str())) {
             return Err(format!("internal: {e} is not an event {} knows", owner.harness.name()));
         }
     }
     let source = if fresh { "{}" } else { text };
-    parse_config(source, owner.harness)?;
+    parse_config(source, syntax)?;
     let ast = parse_ast(source)?;
     let Some(Ast::Object(root)) = &ast else { return Err("the top level is not a JSON object".into()) };
     let mut sp = Splicer::new(source);
@@ -718,9 +724,14 @@ fn finish(original: &str, edited: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dialect;
     use serde_json::json;
 
     const DIR: &str = "/opt/my tools";
+
+    fn syntax(h: Harness) -> Syntax {
+        dialect::of(h).syntax()
+    }
 
     fn owner() -> Owner<'static> {
         Owner::new(Harness::ClaudeCode, Path::new(DIR))
@@ -754,13 +765,13 @@ mod tests {
     #[test]
     fn duplicate_hooks_key_is_refused() {
         let text = "{\"hooks\": {\"Stop\": []},\n \"hooks\": {\"PreToolUse\": []}}\n";
-        let err = edit_grouped(text, &owner(), &want()).unwrap_err();
+        let err = edit_grouped(text, &owner(), &want(), syntax(Harness::ClaudeCode)).unwrap_err();
         assert!(err.contains("line 2") && err.contains("\"hooks\" appears twice"), "{err}");
         let text = "{\"hooks\": {\"Stop\": [{\"hooks\": [], \"hooks\": []}]}}";
-        assert!(edit_grouped(text, &owner(), &want()).is_err());
+        assert!(edit_grouped(text, &owner(), &want(), syntax(Harness::ClaudeCode)).is_err());
         // Elsewhere in the file a repeated key is not ours to judge.
         let text = "{\"env\": {\"A\": \"1\", \"A\": \"2\"}}";
-        assert!(edit_grouped(text, &owner(), &want()).is_ok());
+        assert!(edit_grouped(text, &owner(), &want(), syntax(Harness::ClaudeCode)).is_ok());
     }
 
     #[test]
@@ -775,14 +786,14 @@ mod tests {
         let text = "{\n  // my settings\n  \"model\": {\"name\": \"x\"} /* inline */\n}\n";
         let want =
             vec![("AfterAgent".to_string(), json!({"type": "command", "command": "/b/preloop-gemini-after-agent"}))];
-        let out = edit_grouped(text, &o, &want).unwrap();
+        let out = edit_grouped(text, &o, &want, syntax(Harness::Gemini)).unwrap();
         assert!(out.contains("// my settings") && out.contains("/* inline */"), "{out}");
-        assert_eq!(our_entries(&parse_config(&out, Harness::Gemini).unwrap(), &o).len(), 1);
-        assert_eq!(edit_grouped(&out, &o, &vec![]).unwrap(), text);
+        assert_eq!(our_entries(&parse_config(&out, syntax(Harness::Gemini)).unwrap(), &o).len(), 1);
+        assert_eq!(edit_grouped(&out, &o, &vec![], syntax(Harness::Gemini)).unwrap(), text);
         // Claude Code's settings take no comments.
-        assert!(parse_config(text, Harness::ClaudeCode).is_err());
+        assert!(parse_config(text, syntax(Harness::ClaudeCode)).is_err());
         // Trailing commas are still refused (Gemini's JSON.parse does).
-        assert!(parse_config("{\"a\": 1,}", Harness::Gemini).is_err());
+        assert!(parse_config("{\"a\": 1,}", syntax(Harness::Gemini)).is_err());
     }
 
     fn want() -> Desired {
@@ -792,24 +803,24 @@ mod tests {
     #[test]
     fn empty_hooks_object_gets_indented_entries() {
         let text = "{\n  \"hooks\": {}\n}\n";
-        let out = edit_grouped(text, &owner(), &want()).unwrap();
+        let out = edit_grouped(text, &owner(), &want(), syntax(Harness::ClaudeCode)).unwrap();
         assert_eq!(
             out,
             "{\n  \"hooks\": {\n    \"Stop\": [\n      {\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"/b/preloop-claude-code-stop\",\n            \"timeout\": 20\n          }\n        ]\n      }\n    ]\n  }\n}\n"
         );
         // An emptied "hooks" goes too (we cannot tell it was there, empty, before).
-        assert_eq!(edit_grouped(&out, &owner(), &vec![]).unwrap(), "{}\n");
+        assert_eq!(edit_grouped(&out, &owner(), &vec![], syntax(Harness::ClaudeCode)).unwrap(), "{}\n");
     }
 
     #[test]
     fn inline_array_gets_an_inline_entry() {
         let text = "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"mine\"}]}]}}";
-        let out = edit_grouped(text, &owner(), &want()).unwrap();
+        let out = edit_grouped(text, &owner(), &want(), syntax(Harness::ClaudeCode)).unwrap();
         assert_eq!(
             out,
             "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"mine\"}]}, {\"hooks\": [{\"type\": \"command\", \"command\": \"/b/preloop-claude-code-stop\", \"timeout\": 20}]}]}}"
         );
-        assert_eq!(edit_grouped(&out, &owner(), &vec![]).unwrap(), text);
+        assert_eq!(edit_grouped(&out, &owner(), &vec![], syntax(Harness::ClaudeCode)).unwrap(), text);
     }
 
     /// No input makes the editor panic: every prefix of a realistic file,
@@ -833,11 +844,11 @@ mod tests {
         }
         for t in &inputs {
             for w in [want(), vec![]] {
-                let _ = edit_grouped(t, &owner(), &w);
-                let _ = edit_grouped(t, &gemini, &w);
-                let _ = edit_flat(t, &cursor, &w);
+                let _ = edit_grouped(t, &owner(), &w, syntax(Harness::ClaudeCode));
+                let _ = edit_grouped(t, &gemini, &w, syntax(Harness::Gemini));
+                let _ = edit_flat(t, &cursor, &w, syntax(Harness::Cursor));
             }
-            if let Ok(v) = parse_config(t, Harness::Gemini) {
+            if let Ok(v) = parse_config(t, syntax(Harness::Gemini)) {
                 let _ = entries(&v);
             }
         }

@@ -13,6 +13,7 @@
 pub mod attach;
 pub mod cli;
 pub mod codex_trust;
+pub mod context;
 pub mod demo;
 pub mod dialect;
 pub mod doctor;
@@ -21,6 +22,7 @@ pub mod install;
 pub mod links;
 pub mod login;
 pub mod multicall;
+pub mod names;
 pub mod notes;
 pub mod operator;
 pub mod ops;

@@ -20,16 +20,10 @@
 //! 0, and tells its caller so on stdout ([`UNKNOWN_ANSWER`]), which the
 //! shim logs and answers by its fail policy.
 
+use crate::names::{CLI_NAME, HOOK_ARG};
 use preloop_shared::config::{Config, Env};
 use preloop_shared::registry::{self, Event, HookDef};
 use std::ffi::OsStr;
-
-/// The CLI's own name; also any name that starts with it
-/// (`preloop-hooks-0.1.0`, `preloop-hooks.real`).
-pub const CLI_NAME: &str = "preloop-hooks";
-
-/// The CLI's argument that selects a hook role: `preloop-hooks hook <name>`.
-pub const HOOK_ARG: &str = "hook";
 
 /// What `preloop-hooks hook <name>` prints for a name that is no hook
 /// command: a `kind` no shim applies (`{"kind":"unknown_command",...}`).

@@ -3,9 +3,9 @@
 //! seconds; the idle-wake watcher is an `async` entry; `disableAllHooks`
 //! switches every hook off.
 
-use super::{Dialect, Note};
+use super::api::{Dialect, Note};
+use crate::context::{Ctx, Scope};
 use crate::edit::Entry;
-use crate::install::{Ctx, Scope};
 use crate::table::{HookDef, Role};
 use preloop_shared::Harness;
 use preloop_shared::config::Settings;

@@ -6,10 +6,10 @@
 //! project; a top-level key other than `hooks` and `description` voids the
 //! whole file.
 
-use super::{Dialect, FolderTrust, Note, Trust, TrustState};
+use super::api::{Dialect, FolderTrust, Note, Trust, TrustState};
 use crate::codex_trust;
+use crate::context::{Ctx, FileEdit, Scope, read_opt, refuse};
 use crate::edit::Owner;
-use crate::install::{Ctx, FileEdit, Scope, read_opt, refuse};
 use crate::table::HookDef;
 use preloop_shared::config::Settings;
 use preloop_shared::registry::{self, Carrier};

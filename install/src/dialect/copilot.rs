@@ -4,9 +4,9 @@
 //! only in a folder trusted for the session; `disableAllHooks` in its
 //! `settings.json` or `config.json` switches every hook off.
 
-use super::{Dialect, FolderTrust, Layout, Note};
+use super::api::{Dialect, FolderTrust, Layout, Note};
+use crate::context::{Ctx, Scope};
 use crate::edit::Entry;
-use crate::install::{Ctx, Scope};
 use crate::table::HookDef;
 use preloop_shared::Harness;
 use preloop_shared::config::Settings;

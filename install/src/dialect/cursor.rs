@@ -3,8 +3,8 @@
 //! seconds, and on `stop` the `loop_limit` the adapter checks `loop_count`
 //! against (the registry's stop brake).
 
-use super::{Dialect, Layout};
-use crate::install::{Ctx, Scope};
+use super::api::{Dialect, Layout};
+use crate::context::{Ctx, Scope};
 use crate::table::HookDef;
 use preloop_shared::Harness;
 use preloop_shared::registry::StopBrake;

@@ -5,9 +5,9 @@
 //! switches hooks off; in CI it strips `PRELOOP_*` from the hooks'
 //! environment.
 
-use super::{Dialect, EnvFacts, FolderTrust, Note};
+use super::api::{Dialect, EnvFacts, FolderTrust, Note};
+use crate::context::{Ctx, Scope};
 use crate::edit::{self, Entry};
-use crate::install::{Ctx, Scope};
 use crate::table::HookDef;
 use preloop_shared::Harness;
 use preloop_shared::config::{Config, Origin, Settings};
@@ -30,7 +30,7 @@ pub fn folder_trusted(ctx: &Ctx) -> bool {
     }
     let dir = gemini_home(ctx).join(".gemini");
     let read = |name: &str| {
-        std::fs::read_to_string(dir.join(name)).ok().and_then(|t| edit::parse_config(&t, Harness::Gemini).ok())
+        std::fs::read_to_string(dir.join(name)).ok().and_then(|t| edit::parse_config(&t, Gemini.syntax()).ok())
     };
     if let Some(s) = read("settings.json")
         && s.pointer("/security/folderTrust/enabled") == Some(&Value::Bool(false))
@@ -118,7 +118,7 @@ impl Dialect for Gemini {
         }
         let scratch = std::env::temp_dir().join(format!("preloop-doctor-gemini-{}", std::process::id()));
         std::fs::create_dir_all(&scratch).ok()?;
-        let v = super::version_by_running(
+        let v = super::api::version_by_running(
             program,
             &[("HOME", &scratch), ("GEMINI_CLI_HOME", &scratch), ("XDG_CACHE_HOME", &scratch.join(".cache"))],
         );

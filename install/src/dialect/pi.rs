@@ -12,9 +12,9 @@
 //! <command>`) and `timeout` (ms), the gate's fail policy (`on_error`) and
 //! the shim's log.
 
-use super::{Dialect, Layout, Note};
+use super::api::{Dialect, Layout, Note};
+use crate::context::{Ctx, FileEdit, Scope, read_opt, refuse};
 use crate::edit::{self, Desired, Owner};
-use crate::install::{Ctx, FileEdit, Scope, read_opt, refuse};
 use crate::table::HookDef;
 use preloop_shared::config::{FailPolicy, Settings};
 use preloop_shared::registry::FailKey;
@@ -76,9 +76,9 @@ impl Dialect for Pi {
         // needed); `command` is the link beside it, as for every harness.
         let exe = edit::words(&command)
             .and_then(|w| w.into_iter().next())
-            .map(|link| Path::new(&link).with_file_name(crate::multicall::CLI_NAME).to_string_lossy().into_owned())
-            .unwrap_or_else(|| crate::multicall::CLI_NAME.to_string());
-        json!({"command": command, "argv": [exe, crate::multicall::HOOK_ARG, d.binary], "timeout": timeout})
+            .map(|link| Path::new(&link).with_file_name(crate::names::CLI_NAME).to_string_lossy().into_owned())
+            .unwrap_or_else(|| crate::names::CLI_NAME.to_string());
+        json!({"command": command, "argv": [exe, crate::names::HOOK_ARG, d.binary], "timeout": timeout})
     }
 
     fn own_file(&self, ctx: &Ctx, desired: &Desired) -> String {
@@ -121,7 +121,7 @@ impl Dialect for Pi {
         let installing = !edit::our_entries(after, owner).is_empty();
         if installing {
             let other = Pi::other_scope(ctx, path);
-            let other_doc = read_opt(&other)?.and_then(|t| edit::parse_config(&t, Harness::Pi).ok());
+            let other_doc = read_opt(&other)?.and_then(|t| edit::parse_config(&t, Pi.syntax()).ok());
             if other_doc.is_some_and(|d| !edit::our_entries(&d, owner).is_empty()) {
                 return Err(refuse(
                     path,
@@ -143,14 +143,14 @@ impl Dialect for Pi {
     }
 
     fn version(&self, program: &Path) -> Option<String> {
-        super::version_by_running(program, &[])
+        super::api::version_by_running(program, &[])
     }
 
     fn entry_problem(&self, d: &HookDef, entry: &Value, label: &str) -> Option<String> {
         let argv: Vec<&str> =
             entry.get("argv").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
         let ok = matches!(argv.as_slice(), [exe, arg, bin]
-            if exe.ends_with(crate::multicall::CLI_NAME) && *arg == crate::multicall::HOOK_ARG && *bin == d.binary);
+            if exe.ends_with(crate::names::CLI_NAME) && *arg == crate::names::HOOK_ARG && *bin == d.binary);
         (!ok).then(|| format!("{label}: the {} entry's argv is not `preloop-hooks hook {}`", d.on, d.binary))
     }
 

@@ -2,10 +2,10 @@
 //! server, the state under `$PRELOOP_HOME`. Nothing here judges; the
 //! [`Facts`] are plain data for [`super::judge`].
 
-use super::{ConfigState, ProgramState, StateReport};
+use super::model::{ConfigState, ProgramState, StateReport};
+use crate::context::{Ctx, InstallMethod, Scope};
 use crate::dialect::{self, Dialect, EnvFacts, FolderTrust, Trust};
 use crate::edit::{self, Owner};
-use crate::install::{Ctx, InstallMethod, Scope};
 use crate::probe::{self, Health, TokenCheck};
 use crate::util;
 use preloop_shared::config::{Config, Origin, Secret};
@@ -197,7 +197,7 @@ fn read_doc(path: &Path, h: Harness) -> Option<Result<Value, String>> {
         Ok(t) => t,
         Err(_) => return Some(Err("not UTF-8 text".into())),
     };
-    Some(edit::parse_config(&text, h))
+    Some(edit::parse_config(&text, dialect::of(h).syntax()))
 }
 
 /// A token file others can read (ssh refuses such a key; we warn).
@@ -245,7 +245,7 @@ fn state(config: &Config) -> StateReport {
         if let Some(ended) = f.ended_at {
             s.sessions_ended += 1;
             if !f.uncarried_notes.is_empty() && ended.secs() >= day_ago.secs() {
-                s.uncarried.push(super::Uncarried {
+                s.uncarried.push(super::model::Uncarried {
                     session: f.external_session_id.clone(),
                     note_ids: f.uncarried_notes.clone(),
                 });

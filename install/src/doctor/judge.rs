@@ -3,14 +3,14 @@
 //! is unit-tested on constructed facts.
 
 use super::collect::{Facts, HarnessFacts, ScopeFacts, ServerFacts};
-use super::{
+use super::model::{
     ConfigState, EntryReport, Finding, HarnessReport, HealthState, Mode, Modes, ProgramState, Report, SCHEMA_VERSION,
-    ScopeReport, ServerReport, Severity, TokenState, TrustState, proven_version,
+    ScopeReport, ServerReport, Severity, TokenState, proven_version,
 };
 use crate::codex_trust;
-use crate::dialect::{self, Dialect, FolderTrust, Note};
+use crate::context::{Ctx, Scope};
+use crate::dialect::{self, Dialect, FolderTrust, Note, TrustState};
 use crate::edit::{self, Entry, Owner};
-use crate::install::{Ctx, Scope};
 use crate::probe::{Health, TokenCheck};
 use crate::table;
 use crate::util;
@@ -59,7 +59,7 @@ impl Findings {
 /// The receipt that over-reports (docs/guarantees.md, "Once, per path"):
 /// notes the server recorded delivered at the claim, in a session that
 /// ended before any output carried them.
-fn uncarried_finding(u: &super::Uncarried) -> Finding {
+fn uncarried_finding(u: &super::model::Uncarried) -> Finding {
     Finding::new(
         format!(
             "session {} ended before {} note(s) the server recorded delivered reached the model: {}",
@@ -778,11 +778,15 @@ mod tests {
         let ctx = ctx();
         let owner = Owner::new(h, Path::new("/h/bin"));
         let text = match dialect::of(h).layout() {
-            dialect::Layout::Grouped => edit::edit_grouped("", &owner, &install::desired(&ctx, h)).unwrap(),
-            dialect::Layout::Flat => edit::edit_flat("", &owner, &install::desired(&ctx, h)).unwrap(),
+            dialect::Layout::Grouped => {
+                edit::edit_grouped("", &owner, &install::desired(&ctx, h), dialect::of(h).syntax()).unwrap()
+            }
+            dialect::Layout::Flat => {
+                edit::edit_flat("", &owner, &install::desired(&ctx, h), dialect::of(h).syntax()).unwrap()
+            }
             dialect::Layout::OwnFile => dialect::of(h).own_file(&ctx, &install::desired(&ctx, h)),
         };
-        edit::parse_config(&text, h).unwrap()
+        edit::parse_config(&text, dialect::of(h).syntax()).unwrap()
     }
 
     fn programs(doc: &Value, h: Harness, state: ProgramState) -> Vec<(String, ProgramState)> {
@@ -905,8 +909,14 @@ mod tests {
         );
         for h in [Harness::ClaudeCode, Harness::Gemini] {
             let ctx = Ctx { bin_dir: "/old".into(), ..ctx() };
-            let text = edit::edit_grouped("", &Owner::new(h, Path::new("/old")), &install::desired(&ctx, h)).unwrap();
-            let doc = edit::parse_config(&text, h).unwrap();
+            let text = edit::edit_grouped(
+                "",
+                &Owner::new(h, Path::new("/old")),
+                &install::desired(&ctx, h),
+                dialect::of(h).syntax(),
+            )
+            .unwrap();
+            let doc = edit::parse_config(&text, dialect::of(h).syntax()).unwrap();
             let mut sf = scope_facts(h, Scope::User, doc, ProgramState::Missing);
             sf.programs = edit::our_entries(&sf.doc, &Owner::new(h, Path::new("/h/bin")))
                 .into_iter()
@@ -1073,7 +1083,7 @@ mod tests {
             sf.programs[0].1 = state;
             let mut f = facts_with(h, sf);
             f.hook_exe_exists = exe;
-            f.install_method = Some(install::InstallMethod::Prefix("/h/.local".into()));
+            f.install_method = Some(crate::context::InstallMethod::Prefix("/h/.local".into()));
             judge(&ctx(), &config(), &f).problems.remove(0)
         };
         let p = broken(ProgramState::NotExecutable, true);

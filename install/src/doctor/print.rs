@@ -2,8 +2,9 @@
 //! scopes, the server, the state, then warnings and problems as bullets
 //! wrapped to the terminal.
 
-use super::{ConfigState, ProgramState, Report, TrustState};
-use crate::install::Ctx;
+use super::model::{ConfigState, ProgramState, Report};
+use crate::context::Ctx;
+use crate::dialect::TrustState;
 use crate::util::{self, print_table};
 use std::path::Path;
 

@@ -827,7 +827,9 @@ fn gemini_settings_with_comments_get_our_hooks_in_milliseconds() {
     e.install("gemini");
     let after = read(&settings);
     assert!(after.contains("// mine"), "{after}");
-    let v = preloop_hooks::edit::parse_config(&after, preloop_shared::Harness::Gemini).unwrap();
+    let v =
+        preloop_hooks::edit::parse_config(&after, preloop_hooks::dialect::of(preloop_shared::Harness::Gemini).syntax())
+            .unwrap();
     let ours = &v["hooks"]["BeforeTool"][1]["hooks"][0];
     assert_eq!(ours["timeout"], 340_000, "milliseconds: {ours}");
     assert_eq!(ours["name"], "preloop-gemini-before-tool");
