@@ -173,7 +173,9 @@ pub enum Block {
 ///   "permissionDecision": "deny"?, "permissionDecisionReason": "…"?,
 ///   "additionalContext": "…"?}`, built by
 ///   `PreToolUseOutput::wrapped(deny_reason, context)`: a deny is the only
-///   decision either harness gets from us.
+///   decision either harness gets from us. Written `PreToolUseOutput +
+///   updatedInput;` (Claude Code), it also holds `"updatedInput": {…}?`
+///   and `wrapped` takes the rewritten input third (dropped beside a deny).
 ///
 /// The caller defines `PreToolUse` and `Deny` with
 /// [`output_names!`](crate::output_names) and depends on serde (and, for its
@@ -190,37 +192,8 @@ pub enum Block {
 #[macro_export]
 macro_rules! hook_specific_bodies {
     ($(#[$context_doc:meta])* Context; $(#[$pre_tool_use_doc:meta])* PreToolUseOutput;) => {
-        $(#[$context_doc])*
-        #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-        #[cfg_attr(test, derive(schemars::JsonSchema))]
-        #[serde(deny_unknown_fields)]
-        #[serde(rename_all = "camelCase")]
-        pub struct Context<E> {
-            pub hook_event_name: E,
-            pub additional_context: String,
-        }
-
-        impl<E> Context<E> {
-            /// `{"hookSpecificOutput": {"hookEventName": name, "additionalContext": context}}`.
-            pub fn wrapped(hook_event_name: E, additional_context: String) -> $crate::adapter::Wrapped<Self> {
-                $crate::adapter::Wrapped::new(Context { hook_event_name, additional_context })
-            }
-        }
-
-        $(#[$pre_tool_use_doc])*
-        #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-        #[cfg_attr(test, derive(schemars::JsonSchema))]
-        #[serde(deny_unknown_fields)]
-        #[serde(rename_all = "camelCase")]
-        pub struct PreToolUseOutput {
-            pub hook_event_name: PreToolUse,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            pub permission_decision: Option<Deny>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            pub permission_decision_reason: Option<String>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            pub additional_context: Option<String>,
-        }
+        $crate::hook_specific_bodies!(@context $(#[$context_doc])*);
+        $crate::hook_specific_bodies!(@pre_tool_use [$(#[$pre_tool_use_doc])*] []);
 
         impl PreToolUseOutput {
             /// A deny (`Some` reason) and the context beside it; `None` for an
@@ -239,6 +212,75 @@ macro_rules! hook_specific_bodies {
                     additional_context,
                 }))
             }
+        }
+    };
+    // Claude Code's PreToolUse also takes `updatedInput` without a decision
+    // (docs/event-matrix.md, "send_note caller session").
+    ($(#[$context_doc:meta])* Context; $(#[$pre_tool_use_doc:meta])* PreToolUseOutput + updatedInput;) => {
+        $crate::hook_specific_bodies!(@context $(#[$context_doc])*);
+        $crate::hook_specific_bodies!(@pre_tool_use [$(#[$pre_tool_use_doc])*] [
+            /// The tool input to run instead of the model's (never with a
+            /// deny, never with a permission decision: it grants nothing).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub updated_input: Option<serde_json::Value>,
+        ]);
+
+        impl PreToolUseOutput {
+            /// A deny (`Some` reason) and the context beside it, or a
+            /// rewritten tool input (dropped beside a deny) with no decision;
+            /// `None` when there is nothing to say: print nothing.
+            pub fn wrapped(
+                deny_reason: Option<String>,
+                additional_context: Option<String>,
+                updated_input: Option<serde_json::Value>,
+            ) -> Option<$crate::adapter::Wrapped<Self>> {
+                let updated_input = if deny_reason.is_some() { None } else { updated_input };
+                if deny_reason.is_none() && additional_context.is_none() && updated_input.is_none() {
+                    return None;
+                }
+                Some($crate::adapter::Wrapped::new(PreToolUseOutput {
+                    hook_event_name: PreToolUse::PreToolUse,
+                    permission_decision: deny_reason.is_some().then_some(Deny::Deny),
+                    permission_decision_reason: deny_reason,
+                    additional_context,
+                    updated_input,
+                }))
+            }
+        }
+    };
+    (@context $(#[$context_doc:meta])*) => {
+        $(#[$context_doc])*
+        #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
+        #[serde(deny_unknown_fields)]
+        #[serde(rename_all = "camelCase")]
+        pub struct Context<E> {
+            pub hook_event_name: E,
+            pub additional_context: String,
+        }
+
+        impl<E> Context<E> {
+            /// `{"hookSpecificOutput": {"hookEventName": name, "additionalContext": context}}`.
+            pub fn wrapped(hook_event_name: E, additional_context: String) -> $crate::adapter::Wrapped<Self> {
+                $crate::adapter::Wrapped::new(Context { hook_event_name, additional_context })
+            }
+        }
+    };
+    (@pre_tool_use [$(#[$pre_tool_use_doc:meta])*] [$($extra:tt)*]) => {
+        $(#[$pre_tool_use_doc])*
+        #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
+        #[serde(deny_unknown_fields)]
+        #[serde(rename_all = "camelCase")]
+        pub struct PreToolUseOutput {
+            pub hook_event_name: PreToolUse,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub permission_decision: Option<Deny>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub permission_decision_reason: Option<String>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub additional_context: Option<String>,
+            $($extra)*
         }
     };
 }

@@ -178,6 +178,41 @@ pub struct Outcome {
     /// A gate's check failed and its fail policy answered (`decision` is
     /// that policy's): the log says `fail_open` / `fail_closed`, never `ok`.
     pub gate_failed: Option<FailPolicy>,
+    /// PreToolUse: the tool input to run instead of the model's, when the
+    /// hook adds something to it (Preloop's `send_note` gets the caller's
+    /// session id, [`caller_session_rewrite`]). Never set with a deny; an
+    /// adapter whose harness can rewrite only together with a grant leaves
+    /// it unprinted (docs/event-matrix.md, "send_note caller session").
+    pub tool_input: Option<Value>,
+}
+
+/// The field Preloop's `send_note` MCP tool reads the caller's harness
+/// session id from ("Harness session id supplied by the Preloop hook").
+pub const CALLER_SESSION_FIELD: &str = "preloop_caller_session_id";
+
+/// Whether `tool_name` is an MCP tool named `send_note`, as the harnesses
+/// spell an MCP tool in a tool hook: `mcp__<server>__send_note` (Claude Code,
+/// Codex; the server name is the user's and may itself hold `__`, so the tool
+/// is what follows the last `__`) or `MCP:send_note` (Cursor's preToolUse).
+/// A built-in tool that happens to be called `send_note` is not one.
+pub fn is_send_note(tool_name: &str) -> bool {
+    if let Some(rest) = tool_name.strip_prefix("mcp__") {
+        return matches!(rest.rsplit_once("__"), Some((server, "send_note")) if !server.is_empty());
+    }
+    tool_name == "MCP:send_note"
+}
+
+/// Preloop's `send_note` with [`CALLER_SESSION_FIELD`] set to the caller's
+/// harness session id (the hook payload's), replacing whatever the model
+/// wrote there: a model-supplied value is never trusted. `None` for any other
+/// tool, an input that is not a JSON object, or an empty session id.
+pub fn caller_session_rewrite(tool_name: &str, tool_input: &Value, session_id: &str) -> Option<Value> {
+    if !is_send_note(tool_name) || session_id.is_empty() {
+        return None;
+    }
+    let mut obj = tool_input.as_object()?.clone();
+    obj.insert(CALLER_SESSION_FIELD.to_string(), Value::String(session_id.to_string()));
+    Some(Value::Object(obj))
 }
 
 impl Outcome {
@@ -494,6 +529,10 @@ impl Engine {
                 carry
             }
         };
+        // The gate checks the input that will run: Preloop's `send_note` with
+        // the caller's session id (set here, never the model's).
+        let rewritten = caller_session_rewrite(tool_name, tool_input, &input.session_id);
+        let tool_input = rewritten.as_ref().unwrap_or(tool_input);
         let req = PermissionCheckRequest {
             tool_name: cut_chars(tool_name, MAX_TOOL_NAME_CHARS),
             tool_input: if tool_input.is_object() { tool_input.clone() } else { Value::Object(Default::default()) },
@@ -519,6 +558,10 @@ impl Engine {
                 if policy == FailPolicy::Deny {
                     out.decision = Some(Decision::Deny);
                     out.reason = Some(fail_closed_reason(e.kind()));
+                } else {
+                    // Fail open leaves the harness's own flow: the rewrite
+                    // grants nothing, so it still rides.
+                    out.tool_input = rewritten;
                 }
                 // The spool can still ride this output; a spool failure never
                 // changes the fail policy's decision.
@@ -558,6 +601,10 @@ impl Engine {
                     self.spool_only(note, &mut after);
                 }
             }
+        }
+        // A deny carries no rewrite: there is no input to run.
+        if out.decision != Some(Decision::Deny) {
+            out.tool_input = rewritten;
         }
         Ok((out, after))
     }
@@ -1119,4 +1166,45 @@ fn ids_of(n: &NoteElement) -> Vec<String> {
 /// (only SessionEnd has nothing to print).
 pub fn needs_stdout(def: &HookDef) -> bool {
     def.does != Does::SessionEnd
+}
+
+#[cfg(test)]
+mod caller_session_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn send_note_is_recognised_by_its_mcp_spellings_only() {
+        for yes in ["mcp__preloop__send_note", "mcp__a__b__send_note", "mcp__x__send_note", "MCP:send_note"] {
+            assert!(is_send_note(yes), "{yes}");
+        }
+        for no in [
+            "send_note",
+            "Bash",
+            "mcp__send_note",
+            "mcp____send_note",
+            "mcp__preloop__send_notes",
+            "mcp__preloop__send_note_x",
+            "mcp__preloop__list_notes",
+            "MCP:other",
+            "mcp:send_note",
+        ] {
+            assert!(!is_send_note(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn the_callers_session_replaces_a_forged_one_and_nothing_else_changes() {
+        let forged = json!({"text": "t", "runtime_session_id": "rt", "preloop_caller_session_id": "FORGED"});
+        let got = caller_session_rewrite("mcp__preloop__send_note", &forged, "sess-1").unwrap();
+        assert_eq!(got, json!({"text": "t", "runtime_session_id": "rt", "preloop_caller_session_id": "sess-1"}));
+        let plain = json!({"text": "t"});
+        assert_eq!(
+            caller_session_rewrite("mcp__preloop__send_note", &plain, "s").unwrap(),
+            json!({"text": "t", "preloop_caller_session_id": "s"})
+        );
+        assert_eq!(caller_session_rewrite("Bash", &forged, "s"), None);
+        assert_eq!(caller_session_rewrite("mcp__preloop__send_note", &json!("text"), "s"), None);
+        assert_eq!(caller_session_rewrite("mcp__preloop__send_note", &plain, ""), None);
+    }
 }

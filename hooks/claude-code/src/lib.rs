@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | SessionStart | `hookSpecificOutput.additionalContext` | nothing |
 //! | UserPromptSubmit | `hookSpecificOutput.additionalContext` | nothing |
-//! | PreToolUse | `additionalContext`; deny → `permissionDecision: "deny"` + reason; allow → no decision | nothing |
+//! | PreToolUse | `additionalContext`; deny → `permissionDecision: "deny"` + reason; allow → no decision; Preloop's `send_note` → `updatedInput` with the caller's session id, no decision | nothing |
 //! | Stop | `hookSpecificOutput.additionalContext` (continues the turn once) | nothing |
 //! | SessionEnd | none | nothing |
 //!
@@ -106,7 +106,7 @@ pub fn render(event: Event, o: &Outcome) -> Option<Output> {
         }
         Event::PreToolUse => {
             let reason = (o.decision == Some(Decision::Deny)).then(|| deny_reason_verbatim(o));
-            PreToolUseOutput::wrapped(reason, ctx).map(Output::PreToolUse)
+            PreToolUseOutput::wrapped(reason, ctx, o.tool_input.clone()).map(Output::PreToolUse)
         }
         // Stop's additionalContext continues the turn once and reaches the model
         // as "Stop hook additional context: <block>" without our command line

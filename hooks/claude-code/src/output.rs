@@ -26,8 +26,9 @@ preloop_shared::hook_specific_bodies! {
     Context;
     /// PreToolUse: a deny is the only decision (an allow would grant Claude
     /// Code's own permission, which a central "no rule" must not); the note
-    /// rides beside it.
-    PreToolUseOutput;
+    /// rides beside it. `updatedInput` without a decision rewrites the tool
+    /// input and leaves Claude Code's permission flow as it was.
+    PreToolUseOutput + updatedInput;
 }
 
 preloop_shared::output_names! {

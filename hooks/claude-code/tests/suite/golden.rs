@@ -123,9 +123,20 @@ fn scenarios() -> Vec<(Event, &'static str, Outcome)> {
     ));
     v.push((Event::UserPromptSubmit, "note", note.clone()));
     v.push((Event::PreToolUse, "allow-no-note", allow.clone()));
-    v.push((Event::PreToolUse, "allow-note", Outcome { context: Some(block(2)), ..allow }));
+    v.push((Event::PreToolUse, "allow-note", Outcome { context: Some(block(2)), ..allow.clone() }));
     v.push((Event::PreToolUse, "deny", deny.clone()));
-    v.push((Event::PreToolUse, "deny-note", Outcome { context: Some(block(1)), ..deny }));
+    v.push((Event::PreToolUse, "deny-note", Outcome { context: Some(block(1)), ..deny.clone() }));
+    // Preloop's send_note: the caller's session id rides as updatedInput, with
+    // no decision (it grants nothing); beside a deny it is dropped.
+    let rewritten = serde_json::json!({
+        "text": "hello child",
+        "runtime_session_id": "rt-1",
+        "preloop_caller_session_id": "6c6211a2-24a1-4699-8ef8-88c2ec7d1e75"
+    });
+    let rewrite = Outcome { tool_input: Some(rewritten), ..allow.clone() };
+    v.push((Event::PreToolUse, "send-note-caller", rewrite.clone()));
+    v.push((Event::PreToolUse, "send-note-caller-note", Outcome { context: Some(block(1)), ..rewrite.clone() }));
+    v.push((Event::PreToolUse, "send-note-deny", Outcome { tool_input: rewrite.tool_input, ..deny.clone() }));
     v.push((Event::Stop, "rescue", Outcome { continue_turn: true, ..note.clone() }));
     v.push((Event::Stop, "note-without-continue", note.clone()));
     v.push((Event::SessionEnd, "note-ignored", note));
