@@ -17,7 +17,9 @@
 //! (`<hook name> --preloop-detached-worker`: the same executable under the same name, own process group, stdio on
 //! `/dev/null` except the piped payload), prints the event's neutral answer
 //! and exits at once; the worker runs the SessionEnd flow with the ordinary
-//! call timeouts. Local mode (the inbox is the record, and the hook's
+//! call timeouts, and makes its session-end call again (up to
+//! [`crate::flow::WORKER_END_ATTEMPTS`] in all) when a loaded server did not
+//! answer it in time. Local mode (the inbox is the record, and the hook's
 //! syncs are what make the end durable before the harness goes on), a
 //! payload the hook cannot use, `PRELOOP_SESSION_END_DETACH=0`, or a worker
 //! that cannot be started run the flow in-process within

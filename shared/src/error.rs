@@ -122,6 +122,17 @@ impl Error {
         }
     }
 
+    /// A failure the same call may not meet again: the server could not be
+    /// reached or did not answer in time, or answered that it is overloaded
+    /// or briefly unavailable (408, 429, 5xx).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Unreachable { .. } => true,
+            Error::Status { status, .. } => matches!(status, 408 | 429 | 500..=599),
+            _ => false,
+        }
+    }
+
     /// A short, token-free label for the hook log.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -673,6 +673,30 @@ impl Engine {
         Ok((out, after))
     }
 
+    /// The session-end call. The detached worker, which nothing waits for,
+    /// tries it again after a transient failure ([`crate::Error::is_transient`]:
+    /// a loaded server that did not answer within the call timeout, a 5xx),
+    /// [`WORKER_END_ATTEMPTS`] times in all, a second apart: the server
+    /// takes a repeated end as a no-op (`marked: 0`, docs/contracts/preloop-server.md
+    /// §4.6), so a first call that did arrive costs nothing, and one that did
+    /// not still ends the session and its pending notes. A hook ending the
+    /// session in-process has its budget and calls once.
+    fn end_on_server(&mut self, reason: &str) -> Result<SessionEndResponse> {
+        let req = SessionEndRequest { external_session_id: self.session_id.clone(), reason: cut_chars(reason, 255) };
+        let attempts = if crate::ending::in_worker() { WORKER_END_ATTEMPTS } else { 1 };
+        let mut tried = 1;
+        loop {
+            match self.backend.session_end(&req) {
+                Err(e) if tried < attempts && e.is_transient() => {
+                    self.warnings.push(format!("session-end attempt {tried} failed ({e}); trying again"));
+                    std::thread::sleep(Duration::from_secs(1));
+                    tried += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
     fn on_session_end(&mut self, reason: &str) -> Result<(Outcome, AfterFlush)> {
         let (state, _) = self.run.read();
         // Deferred spooled notes will never be carried: report them first, so
@@ -700,10 +724,7 @@ impl Engine {
         {
             self.warnings.push(format!("spool_dropped ack failed: {e}"));
         }
-        let resp = self.backend.session_end(&SessionEndRequest {
-            external_session_id: self.session_id.clone(),
-            reason: cut_chars(reason, 255),
-        })?;
+        let resp = self.end_on_server(reason)?;
         if resp.marked > 0 {
             self.warnings.push(format!("{} note(s) marked undeliverable (session_ended)", resp.marked));
         }
@@ -1096,6 +1117,10 @@ pub fn fail_closed_reason(kind: &str) -> String {
 }
 
 /// The server's field limits (docs/contracts/preloop-server.md §4.1, §4.2).
+/// How often the detached SessionEnd worker makes its session-end call
+/// before it gives up ([`Engine::end_on_server`]).
+pub const WORKER_END_ATTEMPTS: u32 = 3;
+
 const MAX_CWD_CHARS: usize = 4096;
 const MAX_FIRST_PROMPT_CHARS: usize = 20_000;
 const MAX_TOOL_NAME_CHARS: usize = 255;

@@ -433,6 +433,33 @@ fn session_end_fast_server_and_bad_input() {
     assert!(server.hook_routes().is_empty(), "no call for a payload the hook cannot use");
 }
 
+/// The detached worker, which nothing waits for, makes its session-end call
+/// again when a loaded server did not answer in time (the end is a no-op the
+/// second time on the server): the session still ends, and its pending note
+/// becomes undeliverable instead of staying pending (the e2e SessionEnd load
+/// suite saw one of 64 workers give up after one timed-out call).
+#[test]
+fn the_detached_worker_tries_its_session_end_again_after_a_timeout() {
+    let (server, home, session) = hooks::started_on_server::<Codex>("s-end-retry");
+    let home = home.with_env("PRELOOP_CALL_TIMEOUT_MS", "500");
+    let pending = server.send_to_session(&session, "never pulled");
+    server.set_fault(FaultSpec::route("/api/v1/agents/session-end").hang().times(1));
+    let (out, _) = home.run(Event::SessionEnd, &fixture_for("SessionEnd.json", &session));
+    assert!(out.is_none());
+    wait_for(Duration::from_secs(30), "the session-end receipt", || {
+        (server.note_state(&pending).0 == "undeliverable").then_some(())
+    });
+    let log = wait_for(Duration::from_secs(10), "the worker's log line", || {
+        home.log().lines().find(|l| l.contains("SessionEnd:detached")).map(str::to_string)
+    });
+    assert!(
+        log.contains("outcome=ok") && log.contains("session-end attempt 1 failed") && log.contains("trying again"),
+        "the worker tried again and ended the session: {log}"
+    );
+    let ends = server.hook_routes().iter().filter(|r| r.as_str() == "session-end").count();
+    assert_eq!(ends, 2, "one timed-out call, one that ended the session");
+}
+
 /// A payload the hook cannot use never reaches the server; a gate then
 /// answers by its fail policy (PermissionRequest: deny), never by skipping
 /// the check silently.
