@@ -136,6 +136,10 @@ struct Case {
     failures: usize,
     /// For a hook gated against its own floor: that floor's case.
     floor: Option<usize>,
+    /// How long the last run's process waited for a CPU while runnable (the
+    /// kernel's `run_delay`, /proc/<pid>/schedstat): the gate measures wall
+    /// time less this (gate.rs).
+    waited: Duration,
     /// The gate's self-test only: every run stretched to this many times its
     /// own wall time (`--self-test-slowdown`); never set on a real case.
     slowdown: Option<f64>,
@@ -162,6 +166,7 @@ impl Case {
             max_rss_kib: 0,
             failures: 0,
             floor: None,
+            waited: Duration::ZERO,
             slowdown: None,
         }
     }
@@ -205,11 +210,22 @@ impl Case {
         }
         let mut sink = Vec::new();
         let _ = std::io::Read::read_to_end(&mut child.stdout.take()?, &mut sink);
+        // Exited, not yet reaped: its scheduler statistics are still there.
+        exited(&child);
+        let mut d = t.elapsed();
+        let mut waited = run_delay(&format!("/proc/{}/schedstat", child.id())).unwrap_or_default();
         let (ok, _) = wait_rss(&child)?;
         if let Some(f) = self.slowdown {
-            burn_cpu(t.elapsed().mul_f64(f - 1.0));
+            // The self-test's twin: this thread works (f - 1) times as long
+            // as the hook ran, inside the timed interval; its own waits for a
+            // CPU count as waits, as the hook's do.
+            let own = || run_delay("/proc/thread-self/schedstat").unwrap_or_default();
+            let (w0, b0) = (own(), Instant::now());
+            burn_cpu(d.saturating_sub(waited).mul_f64(f - 1.0));
+            d += b0.elapsed();
+            waited += own().saturating_sub(w0);
         }
-        let d = t.elapsed();
+        self.waited = waited;
         if !ok {
             self.failures += 1;
         }
@@ -272,6 +288,22 @@ fn stats_of(times: &[Duration]) -> Option<Stats> {
     let mut t = times.to_vec();
     t.sort();
     Some(Stats { median: t[t.len() / 2], p95: t[(t.len() * 95 / 100).min(t.len() - 1)] })
+}
+
+/// Wait until `child` has exited, leaving it unreaped (`WNOWAIT`).
+fn exited(child: &std::process::Child) {
+    // SAFETY: waitid on our own child's pid with a valid out-pointer.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(libc::P_PID, child.id() as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT);
+    }
+}
+
+/// The second field of a `schedstat` file: nanoseconds spent runnable but
+/// waiting for a CPU.
+fn run_delay(path: &str) -> Option<Duration> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.split_whitespace().nth(1)?.parse().ok().map(Duration::from_nanos)
 }
 
 /// Wait for a child and return (exited 0, its ru_maxrss in KiB); `std` does not expose rusage.
@@ -1183,38 +1215,45 @@ fn gate(
     );
     println!("|---|---|---|---:|---:|---:|---|");
     let (mut ok, mut self_test_ok) = (true, true);
-    let hooks: Vec<usize> = (0..cases.len()).filter(|&k| gated(&cases[k])).collect();
-    for k in hooks {
-        let twin = cases[k].slowdown.is_some();
+    // Each hook's limit (or why it has none) and round-robin ratio, then all
+    // of them measured in rounds (gate::remeasure), then the table.
+    let mut rows = Vec::new();
+    let mut jobs = Vec::new();
+    for k in (0..cases.len()).filter(|&k| gated(&cases[k])) {
         let bin = cases[k].meta.binary.clone().unwrap_or_default();
+        let limit = match cases[k].floor {
+            None => Err("no own floor".to_string()),
+            Some(floor) => rule.limit(&bin).map(|(l, desc)| (floor, l, desc)),
+        };
+        let rr = match (limit.as_ref().ok(), median_ms(&cases[k].times)) {
+            (Some((floor, l, _)), Some(h)) => match median_ms(&cases[*floor].times) {
+                Some(f) => format!("{:.2}{}", h / f, if h / f > *l { " (over)" } else { "" }),
+                None => "no runs".into(),
+            },
+            _ => "no runs".into(),
+        };
+        if let Ok((floor, l, _)) = &limit {
+            jobs.push((k, *floor, *l));
+        }
+        rows.push((k, bin, limit, rr));
+    }
+    let mut measured = gate::remeasure(cases, &jobs, &mut next_run).into_iter();
+    for (k, bin, limit, rr) in rows {
+        let twin = cases[k].slowdown.is_some();
         let name = match cases[k].slowdown {
             Some(f) => format!("{bin}, made {f}× slower (self-test)"),
             None => bin.clone(),
         };
         let calls = calls_of.get(&bin).map(String::as_str).unwrap_or("");
-        let mut fail = |why: String| {
-            println!("| {name} | {calls} | {why} | | | | NO |");
-            if twin { self_test_ok = false } else { ok = false }
-        };
-        let Some(floor) = cases[k].floor else {
-            fail("no own floor".into());
-            continue;
-        };
-        let (limit, limit_desc) = match rule.limit(&bin) {
-            Ok(l) => l,
+        let limit_desc = match limit {
+            Ok((_, _, desc)) => desc,
             Err(why) => {
-                fail(why);
+                println!("| {name} | {calls} | {why} | | | | NO |");
+                if twin { self_test_ok = false } else { ok = false }
                 continue;
             }
         };
-        let rr = match (median_ms(&cases[k].times), median_ms(&cases[floor].times)) {
-            (Some(h), Some(f)) => {
-                let r = h / f;
-                format!("{r:.2}{}", if r > limit { " (over)" } else { "" })
-            }
-            _ => "no runs".into(),
-        };
-        let m = gate::remeasure(cases, k, floor, limit, &mut next_run);
+        let m = measured.next().expect("one measurement per job");
         let failed = m.over_limit == Some(true);
         let verdict = match (m.over_limit, twin) {
             (Some(true), false) => "NO".to_string(),
@@ -1251,11 +1290,12 @@ fn write_baseline(cases: &mut [Case], path: &str, pairs: usize, mut next_run: us
     println!("\n### Baseline: each hook against its own floor, {pairs} pairs of time blocks\n");
     println!("| hook | geometric mean pair ratio | lowest | highest |");
     println!("|---|---:|---:|---:|");
-    let hooks: Vec<usize> =
-        (0..cases.len()).filter(|&k| gated(&cases[k]) && cases[k].slowdown.is_none()).collect();
-    for k in hooks {
-        let Some(floor) = cases[k].floor else { continue };
-        let r = gate::measure(cases, k, floor, pairs, &mut next_run);
+    let jobs: Vec<(usize, usize)> = (0..cases.len())
+        .filter(|&k| gated(&cases[k]) && cases[k].slowdown.is_none())
+        .filter_map(|k| Some((k, cases[k].floor?)))
+        .collect();
+    let measured = gate::measure(cases, &jobs, pairs, &mut next_run);
+    for (&(k, _), r) in jobs.iter().zip(measured) {
         let (lo, hi) = r.iter().fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
         let bin = cases[k].meta.binary.clone().unwrap_or_default();
         let med = (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp();
