@@ -24,18 +24,18 @@
 //! a CPU too; that adds alike to a hook and its floor, which make the same
 //! calls.)
 //!
-//! Why a sequential test: each pair of blocks gives one ratio, hook ÷
-//! floor, and how much they scatter depends on the load from elsewhere (the
-//! log ratios' standard deviation was 0.04 in one run on this 2-core machine
-//! and 0.17 in the next, beside four other builds). After each pair (from
-//! [`MIN_PAIRS`] on) a t-test on the logarithms of the ratios asks whether
-//! their mean is over the limit: the hook fails only when a hook right at
-//! its limit would read that far over it with probability at most
-//! [`ALPHA_FAIL`], and passes as soon as it would read that far under it with
-//! probability at most [`ALPHA_PASS`]. So a quiet machine decides in a few
-//! pairs, and a loaded one measures longer instead of guessing. Undecided
-//! after [`MAX_PAIRS`] pairs (the hook sits within the noise of its limit):
-//! it passes, and the table says so.
+//! Why a sequential rank test: each pair of blocks gives one ratio, hook ÷
+//! floor, and how much they scatter depends on the load from elsewhere: a
+//! burst of it throws a pair far off now and then. After each pair (from
+//! [`MIN_PAIRS`] on) a Wilcoxon signed-rank test asks whether the ratios lie
+//! over the limit; ranks, so a wild pair counts as one pair, not as a wide
+//! spread. The hook fails only when a hook right at its limit would rank
+//! that far over it with probability at most [`ALPHA_FAIL`] (every pair over
+//! it: 13 pairs at least), and passes as soon as it would rank that far under
+//! it with probability at most [`ALPHA_PASS`]. So a quiet machine decides in a
+//! few pairs, and a loaded one measures longer instead of guessing.
+//! Undecided after [`MAX_PAIRS`] pairs (the hook sits within the noise of its
+//! limit): it passes, and the table says so.
 
 use crate::{Case, ms};
 use std::io::Write;
@@ -51,10 +51,10 @@ pub const BLOCK_RUNS: usize = 12;
 pub const MIN_PAIRS: usize = 6;
 /// Most pairs of blocks per hook.
 pub const MAX_PAIRS: usize = 40;
-/// A hook fails when a hook right at its limit would read so far over it
-/// with probability at most this (one-sided t-test on the log pair ratios).
+/// A hook fails when a hook right at its limit would rank so far over it
+/// with probability at most this (one-sided signed-rank test).
 pub const ALPHA_FAIL: f64 = 0.001;
-/// A hook passes when a hook right at its limit would read so far under it
+/// A hook passes when a hook right at its limit would rank so far under it
 /// with probability at most this.
 pub const ALPHA_PASS: f64 = 0.05;
 /// Which quantile of a block's runs stands for the block: its second-fastest
@@ -80,9 +80,19 @@ pub struct Remeasured {
 }
 
 impl Remeasured {
-    /// The geometric mean of the pair ratios (what the test is on).
+    /// The median pair ratio.
     pub fn ratio(&self) -> f64 {
-        (self.ratios.iter().map(|r| r.ln()).sum::<f64>() / self.ratios.len() as f64).exp()
+        median(&self.ratios)
+    }
+}
+
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
     }
 }
 
@@ -95,40 +105,61 @@ fn quantile(times: &[Duration], q: f64) -> Option<f64> {
     Some(t[((t.len() - 1) as f64 * q).round() as usize])
 }
 
-/// The one-sided `alpha` quantile of Student's t with `df` degrees of
-/// freedom (Cornish-Fisher from the normal quantile; within 1% of the tables
-/// for df ≥ 5 at the levels used here).
-pub fn t_quantile(alpha: f64, df: usize) -> f64 {
-    // The normal quantile by Acklam's rational approximation (upper tail).
-    let p = 1.0 - alpha;
-    let q = (-2.0 * (1.0 - p).ln()).sqrt();
-    let (c, d) = (
-        [-7.784_894_002_430_293e-3, -3.223_964_580_411_365e-1, -2.400_758_277_161_838, -2.549_732_539_343_734, 4.374_664_141_464_968, 2.938_163_982_698_783],
-        [7.784_695_709_041_462e-3, 3.224_671_290_700_398e-1, 2.445_134_137_142_996, 3.754_408_661_907_416],
-    );
-    let z = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5])
-        / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
-    let n = df as f64;
-    z + (z.powi(3) + z) / (4.0 * n)
-        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
-        + (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / (384.0 * n * n * n)
+/// The upper `alpha` quantile of the standard normal distribution (Acklam's
+/// rational approximation, relative error under 1.2e-9).
+pub fn z_quantile(alpha: f64) -> f64 {
+    let q = (-2.0 * alpha.ln()).sqrt();
+    let c = [
+        -7.784_894_002_430_293e-3,
+        -3.223_964_580_411_365e-1,
+        -2.400_758_277_161_838,
+        -2.549_732_539_343_734,
+        4.374_664_141_464_968,
+        2.938_163_982_698_783,
+    ];
+    let d = [7.784_695_709_041_462e-3, 3.224_671_290_700_398e-1, 2.445_134_137_142_996, 3.754_408_661_907_416];
+    (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5])
+        / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0)
+        * -1.0
 }
 
-/// The test's verdict on the pair ratios so far against `limit`: the mean
-/// of their logarithms, and its one-sided confidence bounds.
+/// Wilcoxon's signed-rank statistic of the pair ratios' logarithms less the
+/// limit's, as a z-score (normal approximation, ties ranked by their mean
+/// rank): positive when the ratios lie over the limit.
+pub fn signed_rank_z(ratios: &[f64], limit: f64) -> f64 {
+    let mut d: Vec<f64> = ratios.iter().map(|r| r.ln() - limit.ln()).filter(|x| *x != 0.0).collect();
+    let n = d.len();
+    if n == 0 {
+        return 0.0;
+    }
+    d.sort_by(|a, b| a.abs().total_cmp(&b.abs()));
+    let mut w = 0.0;
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && d[j + 1].abs() == d[i].abs() {
+            j += 1;
+        }
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        w += d[i..=j].iter().filter(|x| **x > 0.0).count() as f64 * rank;
+        i = j + 1;
+    }
+    let n = n as f64;
+    (w - n * (n + 1.0) / 4.0) / (n * (n + 1.0) * (2.0 * n + 1.0) / 24.0).sqrt()
+}
+
+/// The test's verdict on the pair ratios so far against `limit`: a
+/// Wilcoxon signed-rank test of their median against it, one-sided each
+/// way. Ranks, not values: a pair that a burst of load threw far off counts
+/// as one pair, not as a wide spread.
 pub fn verdict(ratios: &[f64], limit: f64) -> Option<bool> {
-    let n = ratios.len();
-    if n < MIN_PAIRS {
+    if ratios.len() < MIN_PAIRS {
         return None;
     }
-    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
-    let mean = logs.iter().sum::<f64>() / n as f64;
-    let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let se = (var / n as f64).sqrt();
-    let t = (mean - limit.ln()) / se.max(1e-9);
-    if t > t_quantile(ALPHA_FAIL, n - 1) {
+    let z = signed_rank_z(ratios, limit);
+    if z > z_quantile(ALPHA_FAIL) {
         Some(true)
-    } else if -t > t_quantile(ALPHA_PASS, n - 1) {
+    } else if -z > z_quantile(ALPHA_PASS) {
         Some(false)
     } else {
         None
@@ -240,14 +271,22 @@ pub fn parse_baseline(text: &str) -> Result<Vec<(String, f64)>, String> {
 mod tests {
     use super::*;
 
-    /// Against the tables: t(0.001) is 5.893 at 5 df, 3.646 at 17, 3.307 at 40;
-    /// t(0.01) is 3.365 at 5, 2.457 at 30.
     #[test]
-    fn t_quantiles_match_the_tables() {
-        for (alpha, df, want) in [(0.001, 5, 5.893), (0.001, 17, 3.646), (0.001, 40, 3.307), (0.01, 5, 3.365), (0.01, 30, 2.457)] {
-            let got = t_quantile(alpha, df);
-            assert!((got - want).abs() / want < 0.02, "t({alpha}, {df}) = {got}, tables {want}");
+    fn normal_quantiles_match_the_tables() {
+        for (alpha, want) in [(0.001, 3.0902), (0.01, 2.3263), (0.05, 1.6449)] {
+            assert!((z_quantile(alpha) - want).abs() < 1e-3, "z({alpha}) = {}", z_quantile(alpha));
         }
+    }
+
+    /// Six pairs all over the limit: W+ = 21 of 21, z = (21 - 10.5) / 4.77.
+    #[test]
+    fn signed_ranks() {
+        assert!((signed_rank_z(&[2.0; 6], 1.0) - 10.5 / 22.75f64.sqrt()).abs() < 1e-9);
+        assert!((signed_rank_z(&[0.5; 6], 1.0) + 10.5 / 22.75f64.sqrt()).abs() < 1e-9);
+        // One wild pair weighs as one rank.
+        let z1 = signed_rank_z(&[1.2, 1.2, 1.2, 1.2, 1.2, 0.9], 1.1);
+        let z2 = signed_rank_z(&[1.2, 1.2, 1.2, 1.2, 1.2, 0.01], 1.1);
+        assert!(z1 > 0.0 && (z1 - z2).abs() < 1e-9, "{z1} {z2}");
     }
 
     /// No verdict before MIN_PAIRS; a hook clearly under passes, clearly
@@ -256,9 +295,11 @@ mod tests {
     fn the_test_decides_only_when_sure() {
         assert_eq!(verdict(&[1.0; 5], 1.1), None);
         assert_eq!(verdict(&[1.0, 1.01, 0.99, 1.02, 0.98, 1.0], 1.1), Some(false));
-        assert_eq!(verdict(&[1.3, 1.31, 1.29, 1.32, 1.28, 1.3], 1.1), Some(true));
+        // Over in every pair: sure only from 13 pairs on (z = 3.18).
+        assert_eq!(verdict(&[1.3; 12], 1.1), None);
+        assert_eq!(verdict(&[1.3; 13], 1.1), Some(true));
         assert_eq!(verdict(&[0.9, 1.3, 1.0, 1.2, 1.1, 1.15, 1.05], 1.1), None);
-        assert_eq!(verdict(&[1.3, 1.0, 1.25, 1.05, 1.3, 1.1], 1.1), None);
+        assert_eq!(verdict(&[1.3, 1.0, 1.25, 1.05, 1.3, 1.12], 1.1), None);
     }
 
     #[test]

@@ -501,6 +501,14 @@ fn claude_pre_tool_use(bins: &Path, env: Vec<(String, String)>, sid: &str, name:
     Case::new(name, meta, bins.join(pre.def.binary), env, Box::new(move |_| payload(fixture, false, &sid)))
 }
 
+/// Wait until `path` is gone, at most `limit`.
+fn wait_gone(path: &Path, limit: Duration) {
+    let t = Instant::now();
+    while path.exists() && t.elapsed() < limit {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
 /// Run a binary once, untimed (registration before a case).
 fn run_untimed(program: &Path, env: &[(String, String)], input: &[u8]) {
     let mut c = Command::new(program);
@@ -880,8 +888,18 @@ fn main() {
                             Box::new(move |i| payload(fixture, cursor, &format!("{sid2}-{i}"))),
                         );
                         let sid3 = sid.clone();
+                        let home2 = home_of(mode);
+                        let mut last: Option<String> = None;
                         c.before = Some(Box::new(move |i| {
+                            // The last run's detached worker (server mode) is
+                            // done before the next run starts: it frees files
+                            // and calls the server, and measured beside the
+                            // next run it made that one slower by up to 2x.
+                            if let Some(prev) = last.take() {
+                                wait_gone(&RunFiles::new(&home2, &prev).ending, Duration::from_secs(2));
+                            }
                             let s = format!("{sid3}-{i}");
+                            last = Some(s.clone());
                             run_untimed(&sb, &env2, &payload(start_fixture, cursor, &s));
                             if note {
                                 send(&s);
@@ -1203,7 +1221,7 @@ fn gate(
     };
     println!("\n### Regression gate: every no-note server-mode hook's median {desc}\n");
     println!(
-        "Every hook is decided against its own floor in pairs of time blocks ({} runs each after {} thrown away; floor, hook, hook, floor, ...), one ratio per pair (the blocks' second-fastest runs, gate.rs), until a t-test on the log ratios is sure: it fails if a hook right at its limit would read that far over it with probability ≤ {}, passes when that far under it with probability ≤ {}, and passes as undecided after {} pairs. The round-robin ratio is shown, and whether it was over the limit, but decides nothing: under load it strays from the blocks' by up to 40%, either way. Self-test rows are a hook's twin with every run made slower on purpose: they must fail.\n",
+        "Every hook is decided against its own floor in pairs of time blocks ({} runs each after {} thrown away; floor, hook, hook, floor, ...), one ratio per pair (the blocks' second-fastest runs, gate.rs), until a Wilcoxon signed-rank test is sure: it fails if a hook right at its limit would rank that far over it with probability ≤ {}, passes when that far under it with probability ≤ {}, and passes as undecided after {} pairs. The round-robin ratio is shown, and whether it was over the limit, but decides nothing: under load it strays from the blocks' by up to 40%, either way. Self-test rows are a hook's twin with every run made slower on purpose: they must fail.\n",
         gate::BLOCK_RUNS,
         gate::BLOCK_WARM,
         gate::ALPHA_FAIL,
@@ -1211,7 +1229,7 @@ fn gate(
         gate::MAX_PAIRS
     );
     println!(
-        "| hook | calls it makes | limit | ÷ own floor (round-robin, medians) | pairs over limit | geometric mean pair ratio | passed |"
+        "| hook | calls it makes | limit | ÷ own floor (round-robin, medians) | pairs over limit | median pair ratio | passed |"
     );
     println!("|---|---|---|---:|---:|---:|---|");
     let (mut ok, mut self_test_ok) = (true, true);
@@ -1280,15 +1298,15 @@ fn gate(
 }
 
 /// `--write-baseline FILE`: every gated hook measured against its own floor
-/// in `pairs` pairs of time blocks; FILE gets the geometric mean pair ratio per hook
+/// in `pairs` pairs of time blocks; FILE gets the median pair ratio per hook
 /// (bench/gate-baseline.txt's format).
 fn write_baseline(cases: &mut [Case], path: &str, pairs: usize, mut next_run: usize) -> std::io::Result<()> {
     let mut out = format!(
-        "# preloop-bench --write-baseline: each no-note server-mode hook's ratio to its own floor, the geometric\n# mean over {pairs} pairs of time blocks ({} runs each, gate.rs); the pairs' range in the comment.\n",
+        "# preloop-bench --write-baseline: each no-note server-mode hook's ratio to its own floor, the median\n# over {pairs} pairs of time blocks ({} runs each, gate.rs); the pairs' range in the comment.\n",
         gate::BLOCK_RUNS
     );
     println!("\n### Baseline: each hook against its own floor, {pairs} pairs of time blocks\n");
-    println!("| hook | geometric mean pair ratio | lowest | highest |");
+    println!("| hook | median pair ratio | lowest | highest |");
     println!("|---|---:|---:|---:|");
     let jobs: Vec<(usize, usize)> = (0..cases.len())
         .filter(|&k| gated(&cases[k]) && cases[k].slowdown.is_none())
@@ -1298,7 +1316,7 @@ fn write_baseline(cases: &mut [Case], path: &str, pairs: usize, mut next_run: us
     for (&(k, _), r) in jobs.iter().zip(measured) {
         let (lo, hi) = r.iter().fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
         let bin = cases[k].meta.binary.clone().unwrap_or_default();
-        let med = (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp();
+        let med = gate::median(&r);
         println!("| {bin} | {med:.3} | {lo:.3} | {hi:.3} |");
         out.push_str(&format!("{bin} {med:.3}  # {lo:.3}-{hi:.3}\n"));
     }
