@@ -137,7 +137,7 @@ struct Case {
     /// For a hook gated against its own floor: that floor's case.
     floor: Option<usize>,
     /// How long the last run's process waited for a CPU while runnable (the
-    /// kernel's `run_delay`, /proc/<pid>/schedstat): the gate measures wall
+    /// kernel's `run_delay`, `/proc/<pid>/schedstat`): the gate measures wall
     /// time less this (gate.rs).
     waited: Duration,
     /// The gate's self-test only: every run stretched to this many times its
@@ -844,7 +844,8 @@ fn main() {
                 // server-mode Claude Code hook (between them every shape: two
                 // calls in turn, one, two at once, none and a detached
                 // worker) whose every run is stretched by `slowdown`.
-                let twin = self_test.filter(|_| mode == Mode::Server && h.slug == "claude-code").map(|f| (false, Some(f)));
+                let twin =
+                    self_test.filter(|_| mode == Mode::Server && h.slug == "claude-code").map(|f| (false, Some(f)));
                 for (note, slowdown) in [(false, None), (true, None)].into_iter().chain(twin) {
                     n += 1;
                     let sid = format!("bench-{}-{n:03}", h.slug);
@@ -1134,7 +1135,19 @@ fn main() {
         }
     }
     let floors_linked = floor_build.as_ref().map(|b| b.static_link);
-    report(&cases, &exe, runs, warmup, elapsed, seeding, &compiler, floors_linked, &calls_of, walk, json_out.as_deref());
+    report(
+        &cases,
+        &exe,
+        runs,
+        warmup,
+        elapsed,
+        seeding,
+        &compiler,
+        floors_linked,
+        &calls_of,
+        walk,
+        json_out.as_deref(),
+    );
     let next_run = runs + warmup + 3;
     let (gate_ok, self_test_ok) = if rule.max_ratio.is_some() || rule.max_slowdown.is_some() {
         gate(&mut cases, &rule, &calls_of, next_run)
@@ -1148,6 +1161,12 @@ fn main() {
         }
         r.is_ok()
     });
+    // The last SessionEnds' detached workers are done before their home goes.
+    if let Ok(dir) = std::fs::read_dir(home_of(Mode::Server).join("run")) {
+        for e in dir.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "ending")) {
+            wait_gone(&e.path(), Duration::from_secs(2));
+        }
+    }
     let _ = std::fs::remove_dir_all(&tmp);
     // A hook always exits 0 (the harness contract): anything else, or a case
     // that could not run at all, means the benchmark (or a hook) has rotted.
@@ -1206,12 +1225,7 @@ impl GateRule {
 /// self-test's slowed twins must fail it. `next_run` numbers the extra runs
 /// (SessionEnd registers a fresh session per run index). Prints a table;
 /// returns (every real hook passed, every twin failed).
-fn gate(
-    cases: &mut [Case],
-    rule: &GateRule,
-    calls_of: &BTreeMap<String, String>,
-    mut next_run: usize,
-) -> (bool, bool) {
+fn gate(cases: &mut [Case], rule: &GateRule, calls_of: &BTreeMap<String, String>, mut next_run: usize) -> (bool, bool) {
     let median_ms = |t: &[Duration]| stats_of(t).map(|s| ms(s.median));
     let desc = match (rule.max_ratio, rule.max_slowdown) {
         (Some(m), Some(f)) => format!("≤ {m}× its own floor and ≤ {f}× its baseline ratio"),
@@ -1221,7 +1235,7 @@ fn gate(
     };
     println!("\n### Regression gate: every no-note server-mode hook's median {desc}\n");
     println!(
-        "Every hook is decided against its own floor in pairs of time blocks ({} runs each after {} thrown away; floor, hook, hook, floor, ...), one ratio per pair (the blocks' second-fastest runs, gate.rs), until a Wilcoxon signed-rank test is sure: it fails if a hook right at its limit would rank that far over it with probability ≤ {}, passes when that far under it with probability ≤ {}, and passes as undecided after {} pairs. The round-robin ratio is shown, and whether it was over the limit, but decides nothing: under load it strays from the blocks' by up to 40%, either way. Self-test rows are a hook's twin with every run made slower on purpose: they must fail.\n",
+        "Every hook is decided against its own floor in pairs of time blocks ({} runs each after {} thrown away; floor, hook, hook, floor, ...), one ratio per pair (the blocks' second-fastest runs, gate.rs), until a Wilcoxon signed-rank test or the sign test is sure: it fails if a hook right at its limit would read that far over it with probability ≤ {}, passes when that far under it with probability ≤ {}, and passes as undecided after {} pairs. The round-robin ratio is shown, and whether it was over the limit, but decides nothing: under load it strays from the blocks' by up to 40%, either way. Self-test rows are a hook's twin with every run made slower on purpose: they must fail.\n",
         gate::BLOCK_RUNS,
         gate::BLOCK_WARM,
         gate::ALPHA_FAIL,
@@ -1267,7 +1281,11 @@ fn gate(
             Ok((_, _, desc)) => desc,
             Err(why) => {
                 println!("| {name} | {calls} | {why} | | | | NO |");
-                if twin { self_test_ok = false } else { ok = false }
+                if twin {
+                    self_test_ok = false
+                } else {
+                    ok = false
+                }
                 continue;
             }
         };

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 const FLOOR_CALLS_SRC: &str = include_str!("../c/floor_calls.c");
 
 /// Captured runs per hook; the calls are those of the shortest capture, and
-/// every other capture must make them too (see [`derive`]).
+/// every other capture must make them too (see [`derive()`]).
 const CAPTURES: usize = 3;
 
 /// One request a hook made, as the floor replays it.
@@ -200,13 +200,7 @@ pub struct Built {
 /// beside it) into `dir/<name>` with the system C compiler (`$CC`, else `cc`,
 /// `gcc`, `clang`), `-O2`, plus `-static` when `static_link` is asked and a
 /// static C library links; else dynamically (`static_link` false in the answer).
-pub fn build(
-    dir: &Path,
-    name: &str,
-    src: &str,
-    extra: &[(&str, &str)],
-    static_link: bool,
-) -> Result<Built, String> {
+pub fn build(dir: &Path, name: &str, src: &str, extra: &[(&str, &str)], static_link: bool) -> Result<Built, String> {
     let src_path = dir.join(format!("{name}.c"));
     let out = dir.join(name);
     std::fs::write(&src_path, src).map_err(|e| format!("write {}: {e}", src_path.display()))?;
