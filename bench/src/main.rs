@@ -46,7 +46,7 @@
 //! times, each the parent of the next): the lineage walk then reads N more
 //! ancestors (30: its bound).
 //!
-//! The regression gate (CI: `--max-slowdown 1.1 --self-test-slowdown 1.2`):
+//! The regression gate (CI: `--max-slowdown 1.2 --self-test-slowdown 1.5`):
 //! the run fails (exit 1) if a no-note server-mode hook is surely slower than
 //! its limit against its own floor: `--max-slowdown F` sets the limit to F ×
 //! the hook's baseline ratio (bench/gate-baseline.txt, written by
