@@ -10,13 +10,15 @@
 //! slowed whatever case ran next. Reported: median and p95 wall time
 //! over `--runs` runs (after warm-up), peak RSS (three more runs through
 //! `preloop-bench-rss`), the executable's size, and the ratios the performance
-//! targets are stated in. Every ratio is stated against the C floor.
+//! targets are stated in: against the one-call C floor, and each no-note
+//! server-mode hook against its own floor (the calls it makes).
 //!
 //! Cases:
 //! * floors: `/bin/true`; **the C floor** (bench/c/floor_hook.c, built here
 //!   at run time with the system C compiler, `-O2`): start, read stdin, one
-//!   HTTP/1.1 POST on a raw loopback socket, read the answer, print `{}`,
-//!   the true physical floor of a server-mode hook; the same program in Rust
+//!   HTTP/1.1 POST on a raw loopback socket, read the answer, print `{}`
+//!   (dynamic, as `cc -O2` builds, and `-static`, as the hooks are linked);
+//!   the same program in Rust
 //!   (`preloop-floor-hook`, a second row: it carries std's start-up). The C
 //!   floor is also re-run after every [`FLOOR_EVERY`]th case of a round, so
 //!   its samples are spread over the whole round like the hooks' are;
@@ -32,22 +34,29 @@
 //!   session per run) with the ancestry walk for a parent (no
 //!   `PRELOOP_PARENT_SESSION_ID`; nothing found, so the whole walk) beside
 //!   the same with the variable (no walk), in server mode; and the walk
-//!   alone, in process, per ancestor read.
+//!   alone, in process, per ancestor read;
+//! * each no-note server-mode hook's **own floor** (bench/c/floor_calls.c,
+//!   own_floor.rs): the calls that hook was seen to make on the fake server,
+//!   in order, replayed by a static C program on one keep-alive connection.
 //!
-//! `scripts/bench [--runs N] [--json FILE] [--only SUBSTRING] [--scale 10,1000,10000] [--max-ratio X] [--nest N]`
+//! `scripts/bench [--runs N] [--json FILE] [--only SUBSTRING] [--scale 10,1000,10000] [--nest N]
+//!   [--max-slowdown F] [--baseline FILE] [--max-ratio X] [--self-test-slowdown F] [--write-baseline FILE] [--trace FILE]`
 //!
 //! `--nest N` runs the benchmark N processes deeper (it starts itself again N
 //! times, each the parent of the next): the lineage walk then reads N more
 //! ancestors (30: its bound).
 //!
-//! `--max-ratio X` is the regression gate (CI: `--max-ratio 1.5`): the run
-//! fails (exit 1) if a no-note server-mode hook's median exceeds X times the
-//! C floor's. A hook over X in the round-robin run is re-measured before it
-//! fails: three blocks of [`GATE_PAIRS`] runs of that hook and the C floor,
-//! strictly alternating (floor, hook, floor, hook, ...), and the gate takes the median
-//! of the three blocks' median ratios. A burst of load from elsewhere on a
-//! shared machine hits a block's hook and floor runs alike (they alternate)
-//! and at most one block in three; a real regression is in every block.
+//! The regression gate (CI: `--max-slowdown 1.2 --self-test-slowdown 1.5`):
+//! the run fails (exit 1) if a no-note server-mode hook is surely slower than
+//! its limit against its own floor: `--max-slowdown F` sets the limit to F ×
+//! the hook's baseline ratio (bench/gate-baseline.txt, written by
+//! `--write-baseline`; `--baseline FILE` reads another), `--max-ratio X` to X
+//! (both: the lower). Every hook
+//! is measured against its floor in pairs of time blocks until a sign test
+//! decides (gate.rs). `--self-test-slowdown F` adds a twin of each Claude
+//! Code hook whose every run takes F times as long, and fails the run unless
+//! the gate fails every twin: the gate's power, proven on every run.
+//! `--trace FILE` writes every run of the gate's blocks to FILE.
 
 use preloop_shared::backend::Backend;
 use preloop_shared::local::LocalInbox;
@@ -66,15 +75,17 @@ use std::process::{Command, Stdio};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+mod gate;
+mod own_floor;
+
 const NOTE_TEXT: &str = "Deploy to eu-west-1, not us-east-1.";
-/// The C floor, built at run time (see [`build_c_floor`]).
+/// The one-call C floor, built at run time (see [`own_floor::build`]).
 const C_FLOOR_SRC: &str = include_str!("../c/floor_hook.c");
+/// Each gated hook's ratio to its own floor, measured (`--write-baseline`):
+/// what `--max-slowdown` multiplies.
+const GATE_BASELINE: &str = include_str!("../gate-baseline.txt");
 /// The C floor runs again after every this many cases of a round.
 const FLOOR_EVERY: usize = 8;
-/// Runs of the hook (and as many of the C floor) per block of the gate's re-measurement.
-const GATE_PAIRS: usize = 30;
-/// Blocks of the gate's re-measurement; the gate takes their median.
-const GATE_BLOCKS: usize = 3;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Mode {
@@ -123,6 +134,15 @@ struct Case {
     times: Vec<Duration>,
     max_rss_kib: i64,
     failures: usize,
+    /// For a hook gated against its own floor: that floor's case.
+    floor: Option<usize>,
+    /// How long the last run's process waited for a CPU while runnable (the
+    /// kernel's `run_delay`, `/proc/<pid>/schedstat`): the gate measures wall
+    /// time less this (gate.rs).
+    waited: Duration,
+    /// The gate's self-test only: every run stretched to this many times its
+    /// own wall time (`--self-test-slowdown`); never set on a real case.
+    slowdown: Option<f64>,
 }
 
 #[derive(Clone, Copy)]
@@ -145,6 +165,9 @@ impl Case {
             times: Vec::new(),
             max_rss_kib: 0,
             failures: 0,
+            floor: None,
+            waited: Duration::ZERO,
+            slowdown: None,
         }
     }
 
@@ -154,10 +177,22 @@ impl Case {
 
     /// One run: spawn, write stdin, wait. Returns the wall time.
     fn run_once(&mut self, i: usize) -> Option<Duration> {
+        let input = self.prepare(i);
+        self.time_once(&input)
+    }
+
+    /// What comes before run `i` (untimed): its `before` step, then its stdin.
+    fn prepare(&mut self, i: usize) -> Vec<u8> {
         if let Some(b) = self.before.as_mut() {
             b(i);
         }
-        let input = (self.stdin)(i);
+        (self.stdin)(i)
+    }
+
+    /// Spawn with `input` on stdin, read its stdout to the end, wait. The
+    /// wall time; with `slowdown` set (the gate's self-test), that time
+    /// stretched by CPU work in this thread (see [`burn_cpu`]).
+    fn time_once(&mut self, input: &[u8]) -> Option<Duration> {
         let mut c = Command::new(&self.program);
         c.args(&self.args)
             .env_clear()
@@ -171,12 +206,26 @@ impl Case {
         let mut child = c.spawn().ok()?;
         {
             let mut sin = child.stdin.take()?;
-            let _ = sin.write_all(&input);
+            let _ = sin.write_all(input);
         }
         let mut sink = Vec::new();
         let _ = std::io::Read::read_to_end(&mut child.stdout.take()?, &mut sink);
+        // Exited, not yet reaped: its scheduler statistics are still there.
+        exited(&child);
+        let mut d = t.elapsed();
+        let mut waited = run_delay(&format!("/proc/{}/schedstat", child.id())).unwrap_or_default();
         let (ok, _) = wait_rss(&child)?;
-        let d = t.elapsed();
+        if let Some(f) = self.slowdown {
+            // The self-test's twin: this thread works (f - 1) times as long
+            // as the hook ran, inside the timed interval; its own waits for a
+            // CPU count as waits, as the hook's do.
+            let own = || run_delay("/proc/thread-self/schedstat").unwrap_or_default();
+            let (w0, b0) = (own(), Instant::now());
+            burn_cpu(d.saturating_sub(waited).mul_f64(f - 1.0));
+            d += b0.elapsed();
+            waited += own().saturating_sub(w0);
+        }
+        self.waited = waited;
         if !ok {
             self.failures += 1;
         }
@@ -210,6 +259,28 @@ impl Case {
     }
 }
 
+/// Whether the gate holds `c` against its own floor: a no-note server-mode
+/// hook (or the self-test's slowed twin of one).
+fn gated(c: &Case) -> bool {
+    matches!(c.meta.section, "" | "self_test") && !c.meta.note && c.meta.mode == Some(Mode::Server)
+}
+
+/// Spin until this thread has used `d` more CPU time: the self-test's
+/// slowdown is work, not a sleep, so it stretches under load as a slower
+/// hook's own work would.
+fn burn_cpu(d: Duration) {
+    let cpu = || {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime with a valid clock id and out-pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    };
+    let end = cpu() + d;
+    while cpu() < end {
+        std::hint::spin_loop();
+    }
+}
+
 fn stats_of(times: &[Duration]) -> Option<Stats> {
     if times.is_empty() {
         return None;
@@ -219,47 +290,20 @@ fn stats_of(times: &[Duration]) -> Option<Stats> {
     Some(Stats { median: t[t.len() / 2], p95: t[(t.len() * 95 / 100).min(t.len() - 1)] })
 }
 
-/// Build the C floor (bench/c/floor_hook.c, embedded) into `dir` with the
-/// system C compiler: `$CC`, else `cc`, `gcc`, `clang`, with `-O2`. The
-/// workspace already needs a C compiler (ring builds C through the `cc`
-/// crate, which looks in the same places), so one is there wherever the
-/// hooks were built. Built at run time rather than by a build script: no
-/// build-time dependency for the whole workspace, and the benchmark says
-/// exactly which compiler failed and why.
-fn build_c_floor(dir: &Path) -> Result<(PathBuf, String), String> {
-    let src = dir.join("floor_hook.c");
-    let out = dir.join("floor-hook-c");
-    std::fs::write(&src, C_FLOOR_SRC).map_err(|e| format!("write {}: {e}", src.display()))?;
-    let mut tried = Vec::new();
-    let from_env = std::env::var("CC").ok().filter(|c| !c.trim().is_empty());
-    for cc in from_env.iter().map(String::as_str).chain(["cc", "gcc", "clang"]) {
-        let mut words = cc.split_whitespace();
-        let Some(prog) = words.next() else { continue };
-        let r = Command::new(prog)
-            .args(words)
-            .args(["-O2", "-o"])
-            .arg(&out)
-            .arg(&src)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output();
-        match r {
-            Ok(o) if o.status.success() && out.is_file() => {
-                let version = Command::new(prog)
-                    .arg("--version")
-                    .output()
-                    .ok()
-                    .and_then(|o| String::from_utf8(o.stdout).ok())
-                    .and_then(|v| v.lines().next().map(str::to_string))
-                    .unwrap_or_else(|| cc.to_string());
-                return Ok((out, version));
-            }
-            Ok(o) => tried.push(format!("{cc}: {}", String::from_utf8_lossy(&o.stderr).trim())),
-            Err(e) => tried.push(format!("{cc}: {e}")),
-        }
+/// Wait until `child` has exited, leaving it unreaped (`WNOWAIT`).
+fn exited(child: &std::process::Child) {
+    // SAFETY: waitid on our own child's pid with a valid out-pointer.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(libc::P_PID, child.id() as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT);
     }
-    Err(tried.join("; "))
+}
+
+/// The second field of a `schedstat` file: nanoseconds spent runnable but
+/// waiting for a CPU.
+fn run_delay(path: &str) -> Option<Duration> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.split_whitespace().nth(1)?.parse().ok().map(Duration::from_nanos)
 }
 
 /// Wait for a child and return (exited 0, its ru_maxrss in KiB); `std` does not expose rusage.
@@ -457,6 +501,14 @@ fn claude_pre_tool_use(bins: &Path, env: Vec<(String, String)>, sid: &str, name:
     Case::new(name, meta, bins.join(pre.def.binary), env, Box::new(move |_| payload(fixture, false, &sid)))
 }
 
+/// Wait until `path` is gone, at most `limit`.
+fn wait_gone(path: &Path, limit: Duration) {
+    let t = Instant::now();
+    while path.exists() && t.elapsed() < limit {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
 /// Run a binary once, untimed (registration before a case).
 fn run_untimed(program: &Path, env: &[(String, String)], input: &[u8]) {
     let mut c = Command::new(program);
@@ -574,9 +626,48 @@ fn main() {
         let status = Command::new(exe).args(again).status().expect("start the benchmark again");
         std::process::exit(status.code().unwrap_or(1));
     }
-    let max_ratio: Option<f64> = arg(&args, "--max-ratio");
-    if args.iter().any(|a| a == "--max-ratio") && max_ratio.is_none_or(|m| m.is_nan() || m <= 0.0) {
-        eprintln!("preloop-bench: --max-ratio takes a positive number (e.g. 1.5)");
+    let factor = |name: &str, min: f64, example: &str| -> Option<f64> {
+        let v: Option<f64> = arg(&args, name);
+        if args.iter().any(|a| a == name) && v.is_none_or(|m| !m.is_finite() || m <= min) {
+            eprintln!("preloop-bench: {name} takes a number over {min} (e.g. {example})");
+            std::process::exit(2);
+        }
+        v
+    };
+    let max_ratio = factor("--max-ratio", 0.0, "1.5");
+    let max_slowdown = factor("--max-slowdown", 1.0, "1.1");
+    let self_test = factor("--self-test-slowdown", 1.0, "1.2");
+    let write_baseline_to: Option<String> = arg(&args, "--write-baseline");
+    if let Some(path) = arg::<String>(&args, "--trace") {
+        match std::fs::File::create(&path) {
+            Ok(f) => *gate::TRACE.lock().unwrap_or_else(|e| e.into_inner()) = Some(f),
+            Err(e) => {
+                eprintln!("preloop-bench: --trace {path}: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
+    // The baselines built in, or `--baseline FILE` (a candidate, before it is committed).
+    let (baseline_name, baseline_text) = match arg::<String>(&args, "--baseline") {
+        Some(path) => match std::fs::read_to_string(&path) {
+            Ok(t) => (path, t),
+            Err(e) => {
+                eprintln!("preloop-bench: --baseline {path}: {e}");
+                std::process::exit(2);
+            }
+        },
+        None => ("bench/gate-baseline.txt".to_string(), GATE_BASELINE.to_string()),
+    };
+    let baseline = match gate::parse_baseline(&baseline_text) {
+        Ok(b) => b.into_iter().collect::<BTreeMap<_, _>>(),
+        Err(e) => {
+            eprintln!("preloop-bench: {baseline_name}: {e}");
+            std::process::exit(2);
+        }
+    };
+    let rule = GateRule { max_ratio, max_slowdown, baseline };
+    if self_test.is_some() && max_ratio.is_none() && max_slowdown.is_none() {
+        eprintln!("preloop-bench: --self-test-slowdown tests the gate: give --max-slowdown or --max-ratio too");
         std::process::exit(2);
     }
     let tmp = std::env::temp_dir().join(format!("preloop-bench-{}", std::process::id()));
@@ -653,14 +744,21 @@ fn main() {
     let check: &'static [u8] = Box::leak(check.into_bytes().into_boxed_slice());
     let check_body = move || check.to_vec();
     let addr = url.trim_start_matches("http://").to_string();
+    let own_floor_env: Vec<(String, String)> =
+        vec![("FLOOR_ADDR".into(), addr.clone()), ("FLOOR_TOKEN".into(), token.clone())];
     let floor_env = vec![
         ("FLOOR_ADDR".into(), addr),
         ("FLOOR_PATH".into(), "/api/v1/agents/permission-check".into()),
         ("FLOOR_TOKEN".into(), token.clone()),
     ];
-    let (c_floor, compiler) = match build_c_floor(&tmp) {
-        Ok(built) => built,
-        Err(why) => {
+    // The one-call C floor, as `cc -O2` builds by default (dynamic, PIE; the
+    // reference row every earlier round was stated against), and the same
+    // linked statically, as the hooks and their own floors are.
+    let c_floor = own_floor::build(&tmp, "floor-hook-c", C_FLOOR_SRC, &[], false);
+    let c_floor_static = own_floor::build(&tmp, "floor-hook-c-static", C_FLOOR_SRC, &[], true);
+    let (c_floor, c_floor_static) = match (c_floor, c_floor_static) {
+        (Ok(d), Ok(s)) => (d, s),
+        (Err(why), _) | (_, Err(why)) => {
             eprintln!(
                 "preloop-bench: cannot build the C floor (bench/c/floor_hook.c), which every ratio is stated against: {why}\n\
                  Install a C compiler (the workspace needs one anyway: ring) or point CC at one."
@@ -669,13 +767,23 @@ fn main() {
             std::process::exit(1);
         }
     };
+    let compiler = c_floor.compiler.clone();
     cases.push(Case::new(
-        "floor (C): start + stdin + one loopback HTTP POST on a raw socket + print {}",
+        "floor (C): start + stdin + one loopback HTTP POST on a raw socket + print {} (cc -O2: dynamic, PIE)",
         floor_meta("c_floor"),
-        c_floor,
+        c_floor.program,
         floor_env.clone(),
         Box::new(move |_| check_body()),
     ));
+    if c_floor_static.static_link {
+        cases.push(Case::new(
+            "floor (C), linked -static",
+            floor_meta("c_floor_static"),
+            c_floor_static.program,
+            floor_env.clone(),
+            Box::new(move |_| check_body()),
+        ));
+    }
     cases.push(Case::new(
         "floor (Rust): the same in Rust (preloop-floor-hook)",
         floor_meta("rust_floor"),
@@ -732,7 +840,13 @@ fn main() {
         let cursor = h.cursor;
         for ev in &h.events {
             for mode in [Mode::Server, Mode::Local] {
-                for note in [false, true] {
+                // The gate's self-test adds a twin of each no-note
+                // server-mode Claude Code hook (between them every shape: two
+                // calls in turn, one, two at once, none and a detached
+                // worker) whose every run is stretched by `slowdown`.
+                let twin =
+                    self_test.filter(|_| mode == Mode::Server && h.slug == "claude-code").map(|f| (false, Some(f)));
+                for (note, slowdown) in [(false, None), (true, None)].into_iter().chain(twin) {
                     n += 1;
                     let sid = format!("bench-{}-{n:03}", h.slug);
                     let env = env_of(mode);
@@ -746,12 +860,14 @@ fn main() {
                         ..Meta::default()
                     };
                     let name = format!(
-                        "{} {}, {}, {}",
+                        "{} {}, {}, {}{}",
                         h.slug,
                         ev.def.on,
                         mode.as_str(),
-                        if note { "with note" } else { "no note" }
+                        if note { "with note" } else { "no note" },
+                        slowdown.map(|f| format!(", made {f}x slower (self-test)")).unwrap_or_default()
                     );
+                    let meta = Meta { section: if slowdown.is_some() { "self_test" } else { "" }, ..meta };
                     let fixture = ev.fixture;
                     let send: Rc<dyn Fn(&str)> = match mode {
                         Mode::Server => {
@@ -773,8 +889,18 @@ fn main() {
                             Box::new(move |i| payload(fixture, cursor, &format!("{sid2}-{i}"))),
                         );
                         let sid3 = sid.clone();
+                        let home2 = home_of(mode);
+                        let mut last: Option<String> = None;
                         c.before = Some(Box::new(move |i| {
+                            // The last run's detached worker (server mode) is
+                            // done before the next run starts: it frees files
+                            // and calls the server, and measured beside the
+                            // next run it made that one slower by up to 2x.
+                            if let Some(prev) = last.take() {
+                                wait_gone(&RunFiles::new(&home2, &prev).ending, Duration::from_secs(2));
+                            }
                             let s = format!("{sid3}-{i}");
+                            last = Some(s.clone());
                             run_untimed(&sb, &env2, &payload(start_fixture, cursor, &s));
                             if note {
                                 send(&s);
@@ -796,7 +922,7 @@ fn main() {
                         }
                         c
                     };
-                    cases.push(case);
+                    cases.push(Case { slowdown, ..case });
                 }
             }
         }
@@ -902,6 +1028,63 @@ fn main() {
         cases.retain(|c| c.meta.section == "floor" || c.name.contains(o.as_str()));
     }
 
+    // Each gated hook's own floor: its calls, read off the fake server while
+    // it runs (own_floor.rs), compiled into one C program (an argument picks
+    // the hook's table), then one case per hook; a self-test twin shares its
+    // hook's floor.
+    let hooks: Vec<usize> = (0..cases.len()).filter(|&k| gated(&cases[k]) && cases[k].slowdown.is_none()).collect();
+    server.set_request_logging(true);
+    let mut floors: Vec<(String, Vec<own_floor::Call>)> = Vec::new();
+    let mut floor_inputs = Vec::new();
+    for (f, &k) in hooks.iter().enumerate() {
+        match own_floor::derive(&server, &mut cases[k], 1_000_000 + 10 * f) {
+            Ok((calls, input)) => {
+                floors.push((cases[k].meta.binary.clone().unwrap_or_default(), calls));
+                floor_inputs.push(input);
+            }
+            Err(why) => {
+                eprintln!("preloop-bench: {why}");
+                let _ = std::fs::remove_dir_all(&tmp);
+                std::process::exit(1);
+            }
+        }
+    }
+    server.set_request_logging(false);
+    server.clear_requests();
+    let floor_build = if floors.is_empty() {
+        None
+    } else {
+        match own_floor::build_floors(&tmp, &floors) {
+            Ok(b) => Some(b),
+            Err(why) => {
+                eprintln!("preloop-bench: cannot build the per-hook floors (bench/c/floor_calls.c): {why}");
+                let _ = std::fs::remove_dir_all(&tmp);
+                std::process::exit(1);
+            }
+        }
+    };
+    for (f, (&k, input)) in hooks.iter().zip(floor_inputs).enumerate() {
+        let program = floor_build.as_ref().map(|b| b.program.clone()).expect("built above");
+        let m = cases[k].meta.clone();
+        let mut c = Case::new(
+            format!("{}'s own floor: {}", m.binary.as_deref().unwrap_or(""), own_floor::labels(&floors[f].1)),
+            Meta { section: "own_floor", role: "own_floor", ..m },
+            program,
+            own_floor_env.clone(),
+            Box::new(move |_| input.clone()),
+        );
+        c.args = vec![f.to_string()];
+        cases.push(c);
+        let floor = cases.len() - 1;
+        for j in 0..cases.len() {
+            if gated(&cases[j]) && cases[j].meta.binary == cases[k].meta.binary {
+                cases[j].floor = Some(floor);
+            }
+        }
+    }
+    let calls_of: BTreeMap<String, String> =
+        floors.iter().map(|(hook, calls)| (hook.clone(), own_floor::labels(calls))).collect();
+
     // Measure, round-robin: run i of every case, then run i + 1. The C floor
     // also runs after every FLOOR_EVERY-th case, so its samples come from the
     // whole round, as the hooks' do (they are pooled into its one row).
@@ -912,9 +1095,14 @@ fn main() {
     // the round (measured with Claude Code's and Codex's SessionStart in that
     // place) against 1.1-1.2x paired with the floor.
     let heavy = |c: &Case| matches!(c.meta.role, "curl" | "python");
+    // A gated hook runs straight after its own floor (each of them then
+    // follows a different executable, as every case of the round does).
     let mut order = Vec::with_capacity(cases.len() * (FLOOR_EVERY + 1) / FLOOR_EVERY + 1);
     let mut since_floor = 0;
-    for j in (0..cases.len()).filter(|&j| !heavy(&cases[j])) {
+    for j in (0..cases.len()).filter(|&j| !heavy(&cases[j]) && cases[j].meta.section != "own_floor") {
+        if let Some(f) = cases[j].floor {
+            order.push(f);
+        }
         order.push(j);
         if j != c_idx {
             since_floor += 1;
@@ -946,8 +1134,39 @@ fn main() {
             c.rss_once(runs + warmup + k, &spawner);
         }
     }
-    report(&cases, &exe, runs, warmup, elapsed, seeding, &compiler, walk, json_out.as_deref());
-    let gate_ok = max_ratio.is_none_or(|max| gate(&mut cases, c_idx, max, runs + warmup + 3));
+    let floors_linked = floor_build.as_ref().map(|b| b.static_link);
+    report(
+        &cases,
+        &exe,
+        runs,
+        warmup,
+        elapsed,
+        seeding,
+        &compiler,
+        floors_linked,
+        &calls_of,
+        walk,
+        json_out.as_deref(),
+    );
+    let next_run = runs + warmup + 3;
+    let (gate_ok, self_test_ok) = if rule.max_ratio.is_some() || rule.max_slowdown.is_some() {
+        gate(&mut cases, &rule, &calls_of, next_run)
+    } else {
+        (true, true)
+    };
+    let baseline_written = write_baseline_to.map(|path| {
+        let r = write_baseline(&mut cases, &path, 16, next_run + 1_000_000);
+        if let Err(e) = &r {
+            eprintln!("preloop-bench: cannot write {path}: {e}");
+        }
+        r.is_ok()
+    });
+    // The last SessionEnds' detached workers are done before their home goes.
+    if let Ok(dir) = std::fs::read_dir(home_of(Mode::Server).join("run")) {
+        for e in dir.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "ending")) {
+            wait_gone(&e.path(), Duration::from_secs(2));
+        }
+    }
     let _ = std::fs::remove_dir_all(&tmp);
     // A hook always exits 0 (the harness contract): anything else, or a case
     // that could not run at all, means the benchmark (or a hook) has rotted.
@@ -957,85 +1176,169 @@ fn main() {
     }
     if !gate_ok {
         eprintln!(
-            "preloop-bench: a no-note server-mode hook is over --max-ratio × the C floor (see the regression gate above)"
+            "preloop-bench: a no-note server-mode hook is surely over its limit against its own floor (see the regression gate above)"
         );
+        std::process::exit(1);
+    }
+    if !self_test_ok {
+        eprintln!(
+            "preloop-bench: the gate's self-test failed: a hook made deliberately slower passed the gate (see the rows marked self-test above)"
+        );
+        std::process::exit(1);
+    }
+    if baseline_written == Some(false) {
         std::process::exit(1);
     }
 }
 
-/// The regression gate: every no-note server-mode hook's median ≤ `max` ×
-/// the C floor's. A hook over it in the round-robin run is re-measured
-/// ([`GATE_BLOCKS`] blocks of [`GATE_PAIRS`] alternating runs of the C floor
-/// and the hook) and fails only if the median of the blocks' median ratios
-/// is over `max` too. `next_run` numbers the extra runs (SessionEnd
-/// registers a fresh session per run index). Prints a table; true if passed.
-fn gate(cases: &mut [Case], c_idx: usize, max: f64, mut next_run: usize) -> bool {
-    let median_ms = |t: &[Duration]| stats_of(t).map(|s| ms(s.median));
-    let Some(floor) = median_ms(&cases[c_idx].times) else {
-        println!("\n### Regression gate\n\nthe C floor has no runs: FAILED");
-        return false;
-    };
-    println!("\n### Regression gate: no-note server-mode hook median ≤ {max}× the C floor\n");
-    println!(
-        "A hook over {max}× in the round-robin run is re-measured: {GATE_BLOCKS} blocks of {GATE_PAIRS} runs strictly alternating with the C floor (floor, hook, floor, hook, ...); the gate takes the median of the blocks' ratios.\n"
-    );
-    println!("| hook | ÷ C floor (round-robin) | re-measured: ÷ C floor per block | gate ratio | passed |");
-    println!("|---|---:|---|---:|---|");
-    let mut ok = true;
-    let gated: Vec<usize> = (0..cases.len())
-        .filter(|&k| {
-            let m = &cases[k].meta;
-            m.section.is_empty() && !m.note && m.mode == Some(Mode::Server)
-        })
-        .collect();
-    for k in gated {
-        let name = cases[k].meta.binary.clone().unwrap_or_else(|| cases[k].name.clone());
-        let Some(med) = median_ms(&cases[k].times) else {
-            println!("| {name} | no runs | | | NO |");
-            ok = false;
-            continue;
-        };
-        let r = med / floor;
-        if r <= max {
-            println!("| {name} | {r:.2} | | {r:.2} | yes |");
-            continue;
-        }
-        // Re-measure: warm up, then blocks of strictly alternating runs
-        // (floor, hook, floor, hook, ...). A hook never directly follows
-        // itself, as in the round-robin run: a second run of the same binary
-        // right after the first starts measurably faster (~0.1 ms here,
-        // even with the CPU caches flushed in between), which would flatter it.
-        let mut blocks = Vec::new();
-        for b in 0..=GATE_BLOCKS {
-            let (mut hv, mut fv) = (Vec::new(), Vec::new());
-            let pairs = if b == 0 { 3 } else { GATE_PAIRS };
-            for _ in 0..pairs {
-                for floor_turn in [true, false] {
-                    let (j, v) = if floor_turn { (c_idx, &mut fv) } else { (k, &mut hv) };
-                    if let Some(d) = cases[j].run_once(next_run) {
-                        v.push(d);
-                    }
-                    next_run += 1;
-                }
-            }
-            if b > 0
-                && let (Some(h), Some(f)) = (median_ms(&hv), median_ms(&fv))
-            {
-                blocks.push(h / f);
+/// How the gate sets each hook's limit (ratio to its own floor).
+struct GateRule {
+    /// `--max-ratio X`: every hook ≤ X × its own floor.
+    max_ratio: Option<f64>,
+    /// `--max-slowdown F`: every hook ≤ F × its baseline ratio (bench/gate-baseline.txt).
+    max_slowdown: Option<f64>,
+    baseline: BTreeMap<String, f64>,
+}
+
+impl GateRule {
+    /// The hook's limit and how it came about, or why it has none.
+    fn limit(&self, hook: &str) -> Result<(f64, String), String> {
+        let mut limit: Option<(f64, String)> = self.max_ratio.map(|m| (m, format!("{m}")));
+        if let Some(f) = self.max_slowdown {
+            let Some(b) = self.baseline.get(hook) else {
+                return Err(format!(
+                    "no baseline for {hook} in bench/gate-baseline.txt: measure it with `scripts/bench --only {hook} --write-baseline FILE` and add its line"
+                ));
+            };
+            if limit.as_ref().is_none_or(|(l, _)| b * f < *l) {
+                limit = Some((b * f, format!("{:.2} ({f} × {b:.2})", b * f)));
             }
         }
-        let mut sorted = blocks.clone();
-        sorted.sort_by(f64::total_cmp);
-        let g = sorted.get(sorted.len() / 2).copied().unwrap_or(f64::INFINITY);
-        let pass = g <= max && blocks.len() == GATE_BLOCKS;
-        ok &= pass;
-        println!(
-            "| {name} | {r:.2} | {} | {g:.2} | {} |",
-            blocks.iter().map(|b| format!("{b:.2}")).collect::<Vec<_>>().join(", "),
-            if pass { "yes (re-measured)" } else { "NO" }
-        );
+        limit.ok_or_else(|| "no limit".to_string())
     }
-    ok
+}
+
+/// The regression gate: every no-note server-mode hook's median ÷ its own
+/// floor's ≤ its limit ([`GateRule`]). A hook over its limit in the
+/// round-robin run is re-measured against its floor in time blocks until a
+/// sign test decides (gate.rs), and fails only if surely over. The
+/// self-test's slowed twins must fail it. `next_run` numbers the extra runs
+/// (SessionEnd registers a fresh session per run index). Prints a table;
+/// returns (every real hook passed, every twin failed).
+fn gate(cases: &mut [Case], rule: &GateRule, calls_of: &BTreeMap<String, String>, mut next_run: usize) -> (bool, bool) {
+    let median_ms = |t: &[Duration]| stats_of(t).map(|s| ms(s.median));
+    let desc = match (rule.max_ratio, rule.max_slowdown) {
+        (Some(m), Some(f)) => format!("≤ {m}× its own floor and ≤ {f}× its baseline ratio"),
+        (Some(m), None) => format!("≤ {m}× its own floor"),
+        (None, Some(f)) => format!("≤ {f}× its baseline ratio to its own floor (bench/gate-baseline.txt)"),
+        (None, None) => "(no limit)".into(),
+    };
+    println!("\n### Regression gate: every no-note server-mode hook's median {desc}\n");
+    println!(
+        "Every hook is decided against its own floor in pairs of time blocks ({} runs each after {} thrown away; floor, hook, hook, floor, ...), one ratio per pair (the blocks' second-fastest runs, gate.rs), until a Wilcoxon signed-rank test or the sign test is sure: it fails if a hook right at its limit would read that far over it with probability ≤ {}, passes when that far under it with probability ≤ {}, and passes as undecided after {} pairs. The round-robin ratio is shown, and whether it was over the limit, but decides nothing: under load it strays from the blocks' by up to 40%, either way. Self-test rows are a hook's twin with every run made slower on purpose: they must fail.\n",
+        gate::BLOCK_RUNS,
+        gate::BLOCK_WARM,
+        gate::ALPHA_FAIL,
+        gate::ALPHA_PASS,
+        gate::MAX_PAIRS
+    );
+    println!(
+        "| hook | calls it makes | limit | ÷ own floor (round-robin, medians) | pairs over limit | median pair ratio | passed |"
+    );
+    println!("|---|---|---|---:|---:|---:|---|");
+    let (mut ok, mut self_test_ok) = (true, true);
+    // Each hook's limit (or why it has none) and round-robin ratio, then all
+    // of them measured in rounds (gate::remeasure), then the table.
+    let mut rows = Vec::new();
+    let mut jobs = Vec::new();
+    for k in (0..cases.len()).filter(|&k| gated(&cases[k])) {
+        let bin = cases[k].meta.binary.clone().unwrap_or_default();
+        let limit = match cases[k].floor {
+            None => Err("no own floor".to_string()),
+            Some(floor) => rule.limit(&bin).map(|(l, desc)| (floor, l, desc)),
+        };
+        let rr = match (limit.as_ref().ok(), median_ms(&cases[k].times)) {
+            (Some((floor, l, _)), Some(h)) => match median_ms(&cases[*floor].times) {
+                Some(f) => format!("{:.2}{}", h / f, if h / f > *l { " (over)" } else { "" }),
+                None => "no runs".into(),
+            },
+            _ => "no runs".into(),
+        };
+        if let Ok((floor, l, _)) = &limit {
+            jobs.push((k, *floor, *l));
+        }
+        rows.push((k, bin, limit, rr));
+    }
+    let mut measured = gate::remeasure(cases, &jobs, &mut next_run).into_iter();
+    for (k, bin, limit, rr) in rows {
+        let twin = cases[k].slowdown.is_some();
+        let name = match cases[k].slowdown {
+            Some(f) => format!("{bin}, made {f}× slower (self-test)"),
+            None => bin.clone(),
+        };
+        let calls = calls_of.get(&bin).map(String::as_str).unwrap_or("");
+        let limit_desc = match limit {
+            Ok((_, _, desc)) => desc,
+            Err(why) => {
+                println!("| {name} | {calls} | {why} | | | | NO |");
+                if twin {
+                    self_test_ok = false
+                } else {
+                    ok = false
+                }
+                continue;
+            }
+        };
+        let m = measured.next().expect("one measurement per job");
+        let failed = m.over_limit == Some(true);
+        let verdict = match (m.over_limit, twin) {
+            (Some(true), false) => "NO".to_string(),
+            (Some(true), true) => "no, as it must (self-test passed)".to_string(),
+            (over, t) => format!(
+                "yes{}{}",
+                if over.is_none() { " (undecided: within the noise of its limit)" } else { "" },
+                if t { ": the self-test FAILED (a slower hook passed)" } else { "" }
+            ),
+        };
+        println!(
+            "| {name} | {calls} | {limit_desc} | {rr} | {} of {} | {:.2} | {verdict} |",
+            m.over,
+            m.ratios.len(),
+            m.ratio()
+        );
+        if twin {
+            self_test_ok &= failed;
+        } else {
+            ok &= !failed;
+        }
+    }
+    (ok, self_test_ok)
+}
+
+/// `--write-baseline FILE`: every gated hook measured against its own floor
+/// in `pairs` pairs of time blocks; FILE gets the median pair ratio per hook
+/// (bench/gate-baseline.txt's format).
+fn write_baseline(cases: &mut [Case], path: &str, pairs: usize, mut next_run: usize) -> std::io::Result<()> {
+    let mut out = format!(
+        "# preloop-bench --write-baseline: each no-note server-mode hook's ratio to its own floor, the median\n# over {pairs} pairs of time blocks ({} runs each, gate.rs); the pairs' range in the comment.\n",
+        gate::BLOCK_RUNS
+    );
+    println!("\n### Baseline: each hook against its own floor, {pairs} pairs of time blocks\n");
+    println!("| hook | median pair ratio | lowest | highest |");
+    println!("|---|---:|---:|---:|");
+    let jobs: Vec<(usize, usize)> = (0..cases.len())
+        .filter(|&k| gated(&cases[k]) && cases[k].slowdown.is_none())
+        .filter_map(|k| Some((k, cases[k].floor?)))
+        .collect();
+    let measured = gate::measure(cases, &jobs, pairs, &mut next_run);
+    for (&(k, _), r) in jobs.iter().zip(measured) {
+        let (lo, hi) = r.iter().fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
+        let bin = cases[k].meta.binary.clone().unwrap_or_default();
+        let med = gate::median(&r);
+        println!("| {bin} | {med:.3} | {lo:.3} | {hi:.3} |");
+        out.push_str(&format!("{bin} {med:.3}  # {lo:.3}-{hi:.3}\n"));
+    }
+    std::fs::write(path, out)
 }
 
 /// The ancestry walk alone, in this process: what a first registration
@@ -1069,6 +1372,8 @@ fn report(
     elapsed: Duration,
     seeding: Duration,
     compiler: &str,
+    floors_linked: Option<bool>,
+    calls_of: &BTreeMap<String, String>,
     walk: Option<(usize, Duration)>,
     json_out: Option<&str>,
 ) {
@@ -1151,7 +1456,6 @@ fn report(
                 if let (Some(fm), Some(fp)) = (fm, fp) {
                     bump(if ends { "session_end median" } else { "server median" }, fm, &label);
                     bump(if ends { "session_end p95" } else { "server p95" }, fp, &label);
-                    bump("server gate", fm, &label);
                 }
                 for (key, base) in
                     [("server ÷ Rust floor", rust_floor), ("server ÷ Python", python), ("server ÷ curl", curl)]
@@ -1187,6 +1491,44 @@ fn report(
             fm.map(|r| format!("{r:.2}")).unwrap_or_else(|| "n/a".into()),
             fp.map(|r| format!("{r:.2}")).unwrap_or_else(|| "n/a".into()),
         );
+    }
+
+    // Each no-note server-mode hook against its own floor.
+    let own_rows: Vec<_> = cases
+        .iter()
+        .zip(&stats)
+        .filter(|(c, _)| c.meta.section.is_empty() && gated(c))
+        .filter_map(|(c, s)| Some((c, (*s)?, stats[c.floor?]?)))
+        .collect();
+    let mut own_worst = (0.0f64, String::new());
+    if !own_rows.is_empty() {
+        println!("\n### Every no-note server-mode hook against its own floor\n");
+        println!(
+            "A hook's own floor (bench/c/floor_calls.c, built {}) reads the same stdin, makes the calls the hook was seen to make (read off the fake server, in order) on one keep-alive connection and prints {{}}: nothing can be faster without making fewer calls. It runs straight before its hook in every round.\n",
+            match floors_linked {
+                Some(true) => "-O2 -static, as the hooks are linked",
+                _ => "-O2, dynamically: no static C library here",
+            }
+        );
+        println!(
+            "| hook | calls before it exits | own floor: median ms | p95 ms | hook: median ms | p95 ms | ÷ own floor | ÷ own floor p95 | ÷ one-call C floor |"
+        );
+        println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+        for (c, s, f) in &own_rows {
+            let bin = c.meta.binary.clone().unwrap_or_default();
+            let r = ms(s.median) / ms(f.median);
+            if r > own_worst.0 {
+                own_worst = (r, bin.clone());
+            }
+            println!(
+                "| {bin} | {} | {} | {} | {r:.2} | {:.2} | {} |",
+                calls_of.get(&bin).map(String::as_str).unwrap_or(""),
+                cell(Some(*f)),
+                cell(Some(*s)),
+                ms(s.p95) / ms(f.p95),
+                ratio(ms(s.median), floor)
+            );
+        }
     }
 
     let spool: Vec<_> = cases.iter().zip(&stats).filter(|(c, _)| c.meta.section == "spool").collect();
@@ -1306,11 +1648,14 @@ fn report(
     row("server p95", "no-note hook ≤ 1.3× the C floor, p95 (server mode, except SessionEnd)", Some(1.3));
     row("session_end median", "no-note SessionEnd ≤ 1.5× the C floor, median (server mode)", Some(1.5));
     row("session_end p95", "no-note SessionEnd ≤ 1.5× the C floor, p95 (server mode)", Some(1.5));
-    row(
-        "server gate",
-        "(CI gate, `--max-ratio 1.5`) every no-note hook ≤ 1.5× the C floor, median (server mode)",
-        Some(1.5),
-    );
+    if !own_worst.1.is_empty() {
+        println!(
+            "| no-note hook ≤ 1.15× its own floor, median (server mode; issue 34) | {:.2}× ({}) | {} |",
+            own_worst.0,
+            own_worst.1,
+            verdict(own_worst.0 <= 1.15)
+        );
+    }
     row("server ÷ Rust floor", "(reference) no-note hook ÷ the Rust floor, median (server mode)", None);
     if let Some((r, who)) = worst.get("server ÷ Python") {
         println!("| no-note hook ≤ 0.05× the Python hook (server mode) | {r:.3}× ({who}) | {} |", verdict(*r <= 0.05));
@@ -1346,7 +1691,10 @@ fn report(
         let v: Vec<Value> = cases
             .iter()
             .zip(&stats)
-            .filter_map(|(c, s)| s.map(|s| json!({"case": c.name, "binary": c.meta.binary, "mode": c.meta.mode.map(Mode::as_str), "note": c.meta.note, "stored_notes": c.meta.stored, "median_ms": ms(s.median), "p95_ms": ms(s.p95), "c_floor_ratio_median": floor.map(|f| ms(s.median) / f), "c_floor_ratio_p95": floor_p95.map(|f| ms(s.p95) / f), "max_rss_kib": c.max_rss_kib, "failures": c.failures})))
+            .filter_map(|(c, s)| s.map(|s| {
+                let own = c.floor.and_then(|f| stats[f]).filter(|_| c.meta.section.is_empty());
+                json!({"case": c.name, "binary": c.meta.binary, "mode": c.meta.mode.map(Mode::as_str), "note": c.meta.note, "stored_notes": c.meta.stored, "median_ms": ms(s.median), "p95_ms": ms(s.p95), "c_floor_ratio_median": floor.map(|f| ms(s.median) / f), "c_floor_ratio_p95": floor_p95.map(|f| ms(s.p95) / f), "own_floor_ratio_median": own.map(|f| ms(s.median) / ms(f.median)), "own_floor_ratio_p95": own.map(|f| ms(s.p95) / ms(f.p95)), "max_rss_kib": c.max_rss_kib, "failures": c.failures})
+            }))
             .collect();
         let _ = std::fs::write(
             path,
