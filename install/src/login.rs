@@ -146,7 +146,7 @@ pub fn login(a: LoginArgs) -> Result<()> {
         },
     };
     if url.starts_with("http://") && !is_loopback(&url) {
-        crate::errln!("warning: {url} is plain http: the token would cross the network unencrypted");
+        crate::errln!("preloop-hooks: warning: {url} is plain http: the token would cross the network unencrypted");
     }
     let (key, kind_word) = if a.user {
         ("user_token", "user token (personal API key or JWT)")
@@ -176,7 +176,9 @@ pub fn login(a: LoginArgs) -> Result<()> {
                     "not saved: {url} answers but is not a Preloop server ({why}); check the URL (the server's base URL), or pass --no-verify"
                 )));
             }
-            Health::Unreachable(why) => crate::errln!("warning: could not check the token ({why}); saving it anyway"),
+            // Never a URL that could not be checked (newcomer 4, P6): every
+            // later command would fail on it.
+            Health::Unreachable(why) => return Err(unverified(&url, what, why)),
             Health::Preloop | Health::Unhealthy(_) => {
                 let check = if a.user {
                     probe::user_token(&url, &secret, Duration::from_secs(10), proxy.as_ref())
@@ -195,9 +197,7 @@ pub fn login(a: LoginArgs) -> Result<()> {
                             }
                         )));
                     }
-                    TokenCheck::Unknown(why) => {
-                        crate::errln!("warning: could not check the token ({why}); saving it anyway")
-                    }
+                    TokenCheck::Unknown(why) => return Err(unverified(&url, what, &why)),
                 }
             }
         }
@@ -207,12 +207,24 @@ pub fn login(a: LoginArgs) -> Result<()> {
     write_config(&path, &cfg)?;
     crate::outln!("saved the {what} {} and the URL {url} in {} (mode 0600)", secret.hint(), util::tilde(&env, &path));
     if !a.user && (env.get("PRELOOP_URL").is_some() || env.get("PRELOOP_TOKEN").is_some()) {
-        crate::errln!("note: PRELOOP_URL/PRELOOP_TOKEN are set in this environment and take precedence over the file");
+        crate::errln!(
+            "preloop-hooks: note: PRELOOP_URL/PRELOOP_TOKEN are set in this environment and take precedence over the file"
+        );
     }
     if a.user && env.get("PRELOOP_USER_TOKEN").is_some() {
-        crate::errln!("note: PRELOOP_USER_TOKEN is set in this environment and takes precedence over the file");
+        crate::errln!(
+            "preloop-hooks: note: PRELOOP_USER_TOKEN is set in this environment and takes precedence over the file"
+        );
     }
     Ok(())
+}
+
+/// The refusal of a login whose URL or token could not be checked: what
+/// went wrong, and the flag that saves without checking.
+fn unverified(url: &str, what: &str, why: &str) -> Error {
+    Error::Refused(format!(
+        "not saved: could not check the {what} at {url}: {why} (fix the URL; to save it without checking, as for a server not up yet, add --no-verify)"
+    ))
 }
 
 fn is_loopback(url: &str) -> bool {
@@ -244,7 +256,10 @@ pub fn logout(user_only: bool) -> Result<()> {
         .filter(|k| !user_only || *k == "PRELOOP_USER_TOKEN")
         .collect();
     if !set.is_empty() {
-        crate::errln!("note: {} still set in this environment (unset it to stop using it)", set.join(", "));
+        crate::errln!(
+            "preloop-hooks: note: {} still set in this environment (unset it to stop using it)",
+            set.join(", ")
+        );
     }
     Ok(())
 }

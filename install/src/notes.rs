@@ -597,7 +597,7 @@ fn send(a: SendArgs) -> Result<()> {
         }
         return Ok(());
     };
-    wait_for(&ops, receipts, wait, a.json)
+    wait_for(&ops, receipts, wait, a.json, &typed)
 }
 
 // ----- wait -------------------------------------------------------------
@@ -771,12 +771,14 @@ fn wait_verdict(w: &Waited) -> Result<()> {
     }
 }
 
-fn wait_for(ops: &Ops, receipts: Vec<Receipt>, wait: u64, json: bool) -> Result<()> {
+/// `typed`: ` (you typed X)` when the id typed is not the one resolved, as
+/// without `--wait` (newcomer 4, P10).
+fn wait_for(ops: &Ops, receipts: Vec<Receipt>, wait: u64, json: bool, typed: &str) -> Result<()> {
     catch_interrupt();
     let tty = output::stderr_is_tty() && !json;
     if !json {
         crate::errln!(
-            "{} sent to {}; waiting up to {} for delivery…",
+            "{} sent to {}{typed}; waiting up to {} for delivery…",
             receipts.iter().map(|r| r.note_id.as_str()).collect::<Vec<_>>().join(", "),
             receipts.iter().map(to_of).collect::<Vec<_>>().join(", "),
             output::human_secs(wait)

@@ -76,6 +76,23 @@ pub fn describe(e: &ureq::Error, url: &str) -> String {
     }
 }
 
+/// An `https://` URL whose server speaks plain HTTP fails in TLS with
+/// rustls' own words (`received corrupt message of type
+/// InvalidContentType`): the same host and port asked over `http://`
+/// tell it, and the sentence says what to type instead (newcomer 4, P6).
+fn plain_http(e: &ureq::Error, base: &str, proxy: Option<&ProxyUrl>) -> Option<String> {
+    let rest = base.strip_prefix("https://")?;
+    if matches!(e, ureq::Error::Timeout(_) | ureq::Error::HostNotFound | ureq::Error::ConnectionFailed)
+        || matches!(e, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused)
+    {
+        return None;
+    }
+    let http = format!("http://{rest}");
+    agent(Duration::from_secs(3), proxy).get(&format!("{http}/api/v1/health")).call().ok()?;
+    let host = rest.split('/').next().unwrap_or(rest);
+    Some(format!("the server at {host} answers plain HTTP: did you mean --url {http}?"))
+}
+
 /// A server reason, safe to print: the JSON `detail` (or message) only,
 /// one line, at most 200 characters, no control characters, no tokens.
 pub fn reason(status: u16, content_type: &str, body: &str, secrets: &[&Secret]) -> String {
@@ -144,7 +161,7 @@ pub fn health(url: &str, timeout: Duration, proxy: Option<&ProxyUrl>) -> Health 
     let full = format!("{base}/api/v1/health");
     let mut resp = match agent(timeout, proxy).get(&full).call() {
         Ok(r) => r,
-        Err(e) => return Health::Unreachable(describe(&e, &base)),
+        Err(e) => return Health::Unreachable(plain_http(&e, &base, proxy).unwrap_or_else(|| describe(&e, &base))),
     };
     let status = resp.status().as_u16();
     let ct = content_type(&resp);

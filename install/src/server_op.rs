@@ -50,6 +50,9 @@ pub struct ServerOperator {
     secrets: Vec<Secret>,
     agent: ureq::Agent,
     timeout: Duration,
+    /// The user token came from `PRELOOP_USER_TOKEN`, which wins over any
+    /// login: a rejection names that one fix (newcomer 4, P15).
+    token_from_env: bool,
 }
 
 /// One HTTP answer: status, content type, body text (already redacted).
@@ -73,6 +76,7 @@ impl ServerOperator {
             token,
             agent: http::agent(connect_timeout, false, proxy),
             timeout,
+            token_from_env: false,
         }
     }
 
@@ -80,7 +84,7 @@ impl ServerOperator {
     /// an error when a server is configured but no user token is.
     pub fn from_config(config: &Config) -> Result<Option<ServerOperator>> {
         let Some((url, origin)) = &config.url else { return Ok(None) };
-        let Some((token, _)) = config.user_token.clone() else {
+        let Some((token, token_origin)) = config.user_token.clone() else {
             return Err(Error::Config(format!(
                 "server mode ({url}, from {origin}) needs a user token (personal API key or JWT) for operator commands: run `preloop-hooks login --user`, or set PRELOOP_USER_TOKEN"
             )));
@@ -95,6 +99,7 @@ impl ServerOperator {
         if let Some(s) = &config.server {
             op.secrets.push(s.token.clone());
         }
+        op.token_from_env = matches!(token_origin, preloop_shared::config::TokenOrigin::Env);
         Ok(Some(op))
     }
 
@@ -188,8 +193,11 @@ impl ServerOperator {
         }
         let reason = detail_text(&a.text);
         match a.status {
+            401 if self.token_from_env => Error::Config(format!(
+                "the server rejected the user token in PRELOOP_USER_TOKEN (401: {reason}); it wins over any login: unset it (`unset PRELOOP_USER_TOKEN`) to use the one `preloop-hooks login --user` stores, or set it to a valid one"
+            )),
             401 => Error::Config(format!(
-                "the server rejected the user token (401: {reason}); store a valid one with `preloop-hooks login --user` (or fix PRELOOP_USER_TOKEN when it is set)"
+                "the server rejected the user token (401: {reason}); store a valid one with `preloop-hooks login --user`"
             )),
             403 => Error::Refused(format!("forbidden (403): {reason}")),
             404 => Error::NotFound(format!("{reason} (404)")),
@@ -299,14 +307,16 @@ fn route_name(path: &str) -> &'static str {
     let p = path.split('?').next().unwrap_or(path);
     let segs: Vec<&str> = p.split('/').collect();
     match segs.as_slice() {
-        ["operator-notes"] => "operator-notes",
-        ["operator-notes", _, "cancel"] => "operator-notes cancel",
-        ["operator-notes", _] => "operator-notes get",
-        ["runtime-sessions"] => "runtime-sessions",
-        ["runtime-sessions", _, "activity"] => "runtime-sessions activity",
-        ["runtime-sessions", _] => "runtime-sessions get",
-        ["agents"] => "agents",
-        _ => "api",
+        // What the command was reading or doing, in the user's words (an
+        // error line starts with it; never a route name, newcomer 4 P14).
+        ["operator-notes"] => "notes",
+        ["operator-notes", _, "cancel"] => "cancelling the note",
+        ["operator-notes", _] => "the note",
+        ["runtime-sessions"] => "sessions",
+        ["runtime-sessions", _, "activity"] => "the session's activity",
+        ["runtime-sessions", _] => "the session",
+        ["agents"] => "the managed agents",
+        _ => "the server",
     }
 }
 
@@ -442,7 +452,8 @@ mod tests {
 
     #[test]
     fn route_names() {
-        assert_eq!(route_name("operator-notes/abc/cancel"), "operator-notes cancel");
-        assert_eq!(route_name("runtime-sessions/x/activity"), "runtime-sessions activity");
+        assert_eq!(route_name("operator-notes/abc/cancel"), "cancelling the note");
+        assert_eq!(route_name("runtime-sessions/x/activity"), "the session's activity");
+        assert_eq!(route_name("runtime-sessions"), "sessions", "no route name in an error line (newcomer 4, P14)");
     }
 }

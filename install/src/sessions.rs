@@ -37,10 +37,13 @@ every command that takes a session id takes it, as git and docker take a unique 
 AGENT, KIND, STARTED, LAST ACTIVITY, STATE (live: activity in the last 15 minutes, idle, ended),
 TOOLS and MODEL (calls seen: tool calls by the hooks' tool gate; model calls by Preloop's gateway
 on the server, or in the harness transcript on this machine; `-` where they are not counted: a run
-seen only through hooks on another machine, a transcript in a format not read here), PENDING
-(approvals waiting on a human), TITLE (or kind, working directory and start time). On the server every filter runs server-side across the account
-(last 30 days); the agent's identity session is hidden. On the local inbox the filters run over the
-session files on this machine (--agent needs server mode). At most 30 rows, the most recently
+seen only through hooks on another machine, a transcript in a format not read here), APPROVALS
+(tool calls waiting on a human's approval, server mode), TITLE (or kind, working directory and start
+time). A filter selects by what its column shows, in both modes: --kind by KIND (the harness the
+session runs in, not its managed agent's kind), --agent by AGENT (name or id), --active by STATE
+(not ended), --since by LAST ACTIVITY or STARTED. On the server the filters cover the account (last
+30 days); the agent's identity session is hidden. On the local inbox they run over the session files
+on this machine (--agent needs server mode). At most 30 rows, the most recently
 active (--limit N, --all); stderr says how many were left out.";
 
 /// How many sessions `sessions list` shows unless told (gh's default).
@@ -55,7 +58,7 @@ pub struct ListArgs {
     /// Only this managed agent's sessions (id or display name; server mode).
     #[arg(long, value_name = "ID|NAME")]
     agent: Option<String>,
-    /// Only sessions of this harness.
+    /// Only sessions of this harness (what the KIND column shows).
     #[arg(long, value_name = "KIND", value_parser = kind_values())]
     kind: Option<String>,
     /// Only sessions started or active within this period (90m, 2h, 1d): the
@@ -208,7 +211,7 @@ fn count(n: Option<u64>) -> String {
 fn print_table(rows: &[SessionRow], ids: &[String], wide: bool) -> Result<()> {
     let now = Timestamp::now();
     let aliases = rows.iter().any(|r| r.alias.is_some());
-    let mut header = vec!["ID", "AGENT", "KIND", "STARTED", "LAST ACTIVITY", "STATE", "TOOLS", "MODEL", "PENDING"];
+    let mut header = vec!["ID", "AGENT", "KIND", "STARTED", "LAST ACTIVITY", "STATE", "TOOLS", "MODEL", "APPROVALS"];
     if aliases {
         header.push("ALIAS");
     }

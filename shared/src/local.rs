@@ -354,10 +354,7 @@ impl LocalInbox {
                     .ok_or_else(|| Error::NotFound(format!("parent session {parent} not found on this machine")))?;
                 let mut kids = self.live_children(&p.runtime_session_id);
                 if kids.is_empty() {
-                    return Err(Error::NotFound(format!(
-                        "session {} has no live children (no_live_children)",
-                        p.external_session_id
-                    )));
+                    return Err(Error::NotFound(crate::operator::no_live_children(&p.external_session_id)));
                 }
                 if !all {
                     kids.truncate(1);
@@ -534,15 +531,13 @@ impl LocalInbox {
     pub fn sessions_filtered(&self, filter: &SessionFilter) -> Vec<SessionRow> {
         let activity = hook_activity(&self.home);
         let now = Timestamp::now();
-        let parent = filter
-            .parent
-            .as_ref()
-            .map(|p| self.resolve_session(p).map(|f| f.runtime_session_id).unwrap_or_else(|| p.clone()));
+        // The parent by its runtime id, as rows name it; then the one
+        // predicate of both modes, over what the columns show.
+        let mut filter = filter.clone();
+        filter.parent =
+            filter.parent.take().map(|p| self.resolve_session(&p).map(|f| f.runtime_session_id).unwrap_or(p));
         let mut rows: Vec<SessionRow> = session::all_session_files(&self.home)
             .into_iter()
-            .filter(|f| parent.as_ref().is_none_or(|p| f.parent_session_id.as_ref() == Some(p)))
-            .filter(|f| filter.alias.as_ref().is_none_or(|a| f.alias.as_ref() == Some(a)))
-            .filter(|f| filter.kind.is_none_or(|k| Harness::from_source(&f.agent_kind) == Some(k)))
             .map(|f| {
                 let act = activity.get(&f.external_session_id);
                 let mut row = SessionRow::from_file(&f, act.map(|a| a.last), now);
@@ -550,9 +545,7 @@ impl LocalInbox {
                 row.execution_id = execution_of(&self.home, &f.external_session_id);
                 row
             })
-            .filter(|r| filter.execution.as_ref().is_none_or(|e| r.execution_id.as_ref() == Some(e)))
-            .filter(|r| !filter.active || r.ended_at.is_none())
-            .filter(|r| filter.since.is_none_or(|s| r.last_activity_at.is_some_and(|l| l >= s)))
+            .filter(|r| filter.admits(r))
             .collect();
         SessionRow::sort_most_recent_first(&mut rows);
         rows

@@ -392,8 +392,11 @@ impl SessionRow {
     }
 }
 
-/// Which sessions `sessions list` shows (both modes apply the same filters:
-/// the server as query parameters, the local inbox over its session files).
+/// Which sessions `sessions list` shows. Both modes apply the same filters
+/// to the rows they show ([`SessionFilter::admits`]), so a filter and the
+/// column it names always say the same thing (newcomer 4, P1): the server
+/// gets the filters it applies the same way as query parameters, and the
+/// rows it answers are checked again.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionFilter {
     /// A managed agent id or display name (server mode).
@@ -409,6 +412,35 @@ pub struct SessionFilter {
     /// Only the sessions of this flow execution.
     pub execution: Option<String>,
     pub alias: Option<String>,
+}
+
+/// The refusal of `--children` when a session has none live, the same in
+/// both modes (a server answers the code `no_live_children`, newcomer 4 P8).
+pub fn no_live_children(parent: &str) -> String {
+    format!(
+        "session {parent} has no live children (`preloop-hooks sessions list --parent {parent}` shows the runs it started)"
+    )
+}
+
+impl SessionFilter {
+    /// Whether `row` is one this filter selects, by what its columns show:
+    /// `--kind` by KIND (the session's own harness, never its managed
+    /// agent's kind), `--agent` by the agent's id or its name (AGENT),
+    /// `--active` by an end (STATE `ended` or not), `--since` by LAST
+    /// ACTIVITY or STARTED, `--parent`, `--execution` and `--alias` by the
+    /// row's own fields.
+    pub fn admits(&self, row: &SessionRow) -> bool {
+        let eq = |want: &Option<String>, have: &Option<String>| want.as_ref().is_none_or(|w| have.as_ref() == Some(w));
+        self.kind.is_none_or(|k| row.kind.as_deref() == Some(k.slug()))
+            && self.agent.as_ref().is_none_or(|a| {
+                row.agent_id.as_deref() == Some(a.as_str()) || row.agent_name.as_deref() == Some(a.as_str())
+            })
+            && (!self.active || row.ended_at.is_none())
+            && self.since.is_none_or(|s| [row.last_activity_at, row.started_at].into_iter().flatten().any(|t| t >= s))
+            && eq(&self.parent, &row.parent_session_id)
+            && eq(&self.execution, &row.execution_id)
+            && eq(&self.alias, &row.alias)
+    }
 }
 
 // ----- the server's human routes, typed (docs/contracts/preloop-server.md §5) ----------------------
@@ -610,6 +642,51 @@ mod tests {
             ..Default::default()
         };
         assert!(identity.is_identity());
+    }
+
+    #[test]
+    fn a_filter_selects_by_what_the_columns_show() {
+        let now = Timestamp::now();
+        let row = SessionRow {
+            id: "cx".into(),
+            runtime_session_id: "r".into(),
+            external_session_id: Some("cx".into()),
+            agent_id: Some("a-1".into()),
+            agent_name: Some("Hook Test Agent".into()),
+            // A Codex run of a claude_code agent (newcomer 4, P1).
+            kind: Some("codex".into()),
+            agent_kind: Some("codex_cli".into()),
+            alias: Some("w".into()),
+            title: None,
+            label: String::new(),
+            cwd: None,
+            parent_session_id: Some("p".into()),
+            execution_id: None,
+            started_at: Some(now.add_secs(-3 * 3600)),
+            last_activity_at: Some(now.add_secs(-60)),
+            ended_at: None,
+            state: "live".into(),
+            tool_calls: None,
+            model_calls: None,
+            pending_approvals: None,
+            transcript_path: None,
+        };
+        let f = SessionFilter::default;
+        assert!(f().admits(&row));
+        assert!(SessionFilter { kind: Harness::from_slug("codex"), ..f() }.admits(&row));
+        assert!(!SessionFilter { kind: Harness::from_slug("claude-code"), ..f() }.admits(&row), "not the agent's kind");
+        assert!(SessionFilter { agent: Some("Hook Test Agent".into()), ..f() }.admits(&row));
+        assert!(SessionFilter { agent: Some("a-1".into()), ..f() }.admits(&row));
+        assert!(!SessionFilter { agent: Some("Other".into()), ..f() }.admits(&row));
+        assert!(SessionFilter { since: Some(now.add_secs(-3600)), ..f() }.admits(&row), "active an hour ago");
+        assert!(!SessionFilter { since: Some(now.add_secs(-10)), ..f() }.admits(&row));
+        assert!(SessionFilter { active: true, ..f() }.admits(&row));
+        let ended = SessionRow { ended_at: Some(now), state: "ended".into(), ..row.clone() };
+        assert!(!SessionFilter { active: true, ..f() }.admits(&ended));
+        assert!(SessionFilter { parent: Some("p".into()), ..f() }.admits(&row));
+        assert!(!SessionFilter { parent: Some("q".into()), ..f() }.admits(&row));
+        assert!(!SessionFilter { alias: Some("x".into()), ..f() }.admits(&row));
+        assert!(!SessionFilter { execution: Some("e".into()), ..f() }.admits(&row));
     }
 
     #[test]

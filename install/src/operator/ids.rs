@@ -39,10 +39,19 @@ pub fn session(op: &dyn Operator, typed: &str) -> Result<Option<SessionRef>> {
     if let Some(s) = op.find_session(typed)? {
         return Ok(Some(s));
     }
+    let rows = op.id_candidates()?;
     if typed.chars().count() < MIN_PREFIX {
+        // Ids start with it: not "no session id starts with it", which
+        // would be false, but the rule note ids get too (newcomer 4, P7).
+        if rows.iter().any(|r| ids_of(r).any(|id| starts_with(id, typed))) {
+            return Err(Error::Usage(format!(
+                "no session is named {} {}, and a start of an id needs {MIN_PREFIX} characters or more: type more of it (`preloop-hooks sessions list` shows the ids)",
+                safe_line(typed),
+                op.mode().where_known()
+            )));
+        }
         return Ok(None);
     }
-    let rows = op.id_candidates()?;
     // One entry per session however many of its ids match, most recently active first.
     let mut seen = HashSet::new();
     let hits: Vec<&SessionRow> = rows
@@ -197,7 +206,20 @@ mod tests {
     fn a_start_of_nothing_known_or_too_short_names_nothing() {
         let op = three(Mode::Local);
         assert_eq!(session(&op, "deadbeef").unwrap(), None);
-        assert_eq!(session(&op, "801").unwrap(), None, "three characters are not a prefix");
+        // Three characters are not a start: the rule, not "no id starts with
+        // it", which is false here (newcomer 4, P7); a usage error as for
+        // notes. Where no id starts with them, that is what is said.
+        assert_eq!(session(&three(Mode::Local), "zz9").unwrap(), None);
+        for (mode, place) in [(Mode::Local, "on this machine"), (Mode::Server, "in this account")] {
+            let e = session(&three(mode), "801").unwrap_err();
+            assert_eq!(e.exit().code(), 2, "{e}");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "no session is named 801 {place}, and a start of an id needs 4 characters or more: type more of it (`preloop-hooks sessions list` shows the ids)"
+                )
+            );
+        }
         // --not-started is suggested for a full id only (newcomer-ux-4, P4).
         let e = unknown_session(&op, "deadbeef", true);
         assert_eq!(e.exit().code(), 1);

@@ -216,8 +216,7 @@ impl Operator for Memory {
     }
 
     fn sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRow>> {
-        let mut rows: Vec<SessionRow> =
-            self.state().sessions.iter().filter(|s| !filter.active || s.ended_at.is_none()).cloned().collect();
+        let mut rows: Vec<SessionRow> = self.state().sessions.iter().filter(|s| filter.admits(s)).cloned().collect();
         SessionRow::sort_most_recent_first(&mut rows);
         Ok(rows)
     }

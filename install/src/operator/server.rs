@@ -25,6 +25,8 @@ const SESSION_PAGE: usize = 100;
 const MAX_PAGES: usize = 100;
 /// The pages `sessions list` shows (its newest 500 sessions).
 const LIST_PAGES: usize = 5;
+/// The server's default window of `GET /runtime-sessions` (30 days).
+const DEFAULT_WINDOW_SECS: i64 = 30 * 86_400;
 
 pub struct Server {
     api: ServerOperator,
@@ -131,6 +133,57 @@ impl Server {
     }
 }
 
+impl Server {
+    /// The managed agent this machine's hooks run as for a harness: a
+    /// Preloop onboarding file or `PRELOOP_AGENT_ID` ([`agent_for`]); else
+    /// the agent of this machine's latest server-mode run (one runtime token
+    /// runs every harness here, as `login` stores it); else the account's
+    /// only agent. README's two logins are enough (newcomer 4, P5).
+    fn agent_of_machine(&self, h: Harness) -> Result<String> {
+        if let Some(id) = agent_for(&self.config.home, h) {
+            return Ok(id);
+        }
+        let mut files: Vec<SessionFile> = preloop_shared::session::all_session_files(&self.config.home)
+            .into_iter()
+            .filter(|f| f.mode == Mode::Server.as_str())
+            .collect();
+        files.sort_by_key(|f| std::cmp::Reverse(f.started_at));
+        for f in files.iter().take(5) {
+            match self.api.runtime_session(&f.runtime_session_id) {
+                Ok(item) => {
+                    if let Some(id) = item.agent_id.or(item.managed_agent_id) {
+                        return Ok(id);
+                    }
+                }
+                Err(Error::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let agents = self.api.agents()?.items;
+        match agents.as_slice() {
+            [one] => Ok(one.id.clone()),
+            many => {
+                let example = many.first().and_then(|a| a.display_name.clone()).unwrap_or_else(|| "NAME".into());
+                Err(Error::Config(format!(
+                    "which managed agent runs {} here is not known yet (no server-mode run on this machine, {} agents in this account): name it, e.g. `preloop-hooks notes send --agent {} --next-session \"…\"` (`preloop-hooks sessions list` shows the agents), or set PRELOOP_AGENT_ID",
+                    h.slug(),
+                    many.len(),
+                    shell_word(&example)
+                )))
+            }
+        }
+    }
+}
+
+/// A word as a shell takes it (quoted when it needs to be).
+fn shell_word(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:/".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", clip(s, 60).replace('\'', "'\\''"))
+    }
+}
+
 impl Operator for Server {
     fn mode(&self) -> Mode {
         Mode::Server
@@ -185,12 +238,7 @@ impl Operator for Server {
             }
             To::Execution(e) => body.execution_id = Some(e.clone()),
             To::Next(h) | To::HarnessCurrent(h) => {
-                let agent_id = agent_for(&self.config.home, *h).ok_or_else(|| {
-                    Error::Config(format!(
-                        "no managed agent is known for {} on this machine (a Preloop onboarding file or PRELOOP_AGENT_ID); use --agent ID",
-                        h.slug()
-                    ))
-                })?;
+                let agent_id = self.agent_of_machine(*h)?;
                 body.agent_id = Some(agent_id.clone());
                 body.next_session = matches!(to, To::Next(_));
                 agent = Some(agent_id);
@@ -200,7 +248,13 @@ impl Operator for Server {
                 body.next_session = *next_session;
             }
         }
-        let receipts = self.fill(self.api.send(&body)?);
+        let answer = self.api.send(&body).map_err(|e| match (to, &e) {
+            (To::Children { parent, .. }, Error::NotFound(m)) if m.contains("no_live_children") => {
+                Error::NotFound(preloop_shared::operator::no_live_children(parent.name()))
+            }
+            _ => e,
+        });
+        let receipts = self.fill(answer?);
         let runtime_session_id = match receipts.as_slice() {
             [r] => r.runtime_session_id.clone(),
             _ => None,
@@ -285,29 +339,39 @@ impl Operator for Server {
         if let Some(a) = &f.agent {
             q.push(("agent", a.clone()));
         }
-        if let Some(k) = f.kind {
-            q.push(("agent_kind", server_kind(k).into()));
-        }
+        // No `agent_kind`: the server takes it as the managed agent's kind,
+        // while KIND is the session's own harness (one runtime token runs
+        // every harness of a machine, newcomer 4 P1); it is filtered here.
         if let Some(al) = &f.alias {
             q.push(("alias", al.clone()));
         }
+        let mut f = f.clone();
         if let Some(p) = &f.parent {
             let rid = self.find_session(p)?.map(|r| r.runtime_id).ok_or_else(|| {
                 Error::NotFound(format!("the parent session {} is not known in this account", safe_line(p)))
             })?;
-            q.push(("parent_session_id", rid));
+            q.push(("parent_session_id", rid.clone()));
+            f.parent = Some(rid);
         }
         if let Some(e) = &f.execution {
             q.push(("flow_execution_id", e.clone()));
         }
-        if let Some(t) = f.since {
+        // `start_date` only to widen the server's default window (30 days):
+        // `--since` is LAST ACTIVITY or STARTED, checked below.
+        let now = Timestamp::now();
+        if let Some(t) = f.since.filter(|t| *t < now.add_secs(-DEFAULT_WINDOW_SECS)) {
             q.push(("start_date", t.to_iso_z()));
         }
-        let (items, _) = self.session_pages(&q, LIST_PAGES)?;
+        // Filters applied here rather than by the server read further.
+        let pages = if f.kind.is_some() || f.since.is_some() { MAX_PAGES } else { LIST_PAGES };
+        let (items, _) = self.session_pages(&q, pages)?;
         let files = super::files_by_runtime(&self.config.home);
-        let now = Timestamp::now();
-        let mut rows: Vec<SessionRow> =
-            items.into_iter().filter(|i| !i.is_identity()).map(|i| row_of(&i, files.get(&i.id), now)).collect();
+        let mut rows: Vec<SessionRow> = items
+            .into_iter()
+            .filter(|i| !i.is_identity())
+            .map(|i| row_of(&i, files.get(&i.id), now))
+            .filter(|r| f.admits(r))
+            .collect();
         SessionRow::sort_most_recent_first(&mut rows);
         Ok(rows)
     }
@@ -392,14 +456,6 @@ impl Operator for Server {
             token: self.api.token().clone(),
             secrets: self.api.secrets().to_vec(),
         })
-    }
-}
-
-/// The server's agent kinds: claude_code, codex, cursor, … (our sources, codex without _cli).
-fn server_kind(h: Harness) -> &'static str {
-    match h.source() {
-        "codex_cli" => "codex",
-        s => s,
     }
 }
 

@@ -238,7 +238,7 @@ fn list_status_cancel_and_sessions() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "s-b\n");
     let out = e.run(&["sessions", "list"], None);
     let text = String::from_utf8_lossy(&out.stdout);
-    for col in ["ID", "AGENT", "KIND", "STARTED", "LAST ACTIVITY", "STATE", "TOOLS", "MODEL", "PENDING", "TITLE"] {
+    for col in ["ID", "AGENT", "KIND", "STARTED", "LAST ACTIVITY", "STATE", "TOOLS", "MODEL", "APPROVALS", "TITLE"] {
         assert!(text.lines().next().unwrap().contains(col), "{text}");
     }
     assert!(text.contains("ended") && text.contains("claude-code demo"), "{text}");

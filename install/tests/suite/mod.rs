@@ -5,6 +5,7 @@ mod cli_parity;
 mod cli_round4;
 mod cli_server;
 mod codex_trust;
+mod first_hour;
 mod ids;
 mod install_files;
 mod lineage;

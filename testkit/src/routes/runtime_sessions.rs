@@ -142,10 +142,9 @@ pub(crate) fn list(shared: &Shared, req: &Request) -> Response {
                     _ => true,
                 }
                 && agent.as_ref().is_none_or(|x| a.is_some_and(|a| &a.id == x || &a.display_name == x))
-                && agent_kind.as_ref().is_none_or(|k| {
-                    a.is_some_and(|a| &a.agent_kind == k)
-                        || s.principal_name.as_deref().is_some_and(|n| n.starts_with(&format!("{k} in ")))
-                })
+                // The managed agent's kind only, as the real server (§5.7):
+                // a session's own `source` does not count.
+                && agent_kind.as_ref().is_none_or(|k| a.is_some_and(|a| &a.agent_kind == k))
                 && alias.as_ref().is_none_or(|x| s.alias.as_ref() == Some(x))
                 && parent.as_ref().is_none_or(|p| s.parent_session_id.as_ref() == Some(p))
                 && execution.is_none()
