@@ -1116,11 +1116,11 @@ pub fn fail_closed_reason(kind: &str) -> String {
     format!("Preloop could not check this tool call ({kind}); denied by the hook's fail-closed policy.")
 }
 
-/// The server's field limits (docs/contracts/preloop-server.md §4.1, §4.2).
 /// How often the detached SessionEnd worker makes its session-end call
-/// before it gives up ([`Engine::end_on_server`]).
+/// before it gives up (the engine's `end_on_server`).
 pub const WORKER_END_ATTEMPTS: u32 = 3;
 
+/// The server's field limits (docs/contracts/preloop-server.md §4.1, §4.2).
 const MAX_CWD_CHARS: usize = 4096;
 const MAX_FIRST_PROMPT_CHARS: usize = 20_000;
 const MAX_TOOL_NAME_CHARS: usize = 255;
