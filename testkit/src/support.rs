@@ -378,18 +378,7 @@ pub fn run_as_plugin(mut cmd: Command, payload: &[u8], confirm: Option<&str>, de
         let _ = pin.write_all(format!("{c}\n").as_bytes());
     }
     drop(pin);
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > deadline {
-            timed_out = true;
-            let _ = child.kill();
-            break child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
+    let (status, timed_out) = wait_within(&mut child, started, deadline);
     Run { stdout: ro.join().unwrap(), stderr: re.join().unwrap(), status, elapsed: started.elapsed(), timed_out }
 }
 
@@ -455,6 +444,21 @@ pub fn one_object(stdout: &[u8]) -> Result<Option<Value>, String> {
     Ok(Some(v))
 }
 
+/// Wait for `child` until `started + deadline`; past it, kill it. Its exit
+/// status, and whether it was killed.
+fn wait_within(child: &mut std::process::Child, started: Instant, deadline: Duration) -> (ExitStatus, bool) {
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return (s, false);
+        }
+        if started.elapsed() > deadline {
+            let _ = child.kill();
+            return (child.wait().unwrap(), true);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// Run `cmd` with `stdin` (then closed), killing it past `deadline`.
 pub fn run_cmd(cmd: Command, stdin: &[u8], deadline: Duration) -> Run {
     run_with_stdin(cmd, Some(stdin), deadline)
@@ -496,18 +500,7 @@ fn run_with_stdin(mut cmd: Command, stdin: Option<&[u8]>, deadline: Duration) ->
         let _ = se.read_to_end(&mut b);
         b
     });
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > deadline {
-            timed_out = true;
-            let _ = child.kill();
-            break child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
+    let (status, timed_out) = wait_within(&mut child, started, deadline);
     let elapsed = started.elapsed();
     drop(keep_tx);
     let _ = writer.join();

@@ -19,14 +19,7 @@ const DEADLINE: Duration = Duration::from_secs(30);
 /// Every spelling of the proxy variables ureq (and curl) read.
 const PROXY_VARS: &[&str] = &["ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"];
 
-/// `<dir>/.preloop/config.json`, private as `login` writes it.
-fn config_under(dir: &Path, config: serde_json::Value) {
-    let d = dir.join(".preloop");
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
-    std::fs::write(d.join("config.json"), config.to_string()).unwrap();
-    std::fs::set_permissions(d.join("config.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
-}
+use super::gate_env::config_under;
 
 /// Every gate with `vars` (and `HOME`/`PRELOOP_HOME` of `home` unless
 /// replaced), the user's own `~/.preloop`; each gate's output.

@@ -28,7 +28,7 @@ fn user_config(home: &Home, config: serde_json::Value) {
 }
 
 /// `<dir>/.preloop/config.json`, private as `login` writes it.
-fn config_under(dir: &Path, config: serde_json::Value) {
+pub(super) fn config_under(dir: &Path, config: serde_json::Value) {
     let d = dir.join(".preloop");
     std::fs::create_dir_all(&d).unwrap();
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
