@@ -19,13 +19,9 @@
  * pass for a fast one.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
+
+#include "floor_io.h"
 
 struct call {
     const char *method;
@@ -53,32 +49,6 @@ struct floor {
 static char in[STDIN_MAX];
 static char req[REQ_MAX];
 static char resp[RESP_MAX];
-
-static int write_all(int fd, const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Content-Length of a response head (any case), or -1. */
-static long content_length(const char *head, const char *end) {
-    static const char name[] = "\ncontent-length:";
-    for (const char *p = head; p + sizeof name - 1 < end; p++) {
-        size_t i = 0;
-        while (i < sizeof name - 1) {
-            char c = p[i];
-            if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
-            if (c != name[i]) break;
-            i++;
-        }
-        if (i == sizeof name - 1) return strtol(p + i, NULL, 10);
-    }
-    return -1;
-}
 
 /* Send one request and read its whole answer (head, then Content-Length
  * bytes; 1xx/204/304 have no body). 0 if the answer is a 2xx. */
@@ -116,14 +86,7 @@ static int call(int fd, const struct call *c, const char *addr, const char *toke
 }
 
 int main(int argc, char **argv) {
-    size_t len = 0;
-    for (;;) {
-        ssize_t r = read(0, in + len, sizeof in - len);
-        if (r < 0) return 1;
-        if (r == 0) break;
-        len += (size_t)r;
-        if (len == sizeof in) break;
-    }
+    if (read_stdin(in, sizeof in) < 0) return 1;
     if (argc < 2) return 1;
     size_t k = (size_t)atoi(argv[1]);
     if (k >= sizeof FLOORS / sizeof FLOORS[0]) return 1;
@@ -133,18 +96,8 @@ int main(int argc, char **argv) {
         const char *addr = getenv("FLOOR_ADDR");
         const char *token = getenv("FLOOR_TOKEN");
         if (!addr || !token) return 1;
-        const char *colon = strrchr(addr, ':');
-        if (!colon || colon - addr >= 64) return 1;
-        char host[64];
-        memcpy(host, addr, (size_t)(colon - addr));
-        host[colon - addr] = 0;
-        struct sockaddr_in sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sin_family = AF_INET;
-        sa.sin_port = htons((unsigned short)atoi(colon + 1));
-        if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) return 1;
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) return 1;
+        int fd = connect_addr(addr);
+        if (fd < 0) return 1;
         for (size_t i = 0; i < f->ncalls; i++)
             if (call(fd, &f->calls[i], addr, token) != 0) return 1;
         close(fd);

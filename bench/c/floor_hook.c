@@ -7,19 +7,16 @@
  *
  *   FLOOR_ADDR=127.0.0.1:PORT FLOOR_PATH=/api/... FLOOR_TOKEN=... floor_hook < payload
  *
- * preloop-bench embeds this file and builds it at run time with the
- * system C compiler (`$CC`, else cc, gcc, clang), `-O2`, dynamically linked
- * against the same libc as the hooks (bench/src/main.rs, `build_c_floor`).
+ * preloop-bench embeds this file (and floor_io.h, shared with floor_calls.c)
+ * and builds it at run time with the system C compiler (`$CC`, else cc, gcc,
+ * clang), `-O2`, dynamically and statically linked (bench/src/own_floor.rs,
+ * `build`).
  * Any failure exits 1, so a broken floor cannot pass for a fast one.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
+
+#include "floor_io.h"
 
 #define BODY_MAX (1 << 20)
 #define RESP_MAX (64 * 1024)
@@ -28,59 +25,17 @@ static char body[BODY_MAX];
 static char req[BODY_MAX + 4096];
 static char resp[RESP_MAX];
 
-static int write_all(int fd, const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Content-Length of a response head (lower- or mixed-case name), or -1. */
-static long content_length(const char *head, const char *end) {
-    static const char name[] = "\ncontent-length:";
-    for (const char *p = head; p + sizeof name - 1 < end; p++) {
-        size_t i = 0;
-        while (i < sizeof name - 1) {
-            char c = p[i];
-            if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
-            if (c != name[i]) break;
-            i++;
-        }
-        if (i == sizeof name - 1) return strtol(p + i, NULL, 10);
-    }
-    return -1;
-}
-
 int main(void) {
-    size_t len = 0;
-    for (;;) {
-        ssize_t r = read(0, body + len, sizeof body - len);
-        if (r < 0) return 1;
-        if (r == 0) break;
-        len += (size_t)r;
-        if (len == sizeof body) break;
-    }
+    long got_in = read_stdin(body, sizeof body);
+    if (got_in < 0) return 1;
+    size_t len = (size_t)got_in;
 
     const char *addr = getenv("FLOOR_ADDR");
     const char *path = getenv("FLOOR_PATH");
     const char *token = getenv("FLOOR_TOKEN");
     if (!addr || !path || !token) return 1;
-    const char *colon = strrchr(addr, ':');
-    if (!colon || colon - addr >= 64) return 1;
-    char host[64];
-    memcpy(host, addr, (size_t)(colon - addr));
-    host[colon - addr] = 0;
-
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((unsigned short)atoi(colon + 1));
-    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) return 1;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) return 1;
+    int fd = connect_addr(addr);
+    if (fd < 0) return 1;
 
     int n = snprintf(req, 4096,
                      "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"

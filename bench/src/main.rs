@@ -342,6 +342,64 @@ fn which(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| p.is_file()))
 }
 
+/// Every option, in one table (ripgrep's way): its name, what its value is,
+/// and what it does. `--help` prints it; anything else on the command line is
+/// refused before a run starts.
+const FLAGS: &[(&str, &str, &str)] = &[
+    ("--runs", "N", "measured runs per case, after warm-up (default 200)"),
+    ("--json", "FILE", "also write every case's figures to FILE"),
+    ("--only", "SUBSTRING", "measure only the cases whose name contains SUBSTRING"),
+    ("--scale", "N,N,...", "local inbox sizes for the scale cases (default 10,1000,10000)"),
+    ("--nest", "N", "run N processes deeper, so the lineage walk reads N more ancestors"),
+    ("--max-slowdown", "F", "gate: fail a hook slower than F x its baseline against its own floor"),
+    ("--baseline", "FILE", "gate: read the baselines from FILE (default: bench/gate-baseline.txt, built in)"),
+    ("--max-ratio", "X", "gate: fail a hook over X x its own floor"),
+    ("--self-test-slowdown", "F", "gate: prove that an F x slower twin of each Claude Code hook fails"),
+    ("--write-baseline", "FILE", "write the measured ratios as a baseline file"),
+    ("--trace", "FILE", "write every run of the gate's blocks to FILE"),
+];
+
+/// The usage text `--help` prints, from [`FLAGS`].
+fn usage() -> String {
+    let mut u = String::from(
+        "preloop-bench: each hook against its floors (docs/performance.md)\n\nUsage: preloop-bench [OPTION VALUE]...\n\nOptions:\n",
+    );
+    for (name, value, help) in FLAGS {
+        u.push_str(&format!("  {:<34}{help}\n", format!("{name} {value}")));
+    }
+    u.push_str("  -h, --help                        print this\n");
+    u
+}
+
+/// Check the command line against [`FLAGS`]: `Ok(true)` when `--help` was
+/// asked, an error line (with the fix) for an unknown option, a missing
+/// value or a value that does not parse as the option's kind.
+fn check_args(args: &[String]) -> Result<bool, String> {
+    let mut i = 1;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "-h" || a == "--help" {
+            return Ok(true);
+        }
+        let Some((name, value, _)) = FLAGS.iter().find(|(n, _, _)| *n == a) else {
+            return Err(format!("unknown option {a:?}; see preloop-bench --help"));
+        };
+        let Some(v) = args.get(i + 1) else {
+            return Err(format!("{name} takes a value ({value}); see preloop-bench --help"));
+        };
+        let parses = match *value {
+            "N" => v.parse::<usize>().is_ok(),
+            "F" | "X" => v.parse::<f64>().is_ok(),
+            _ => true,
+        };
+        if !parses {
+            return Err(format!("{name} {v:?}: {value} must be a number; see preloop-bench --help"));
+        }
+        i += 2;
+    }
+    Ok(false)
+}
+
 fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|s| s.parse().ok())
 }
@@ -604,6 +662,17 @@ fn seed_inbox(home: &Path, sessions: usize, notes: usize) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    match check_args(&args) {
+        Ok(true) => {
+            print!("{}", usage());
+            return;
+        }
+        Ok(false) => {}
+        Err(why) => {
+            eprintln!("preloop-bench: {why}");
+            std::process::exit(2);
+        }
+    }
     let runs: usize = arg(&args, "--runs").unwrap_or(200).max(1);
     let json_out: Option<String> = arg(&args, "--json");
     let only: Option<String> = arg(&args, "--only");
@@ -1705,6 +1774,23 @@ fn report(
 
 #[cfg(test)]
 mod tests {
+    use super::{FLAGS, check_args, usage};
+
+    #[test]
+    fn the_command_line_is_checked_against_the_flags_table() {
+        let a = |v: &[&str]| {
+            std::iter::once("preloop-bench").chain(v.iter().copied()).map(String::from).collect::<Vec<_>>()
+        };
+        assert_eq!(check_args(&a(&["--runs", "20", "--scale", "10,1000", "--max-slowdown", "1.2"])), Ok(false));
+        assert_eq!(check_args(&a(&["--runs", "3", "--help"])), Ok(true));
+        assert!(check_args(&a(&["--rnus", "3"])).unwrap_err().contains("unknown option \"--rnus\""));
+        assert!(check_args(&a(&["--runs"])).unwrap_err().contains("takes a value"));
+        assert!(check_args(&a(&["--runs", "many"])).unwrap_err().contains("must be a number"));
+        for (name, _, _) in FLAGS {
+            assert!(usage().contains(name), "{name} is not in the usage");
+        }
+    }
+
     /// Every hook the registry lists has a capture to be measured with, and
     /// each harness's first is its session start (the others need it run).
     #[test]

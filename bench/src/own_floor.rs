@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 /// The per-hook floor program, built at run time (see [`build`]).
 const FLOOR_CALLS_SRC: &str = include_str!("../c/floor_calls.c");
 
+/// What both C floors share (stdin, writes, Content-Length, connect): written
+/// beside every source [`build`] compiles.
+const FLOOR_IO_H: &str = include_str!("../c/floor_io.h");
+
 /// Captured runs per hook; the calls are those of the shortest capture, and
 /// every other capture must make them too (see [`derive()`]).
 const CAPTURES: usize = 3;
@@ -196,15 +200,15 @@ pub struct Built {
     pub static_link: bool,
 }
 
-/// Compile the C source `src` (written to `dir/<name>.c`, with `extra` files
-/// beside it) into `dir/<name>` with the system C compiler (`$CC`, else `cc`,
+/// Compile the C source `src` (written to `dir/<name>.c`, with floor_io.h and
+/// `extra` files beside it) into `dir/<name>` with the system C compiler (`$CC`, else `cc`,
 /// `gcc`, `clang`), `-O2`, plus `-static` when `static_link` is asked and a
 /// static C library links; else dynamically (`static_link` false in the answer).
 pub fn build(dir: &Path, name: &str, src: &str, extra: &[(&str, &str)], static_link: bool) -> Result<Built, String> {
     let src_path = dir.join(format!("{name}.c"));
     let out = dir.join(name);
     std::fs::write(&src_path, src).map_err(|e| format!("write {}: {e}", src_path.display()))?;
-    for (file, text) in extra {
+    for (file, text) in [("floor_io.h", FLOOR_IO_H)].iter().chain(extra) {
         std::fs::write(dir.join(file), text).map_err(|e| format!("write {file}: {e}"))?;
     }
     let mut tried = Vec::new();
