@@ -20,6 +20,7 @@ sys.path.insert(0, E2E)
 
 from kit import ensure_pi  # noqa: E402
 from kit.common import BASE_PATH  # noqa: E402
+from pi_rpc import PiRpc  # noqa: E402
 
 PI_TIMEOUT_S = 180
 
@@ -37,9 +38,10 @@ class PiWorld:
     mock_pi.py on 127.0.0.1 (started with this world's environment, so a turn's
     before_reply_cmd sends notes into this world's inbox)."""
 
-    def __init__(self, name, script):
+    def __init__(self, name, script, extra_env=None):
         """`script`: the mock's script, or a function of this world that returns it (to name
-        this world's executable in a turn's before_reply_cmd)."""
+        this world's executable in a turn's before_reply_cmd). `extra_env`: more environment
+        for Pi, its hooks and the mock (server mode: PRELOOP_URL, PRELOOP_TOKEN)."""
         self.root = tempfile.mkdtemp(prefix="preloop-pi-e2e-%s-" % name)
         self.home = os.path.join(self.root, "home")
         self.agent = os.path.join(self.home, ".pi", "agent")
@@ -49,7 +51,8 @@ class PiWorld:
         self.exe = os.path.join(bin_dir(), "preloop-hooks")
         self.env = {"PATH": BASE_PATH, "HOME": self.home, "PRELOOP_HOME": os.path.join(self.home, ".preloop"),
                     "PI_CODING_AGENT_DIR": self.agent, "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1",
-                    "PI_OFFLINE": "1", "PI_TELEMETRY": "0", "PRELOOP_SESSION_ALIAS": "pi-e2e"}
+                    "PI_OFFLINE": "1", "PI_TELEMETRY": "0", "PRELOOP_SESSION_ALIAS": "pi-e2e",
+                    **(extra_env or {})}
         self.log = os.path.join(self.root, "mock.jsonl")
         port_file = os.path.join(self.root, "port")
         self.exe = os.path.join(bin_dir(), "preloop-hooks")
@@ -96,13 +99,28 @@ class PiWorld:
                            timeout=PI_TIMEOUT_S, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
         return p
 
+    def rpc(self, extra_env=None):
+        """Pi in RPC mode (it stays alive between runs: `has_ui`), driven over stdin/stdout."""
+        env = dict(self.env, **(extra_env or {}))
+        return PiRpc([ensure_pi(), "--mode", "rpc", "--provider", "mock", "--model", "mock-model", "--offline",
+                      "--no-session"], env, self.proj, os.path.join(self.root, "pi-stderr.txt"))
+
+    def send_note(self, text):
+        """Send `text` to the live session now; its note id."""
+        p = subprocess.run(self.send_cmd(text), env=self.env, cwd=self.proj, capture_output=True, text=True,
+                           timeout=60, stdin=subprocess.DEVNULL)
+        if p.returncode != 0:
+            raise AssertionError("notes send: rc %d\n%s%s" % (p.returncode, p.stdout, p.stderr))
+        return p.stdout.split()[0]
+
     def requests(self):
         with open(self.log) as f:
             return [r for r in map(json.loads, f) if r.get("route") == "agent"]
 
     def hook_log(self):
         try:
-            return open(os.path.join(self.home, ".preloop", "log", "hooks.log")).read()
+            with open(os.path.join(self.home, ".preloop", "log", "hooks.log")) as f:
+                return f.read()
         except FileNotFoundError:
             return ""
 
@@ -196,6 +214,113 @@ class PiLocal(unittest.TestCase):
         with open(m["log"]) as f:
             log = f.read()
         self.assertIn("tool_call shim cannot run /nonexistent/preloop-hooks: ENOENT", log)
+
+
+def note_id_of(request):
+    sent = request.get("before_reply") or {}
+    assert sent.get("rc") == 0, sent
+    return sent["stdout"].split()[0]
+
+
+def last_user(request):
+    return texts(request["body"]["messages"][-1])
+
+
+class PiRpcMode(unittest.TestCase):
+    """Pi driven in RPC mode, where it stays alive after a run as in interactive mode: the
+    late-note continuation at agent_end and the idle wake (docs/contracts/pi.md §5, §8)."""
+
+    def world(self, name, script, extra_env=None):
+        w = PiWorld(name, script)
+        self.addCleanup(w.close)
+        rpc = w.rpc(extra_env)
+        self.addCleanup(rpc.kill)
+        return w, rpc
+
+    def test_a_late_note_continues_the_finished_run(self):
+        w, rpc = self.world("late", lambda w: {"turns": [
+            {"text": "All done.", "before_reply_cmd": w.send_cmd("MARK-pi-late check the logs too")},
+            {"text": "Checked the logs."}]})
+        rpc.send({"type": "prompt", "message": "Say hi"})
+        rpc.wait(type="agent_end")
+        # The continuation is a new run of its own, ending with the note.
+        rpc.wait(type="agent_start", timeout=30)
+        rpc.wait(type="agent_end", timeout=60)
+        self.assertEqual(rpc.close(), 0)
+        reqs = w.requests()
+        self.assertEqual(len(reqs), 2, [r["reply"] for r in reqs])
+        self.assertEqual(where(reqs[0], "MARK-pi-late"), [])
+        msgs = reqs[1]["body"]["messages"]
+        self.assertIn("MARK-pi-late", last_user(reqs[1]))
+        self.assertEqual((msgs[-1]["role"], msgs[-2]["role"]), ("user", "assistant"), [m["role"] for m in msgs])
+        self.assertIn("All done.", texts(msgs[-2]))
+        r = w.receipt(note_id_of(reqs[0]))
+        self.assertEqual((r["state"], r["delivery_event"]), ("delivered", "stop"), r)
+
+    def test_late_notes_continue_at_most_three_times(self):
+        # Every reply comes with a new late note: the rescue cap (stop_rescue_cap, 3) is the
+        # only brake (Pi has none). The watcher is off, so the fourth note stays pending until
+        # the session ends and becomes undeliverable, never a false `delivered`.
+        def script(w):
+            return {"turns": [{"text": "Reply %d." % i, "before_reply_cmd": w.send_cmd("MARK-pi-cap-%d" % i)}
+                              for i in range(4)] + [{"text": "Reply 4."}]}
+        w, rpc = self.world("cap", script, {"PRELOOP_WATCH": "off"})
+        rpc.send({"type": "prompt", "message": "Say hi"})
+        for _ in range(4):
+            rpc.wait(type="agent_end", timeout=60)
+        time.sleep(3)  # a fifth run would have started by now
+        self.assertEqual(rpc.count(type="agent_start"), 4)
+        self.assertEqual(rpc.close(), 0)
+        reqs = w.requests()
+        self.assertEqual(len(reqs), 4, [r["reply"] for r in reqs])
+        for i in range(1, 4):
+            self.assertIn("MARK-pi-cap-%d" % (i - 1), last_user(reqs[i]))
+        ids = [note_id_of(r) for r in reqs]
+        for i in range(3):
+            r = w.receipt(ids[i])
+            self.assertEqual((r["state"], r["delivery_event"]), ("delivered", "stop"), r)
+        r = w.receipt(ids[3])
+        self.assertEqual((r["state"], r.get("undeliverable_reason")), ("undeliverable", "session_ended"), r)
+
+    def test_a_note_sent_while_pi_sits_idle_starts_a_turn(self):
+        w, rpc = self.world("idle", {"turns": [{"text": "All done."}, {"text": "Woken and noted."}]},
+                            {"PRELOOP_WATCH_POLL_MS": "200"})
+        rpc.send({"type": "prompt", "message": "Say hi"})
+        rpc.wait(type="agent_end")
+        # Idle with nothing pending: nothing is woken.
+        time.sleep(2.5)
+        self.assertEqual(len(w.requests()), 1)
+        self.assertEqual(rpc.count(type="agent_start"), 1)
+        sent_at = time.monotonic()
+        note_id = w.send_note("MARK-pi-idle deploy is frozen")
+        rpc.wait(type="agent_start", timeout=15)
+        rpc.wait(type="agent_end", timeout=60)
+        woke_in = time.monotonic() - sent_at
+        self.assertLess(woke_in, 10, "the watcher polls every 200 ms here")
+        reqs = w.requests()
+        self.assertEqual(len(reqs), 2, [r["reply"] for r in reqs])
+        self.assertIn("MARK-pi-idle", last_user(reqs[1]))
+        r = w.receipt(note_id)
+        self.assertEqual((r["state"], r["delivery_event"]), ("delivered", "stop"), r)
+        # Idle again with nothing pending: no third request.
+        time.sleep(2)
+        self.assertEqual(len(w.requests()), 2)
+        self.assertEqual(rpc.close(), 0)
+        log = w.hook_log()
+        self.assertIn("pi Watch mode=local", log)
+        self.assertIn("outcome=notes notes=%s" % note_id, log)
+        # The watcher of the last idle spell left at session_shutdown: no process of ours is left.
+        time.sleep(1)
+        left = subprocess.run(["pgrep", "-f", "preloop-pi-watch.*"], capture_output=True, text=True).stdout.split()
+        mine = []
+        for pid in left:
+            try:
+                with open("/proc/%s/environ" % pid, "rb") as f:
+                    if w.root.encode() in f.read():
+                        mine.append(pid)
+            except OSError:
+                pass
+        self.assertEqual(mine, [])
 
 
 if __name__ == "__main__":

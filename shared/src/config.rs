@@ -87,8 +87,9 @@ pub struct Settings {
     pub note_ttl_secs: i64,
     /// The hook log is rotated past this size.
     pub log_max_bytes: u64,
-    /// Claude Code: run the background watcher that wakes an idle session
-    /// when a note arrives (`preloop-claude-code-watch`).
+    /// Claude Code and Pi: run the background watcher that wakes an idle
+    /// session when a note arrives (`preloop-claude-code-watch`,
+    /// `preloop-pi-watch`).
     pub watch: bool,
     /// Longest life of one watcher, seconds (the hook's `timeout` must be longer).
     pub watch_max_secs: u64,

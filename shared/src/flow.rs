@@ -102,7 +102,7 @@ impl Carry {
     /// The registry default for a hook's carrier.
     pub fn of(carrier: Carrier) -> Carry {
         match carrier {
-            Carrier::Context(_) | Carrier::Continue(_) | Carrier::Wake => Carry::All,
+            Carrier::Context(_) | Carrier::Continue(_) | Carrier::Wake(_) => Carry::All,
             Carrier::DenyReason(_) => Carry::ClaimedOnly,
             Carrier::None => Carry::None,
         }

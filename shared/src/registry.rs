@@ -159,7 +159,8 @@ pub enum Role {
     Permission,
     /// Session end.
     End,
-    /// Claude Code's idle-wake watcher (`async`, `asyncRewake`).
+    /// An idle-wake watcher: Claude Code's (`async`, `asyncRewake`), Pi's
+    /// (a child our extension keeps while the session is idle).
     Watch,
 }
 
@@ -196,20 +197,21 @@ pub enum Carrier {
     /// server claims on the check is carried by holding the tool call, and
     /// nothing else is carried here.
     DenyReason(&'static str),
-    /// The watcher: the block on stderr, exit 2.
-    Wake,
+    /// An idle-wake watcher: starts a turn with the block (how, for the
+    /// docs: Claude Code's stderr and exit 2, Pi's `continue` answer).
+    Wake(&'static str),
 }
 
 impl Carrier {
     /// Whether the hook carries notes it pulls and the session's spool.
     pub fn carries(self) -> bool {
-        matches!(self, Carrier::Context(_) | Carrier::Continue(_) | Carrier::Wake)
+        matches!(self, Carrier::Context(_) | Carrier::Continue(_) | Carrier::Wake(_))
     }
     /// The output field, for the docs.
     pub fn field(self) -> Option<&'static str> {
         match self {
             Carrier::Context(f) | Carrier::Continue(f) | Carrier::DenyReason(f) => Some(f),
-            Carrier::None | Carrier::Wake => None,
+            Carrier::None | Carrier::Wake(_) => None,
         }
     }
 }
@@ -555,7 +557,7 @@ harnesses! {
     /// Pi (coding agent) 0.73.1: no hook config; our extension (the shim)
     /// spawns the hook commands (docs/contracts/pi.md).
     Pi {
-        events: [SessionStart, BeforeAgentStart, ToolCall, ToolResult, AgentEnd, SessionShutdown],
+        events: [SessionStart, BeforeAgentStart, ToolCall, ToolResult, AgentEnd, SessionShutdown, Watch],
         slug: "pi",
         source: "pi",
         source_aliases: &[],
@@ -629,7 +631,7 @@ const fn claude_watch(on: &'static str) -> HookDef {
         binary: "preloop-claude-code-watch",
         role: Role::Watch,
         does: Does::Watch,
-        carrier: Carrier::Wake,
+        carrier: Carrier::Wake("stderr, exit 2"),
         limit: CLAUDE_LIMIT,
         gate: None,
         budget: Budget::Watch,
@@ -1128,6 +1130,22 @@ pub const HOOKS: &[HookDef] = &[
         server_event: Some("SessionEnd"),
         delivery: None,
     },
+    HookDef {
+        event: Event::Pi(event::Pi::Watch),
+        // Not a Pi event: our extension runs it while the session is idle
+        // (after session_start and agent_end, where `has_ui`).
+        on: "idle",
+        binary: "preloop-pi-watch",
+        role: Role::Watch,
+        does: Does::Watch,
+        // `sendMessage(.., {triggerTurn: true})`: a new run with the note.
+        carrier: Carrier::Wake("`continue`, starts a turn"),
+        limit: PI_LIMIT,
+        gate: None,
+        budget: Budget::Watch,
+        server_event: None,
+        delivery: Some(DeliveryEvent::Stop),
+    },
 ];
 
 impl Harness {
@@ -1259,7 +1277,7 @@ pub fn markdown_hooks() -> String {
             Carrier::Context(f) => format!("`{f}` ({limit})"),
             Carrier::Continue(f) => format!("`{f}`, continues the turn ({limit})"),
             Carrier::DenyReason(f) => format!("`{f}`: holds the call ({limit})"),
-            Carrier::Wake => format!("stderr, exit 2 ({limit})"),
+            Carrier::Wake(how) => format!("{how} ({limit})"),
         };
         let gate = match d.gate {
             None => "-".to_string(),

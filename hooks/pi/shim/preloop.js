@@ -44,11 +44,11 @@ export function logLine(file, event, text, fs = { appendFileSync, mkdirSync, ren
 }
 
 /**
- * Run one hook: payload line in, answer line out. Resolves `{answer, confirm}` (answer null:
- * the hook had nothing to say) or `{error}`. `confirm(true)` writes `applied` and closes the
+ * Run one hook: payload line in, answer line out (`started` gets the child). Resolves
+ * `{answer, confirm}` (answer null: the hook had nothing to say) or `{error}`. `confirm(true)` writes `applied` and closes the
  * hook's stdin; `confirm(false)` closes it without (the hook then keeps its notes).
  */
-export function ask(hook, payload, spawn = nodeSpawn) {
+export function ask(hook, payload, spawn = nodeSpawn, started = () => {}) {
 	return new Promise((resolve) => {
 		let done = false;
 		let out = "";
@@ -69,6 +69,7 @@ export function ask(hook, payload, spawn = nodeSpawn) {
 		if (!argv.length || argv.some((a) => typeof a !== "string")) return finish({ error: "no command in the manifest" });
 		try {
 			child = spawn(argv[0], argv.slice(1), { stdio: ["pipe", "pipe", "ignore"] });
+			started(child);
 		} catch (e) {
 			return finish({ error: `cannot run ${argv[0]}: ${e && (e.code || e.message)}` });
 		}
@@ -101,9 +102,10 @@ export function ask(hook, payload, spawn = nodeSpawn) {
 			};
 			finish({ answer, confirm });
 		});
-		child.on("close", (code) => {
+		child.on("close", (code, signal) => {
 			if (out.trim()) finish({ error: "an answer without its newline" });
 			else if (code === 0) finish({ answer: null });
+			else if (signal) finish({ error: `stopped by ${signal} with no answer` });
 			else finish({ error: `exit ${code} with no answer` });
 		});
 		try {
@@ -131,7 +133,7 @@ export function createExtension({ load, spawn = nodeSpawn, fs } = {}) {
 		const denyOnError = manifest.on_error && manifest.on_error.tool_call === "deny";
 		const note = (text) => ({ customType: NOTE_TYPE, content: String(text), display: true });
 
-		async function run(event, ctx, fields) {
+		async function run(event, ctx, fields, started) {
 			let sm = ctx && ctx.sessionManager;
 			const payload = {
 				v: PROTOCOL,
@@ -144,7 +146,7 @@ export function createExtension({ load, spawn = nodeSpawn, fs } = {}) {
 			if (file) payload.session_file = String(file);
 			if (ctx && ctx.cwd) payload.cwd = String(ctx.cwd);
 			const hooks = manifest.hooks[event];
-			const r = await ask(Array.isArray(hooks) ? hooks[0] : undefined, payload, spawn);
+			const r = await ask(Array.isArray(hooks) ? hooks[0] : undefined, payload, spawn, started);
 			if (r.error) logLine(log, event, r.error, fs);
 			return r;
 		}
@@ -170,6 +172,7 @@ export function createExtension({ load, spawn = nodeSpawn, fs } = {}) {
 		pi.on("session_start", async (e, ctx) => {
 			const r = await run("session_start", ctx, { reason: e && e.reason });
 			apply(r, "context", (m) => pi.sendMessage(m, { deliverAs: "nextTurn" }));
+			watch(ctx);
 		});
 		pi.on("before_agent_start", async (e, ctx) => {
 			const r = await run("before_agent_start", ctx, { prompt: String((e && e.prompt) || "") });
@@ -205,13 +208,47 @@ export function createExtension({ load, spawn = nodeSpawn, fs } = {}) {
 			});
 			apply(r, "context", (m) => pi.sendMessage(m, { deliverAs: "steer" }));
 		});
+		// A continuation (agent_end, the idle watcher): once Pi is idle (inside agent_end it is
+		// not yet), a new run ending with the note; while a run goes on, a steer in it.
+		const wake = (m) => pi.sendMessage(m, { deliverAs: "steer", triggerTurn: true });
+
+		// The idle watcher (`idle` in the manifest): at most one child, started where Pi stays
+		// alive (`hasUI`) and sits idle; it decides when to wake (it answers only with a note).
+		let watcher = null;
+		function watch(ctx) {
+			if (watcher || !(ctx && ctx.hasUI) || !Array.isArray(manifest.hooks.idle)) return;
+			const mine = { child: null };
+			watcher = mine;
+			run("idle", ctx, {}, (c) => {
+				mine.child = c;
+				// The watcher never keeps Pi's process alive.
+				for (const h of [c, c.stdin, c.stdout]) {
+					try {
+						h.unref();
+					} catch {}
+				}
+			}).then((r) => {
+				if (watcher === mine) watcher = null;
+				if (r.answer) setTimeout(() => apply(r, "continue", wake), 0);
+			});
+		}
+		function unwatch() {
+			const w = watcher;
+			watcher = null;
+			try {
+				if (w && w.child) w.child.kill("SIGTERM");
+			} catch {}
+		}
+
+		// A run started (a prompt, a continuation): its own hooks carry the notes now.
+		pi.on("agent_start", () => unwatch());
 		pi.on("agent_end", async (_e, ctx) => {
 			const r = await run("agent_end", ctx, {});
-			if (!r.answer) return;
-			// Once Pi is idle (inside agent_end it is not yet): a new run ending with the note.
-			setTimeout(() => apply(r, "continue", (m) => pi.sendMessage(m, { deliverAs: "steer", triggerTurn: true })), 0);
+			if (!r.answer) return watch(ctx);
+			setTimeout(() => apply(r, "continue", wake), 0);
 		});
 		pi.on("session_shutdown", async (e, ctx) => {
+			unwatch();
 			const r = await run("session_shutdown", ctx, { reason: e && e.reason });
 			if (r.answer) r.confirm(false);
 		});

@@ -14,13 +14,15 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const GUARD = Symbol.for("preloop-hooks.pi-extension");
 const EVENTS = ["session_start", "before_agent_start", "tool_call", "tool_result", "agent_end", "session_shutdown"];
 
-function setup({ mode = "context", onError = "allow", timeout = 5000, argv } = {}) {
+function setup({ mode = "context", onError = "allow", timeout = 5000, argv, idle } = {}) {
 	delete globalThis[GUARD];
 	const dir = mkdtempSync(join(tmpdir(), "preloop-pi-shim-"));
 	const record = join(dir, "record.jsonl");
 	const log = join(dir, "log", "shim.log"); // a folder no hook made yet
 	const hooks = {};
 	for (const e of EVENTS) hooks[e] = [{ argv: argv ?? [process.execPath, join(HERE, "fake-hook.mjs"), mode, record], timeout }];
+	// `idle`: the watcher's mode (no `idle` entry otherwise, as in a manifest without one).
+	if (idle) hooks.idle = [{ argv: [process.execPath, join(HERE, "fake-hook.mjs"), idle, record], timeout }];
 	const manifest = { version: 1, on_error: { tool_call: onError }, log, hooks };
 	const handlers = {};
 	const sent = [];
@@ -42,6 +44,14 @@ const ctx = (hasUI = true) => ({
 	hasUI,
 	sessionManager: { getSessionId: () => "01a23f09-32d5-70d3-a97c-a90dc1360fde", getSessionFile: () => null },
 });
+const until = async (what, f) => {
+	for (let i = 0; i < 300; i++) {
+		const v = f();
+		if (v) return v;
+		await new Promise((r) => setTimeout(r, 10));
+	}
+	throw new Error(`never: ${what}`);
+};
 /** Until the stand-in recorded its confirmation (it exits right after). */
 async function confirmation(t) {
 	for (let i = 0; i < 200; i++) {
@@ -156,7 +166,7 @@ test("a second copy in the same Pi registers nothing", () => {
 	const t = setup();
 	const more = {};
 	createExtension({ load: () => ({ manifest: { hooks: {} } }) })({ on: (e, h) => (more[e] = h) });
-	assert.deepEqual(Object.keys(t.handlers).sort(), [...EVENTS].sort());
+	assert.deepEqual(Object.keys(t.handlers).sort(), [...EVENTS, "agent_start"].sort());
 	assert.deepEqual(Object.keys(more), []);
 });
 
@@ -172,4 +182,41 @@ test("a manifest that is not one is refused", () => {
 	const dir = mkdtempSync(join(tmpdir(), "preloop-pi-manifest-"));
 	writeFileSync(join(dir, "preloop.json"), "[]");
 	assert.match(readManifest(join(dir, "preloop.json")).error, /no hooks/);
+});
+
+test("idle: the watcher's continuation starts a turn, confirmed once applied", async () => {
+	const t = setup({ mode: "nothing", idle: "continue" });
+	await t.handlers.session_start({ reason: "startup" }, ctx(true));
+	assert.equal(await confirmation(t), "applied");
+	assert.deepEqual(t.sent[0][1], { deliverAs: "steer", triggerTurn: true });
+	assert.equal(t.sent[0][0].content, "<operator-notes>LATE</operator-notes>");
+	const idle = t.records().filter((r) => r.payload && r.payload.event === "idle");
+	assert.equal(idle.length, 1);
+	assert.equal(idle[0].payload.has_ui, true);
+});
+
+test("idle: no watcher where Pi does not stay alive (-p, json)", async () => {
+	const t = setup({ mode: "nothing", idle: "continue" });
+	await t.handlers.session_start({ reason: "startup" }, ctx(false));
+	await t.handlers.agent_end({ messages: [] }, ctx(false));
+	await new Promise((r) => setTimeout(r, 300));
+	assert.equal(t.records().filter((r) => r.payload && r.payload.event === "idle").length, 0);
+	assert.equal(t.sent.length, 0);
+});
+
+test("idle: one watcher at a time, stopped when a run starts and at session_shutdown", async () => {
+	const t = setup({ mode: "nothing", idle: "sleep" });
+	const idles = () => t.records().filter((r) => r.payload && r.payload.event === "idle").length;
+	await t.handlers.session_start({ reason: "startup" }, ctx(true));
+	await t.handlers.agent_end({ messages: [] }, ctx(true));
+	await until("the watcher runs", () => idles() === 1);
+	await new Promise((r) => setTimeout(r, 200));
+	assert.equal(idles(), 1, "a second agent_end started no second watcher");
+	t.handlers.agent_start({}, ctx(true));
+	await until("the watcher is stopped", () => /idle shim stopped by SIGTERM/.test(t.logText()));
+	await t.handlers.agent_end({ messages: [] }, ctx(true));
+	await until("a new watcher after the run", () => idles() === 2);
+	await t.handlers.session_shutdown({ reason: "quit" }, ctx(true));
+	await until("stopped at shutdown", () => t.logText().match(/stopped by SIGTERM/g)?.length === 2);
+	assert.equal(t.sent.length, 0);
 });

@@ -19,6 +19,7 @@
 //! | tool_result | `pi.sendMessage(note, {deliverAs: "steer"})`: after this batch's tool results | context |
 //! | agent_end | a 0 ms timer, then `pi.sendMessage(note, {triggerTurn: true})`: a new run (only where Pi stays alive: RPC and interactive, `has_ui`) | continue |
 //! | session_shutdown | none (awaited): pending notes become `undeliverable` | nothing |
+//! | idle (ours: the [`watch`]er, while Pi sits idle, `has_ui`) | `pi.sendMessage(note, {triggerTurn: true})`: a new run | continue |
 
 // Shipped code never panics on a value it did not check: an `unwrap` or
 // `expect` outside tests is refused, and each true invariant is allowed by
@@ -33,6 +34,7 @@ use preloop_shared::runner::{Adapter, Parsed};
 use preloop_shared::wire::Decision;
 use serde_json::Value;
 
+pub mod watch;
 pub mod wire;
 
 pub use preloop_shared::registry::event::Pi as Event;
@@ -58,6 +60,9 @@ impl Adapter for Pi {
 
 /// Run one hook command under the extension; returns its exit code.
 pub fn main(event: Event) -> i32 {
+    if event == Event::Watch {
+        return watch::main();
+    }
     preloop_shared::entry::plugin_main::<Pi>(event)
 }
 
@@ -96,6 +101,8 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         // (docs/contracts/pi.md §5), so nothing is claimed there.
         Event::AgentEnd => InputKind::Stop { may_continue: p.has_ui },
         Event::SessionShutdown => InputKind::SessionEnd { reason: p.reason.unwrap_or_else(|| "quit".into()) },
+        // Never reached: [`main`] runs the watcher's own loop.
+        Event::Watch => return Err("the watcher is not a hook".into()),
     };
     let non_blank = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
     Ok(Parsed::Run(Input { session_id, cwd: non_blank(p.cwd), transcript_path: non_blank(p.session_file), kind }))
@@ -111,7 +118,7 @@ pub fn render(event: Event, o: &Outcome) -> Option<Answer> {
             (true, Some(text)) => Some(Answer::Continue { text }),
             _ => None,
         },
-        Event::SessionShutdown => None,
+        Event::SessionShutdown | Event::Watch => None,
     }
 }
 

@@ -915,14 +915,17 @@ fn pi_gets_an_extension_and_its_manifest() {
     let manifest = agent.join("extensions/preloop.json");
     assert_eq!(read(&shim), preloop_pi::shim::text(), "this build's extension, byte for byte");
     let v: Value = serde_json::from_str(&read(&manifest)).unwrap();
-    assert_eq!(v["hooks"].as_object().unwrap().len(), 6);
+    assert_eq!(v["hooks"].as_object().unwrap().len(), 7, "six events and the idle watcher");
+    let idle = &v["hooks"]["idle"][0];
+    assert_eq!(idle["argv"][2], "preloop-pi-watch");
+    assert!(idle["timeout"].as_u64().unwrap() > 3600 * 1000, "the watcher outlives watch_max_secs: {idle}");
     let tc = &v["hooks"]["tool_call"][0];
     let argv: Vec<&str> = tc["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     assert!(argv[0].ends_with("/preloop-hooks") && argv[1..] == ["hook", "preloop-pi-tool-call"], "{argv:?}");
     assert_eq!(v["on_error"]["tool_call"], "allow", "pre_tool_use_on_error's default");
     let (rc, d) = e.doctor();
     assert_eq!(rc, 0, "{:?}", problems(&d));
-    assert!(stdout(&e.install("pi")).contains("already installed (6 hooks)"));
+    assert!(stdout(&e.install("pi")).contains("already installed (7 hooks)"));
     // A second scope would be loaded too: refused.
     let out = e.run(&["install", "--harness", "pi", "--scope", "project", "--bin-dir", &e.bin_arg()]);
     assert_ne!(code(&out), 0);

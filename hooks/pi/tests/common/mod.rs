@@ -11,6 +11,11 @@ preloop_testkit::hooks! {
     /// Pi 0.73.1's hooks through our extension, for `preloop_testkit::hooks`.
     pub Pi(PiHome) = preloop_pi, "pi-0.73.1";
     const PLUGIN: bool = true;
+    /// The hooks Pi's events run: not the idle watcher (`preloop_pi::watch`,
+    /// a loop of its own with its own tests).
+    fn events() -> Vec<preloop_pi::Event> {
+        preloop_pi::Event::ALL.into_iter().filter(|e| *e != preloop_pi::Event::Watch).collect()
+    }
 }
 
 /// A payload, by its path under the fixtures.

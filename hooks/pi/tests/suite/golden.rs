@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 fn event_of(name: &str) -> Option<Event> {
     let stem = name.split('.').next()?;
-    Event::ALL.into_iter().find(|e| e.name() == stem)
+    Pi::events().into_iter().find(|e| e.name() == stem)
 }
 
 #[test]
@@ -32,7 +32,7 @@ fn payloads_parse_to_the_golden_inputs() {
 /// The payloads hold what Pi's own events and `ctx` held in the captures.
 #[test]
 fn payloads_follow_the_captures() {
-    for event in Event::ALL {
+    for event in Pi::events() {
         let capture = fixture(&format!("events/{}.json", event.name()));
         let payload = fixture(&format!("{}.json", event.name()));
         assert_eq!(payload["session_id"], capture["ctx"]["sessionId"], "{}", event.name());
@@ -63,7 +63,7 @@ fn parse_details() {
     assert!(
         matches!(parse(Event::BeforeAgentStart, &p), Ok(Parsed::Run(i)) if i.kind == InputKind::Prompt { prompt: String::new(), pull: true })
     );
-    for event in Event::ALL {
+    for event in Pi::events() {
         assert!(parse(event, &json!({})).is_err());
         assert!(parse(event, &json!("x")).is_err());
         let mut blank = fixture(&format!("{}.json", event.name()));
