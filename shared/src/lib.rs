@@ -40,6 +40,7 @@ pub mod scrub;
 pub mod server;
 pub mod session;
 pub mod time;
+pub mod watch;
 pub mod wire;
 
 pub use error::{Error, Exit, Result};

@@ -36,10 +36,8 @@
 use preloop_shared::Harness;
 use preloop_shared::config::{Config, Env, preloop_home};
 use preloop_shared::error::Error;
-use preloop_shared::flow::Engine;
 use preloop_shared::fsutil;
-use preloop_shared::session;
-use preloop_shared::time::Timestamp;
+use preloop_shared::watch::{self as shared_watch, Host, Parent, process_exists};
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -47,35 +45,23 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub use preloop_shared::watch::End;
+
 /// The binary's name.
 pub const BINARY: &str = "preloop-claude-code-watch";
 /// Exit code that makes Claude Code deliver the output and wake the model.
 pub const EXIT_WAKE: i32 = 2;
 /// Largest stdin we read (a hook payload is a few hundred bytes).
 const MAX_STDIN: u64 = 1 << 20;
-/// How long a watcher started right after its session ended waits for a
-/// reopen (`claude --resume`: SessionStart reopens the session in parallel).
-const REOPEN_GRACE: Duration = Duration::from_secs(10);
 /// How long SessionEnd waits for a signalled watcher to let go of its lock.
 const STOP_WAIT: Duration = Duration::from_millis(300);
 
-/// Why a watcher ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum End {
-    /// Handed notes to Claude (exit 2).
-    Delivered(Vec<String>),
-    /// Did not run: the reason (exit 0).
-    StandDown(&'static str),
-    /// Stopped watching: the reason (exit 0).
-    Stopped(String),
-}
-
-impl End {
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            End::Delivered(_) => EXIT_WAKE,
-            _ => 0,
-        }
+/// The exit code of a watcher that ended so: [`EXIT_WAKE`] when it handed
+/// notes over (Claude Code then delivers its stderr), else 0.
+pub fn exit_code(end: &End) -> i32 {
+    match end {
+        End::Delivered(_) => EXIT_WAKE,
+        _ => 0,
     }
 }
 
@@ -86,7 +72,7 @@ pub fn main() -> i32 {
     let buf = preloop_shared::runner::read_stdin(Duration::from_secs(5)).unwrap_or_default();
     let code = std::panic::catch_unwind(|| {
         let end = run(&Env::process(), &mut &buf[..], &mut std::io::stderr().lock());
-        end.exit_code()
+        exit_code(&end)
     });
     code.unwrap_or(0)
 }
@@ -107,17 +93,17 @@ pub fn run(env: &Env, stdin: &mut dyn Read, out: &mut dyn Write) -> End {
     let mut buf = Vec::new();
     let _ = stdin.take(MAX_STDIN).read_to_end(&mut buf);
     let end = if !config.settings.watch {
-        End::StandDown("watch is off")
+        End::StandDown("watch is off".into())
     } else if is_headless(env) {
-        End::StandDown("headless run")
+        End::StandDown("headless run".into())
     } else {
         match session_id_of(&buf) {
-            Err(why) => End::StandDown(why),
+            Err(why) => End::StandDown(why.into()),
             Ok(sid) => watch_session(env, &config, &sid, out, started),
         }
     };
     let session = session_id_of(&buf).ok();
-    log(&config, session.as_deref(), &end, started);
+    shared_watch::log(&config, "claude-code", session.as_deref(), &end, started);
     end
 }
 
@@ -135,171 +121,50 @@ fn session_id_of(buf: &[u8]) -> Result<String, &'static str> {
 }
 
 fn watch_session(env: &Env, config: &Config, sid: &str, out: &mut dyn Write, started: Instant) -> End {
-    let lock = match WatchLock::acquire(&config.home, sid) {
+    let _lock = match WatchLock::acquire(&config.home, sid) {
         Ok(Some(l)) => l,
-        Ok(None) => return End::StandDown("another watcher runs for this session"),
+        Ok(None) => return End::StandDown("another watcher runs for this session".into()),
         Err(e) => return End::Stopped(format!("lock: {e}")),
     };
-    let s = &config.settings;
-    let server = config.server.is_some();
-    let life = Liveness::new(env);
-    let started_at = Timestamp::now();
-    let deadline = started + Duration::from_secs(s.watch_max_secs);
-    let tick = Duration::from_millis(s.watch_poll_ms.max(10));
-    let max_interval = Duration::from_millis(s.watch_server_poll_max_ms.max(s.watch_server_poll_ms).max(10));
-    let mut interval = if server { Duration::from_millis(s.watch_server_poll_ms.max(10)) } else { tick };
-    let mut next_poll = Instant::now() + jitter(interval, server);
-    let mut engine = Engine::new(preloop_shared::registry::def_of(crate::Event::Watch), config.clone(), sid);
-    loop {
-        let now = Instant::now();
-        if now >= deadline {
-            return End::Stopped("lifetime".into());
-        }
-        if let Some(why) = life.gone() {
-            return End::Stopped(why.into());
-        }
-        match session_state(&config.home, sid, started_at) {
-            SessionState::Live => {}
-            SessionState::Ended => return End::Stopped("session ended".into()),
-            SessionState::EndedBefore if started.elapsed() >= REOPEN_GRACE => {
-                return End::Stopped("session ended".into());
-            }
-            SessionState::EndedBefore => {
-                std::thread::sleep(tick.min(deadline - now));
-                continue;
-            }
-        }
-        if now >= next_poll {
-            match deliver(&mut engine, config, sid, &life, started_at, out) {
-                Ok(Some(end)) => {
-                    drop(lock);
-                    return end;
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    if let Error::Status { status: 401 | 403 | 404, .. } = e {
-                        return End::Stopped(format!("server refused the watcher: {e}"));
-                    }
-                    engine.warnings.push(format!("poll failed: {e}"));
-                }
-            }
-            if server {
-                interval = (interval * 2).min(max_interval);
-            }
-            next_poll = Instant::now() + jitter(interval, server);
-        }
-        let now = Instant::now();
-        let wait = tick.min(next_poll.saturating_duration_since(now)).min(deadline.saturating_duration_since(now));
-        std::thread::sleep(wait.max(Duration::from_millis(1)));
-    }
+    let def = preloop_shared::registry::def_of(crate::Event::Watch);
+    shared_watch::watch(config, def, sid, started, &mut Claude { life: Liveness::new(env), out })
 }
 
-/// One poll. `Ok(Some(end))`: the watcher is done (notes handed over, or the
-/// session went away while they were in hand).
-fn deliver(
-    engine: &mut Engine,
-    config: &Config,
-    sid: &str,
-    life: &Liveness,
-    started_at: Timestamp,
-    out: &mut dyn Write,
-) -> preloop_shared::Result<Option<End>> {
-    // From the claim to the exit nothing may cut the steps apart.
-    let _held = SignalsHeld::new();
-    let (outcome, after) = engine.poll_idle()?;
-    let Some(block) = outcome.context.clone() else {
-        engine.finish(after, true); // owed acks, spool drops
-        return Ok(None);
-    };
-    // Never wake a session that ended meanwhile: the notes go back to the
-    // spool (SessionEnd reports them).
-    let gone = life.gone().map(str::to_string).or_else(|| {
-        matches!(session_state(&config.home, sid, started_at), SessionState::Ended | SessionState::EndedBefore)
-            .then(|| "session ended".to_string())
-    });
-    if let Some(why) = gone {
-        engine.finish(after, false);
-        return Ok(Some(End::Stopped(format!("{why} with notes in hand; returned to the spool"))));
-    }
-    // The block exactly, no trailing newline: Claude Code appends the text
-    // to its label as is.
-    let written = out.write_all(block.as_bytes()).and_then(|_| out.flush()).is_ok();
-    engine.finish(after, written);
-    Ok(Some(if written {
-        End::Delivered(outcome.note_ids)
-    } else {
-        End::Stopped("stderr write failed; notes returned to the spool".into())
-    }))
+/// Claude Code as the watcher's host: alive while our parent and
+/// `CLAUDE_PID` are; takes a block on stderr.
+struct Claude<'a> {
+    life: Liveness,
+    out: &'a mut dyn Write,
 }
 
-enum SessionState {
-    Live,
-    /// Ended after this watcher started.
-    Ended,
-    /// Ended before this watcher started: maybe about to be reopened.
-    EndedBefore,
-}
-
-fn session_state(home: &Path, sid: &str, started_at: Timestamp) -> SessionState {
-    match session::read_session_file(home, sid) {
-        Ok(Some(f)) => match f.ended_at {
-            Some(t) if t >= started_at => SessionState::Ended,
-            Some(_) => SessionState::EndedBefore,
-            None => SessionState::Live,
-        },
-        _ => SessionState::Live, // not registered yet: the poll claims nothing
+impl Host for Claude<'_> {
+    fn gone(&self) -> Option<String> {
+        self.life.gone().map(str::to_string)
     }
-}
 
-/// ±10 % around `d` in server mode, so a fleet started together does not poll in step.
-fn jitter(d: Duration, on: bool) -> Duration {
-    if !on {
-        return d;
+    fn hand_over(&mut self, block: &str) -> Result<(), String> {
+        // The block exactly, no trailing newline: Claude Code appends the
+        // text to its label as is.
+        self.out.write_all(block.as_bytes()).and_then(|_| self.out.flush()).map_err(|_| "stderr write failed".into())
     }
-    let r = u16::from_le_bytes(fsutil::random_bytes::<2>()) as f64 / u16::MAX as f64; // 0..=1
-    d.mul_f64(0.9 + 0.2 * r)
-}
-
-fn log(config: &Config, session: Option<&str>, end: &End, started: Instant) {
-    let (outcome, notes, why) = match end {
-        End::Delivered(ids) => ("notes", ids.join(","), None),
-        End::StandDown(w) => ("stand_down", String::new(), Some(w.to_string())),
-        End::Stopped(w) => ("stopped", String::new(), Some(w.clone())),
-    };
-    let mut line = format!(
-        "{} claude-code Watch mode={} session={} outcome={} notes={} ms={}",
-        Timestamp::now().to_iso_z(),
-        if config.server.is_some() { "server" } else { "local" },
-        session.map(|s| s.chars().take(80).collect::<String>()).unwrap_or_else(|| "-".into()),
-        outcome,
-        if notes.is_empty() { "-".into() } else { notes },
-        started.elapsed().as_millis()
-    );
-    if let Some(w) = why {
-        line.push_str(&format!(" why={w:?}"));
-    }
-    preloop_shared::log::append(&config.log_dir(), config.settings.log_max_bytes, &line);
 }
 
 // ----- is Claude still there ------------------------------------------------
 
 struct Liveness {
-    parent: i32,
+    parent: Parent,
     claude: Option<i32>,
 }
 
 impl Liveness {
     fn new(env: &Env) -> Liveness {
-        // SAFETY: getppid has no preconditions.
-        let parent = unsafe { libc::getppid() };
         let claude = env.get("CLAUDE_PID").and_then(|p| p.trim().parse::<i32>().ok()).filter(|p| *p > 1);
-        Liveness { parent, claude }
+        Liveness { parent: Parent::now(), claude }
     }
 
     /// Why Claude is gone, if it is.
     fn gone(&self) -> Option<&'static str> {
-        // SAFETY: getppid has no preconditions.
-        if unsafe { libc::getppid() } != self.parent {
+        if self.parent.gone() {
             return Some("parent process gone");
         }
         if let Some(pid) = self.claude
@@ -308,43 +173,6 @@ impl Liveness {
             return Some("claude process gone");
         }
         None
-    }
-}
-
-fn process_exists(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-/// SIGTERM, SIGINT and SIGHUP held off while alive (left pending: they act
-/// on the exit that follows, or when the guard drops).
-struct SignalsHeld {
-    old: libc::sigset_t,
-}
-
-impl SignalsHeld {
-    fn new() -> SignalsHeld {
-        // SAFETY: plain sigset manipulation on owned, initialised values.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGTERM);
-            libc::sigaddset(&mut set, libc::SIGINT);
-            libc::sigaddset(&mut set, libc::SIGHUP);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-            SignalsHeld { old }
-        }
-    }
-}
-
-impl Drop for SignalsHeld {
-    fn drop(&mut self) {
-        // SAFETY: restores the mask saved in `new`.
-        unsafe {
-            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
-        }
     }
 }
 
@@ -524,14 +352,5 @@ mod tests {
         }
         assert!(open_lock(&target, false).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn jitter_stays_within_ten_percent() {
-        for _ in 0..100 {
-            let j = jitter(Duration::from_secs(10), true);
-            assert!(j >= Duration::from_secs(9) && j <= Duration::from_secs(11), "{j:?}");
-        }
-        assert_eq!(jitter(Duration::from_secs(10), false), Duration::from_secs(10));
     }
 }

@@ -1,0 +1,272 @@
+//! The idle watcher's loop, shared by every harness that can wake an idle
+//! session (Claude Code's `preloop-claude-code-watch`, Pi's
+//! `preloop-pi-watch`): what each harness owns is how it learns its session,
+//! whether its host is still there, and how a block is handed over (Claude
+//! Code: stderr and exit 2; Pi: one `continue` answer the extension applies).
+//! The rest is here, once:
+//!
+//! * polls the local inbox every `watch_poll_ms`; the server's
+//!   `notes/pending` (`defer_delivery: true`: a non-empty answer *is* the
+//!   claim) every `watch_server_poll_ms`, doubling after every empty poll up
+//!   to `watch_server_poll_max_ms`, ±10 % so a fleet does not poll in step;
+//! * stops when the session ends (session file `ended_at`; a session that
+//!   ended before the watcher started gets [`REOPEN_GRACE`] to be reopened),
+//!   when the host is gone, after `watch_max_secs`, or when the server
+//!   refuses the token (401, 403, 404);
+//! * on a claim: hands the block over and acks what was taken, or returns
+//!   the notes to the spool (SIGTERM, SIGINT and SIGHUP are held off from the
+//!   claim to the end, so the steps cannot be cut apart by a signal).
+//!
+//! Nothing is woken when no note is pending: a poll that claims nothing
+//! hands nothing over.
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::flow::Engine;
+use crate::fsutil;
+use crate::registry::HookDef;
+use crate::session;
+use crate::time::Timestamp;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How long a watcher started right after its session ended waits for a
+/// reopen (`claude --resume`, `pi -c`: the session start registers the
+/// session again).
+pub const REOPEN_GRACE: Duration = Duration::from_secs(10);
+
+/// Why a watcher ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    /// The host took a block carrying these notes.
+    Delivered(Vec<String>),
+    /// Did not run: the reason.
+    StandDown(String),
+    /// Stopped watching: the reason.
+    Stopped(String),
+}
+
+/// What a harness owns in the loop.
+pub trait Host {
+    /// Why the host (the harness process) is gone, if it is.
+    fn gone(&self) -> Option<String>;
+    /// Hand `block` (the framed notes) to the harness: `Ok` once it took
+    /// it, else what went wrong (the notes go back to the spool).
+    fn hand_over(&mut self, block: &str) -> Result<(), String>;
+}
+
+/// The parent process at the start, to tell when it is gone (a watcher is
+/// the harness's child; reparenting means the harness exited).
+pub struct Parent(i32);
+
+impl Parent {
+    /// The parent now.
+    pub fn now() -> Parent {
+        // SAFETY: getppid has no preconditions.
+        Parent(unsafe { libc::getppid() })
+    }
+
+    /// Whether the parent changed since [`Parent::now`].
+    pub fn gone(&self) -> bool {
+        // SAFETY: getppid has no preconditions.
+        unsafe { libc::getppid() != self.0 }
+    }
+}
+
+/// Whether a process `pid` exists (signal 0; EPERM means it does).
+pub fn process_exists(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Watch session `sid` for `def` (the harness's watch row) until a block is
+/// handed over or a reason to stop; `started` is when the process started.
+pub fn watch(config: &Config, def: &'static HookDef, sid: &str, started: Instant, host: &mut dyn Host) -> End {
+    let s = &config.settings;
+    let server = config.server.is_some();
+    let started_at = Timestamp::now();
+    let deadline = started + Duration::from_secs(s.watch_max_secs);
+    let tick = Duration::from_millis(s.watch_poll_ms.max(10));
+    let max_interval = Duration::from_millis(s.watch_server_poll_max_ms.max(s.watch_server_poll_ms).max(10));
+    let mut interval = if server { Duration::from_millis(s.watch_server_poll_ms.max(10)) } else { tick };
+    let mut next_poll = Instant::now() + jitter(interval, server);
+    let mut engine = Engine::new(def, config.clone(), sid);
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return End::Stopped("lifetime".into());
+        }
+        if let Some(why) = host.gone() {
+            return End::Stopped(why);
+        }
+        match session_state(&config.home, sid, started_at) {
+            SessionState::Live => {}
+            SessionState::Ended => return End::Stopped("session ended".into()),
+            SessionState::EndedBefore if started.elapsed() >= REOPEN_GRACE => {
+                return End::Stopped("session ended".into());
+            }
+            SessionState::EndedBefore => {
+                std::thread::sleep(tick.min(deadline - now));
+                continue;
+            }
+        }
+        if now >= next_poll {
+            match deliver(&mut engine, config, sid, started_at, host) {
+                Ok(Some(end)) => return end,
+                Ok(None) => {}
+                Err(e) => {
+                    if let Error::Status { status: 401 | 403 | 404, .. } = e {
+                        return End::Stopped(format!("server refused the watcher: {e}"));
+                    }
+                    engine.warnings.push(format!("poll failed: {e}"));
+                }
+            }
+            if server {
+                interval = (interval * 2).min(max_interval);
+            }
+            next_poll = Instant::now() + jitter(interval, server);
+        }
+        let now = Instant::now();
+        let wait = tick.min(next_poll.saturating_duration_since(now)).min(deadline.saturating_duration_since(now));
+        std::thread::sleep(wait.max(Duration::from_millis(1)));
+    }
+}
+
+/// One poll. `Ok(Some(end))`: the watcher is done (notes handed over, or
+/// the session went away while they were in hand, or the host refused them:
+/// back to the spool).
+fn deliver(
+    engine: &mut Engine,
+    config: &Config,
+    sid: &str,
+    started_at: Timestamp,
+    host: &mut dyn Host,
+) -> crate::Result<Option<End>> {
+    // From the claim to the end nothing may cut the steps apart.
+    let _held = SignalsHeld::new();
+    let (outcome, after) = engine.poll_idle()?;
+    let Some(block) = outcome.context.clone().filter(|b| !b.is_empty()) else {
+        engine.finish(after, true); // owed acks, spool drops
+        return Ok(None);
+    };
+    // Never wake a session that ended meanwhile: the notes go back to the
+    // spool (the session end reports them).
+    let gone = host.gone().or_else(|| {
+        (!matches!(session_state(&config.home, sid, started_at), SessionState::Live))
+            .then(|| "session ended".to_string())
+    });
+    if let Some(why) = gone {
+        engine.finish(after, false);
+        return Ok(Some(End::Stopped(format!("{why} with notes in hand; returned to the spool"))));
+    }
+    let taken = host.hand_over(&block);
+    engine.finish(after, taken.is_ok());
+    Ok(Some(match taken {
+        Ok(()) => End::Delivered(outcome.note_ids),
+        Err(why) => End::Stopped(format!("{why}; notes returned to the spool")),
+    }))
+}
+
+enum SessionState {
+    Live,
+    /// Ended after this watcher started.
+    Ended,
+    /// Ended before this watcher started: maybe about to be reopened.
+    EndedBefore,
+}
+
+fn session_state(home: &Path, sid: &str, started_at: Timestamp) -> SessionState {
+    match session::read_session_file(home, sid) {
+        Ok(Some(f)) => match f.ended_at {
+            Some(t) if t >= started_at => SessionState::Ended,
+            Some(_) => SessionState::EndedBefore,
+            None => SessionState::Live,
+        },
+        _ => SessionState::Live, // not registered yet: the poll claims nothing
+    }
+}
+
+/// ±10 % around `d` when `on` (server mode), so a fleet started together
+/// does not poll in step.
+pub fn jitter(d: Duration, on: bool) -> Duration {
+    if !on {
+        return d;
+    }
+    let r = u16::from_le_bytes(fsutil::random_bytes::<2>()) as f64 / u16::MAX as f64; // 0..=1
+    d.mul_f64(0.9 + 0.2 * r)
+}
+
+/// The watcher's one log line: `<time> <harness> Watch mode= session=
+/// outcome= notes= ms=` and `why=` where it stood down or stopped.
+pub fn log(config: &Config, harness: &str, session: Option<&str>, end: &End, started: Instant) {
+    let (outcome, notes, why) = match end {
+        End::Delivered(ids) => ("notes", ids.join(","), None),
+        End::StandDown(w) => ("stand_down", String::new(), Some(w)),
+        End::Stopped(w) => ("stopped", String::new(), Some(w)),
+    };
+    let mut line = format!(
+        "{} {harness} Watch mode={} session={} outcome={} notes={} ms={}",
+        Timestamp::now().to_iso_z(),
+        if config.server.is_some() { "server" } else { "local" },
+        session.map(|s| s.chars().take(80).collect::<String>()).unwrap_or_else(|| "-".into()),
+        outcome,
+        if notes.is_empty() { "-".into() } else { notes },
+        started.elapsed().as_millis()
+    );
+    if let Some(w) = why {
+        line.push_str(&format!(" why={w:?}"));
+    }
+    crate::log::append(&config.log_dir(), config.settings.log_max_bytes, &line);
+}
+
+/// SIGTERM, SIGINT and SIGHUP held off while alive (left pending: they act
+/// on the exit that follows, or when the guard drops).
+struct SignalsHeld {
+    old: libc::sigset_t,
+}
+
+impl SignalsHeld {
+    fn new() -> SignalsHeld {
+        // SAFETY: plain sigset manipulation on owned, initialised values.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigaddset(&mut set, libc::SIGHUP);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            SignalsHeld { old }
+        }
+    }
+}
+
+impl Drop for SignalsHeld {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved in `new`.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_ten_percent() {
+        for _ in 0..100 {
+            let j = jitter(Duration::from_secs(10), true);
+            assert!(j >= Duration::from_secs(9) && j <= Duration::from_secs(11), "{j:?}");
+        }
+        assert_eq!(jitter(Duration::from_secs(10), false), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn this_process_exists_and_pid_max_plus_one_does_not() {
+        assert!(process_exists(std::process::id() as i32));
+        assert!(!process_exists(i32::MAX));
+    }
+}
