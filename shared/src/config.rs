@@ -897,8 +897,16 @@ pub fn account_home() -> Option<PathBuf> {
 }
 
 /// The home directory of this account in `/etc/passwd` (read without NSS:
-/// the static build loads no NSS module).
+/// the static build loads no NSS module). Read once per process: a hook asks
+/// for it when it places its home and again when it checks the account
+/// (the uid and the file do not change under a process that lives for
+/// milliseconds).
 pub fn passwd_entry_home() -> Option<PathBuf> {
+    static ONCE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    ONCE.get_or_init(read_passwd_entry_home).clone()
+}
+
+fn read_passwd_entry_home() -> Option<PathBuf> {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     // The hardening suite hands the executable another passwd file; only
