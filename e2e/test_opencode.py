@@ -114,7 +114,8 @@ class OpenCodeWorld:
 
     def shim_log(self):
         try:
-            return open(os.path.join(self.home, ".preloop", "log", "opencode-plugin.log")).read()
+            with open(os.path.join(self.home, ".preloop", "log", "opencode-plugin.log")) as f:
+                return f.read()
         except FileNotFoundError:
             return ""
 
