@@ -10,6 +10,9 @@ GET /api/v1/operator-notes/{id}.
   notes  a note sent to the agent before the run reaches the first prompt (delivered /
          session_start); a note sent to the run's session mid-run reaches the tool result
          (delivered / pre_tool_use): the receipts are the server's
+  late   a note sent during the final answer continues the turn once (delivered / stop); one
+         sent during the continuation's answer is pending when `opencode run` disposes:
+         undeliverable / session_ended on the server
 
   python3 -m unittest -v e2e.test_real_server_opencode   (PRELOOP_BIN_DIR, PRELOOP_E2E_HARNESS_DIR,
       PRELOOP_E2E_SERVER_HOME / _PORT / PG_PORT, PRELOOP_E2E_VENV)
@@ -96,6 +99,32 @@ class OpenCodeRealServer(unittest.TestCase):
         self.assertEqual((r["state"], r.get("delivery_event")), ("delivered", "session_start"), r)
         r = server.wait_receipt(mid["note_id"], ("delivered",))
         self.assertEqual((r["state"], r.get("delivery_event")), ("delivered", "pre_tool_use"), r)
+
+    def test_a_late_note_continues_once_and_the_next_is_undeliverable_at_the_end(self):
+        server = self.server()
+        agent = server.new_agent(kind="opencode")
+
+        def note(text):
+            return server.send_note_argv(text, external_session_id="@@SESSION@@")
+
+        script = {"turns": [{"text": "All done.", "before_reply_cmd": note("MARK-oc-srv-late-A tag v2")},
+                            {"text": "Tagged.", "before_reply_cmd": note("MARK-oc-srv-late-B too late")}],
+                  "overflow": {"text": "Again."}}
+        w = self.world("srv-late", script, server, agent)
+        p, _ = w.run_opencode("Say hi")
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        reqs = w.requests()
+        self.assertEqual(len(reqs), 2, "one continuation, not more: %s" % [r["reply"] for r in reqs])
+        last = reqs[1]["body"]["messages"][-1]
+        self.assertEqual(last["role"], "user")
+        self.assertIn("MARK-oc-srv-late-A", texts(last))
+        a = json.loads(reqs[0]["before_reply"]["stdout"])["note_id"]
+        b = json.loads(reqs[1]["before_reply"]["stdout"])["note_id"]
+        r = server.wait_receipt(a, ("delivered",))
+        self.assertEqual((r["state"], r.get("delivery_event")), ("delivered", "stop"), r)
+        # The end is reported by a detached worker: wait for it.
+        r = server.wait_receipt(b, ("undeliverable",), timeout=20.0)
+        self.assertEqual((r["state"], r.get("undeliverable_reason")), ("undeliverable", "session_ended"), r)
 
 
 if __name__ == "__main__":
