@@ -256,6 +256,33 @@ class OpenCodeLocal(unittest.TestCase):
         listed = w.cli("sessions", "list", "--json").stdout
         self.assertIn("opencode", listed)
 
+    def test_a_worker_started_from_bash_finds_its_conductor(self):
+        # Lineage by process ancestry: the conductor's bash tool starts a worker `opencode run`
+        # (its own plugin, the same mock, chosen by its prompt); the worker's first hook finds
+        # the conductor's live session among its ancestors (docs/guarantees.md, "Lineage").
+        def script(w):
+            worker = "'%s' run 'SUBAGENT-WORKER say hi' </dev/null >/dev/null 2>&1; echo worker-rc=$?" % ensure_opencode()
+            return {"turns": [{"calls": [{"name": "bash", "arguments": {"command": worker,
+                                                                        "description": "start a worker"}}]},
+                              {"text": "All done."}],
+                    "agents": [{"name": "worker", "match": "SUBAGENT-WORKER", "turns": [{"text": "Worker done."}]}]}
+        w = self.world("lineage", script)
+        p, _ = w.run_opencode("Start the worker")
+        self.assertRan(p)
+        reqs = w.requests()
+        main = [r for r in reqs if r["reply"].get("agent") != "worker"]
+        tool = [m for m in main[-1]["body"]["messages"] if m["role"] == "tool"]
+        self.assertTrue(tool and "worker-rc=0" in texts(tool[0]), [texts(m) for m in tool])
+        sessions = json.loads(w.cli("sessions", "list", "--json").stdout)
+        rows = sessions if isinstance(sessions, list) else sessions.get("sessions", [])
+        self.assertEqual(len(rows), 2, rows)
+        by_parent = [r for r in rows if r.get("parent_session_id")]
+        self.assertEqual(len(by_parent), 1, rows)
+        child = by_parent[0]
+        conductor = [r for r in rows if r is not child][0]
+        ids = {conductor.get("runtime_session_id"), conductor.get("session_id"), conductor.get("id")} - {None}
+        self.assertIn(child["parent_session_id"], ids, rows)
+
     def test_a_missing_executable_never_stops_opencode(self):
         w = self.world("missing", SHELL_THEN_DONE)
         manifest = os.path.join(w.config, "plugins", "preloop.json")
