@@ -449,7 +449,9 @@ fn read_fixture(h: Harness, event: &str) -> &'static str {
         Harness::Cursor if event == "sessionStart" => "sessionStart-4.json".to_string(),
         Harness::Cursor => format!("{event}-1.json"),
         Harness::Copilot => format!("camel/{event}.json"),
-        Harness::ClaudeCode | Harness::Codex | Harness::Gemini | Harness::Pi => format!("{event}.json"),
+        Harness::ClaudeCode | Harness::Codex | Harness::Gemini | Harness::Pi | Harness::OpenCode => {
+            format!("{event}.json")
+        }
     };
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures").join(h.def().fixtures).join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -9,6 +9,7 @@ hooks wired into a temporary HOME, and inspect what the model received:
   Gemini CLI 0.61.0          ensure_gemini()    mock_gemini.py       run_gemini()     gemini_find_marker()
   Copilot CLI 1.0.102        ensure_copilot()   mock_copilot.py      run_copilot()    copilot_find_marker()
   Pi 0.73.1                  ensure_pi()        mock_pi.py           (e2e/test_pi.py: PiWorld)
+  OpenCode 1.18.33           ensure_opencode()  mock_copilot.py      (e2e/test_opencode.py: OpenCodeWorld)
 
 A test makes a Sandbox (temp HOME, project dir, PRELOOP_HOME), starts the mock with a
 script of turns (sb.start_mock(script, api)), wires the hooks (write_settings /
@@ -63,8 +64,9 @@ from .common import (BASE_PATH, CLI_BINARY, E2E_DIR, FAKE_HOOK, HOOK_TIMEOUT_S, 
                      quote_path, read_jsonl, read_text, shorten)
 from .harnesses import (CLAUDE_CODE_PACKAGE, CLAUDE_CODE_VERSION, CODEX_PACKAGE, CODEX_VERSION,
                         COPILOT_PACKAGE, COPILOT_VERSION, GEMINI_PACKAGE, GEMINI_VERSION,
-                        PI_PACKAGE, PI_VERSION, copilot_cache_dir, ensure_claude, ensure_codex,
-                        ensure_copilot, ensure_gemini, ensure_pi, harness_dir)
+                        PI_PACKAGE, PI_VERSION, OPENCODE_PACKAGE, OPENCODE_VERSION, copilot_cache_dir,
+                        ensure_claude, ensure_codex, ensure_copilot, ensure_gemini, ensure_opencode,
+                        ensure_pi, harness_dir)
 from .mock import MOCKS, Mock, agent_requests, main_requests
 from .blocks import (BRACKET_BLOCK_RE, BRACKET_ELEMENT_RE, FRAMING_HUMAN, NOTES_BLOCK_RE,
                      NOTE_ELEMENT_RE, bracket_blocks, note_blocks)
@@ -103,7 +105,8 @@ __all__ = ["BASE_PATH", "CLI_BINARY", "E2E_DIR", "FAKE_HOOK", "HOOK_TIMEOUT_S", 
            "quote_path", "read_jsonl", "read_text", "shorten", "hook_binaries", "CLAUDE_CODE_PACKAGE", "CLAUDE_CODE_VERSION",
            "CODEX_PACKAGE", "CODEX_VERSION", "COPILOT_PACKAGE", "COPILOT_VERSION", "GEMINI_PACKAGE",
            "GEMINI_VERSION", "copilot_cache_dir", "ensure_claude", "ensure_codex", "ensure_copilot",
-           "ensure_gemini", "ensure_pi", "PI_PACKAGE", "PI_VERSION", "harness_dir", "MOCKS", "Mock", "agent_requests", "main_requests",
+           "ensure_gemini", "ensure_pi", "PI_PACKAGE", "PI_VERSION", "ensure_opencode", "OPENCODE_PACKAGE",
+           "OPENCODE_VERSION", "harness_dir", "MOCKS", "Mock", "agent_requests", "main_requests",
            "BRACKET_BLOCK_RE", "BRACKET_ELEMENT_RE", "FRAMING_HUMAN", "NOTES_BLOCK_RE",
            "NOTE_ELEMENT_RE", "bracket_blocks", "note_blocks", "DEBUG_HOOK_LINE_RE",
            "DEBUG_NOISE_RE", "HOOK_BINARIES", "LABEL_PRE_TOOL_USE_BASH", "LABEL_RE",

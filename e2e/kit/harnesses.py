@@ -1,4 +1,4 @@
-"""The pinned harness CLIs (Claude Code, Codex, Gemini CLI, Copilot CLI, Pi): ensure_<harness>()
+"""The pinned harness CLIs (Claude Code, Codex, Gemini CLI, Copilot CLI, Pi, OpenCode): ensure_<harness>()
 returns the path of a working CLI of the pinned version, npm-installing it into the
 harness directory first when it is missing (CI starts from a fresh machine).
 
@@ -22,6 +22,8 @@ COPILOT_VERSION = "1.0.102"
 COPILOT_PACKAGE = "@github/copilot@" + COPILOT_VERSION
 PI_VERSION = "0.73.1"
 PI_PACKAGE = "@mariozechner/pi-coding-agent@" + PI_VERSION
+OPENCODE_VERSION = "1.18.33"
+OPENCODE_PACKAGE = "opencode-ai@" + OPENCODE_VERSION
 
 
 def harness_dir():
@@ -128,3 +130,12 @@ def ensure_pi():
     env = {"PATH": BASE_PATH, "HOME": os.path.join(harness_dir(), "pi-home"), "PI_OFFLINE": "1",
            "PI_TELEMETRY": "0", "LANG": "C.UTF-8"}
     return _ensure_npm("pi", PI_PACKAGE, "Pi", lambda v: v == PI_VERSION, env=env)
+
+
+def ensure_opencode():
+    """Path of a working OpenCode CLI of the pinned version (npm-installed when missing).
+    The package's optional dependency opencode-linux-x64 carries the native binary; npm may
+    skip the postinstall, which is not needed (docs/contracts/opencode.md §1)."""
+    env = {"PATH": BASE_PATH, "HOME": os.path.join(harness_dir(), "opencode-home"), "LANG": "C.UTF-8",
+           "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+    return _ensure_npm("opencode", OPENCODE_PACKAGE, "OpenCode", lambda v: v == OPENCODE_VERSION, env=env)

@@ -54,7 +54,11 @@ class RunResult:
 
 
 class Sandbox(ClaudeRunner, CodexRunner, GeminiRunner, CopilotRunner):
-    """One scenario's world: temp HOME, project dir, PRELOOP_HOME, mock, hook config, runs."""
+    """One scenario's world: temp HOME, project dir, PRELOOP_HOME, mock, hook config, runs.
+
+    The plugin-carried harnesses (Pi, OpenCode) have no runner mixin here: their suites
+    (e2e/test_pi.py: PiWorld, e2e/test_opencode.py: OpenCodeWorld) install our plugin with
+    `preloop-hooks install` into a world of their own."""
 
     def __init__(self, name, bin_dir, claude_bin=None):
         self.name = name

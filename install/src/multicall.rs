@@ -103,6 +103,7 @@ pub fn run_hook(event: Event) -> i32 {
         Event::Gemini(e) => preloop_gemini::main(e),
         Event::Copilot(e) => preloop_copilot::main(e),
         Event::Pi(e) => preloop_pi::main(e),
+        Event::OpenCode(e) => preloop_opencode::main(e),
     }
 }
 

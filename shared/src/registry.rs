@@ -577,6 +577,32 @@ harnesses! {
         lineage: Lineage::Ancestry,
         declaration: Declaration::Plugin,
     }
+    /// OpenCode 1.18.33: no hook commands; our plugin (the shim) spawns
+    /// them from its hooks and events (docs/contracts/opencode.md).
+    OpenCode {
+        events: [SessionCreated, ChatMessage, ToolExecuteBefore, ToolExecuteAfter, TextComplete, Dispose],
+        slug: "opencode",
+        source: "opencode",
+        source_aliases: &[],
+        name: "OpenCode",
+        version: "1.18.33",
+        evidence: Evidence::RealBinary,
+        program: "opencode",
+        npm_package: Some("opencode-ai"),
+        fixtures: "opencode-1.18.33",
+        // `session.prompt` with `noReply` continues a finished turn
+        // whenever asked: 202 requests in 45 s (docs/contracts/opencode.md §6).
+        stop_brake: StopBrake::OursOnly,
+        // The shim's per-event timeout in our manifest is in milliseconds.
+        timeout_unit: TimeoutUnit::Millis,
+        // `dispose` is awaited (§5).
+        session_end_kill_ms: None,
+        // `shell.env` could set a variable for the bash tool, but it would
+        // need the server's runtime id, which the plugin does not know; the
+        // bash tool and our hooks are both children of the OpenCode process.
+        lineage: Lineage::Ancestry,
+        declaration: Declaration::Plugin,
+    }
 }
 
 /// Copilot CLI ignores an agentStop block after this many in a row
@@ -614,6 +640,9 @@ const COPILOT_LIMIT: CarrierLimit = CarrierLimit::Chars(10_000);
 /// Pi carried 100,000 characters intact through every carrier
 /// (docs/contracts/pi.md §6); ours is the same 10,000 as the others.
 const PI_LIMIT: CarrierLimit = CarrierLimit::Chars(10_000);
+/// OpenCode carried 60,000 characters intact in a prompt part and a tool
+/// result (docs/contracts/opencode.md §3); ours is the same 10,000.
+const OPENCODE_LIMIT: CarrierLimit = CarrierLimit::Chars(10_000);
 
 const PRE_TOOL_USE: EvaluationPhase = EvaluationPhase::PreToolUse;
 const PERMISSION_REQUEST: EvaluationPhase = EvaluationPhase::PermissionRequest;
@@ -1145,6 +1174,94 @@ pub const HOOKS: &[HookDef] = &[
         budget: Budget::Watch,
         server_event: None,
         delivery: Some(DeliveryEvent::Stop),
+    },
+    // ---- OpenCode 1.18.33, through our plugin (docs/contracts/opencode.md)
+    HookDef {
+        event: Event::OpenCode(event::OpenCode::SessionCreated),
+        on: "session.created",
+        binary: "preloop-opencode-session-created",
+        role: Lifecycle,
+        // An event OpenCode does not await (it can land after chat.message):
+        // it registers, and claims nothing it could only keep in memory.
+        does: Does::SessionStart { pull: false },
+        carrier: Carrier::None,
+        limit: OPENCODE_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: None,
+        delivery: None,
+    },
+    HookDef {
+        event: Event::OpenCode(event::OpenCode::ChatMessage),
+        on: "chat.message",
+        binary: "preloop-opencode-chat-message",
+        role: Lifecycle,
+        does: Does::Prompt { pull: true },
+        // A synthetic text part pushed into the prompt's user message.
+        carrier: Carrier::Context("context"),
+        limit: OPENCODE_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: Some("UserPromptSubmit"),
+        delivery: Some(DeliveryEvent::SessionStart),
+    },
+    HookDef {
+        event: Event::OpenCode(event::OpenCode::ToolExecuteBefore),
+        on: "tool.execute.before",
+        binary: "preloop-opencode-tool-execute-before",
+        role: Role::Permission,
+        does: Does::Check,
+        // A deny only (the shim throws the reason, which becomes the tool's
+        // result). The server never claims a note for `opencode` on a check
+        // (preloop-server.md §4.2).
+        carrier: Carrier::None,
+        limit: OPENCODE_LIMIT,
+        gate: gate(PRE_TOOL_USE, FailKey::PreToolUse, ServerClaim::Never),
+        budget: Permission,
+        server_event: Some("PreToolUse"),
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::OpenCode(event::OpenCode::ToolExecuteAfter),
+        on: "tool.execute.after",
+        binary: "preloop-opencode-tool-execute-after",
+        role: Lifecycle,
+        does: Does::AfterTool,
+        // Appended to the tool's output (the tool message the model gets).
+        carrier: Carrier::Context("context"),
+        limit: OPENCODE_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: None,
+        delivery: Some(DeliveryEvent::PreToolUse),
+    },
+    HookDef {
+        event: Event::OpenCode(event::OpenCode::TextComplete),
+        on: "experimental.text.complete",
+        binary: "preloop-opencode-text-complete",
+        role: Lifecycle,
+        does: Does::Stop,
+        // `client.session.prompt({noReply: true})`: a stored user message
+        // the loop answers with one more request.
+        carrier: Carrier::Continue("continue"),
+        limit: OPENCODE_LIMIT,
+        gate: None,
+        budget: Call,
+        server_event: Some("Stop"),
+        delivery: Some(DeliveryEvent::Stop),
+    },
+    HookDef {
+        event: Event::OpenCode(event::OpenCode::Dispose),
+        on: "dispose",
+        binary: "preloop-opencode-dispose",
+        role: End,
+        does: Does::SessionEnd,
+        carrier: Carrier::None,
+        limit: OPENCODE_LIMIT,
+        gate: None,
+        budget: Budget::SessionEnd,
+        server_event: Some("SessionEnd"),
+        delivery: None,
     },
 ];
 

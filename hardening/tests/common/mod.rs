@@ -169,6 +169,7 @@ pub fn run_in_process(
         Event::Gemini(e) => run::<preloop_gemini::Gemini>(e, env, stdin, out),
         Event::Copilot(e) => run::<preloop_copilot::Copilot>(e, env, stdin, out),
         Event::Pi(e) => run::<preloop_pi::Pi>(e, env, stdin, out),
+        Event::OpenCode(e) => run::<preloop_opencode::OpenCode>(e, env, stdin, out),
     }
 }
 
@@ -232,6 +233,7 @@ pub fn neutral_of(h: &Hook) -> Option<Value> {
         Event::Gemini(e) => preloop_gemini::Gemini::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
         Event::Copilot(e) => preloop_copilot::Copilot::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
         Event::Pi(e) => preloop_pi::Pi::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
+        Event::OpenCode(e) => preloop_opencode::OpenCode::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
     }
 }
 

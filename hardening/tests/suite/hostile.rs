@@ -483,7 +483,9 @@ fn no_note_lost(harness: Harness, fault: FaultSpec, immediate_lost: bool) {
             ("sessionStart", "beforeShellExecution", vec!["preToolUse", "stop", "preToolUse"], "sessionEnd")
         }
         // No gate of theirs claims deferred: nothing to spool here.
-        Harness::ClaudeCode | Harness::Gemini | Harness::Copilot | Harness::Pi => unreachable!(),
+        Harness::ClaudeCode | Harness::Gemini | Harness::Copilot | Harness::Pi | Harness::OpenCode => {
+            unreachable!()
+        }
     };
     home.hook(&hook(harness, start), &session);
     let a = server.send_note(json!({"external_session_id": session, "text": "spooled note"}))["note_id"]

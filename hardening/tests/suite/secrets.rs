@@ -231,6 +231,8 @@ fn a_note_cannot_forge_the_frame() {
         .filter(|h| {
             matches!(h.kind, Kind::Prompt | Kind::Tool { carries: true, .. } | Kind::Start | Kind::AfterTool)
                 && !(h.harness == Harness::Cursor && h.kind == Kind::Prompt)
+                // OpenCode's session.created (an event it does not await) carries nothing.
+                && (h.kind != Kind::Start || h.def.carrier.carries())
                 // Copilot's preToolUse is never handed a note (it carries only the spool).
                 && h.def.gate.is_none_or(|g| g.server_claim != preloop_shared::registry::ServerClaim::Never)
         })

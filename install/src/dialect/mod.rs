@@ -25,6 +25,7 @@ mod codex;
 mod copilot;
 mod cursor;
 mod gemini;
+mod opencode;
 mod pi;
 
 use preloop_shared::Harness;
@@ -33,8 +34,15 @@ pub use api::{Dialect, EnvFacts, FolderTrust, Layout, Note, Trust, TrustState, f
 pub use codex::codex_config;
 
 /// Every dialect, in registry order.
-pub static ALL: [&dyn Dialect; 6] =
-    [&claude_code::ClaudeCode, &codex::Codex, &cursor::Cursor, &gemini::Gemini, &copilot::Copilot, &pi::Pi];
+pub static ALL: [&dyn Dialect; 7] = [
+    &claude_code::ClaudeCode,
+    &codex::Codex,
+    &cursor::Cursor,
+    &gemini::Gemini,
+    &copilot::Copilot,
+    &pi::Pi,
+    &opencode::OpenCode,
+];
 
 /// The dialects, in registry order.
 pub fn all() -> impl Iterator<Item = &'static dyn Dialect> {
@@ -87,6 +95,7 @@ mod tests {
             ("GEMINI_CLI_HOME", "/g"),
             ("COPILOT_HOME", "/k"),
             ("PI_CODING_AGENT_DIR", "/q"),
+            ("XDG_CONFIG_HOME", "/o"),
         ]);
         let user = |c: &Ctx| all().map(|d| d.hooks_file(c, Scope::User)).collect::<Vec<_>>();
         let p = |s: &str| PathBuf::from(s);
@@ -98,7 +107,8 @@ mod tests {
                 p("/h/.cursor/hooks.json"),
                 p("/h/.gemini/settings.json"),
                 p("/h/.copilot/hooks/preloop.json"),
-                p("/h/.pi/agent/extensions/preloop.json")
+                p("/h/.pi/agent/extensions/preloop.json"),
+                p("/h/.config/opencode/plugins/preloop.json")
             ]
         );
         assert_eq!(
@@ -109,7 +119,8 @@ mod tests {
                 p("/h/.cursor/hooks.json"),
                 p("/g/.gemini/settings.json"),
                 p("/k/hooks/preloop.json"),
-                p("/q/extensions/preloop.json")
+                p("/q/extensions/preloop.json"),
+                p("/o/opencode/plugins/preloop.json")
             ]
         );
         for d in all() {
@@ -149,6 +160,9 @@ mod tests {
         // Pi's extension runs `preloop-hooks hook <command>` beside the link.
         let pi = of(Harness::Pi).entry(def(Harness::Pi, "tool_call"), "/b/preloop-pi-tool-call".into(), 600_000);
         assert_eq!(pi["argv"], json!(["/b/preloop-hooks", "hook", "preloop-pi-tool-call"]));
+        let oc =
+            of(Harness::OpenCode).entry(def(Harness::OpenCode, "dispose"), "/b/preloop-opencode-dispose".into(), 9);
+        assert_eq!(oc["argv"], json!(["/b/preloop-hooks", "hook", "preloop-opencode-dispose"]));
         let codex = of(Harness::Codex).entry(def(Harness::Codex, "SessionStart"), "c".into(), 20);
         assert_eq!(codex["additionalContextLimit"], json!(preloop_shared::registry::CODEX_CONTEXT_LIMIT_TOKENS));
         assert!(

@@ -567,7 +567,7 @@ fn usage_errors_exit_2_and_name_the_valid_values() {
     assert!(one_error_line(&out).contains("\"http://\""));
     let out = e.run(&["install", "--harness", "claude"]);
     assert_eq!(code(&out), 2);
-    for v in ["claude-code", "codex", "cursor", "gemini", "copilot", "pi", "all"] {
+    for v in ["claude-code", "codex", "cursor", "gemini", "copilot", "pi", "opencode", "all"] {
         assert!(stderr(&out).contains(v), "{v} listed: {}", stderr(&out));
     }
     let out = e.run(&["install", "--scope", "global"]);
@@ -626,7 +626,7 @@ fn install_says_once_when_a_harness_is_not_on_path_and_diffs_show_real_paths() {
     assert!(!e.home.join(".cursor").exists() && !e.preloop.exists(), "a dry run writes nothing");
     let out = e.install("all");
     let text = stdout(&out);
-    for p in ["claude", "codex", "cursor-agent", "gemini", "copilot", "pi"] {
+    for p in ["claude", "codex", "cursor-agent", "gemini", "copilot", "pi", "opencode"] {
         assert_eq!(text.matches(&format!("note: {p} not found on PATH; installed anyway")).count(), 1, "{p}:\n{text}");
     }
     assert_eq!(text.matches("headless `cursor-agent -p`").count(), 1, "{text}");
@@ -953,6 +953,76 @@ fn pi_gets_an_extension_and_its_manifest() {
     let out = e.run(&["install", "--harness", "pi", "--bin-dir", &e.bin_arg()]);
     assert_ne!(code(&out), 0);
     assert_eq!(read(&shim), "// mine\n");
+}
+
+/// OpenCode: our plugin and its manifest in one plugins folder, one scope
+/// only; the config folder gets what stops OpenCode's `npm install` at start
+/// (a lock file listing its plugin package, `node_modules/`) only where it
+/// lacks them, and uninstall returns every file and folder byte for byte.
+#[test]
+fn opencode_gets_a_plugin_its_manifest_and_no_npm_install_at_start() {
+    let mut e = Env::new("opencode");
+    let xdg = e.root.join("xdg config");
+    e.set("XDG_CONFIG_HOME", xdg.to_str().unwrap());
+    let config = xdg.join("opencode");
+    let theirs = config.join("plugins/theirs.ts");
+    write(&theirs, "export const Mine = async () => ({})\n");
+    let user_json = config.join("opencode.json");
+    write(&user_json, "{\"model\": \"x/y\"}\n");
+    let before = e.snapshot();
+    e.install("opencode");
+    let shim = config.join("plugins/preloop.js");
+    let manifest = config.join("plugins/preloop.json");
+    assert_eq!(read(&shim), preloop_opencode::shim::text(), "this build's plugin, byte for byte");
+    let v: Value = serde_json::from_str(&read(&manifest)).unwrap();
+    assert_eq!(v["hooks"].as_object().unwrap().len(), 6);
+    let tc = &v["hooks"]["tool.execute.before"][0];
+    let argv: Vec<&str> = tc["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert!(argv[0].ends_with("/preloop-hooks") && argv[1..] == ["hook", "preloop-opencode-tool-execute-before"]);
+    assert_eq!(v["on_error"]["tool.execute.before"], "allow", "pre_tool_use_on_error's default");
+    assert_eq!(v["stop_rescue_cap"], 3);
+    // What OpenCode checks before its npm install: node_modules/ and the lock's root.
+    let lock: Value = serde_json::from_str(&read(&config.join("package-lock.json"))).unwrap();
+    assert_eq!(lock["packages"][""]["dependencies"]["@opencode-ai/plugin"], "1.18.33");
+    assert!(config.join("node_modules").is_dir());
+    assert!(!config.join("package.json").exists(), "OpenCode does not need one");
+    let (rc, d) = e.doctor();
+    assert_eq!(rc, 0, "{:?}", problems(&d));
+    assert!(stdout(&e.install("opencode")).contains("already installed (6 hooks)"));
+    // A second scope would be loaded too: refused.
+    let out = e.run(&["install", "--harness", "opencode", "--scope", "project", "--bin-dir", &e.bin_arg()]);
+    assert_ne!(code(&out), 0);
+    assert!(stderr(&out).contains("OpenCode would load both"), "{}", stderr(&out));
+    assert!(!e.root.join("project/.opencode/plugins/preloop.js").exists());
+    // A plugin that is not this build's is a problem doctor names.
+    write(&shim, &read(&shim).replace("0.1.0", "0.0.9"));
+    let (rc, d) = e.doctor();
+    assert_ne!(rc, 0);
+    assert!(problems(&d).iter().any(|p| p.contains("is not this build's plugin")), "{:?}", problems(&d));
+    e.install("opencode");
+    let out = e.run(&["uninstall", "--harness", "opencode"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!shim.exists() && !manifest.exists());
+    assert!(!config.join("node_modules").exists() && !config.join("package-lock.json").exists());
+    assert_eq!(read(&theirs), "export const Mine = async () => ({})\n");
+    let after: Vec<_> = e.snapshot().into_iter().filter(|(p, _)| !p.starts_with(&e.preloop)).collect();
+    let before: Vec<_> = before.into_iter().filter(|(p, _)| !p.starts_with(&e.preloop)).collect();
+    assert_eq!(after, before, "every file outside PRELOOP_HOME as it was");
+
+    // A project whose .opencode/ already has the user's lock and node_modules: both stay as they are.
+    let proj = e.root.join("project/.opencode");
+    let their_lock =
+        "{\"lockfileVersion\": 3, \"packages\": {\"\": {\"dependencies\": {\"@opencode-ai/plugin\": \"1.18.30\"}}}}\n";
+    write(&proj.join("package-lock.json"), their_lock);
+    write(&proj.join("node_modules/x/index.js"), "//\n");
+    let out = e.run(&["install", "--harness", "opencode", "--scope", "project", "--bin-dir", &e.bin_arg()]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(proj.join("plugins/preloop.js").exists());
+    assert!(!proj.join("node_modules/.preloop-hooks").exists());
+    let out = e.run(&["uninstall", "--harness", "opencode", "--scope", "project"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(read(&proj.join("package-lock.json")), their_lock);
+    assert!(proj.join("node_modules/x/index.js").exists() && !proj.join("plugins").exists());
 }
 
 // --------------------------------------------------- Preloop's own hooks, Cursor

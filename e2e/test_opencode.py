@@ -1,0 +1,302 @@
+"""OpenCode 1.18.33 end to end: the REAL `opencode` binary (npm opencode-ai, pinned in
+kit/harnesses.py) with our plugin as `preloop-hooks install --harness opencode` lays it down,
+the shipped executable (PRELOOP_BIN_DIR) and mock_copilot.py (OpenCode talks Chat Completions
+to a config provider on 127.0.0.1), local inbox. Each test checks where the note landed in the
+model requests and what its receipt says. Every run is offline: npm's registry is a dead
+loopback port, and the offline test runs OpenCode in a network namespace with loopback only.
+
+  python3 -m unittest e2e.test_opencode -v     (PRELOOP_BIN_DIR=<release dir>, PRELOOP_E2E_HARNESS_DIR)
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+E2E = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, E2E)
+
+from kit import ensure_opencode  # noqa: E402
+from kit.common import BASE_PATH  # noqa: E402
+
+OPENCODE_TIMEOUT_S = 180
+
+
+def bin_dir():
+    d = os.environ.get("PRELOOP_BIN_DIR")
+    if not d or not os.path.isfile(os.path.join(d, "preloop-hooks")):
+        raise RuntimeError("set PRELOOP_BIN_DIR to the directory of the release preloop-hooks "
+                           "(scripts/build-release -p preloop-hooks --bin preloop-hooks prints it)")
+    return os.path.abspath(d)
+
+
+class OpenCodeWorld:
+    """A temp HOME, a project with opencode.json for the mock, PRELOOP_HOME, our plugin installed
+    (user scope: ~/.config/opencode/plugins/), and mock_copilot.py on 127.0.0.1 (started with this
+    world's environment, so a turn's before_reply_cmd sends notes into this world's inbox)."""
+
+    def __init__(self, name, script, extra_env=None):
+        self.root = tempfile.mkdtemp(prefix="preloop-opencode-e2e-%s-" % name)
+        self.home = os.path.join(self.root, "home")
+        self.config = os.path.join(self.home, ".config", "opencode")
+        self.proj = os.path.join(self.root, "proj")
+        os.makedirs(self.home)
+        os.makedirs(self.proj)
+        self.exe = os.path.join(bin_dir(), "preloop-hooks")
+        self.env = {"PATH": BASE_PATH, "HOME": self.home, "PRELOOP_HOME": os.path.join(self.home, ".preloop"),
+                    "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1", "PRELOOP_SESSION_ALIAS": "oc-e2e",
+                    "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+                    "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+                    # A backstop: were OpenCode to run its npm install, it would fail at once.
+                    "npm_config_registry": "http://127.0.0.1:9/"}
+        self.env.update(extra_env or {})
+        self.log = os.path.join(self.root, "mock.jsonl")
+        port_file = os.path.join(self.root, "port")
+        with open(os.path.join(self.root, "script.json"), "w") as f:
+            json.dump(script(self) if callable(script) else script, f)
+        self.mock = subprocess.Popen(
+            [sys.executable, os.path.join(E2E, "mock_copilot.py"), "--port", "0", "--port-file", port_file,
+             "--script", os.path.join(self.root, "script.json"), "--log", self.log],
+            env=self.env, cwd=self.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            if os.path.exists(port_file) and os.path.getsize(port_file):
+                break
+            time.sleep(0.05)
+        with open(port_file) as f:
+            port = self.port = int(f.read())
+        with open(os.path.join(self.proj, "opencode.json"), "w") as f:
+            json.dump({"$schema": "https://opencode.ai/config.json",
+                       "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
+                                             "options": {"baseURL": "http://127.0.0.1:%d/v1" % port,
+                                                         "apiKey": "mock-key"},
+                                             "models": {"mock-model": {"name": "Mock Model", "tool_call": True,
+                                                                       "limit": {"context": 128000,
+                                                                                 "output": 4096}}}}},
+                       "model": "mock/mock-model", "small_model": "mock/mock-model",
+                       "autoupdate": False, "share": "disabled"}, f)
+        self.cli("install", "--harness", "opencode", "--bin-dir", bin_dir())
+
+    def close(self):
+        self.mock.kill()
+        self.mock.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def cli(self, *args, check=True):
+        p = subprocess.run([self.exe, *args], env=self.env, cwd=self.proj, capture_output=True, text=True,
+                           timeout=60, stdin=subprocess.DEVNULL)
+        if check and p.returncode != 0:
+            raise AssertionError("preloop-hooks %s: rc %d\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
+        return p
+
+    def send_cmd(self, text):
+        """argv that sends `text` to this world's live OpenCode session (by its alias)."""
+        return [self.exe, "notes", "send", "--alias", "oc-e2e", text]
+
+    def receipt(self, note_id):
+        return json.loads(self.cli("notes", "status", note_id, "--json").stdout)
+
+    def run_opencode(self, prompt, wrap=()):
+        """`opencode run` (optionally under `wrap`, e.g. a network namespace); (process, seconds)."""
+        t = time.monotonic()
+        p = subprocess.run([*wrap, ensure_opencode(), "run", "--format", "json", "--print-logs", prompt],
+                           env=self.env, cwd=self.proj, capture_output=True, text=True,
+                           timeout=OPENCODE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        return p, time.monotonic() - t
+
+    def requests(self):
+        with open(self.log) as f:
+            return [r for r in map(json.loads, f) if r.get("route") == "agent"]
+
+    def shim_log(self):
+        try:
+            with open(os.path.join(self.home, ".preloop", "log", "opencode-plugin.log")) as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+
+def texts(message):
+    c = message.get("content")
+    if isinstance(c, list):
+        return "\n".join(p.get("text", "") for p in c if isinstance(p, dict))
+    return c or ""
+
+
+def where(request, marker):
+    """(index, role) of every message of a request body that holds `marker`."""
+    return [(i, m["role"]) for i, m in enumerate(request["body"]["messages"]) if marker in texts(m)]
+
+
+SHELL_THEN_DONE = {"turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo one",
+                                                                       "description": "say one"}}]},
+                             {"text": "All done."}]}
+
+
+class OpenCodeLocal(unittest.TestCase):
+    def world(self, name, script, extra_env=None):
+        w = OpenCodeWorld(name, script, extra_env)
+        self.addCleanup(w.close)
+        return w
+
+    def assertRan(self, p):
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+
+    def test_a_note_before_the_run_goes_with_the_first_prompt(self):
+        w = self.world("before", SHELL_THEN_DONE)
+        note = w.cli("notes", "send", "--next", "opencode", "MARK-oc-before deploy to eu-west-1", "--json")
+        note_id = json.loads(note.stdout)["note_id"]
+        p, _ = w.run_opencode("Run echo one")
+        self.assertRan(p)
+        reqs = w.requests()
+        self.assertEqual(len(reqs), 2, [r["reply"] for r in reqs])
+        # A text part of the prompt's own user message (its 2nd content item), in every request.
+        for r in reqs:
+            self.assertEqual(where(r, "MARK-oc-before"), [(1, "user")])
+            content = r["body"]["messages"][1]["content"]
+            self.assertIn("Run echo one", content[0]["text"])
+            self.assertIn("MARK-oc-before", content[1]["text"])
+        rc = w.receipt(note_id)
+        self.assertEqual((rc["state"], rc["delivery_event"]), ("delivered", "session_start"), rc)
+
+    def test_a_note_mid_run_reaches_the_model_at_the_next_tool_boundary(self):
+        def script(w):
+            s = json.loads(json.dumps(SHELL_THEN_DONE))
+            s["turns"][0]["before_reply_cmd"] = w.send_cmd("MARK-oc-mid stop after this")
+            return s
+        w = self.world("mid", script)
+        p, _ = w.run_opencode("Run echo one")
+        self.assertRan(p)
+        reqs = w.requests()
+        sent = reqs[0].get("before_reply") or {}
+        self.assertEqual(sent.get("rc"), 0, sent)
+        self.assertEqual(where(reqs[0], "MARK-oc-mid"), [], "not before the tool ran")
+        second = reqs[1]["body"]["messages"]
+        hits = where(reqs[1], "MARK-oc-mid")
+        self.assertEqual(len(hits), 1, [m["role"] for m in second])
+        # Appended to the tool's own result.
+        i, role = hits[0]
+        self.assertEqual(role, "tool")
+        self.assertTrue(texts(second[i]).startswith("one\n"), texts(second[i]))
+        note_id = sent["stdout"].split()[0]
+        rc = w.receipt(note_id)
+        self.assertEqual((rc["state"], rc["delivery_event"]), ("delivered", "pre_tool_use"), rc)
+
+    def test_a_deny_stops_the_tool_and_the_model_gets_the_reason(self):
+        # No central policy in local mode: the gate's own fail policy is the deny here (a
+        # server that cannot be reached, pre_tool_use_on_error = deny); the real-server suite
+        # has the policy deny. The tool must not run, and its result must be the reason.
+        marker = os.path.join(tempfile.gettempdir(), "preloop-oc-denied-%d" % os.getpid())
+        script = {"turns": [{"calls": [{"name": "bash", "arguments": {"command": "touch " + marker,
+                                                                      "description": "touch"}}]},
+                            {"text": "Understood."}]}
+        w = self.world("deny", script, {"PRELOOP_URL": "http://127.0.0.1:9", "PRELOOP_TOKEN": "agt_e2e_dead",
+                                        "PRELOOP_PRE_TOOL_USE_ON_ERROR": "deny",
+                                        "PRELOOP_CONNECT_TIMEOUT_MS": "200"})
+        p, _ = w.run_opencode("Touch the file")
+        self.assertRan(p)
+        self.assertFalse(os.path.exists(marker), "the denied tool ran")
+        reqs = w.requests()
+        self.assertEqual(len(reqs), 2, [r["reply"] for r in reqs])
+        tool = [m for m in reqs[1]["body"]["messages"] if m["role"] == "tool"]
+        self.assertEqual(len(tool), 1)
+        # The hook's own reason, thrown by the plugin: the tool's whole result.
+        self.assertTrue(texts(tool[0]).startswith("Preloop could not check this tool call"), texts(tool[0]))
+
+    def test_a_late_note_continues_the_turn_once_and_the_next_waits_for_the_end(self):
+        # The first reply's text completes with note A pending: one continuation (a user message
+        # the loop answers). The continuation's own stop claims nothing (one per stop), so note B,
+        # sent during that request, is pending when `opencode run` disposes: undeliverable.
+        def script(w):
+            return {"turns": [{"text": "All done.", "before_reply_cmd": w.send_cmd("MARK-oc-late-A tag v2")},
+                              {"text": "Tagged.", "before_reply_cmd": w.send_cmd("MARK-oc-late-B too late")}],
+                    "overflow": {"text": "Again."}}
+        w = self.world("late", script)
+        p, _ = w.run_opencode("Say hi")
+        self.assertRan(p)
+        reqs = w.requests()
+        self.assertEqual(len(reqs), 2, "one continuation, not more: %s" % [r["reply"] for r in reqs])
+        last = reqs[1]["body"]["messages"][-1]
+        self.assertEqual(last["role"], "user")
+        self.assertIn("MARK-oc-late-A", texts(last))
+        a = reqs[0]["before_reply"]["stdout"].split()[0]
+        b = reqs[1]["before_reply"]["stdout"].split()[0]
+        ra, rb = w.receipt(a), w.receipt(b)
+        self.assertEqual((ra["state"], ra["delivery_event"]), ("delivered", "stop"), ra)
+        self.assertEqual((rb["state"], rb.get("undeliverable_reason")), ("undeliverable", "session_ended"), rb)
+
+    def test_offline_start_runs_no_npm_install(self):
+        # With a plugin configured OpenCode runs `npm install` in each config folder and waits for
+        # it (over a minute without a registry) unless the folder is laid out as install does.
+        # Here OpenCode has no network at all: a user and network namespace with only loopback,
+        # where the mock runs too (on the port opencode.json names).
+        if subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode != 0:
+            self.fail("`unshare -rn` (a user and network namespace) is needed for the offline test")
+        w = self.world("offline", {"turns": [{"text": "Hello."}]})
+        w.mock.kill()
+        w.mock.wait()
+        port_file = os.path.join(w.root, "port-offline")
+        inside = ('py=$0 mock=$1 port=$2 pf=$3 sc=$4 lg=$5; shift 5; ip link set lo up; '
+                  '"$py" "$mock" --port "$port" --port-file "$pf" --script "$sc" --log "$lg" & m=$!; '
+                  'for i in $(seq 200); do [ -s "$pf" ] && break; sleep 0.05; done; "$@"; rc=$?; kill $m; exit $rc')
+        wrap = ("unshare", "-rn", "sh", "-c", inside, sys.executable, os.path.join(E2E, "mock_copilot.py"),
+                str(w.port), port_file, os.path.join(w.root, "script.json"), w.log)
+        p, secs = w.run_opencode("Say hi", wrap=wrap)
+        self.assertRan(p)
+        self.assertEqual(len(w.requests()), 1)
+        self.assertNotIn("dependency install", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(w.config, "node_modules", "@opencode-ai")),
+                         "OpenCode installed its plugin package")
+        self.assertLess(secs, 45, "the run took %.1f s (the npm trap takes over 70)" % secs)
+        # The plugin ran: the session registered and its end was reported.
+        listed = w.cli("sessions", "list", "--json").stdout
+        self.assertIn("opencode", listed)
+
+    def test_a_worker_started_from_bash_finds_its_conductor(self):
+        # Lineage by process ancestry: the conductor's bash tool starts a worker `opencode run`
+        # (its own plugin, the same mock, chosen by its prompt); the worker's first hook finds
+        # the conductor's live session among its ancestors (docs/guarantees.md, "Lineage").
+        def script(w):
+            worker = "'%s' run 'SUBAGENT-WORKER say hi' </dev/null >/dev/null 2>&1; echo worker-rc=$?" % ensure_opencode()
+            return {"turns": [{"calls": [{"name": "bash", "arguments": {"command": worker,
+                                                                        "description": "start a worker"}}]},
+                              {"text": "All done."}],
+                    "agents": [{"name": "worker", "match": "SUBAGENT-WORKER", "turns": [{"text": "Worker done."}]}]}
+        w = self.world("lineage", script)
+        p, _ = w.run_opencode("Start the worker")
+        self.assertRan(p)
+        reqs = w.requests()
+        main = [r for r in reqs if r["reply"].get("agent") != "worker"]
+        tool = [m for m in main[-1]["body"]["messages"] if m["role"] == "tool"]
+        self.assertTrue(tool and "worker-rc=0" in texts(tool[0]), [texts(m) for m in tool])
+        sessions = json.loads(w.cli("sessions", "list", "--json").stdout)
+        rows = sessions if isinstance(sessions, list) else sessions.get("sessions", [])
+        self.assertEqual(len(rows), 2, rows)
+        by_parent = [r for r in rows if r.get("parent_session_id")]
+        self.assertEqual(len(by_parent), 1, rows)
+        child = by_parent[0]
+        conductor = [r for r in rows if r is not child][0]
+        ids = {conductor.get("runtime_session_id"), conductor.get("session_id"), conductor.get("id")} - {None}
+        self.assertIn(child["parent_session_id"], ids, rows)
+
+    def test_a_missing_executable_never_stops_opencode(self):
+        w = self.world("missing", SHELL_THEN_DONE)
+        manifest = os.path.join(w.config, "plugins", "preloop.json")
+        with open(manifest) as f:
+            m = json.load(f)
+        for entries in m["hooks"].values():
+            entries[0]["argv"][0] = "/nonexistent/preloop-hooks"
+        with open(manifest, "w") as f:
+            json.dump(m, f)
+        p, _ = w.run_opencode("Run echo one")
+        self.assertRan(p)
+        self.assertEqual(len(w.requests()), 2)
+        self.assertIn("tool.execute.before shim cannot run /nonexistent/preloop-hooks: ENOENT", w.shim_log())
+
+
+if __name__ == "__main__":
+    unittest.main()

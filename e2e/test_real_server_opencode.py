@@ -1,0 +1,131 @@
+"""OpenCode 1.18.33 end to end against the REAL Preloop server (PyPI preloop==0.17.1,
+e2e/preloop_server/up.sh): the real `opencode` headless against mock_copilot.py, our plugin
+installed by `preloop-hooks install --harness opencode`, the hooks in SERVER mode (a fresh
+managed agent per test, its agt_ token as PRELOOP_URL/PRELOOP_TOKEN in OpenCode's environment,
+which its plugin's spawns inherit), notes sent as the human operator, receipts read from
+GET /api/v1/operator-notes/{id}.
+
+  deny   a central deny rule (bash disabled in an account of its own): the tool does not run,
+         the model gets the server's reason as the tool's result
+  notes  a note sent to the agent before the run reaches the first prompt (delivered /
+         session_start); a note sent to the run's session mid-run reaches the tool result
+         (delivered / pre_tool_use): the receipts are the server's
+  late   a note sent during the final answer continues the turn once (delivered / stop); one
+         sent during the continuation's answer is pending when `opencode run` disposes:
+         undeliverable / session_ended on the server
+
+  python3 -m unittest -v e2e.test_real_server_opencode   (PRELOOP_BIN_DIR, PRELOOP_E2E_HARNESS_DIR,
+      PRELOOP_E2E_SERVER_HOME / _PORT / PG_PORT, PRELOOP_E2E_VENV)
+"""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+E2E = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, E2E)
+
+import kit  # noqa: E402
+from test_opencode import OpenCodeWorld, texts, where  # noqa: E402
+
+PREREQ = kit.Prereq()
+DENY_REASON = "Tool blocked in Preloop"
+
+
+def setUpModule():
+    kit.require_server(PREREQ, "install --harness opencode")
+
+
+def tearDownModule():
+    kit.release_server(PREREQ)
+
+
+class OpenCodeRealServer(unittest.TestCase):
+    def server(self):
+        PREREQ.require(self, "creds")
+        return PREREQ["server"]
+
+    def world(self, name, script, client, agent):
+        env = {"PRELOOP_URL": client.base_url, "PRELOOP_TOKEN": agent["agent_token"]}
+        env.update(client.server_note_env())
+        w = OpenCodeWorld(name, script, env)
+        self.addCleanup(w.close)
+        return w
+
+    def test_a_central_deny_stops_the_tool_with_the_server_reason(self):
+        other = self.server().new_account("ocdeny")
+        other.disable_tool(other.account_id, "bash")
+        agent = other.new_agent(kind="opencode")
+        marker = os.path.join(tempfile.gettempdir(), "preloop-oc-server-denied-%d" % os.getpid())
+        script = {"turns": [{"calls": [{"name": "bash", "arguments": {"command": "touch " + marker,
+                                                                      "description": "touch"}}]},
+                            {"text": "Understood."}]}
+        w = self.world("srv-deny", script, other, agent)
+        p, _ = w.run_opencode("Touch the file")
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        self.assertFalse(os.path.exists(marker), "the denied tool ran")
+        reqs = w.requests()
+        self.assertEqual(len(reqs), 2, [r["reply"] for r in reqs])
+        tool = [m for m in reqs[1]["body"]["messages"] if m["role"] == "tool"]
+        self.assertEqual(len(tool), 1)
+        self.assertIn(DENY_REASON, texts(tool[0]))
+
+    def test_notes_before_and_mid_run_are_delivered_and_the_receipts_say_so(self):
+        server = self.server()
+        agent = server.new_agent(kind="opencode")
+        before = server.send_note("MARK-oc-srv-before deploy to eu-west-1", agent_id=agent["agent_id"])
+        self.assertEqual(before.get("state"), "pending", before)
+
+        def script(w):
+            return {"turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo one",
+                                                                          "description": "say one"}}],
+                               "before_reply_cmd": server.send_note_argv("MARK-oc-srv-mid stop after this",
+                                                                         external_session_id="@@SESSION@@")},
+                              {"text": "All done."}]}
+        w = self.world("srv-notes", script, server, agent)
+        p, _ = w.run_opencode("Run echo one")
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        reqs = w.requests()
+        self.assertEqual(len(reqs), 2, [r["reply"] for r in reqs])
+        self.assertEqual(where(reqs[0], "MARK-oc-srv-before"), [(1, "user")])
+        sent = reqs[0].get("before_reply") or {}
+        self.assertEqual(sent.get("rc"), 0, sent)
+        mid = json.loads(sent["stdout"])
+        hits = where(reqs[1], "MARK-oc-srv-mid")
+        self.assertEqual([role for _, role in hits], ["tool"], hits)
+        r = server.wait_receipt(before["note_id"], ("delivered",))
+        self.assertEqual((r["state"], r.get("delivery_event")), ("delivered", "session_start"), r)
+        r = server.wait_receipt(mid["note_id"], ("delivered",))
+        self.assertEqual((r["state"], r.get("delivery_event")), ("delivered", "pre_tool_use"), r)
+
+    def test_a_late_note_continues_once_and_the_next_is_undeliverable_at_the_end(self):
+        server = self.server()
+        agent = server.new_agent(kind="opencode")
+
+        def note(text):
+            return server.send_note_argv(text, external_session_id="@@SESSION@@")
+
+        script = {"turns": [{"text": "All done.", "before_reply_cmd": note("MARK-oc-srv-late-A tag v2")},
+                            {"text": "Tagged.", "before_reply_cmd": note("MARK-oc-srv-late-B too late")}],
+                  "overflow": {"text": "Again."}}
+        w = self.world("srv-late", script, server, agent)
+        p, _ = w.run_opencode("Say hi")
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        reqs = w.requests()
+        self.assertEqual(len(reqs), 2, "one continuation, not more: %s" % [r["reply"] for r in reqs])
+        last = reqs[1]["body"]["messages"][-1]
+        self.assertEqual(last["role"], "user")
+        self.assertIn("MARK-oc-srv-late-A", texts(last))
+        a = json.loads(reqs[0]["before_reply"]["stdout"])["note_id"]
+        b = json.loads(reqs[1]["before_reply"]["stdout"])["note_id"]
+        r = server.wait_receipt(a, ("delivered",))
+        self.assertEqual((r["state"], r.get("delivery_event")), ("delivered", "stop"), r)
+        # The end is reported by a detached worker: wait for it.
+        r = server.wait_receipt(b, ("undeliverable",), timeout=20.0)
+        self.assertEqual((r["state"], r.get("undeliverable_reason")), ("undeliverable", "session_ended"), r)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,262 @@
+// The plugin's unit tests (`node --test hooks/opencode/shim/`), against a fake OpenCode host (its
+// hook arguments and `client.session.prompt`) and a stand-in hook (fake-hook.mjs) run as a real
+// process: each answer kind, the confirmation that acks a note, a timeout, bad JSON, a missing
+// executable, the fail policy, the rescue cap, session ends, a missing manifest, a second copy.
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, existsSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import * as mod from "./preloop.js";
+
+const preloop = mod.default;
+const { GUARD, createPlugin, readManifest, manifestPath, modeOf, partIdAfter } = preloop.internals;
+const HERE = dirname(fileURLToPath(import.meta.url));
+const EVENTS = ["session.created", "chat.message", "tool.execute.before", "tool.execute.after", "experimental.text.complete", "dispose"];
+const S = "ses_dc0f1327dffehIInU0Fzi1o4KZ";
+
+async function setup({ mode = "context", onError = "allow", timeout = 5000, argv, cap, refuse = false } = {}) {
+	delete globalThis[GUARD];
+	const dir = mkdtempSync(join(tmpdir(), "preloop-opencode-shim-"));
+	const record = join(dir, "record.jsonl");
+	const log = join(dir, "log", "shim.log"); // a folder no hook made yet
+	const hooks = {};
+	for (const e of EVENTS) hooks[e] = [{ argv: argv ?? [process.execPath, join(HERE, "fake-hook.mjs"), mode, record], timeout }];
+	const manifest = { version: 1, on_error: { "tool.execute.before": onError }, log, hooks };
+	if (cap !== undefined) manifest.stop_rescue_cap = cap;
+	const prompts = [];
+	const client = {
+		session: {
+			prompt: async (req) => {
+				if (refuse) return { error: { name: "BadRequest" } };
+				prompts.push(req);
+				// OpenCode runs chat.message for the message it stores.
+				await h["chat.message"]({ sessionID: req.path.id }, { message: { id: "msg_x" }, parts: req.body.parts });
+				return { data: {} };
+			},
+		},
+	};
+	const h = await createPlugin({ load: () => ({ manifest }), argv: ["bun", "/$bunfs/root/src/index.js", "run", "hi"] })({
+		client,
+		directory: "/proj",
+	});
+	const records = () =>
+		existsSync(record) ? readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l)) : [];
+	const logText = () => (existsSync(log) ? readFileSync(log, "utf8") : "");
+	return { h, prompts, records, logText, dir };
+}
+/** Until the stand-in recorded `n` confirmations (it exits right after each). */
+async function confirmations(t, n = 1) {
+	for (let i = 0; i < 300; i++) {
+		const c = t.records().filter((r) => "confirm" in r);
+		if (c.length >= n) return c.map((r) => r.confirm);
+		await new Promise((r) => setTimeout(r, 10));
+	}
+	throw new Error("no confirmation recorded");
+}
+const chatOutput = () => ({
+	message: { id: "msg_23f0ece00001uFjjRBaEw5bHhX", role: "user", sessionID: S, agent: "build", model: { providerID: "mock", modelID: "mock-model" } },
+	parts: [{ type: "text", text: '"Run echo hi"', messageID: "msg_23f0ece00001uFjjRBaEw5bHhX", sessionID: S, id: "prt_23f0ece0e001JX6CvYxm84rQFo" }],
+});
+
+test("chat.message: context becomes a part of the prompt's message, after its own, then `applied`", async () => {
+	const t = await setup({ mode: "context" });
+	const out = chatOutput();
+	await t.h["chat.message"]({ sessionID: S }, out);
+	assert.equal(out.parts.length, 2);
+	const p = out.parts[1];
+	assert.equal(p.text, "<operator-notes>NOTE</operator-notes>");
+	assert.deepEqual([p.type, p.sessionID, p.messageID], ["text", S, "msg_23f0ece00001uFjjRBaEw5bHhX"]);
+	assert.ok(p.id > out.parts[0].id && p.id.startsWith("prt_23f0ece0e002"), p.id);
+	assert.deepEqual(await confirmations(t), ["applied"]);
+	assert.deepEqual(t.records()[0].payload, {
+		v: 1,
+		event: "chat.message",
+		session_id: S,
+		mode: "run",
+		prompt: '"Run echo hi"',
+		message_id: "msg_23f0ece00001uFjjRBaEw5bHhX",
+		cwd: "/proj",
+	});
+});
+
+test("tool.execute.after: context is appended to the tool's output", async () => {
+	const t = await setup({ mode: "context" });
+	const out = { title: "", output: "hi\n", metadata: {} };
+	await t.h["tool.execute.after"]({ tool: "bash", sessionID: S, callID: "call_2_0", args: {} }, out);
+	assert.equal(out.output, "hi\n\n\n<operator-notes>NOTE</operator-notes>");
+	assert.deepEqual(await confirmations(t), ["applied"]);
+	assert.equal(t.records()[0].payload.call_id, "call_2_0");
+});
+
+test("tool.execute.after: an output it cannot append to is not confirmed, and nothing throws", async () => {
+	const t = await setup({ mode: "context" });
+	await t.h["tool.execute.after"]({ tool: "bash", sessionID: S }, {});
+	assert.deepEqual(await confirmations(t), [""]);
+	assert.match(t.logText(), /OpenCode refused the note/);
+});
+
+test("tool.execute.before: a deny throws the hook's reason (the tool's result), confirmed first", async () => {
+	const t = await setup({ mode: "deny" });
+	await assert.rejects(
+		t.h["tool.execute.before"]({ tool: "bash", sessionID: S, callID: "c1" }, { args: { command: "rm -rf build" } }),
+		{ message: "DENIED: policy" },
+	);
+	assert.deepEqual(await confirmations(t), ["applied"]);
+	assert.deepEqual(t.records()[0].payload.tool_input, { command: "rm -rf build" });
+	assert.equal(t.records()[0].payload.tool_name, "bash");
+});
+
+test("experimental.text.complete: a continuation is a noReply prompt with the prompt's agent and model", async () => {
+	const t = await setup({ mode: "continue" });
+	await t.h["chat.message"]({ sessionID: S }, chatOutput());
+	await t.h["experimental.text.complete"]({ sessionID: S, messageID: "msg_a", partID: "prt_a" }, { text: "done" });
+	assert.equal(t.prompts.length, 1);
+	assert.deepEqual(t.prompts[0], {
+		path: { id: S },
+		body: {
+			noReply: true,
+			agent: "build",
+			model: { providerID: "mock", modelID: "mock-model" },
+			parts: [{ type: "text", text: "<operator-notes>LATE</operator-notes>" }],
+		},
+	});
+	// The continuation's own chat.message ran no hook: one payload per event above.
+	assert.deepEqual(
+		t.records().filter((r) => r.payload).map((r) => r.payload.event),
+		["chat.message", "experimental.text.complete"],
+	);
+	const stop = t.records().filter((r) => r.payload)[1].payload;
+	assert.equal(stop.stop_hook_active, false);
+});
+
+test("the rescue cap: one continuation per stop, at most stop_rescue_cap per session", async () => {
+	const t = await setup({ mode: "continue", cap: 2 });
+	const stop = () => t.h["experimental.text.complete"]({ sessionID: S, messageID: "m" }, { text: "x" });
+	const prompt = () => t.h["chat.message"]({ sessionID: S }, chatOutput());
+	await stop(); // continues
+	await stop(); // the continuation's own stop: stop_hook_active, and the shim would not send it
+	await prompt(); // a real prompt: a new stop may continue
+	await stop(); // continues (2 of 2)
+	await prompt();
+	await stop(); // past the cap
+	assert.equal(t.prompts.length, 2);
+	const active = t.records().filter((r) => r.payload && r.payload.event === "experimental.text.complete").map((r) => r.payload.stop_hook_active);
+	assert.deepEqual(active, [false, true, false, true]);
+	assert.match(t.logText(), /a continuation was not sent \(one per stop, 2 per session\)/);
+	// OpenCode has no brake: even a hook that keeps answering gets no third continuation.
+});
+
+test("a continuation OpenCode refuses is not confirmed (the hook keeps the note)", async () => {
+	const t = await setup({ mode: "continue", refuse: true });
+	await t.h["experimental.text.complete"]({ sessionID: S, messageID: "m" }, { text: "x" });
+	assert.deepEqual(await confirmations(t), [""]);
+	assert.match(t.logText(), /OpenCode refused the note: session.prompt/);
+});
+
+test("an answer of the wrong kind for the event is not applied", async () => {
+	const t = await setup({ mode: "context" });
+	assert.equal(await t.h["tool.execute.before"]({ tool: "bash", sessionID: S }, { args: {} }), undefined);
+	assert.deepEqual(await confirmations(t), [""]);
+	const u = await setup({ mode: "deny" });
+	const out = chatOutput();
+	await u.h["chat.message"]({ sessionID: S }, out);
+	assert.equal(out.parts.length, 1);
+	assert.deepEqual(await confirmations(u), [""]);
+});
+
+test("session.created registers; dispose ends every session the plugin saw", async () => {
+	const t = await setup({ mode: "nothing" });
+	await t.h.event({ event: { type: "session.created", properties: { sessionID: S, info: { id: S } } } });
+	await t.h.event({ event: { type: "session.created", properties: { info: { id: "ses_child", parentID: S } } } });
+	await t.h.event({ event: { type: "session.idle", properties: { sessionID: S } } });
+	await t.h.dispose();
+	const seen = t.records().filter((r) => r.payload).map((r) => [r.payload.event, r.payload.session_id, r.payload.reason]);
+	assert.deepEqual(seen, [
+		["session.created", S, undefined],
+		["session.created", "ses_child", undefined],
+		["dispose", S, "dispose"],
+		["dispose", "ses_child", "dispose"],
+	]);
+	await t.h.dispose();
+	assert.equal(t.records().filter((r) => r.payload).length, 4, "a session ends once");
+});
+
+test("nothing to say: nothing applied, nothing logged", async () => {
+	const t = await setup({ mode: "nothing" });
+	assert.equal(await t.h["tool.execute.before"]({ tool: "bash", sessionID: S }, { args: {} }), undefined);
+	const out = chatOutput();
+	await t.h["chat.message"]({ sessionID: S }, out);
+	assert.equal(out.parts.length, 1);
+	await t.h["experimental.text.complete"]({ sessionID: S }, { text: "x" });
+	assert.equal(t.prompts.length, 0);
+	assert.equal(t.logText(), "");
+});
+
+for (const [name, opts, why] of [
+	["a timeout", { mode: "sleep", timeout: 300 }, /no answer within 300 ms/],
+	["bad JSON", { mode: "badjson" }, /not JSON/],
+	["an answer without its newline", { mode: "nonewline" }, /without its newline/],
+	["an unknown answer", { mode: "unknown" }, /does not know: .*unknown_command/],
+	["a missing executable", { argv: ["/nonexistent/preloop-hooks", "hook", "preloop-opencode-tool-execute-before"] }, /cannot run .*ENOENT/],
+]) {
+	test(`${name}: the tool call follows on_error, and one line is logged`, async () => {
+		const open = await setup({ ...opts, onError: "allow" });
+		assert.equal(await open.h["tool.execute.before"]({ tool: "bash", sessionID: S }, { args: {} }), undefined);
+		assert.match(open.logText(), why);
+		assert.equal(open.logText().trim().split("\n").length, 1);
+		const closed = await setup({ ...opts, onError: "deny" });
+		await assert.rejects(closed.h["tool.execute.before"]({ tool: "bash", sessionID: S }, { args: {} }), {
+			message: /Preloop could not check this tool call .*pre_tool_use_on_error is deny/,
+		});
+		// Other hooks carry nothing and never throw.
+		const out = chatOutput();
+		await closed.h["chat.message"]({ sessionID: S }, out);
+		assert.equal(out.parts.length, 1);
+		const after = { output: "hi" };
+		await closed.h["tool.execute.after"]({ tool: "bash", sessionID: S }, after);
+		assert.equal(after.output, "hi");
+		await closed.h["experimental.text.complete"]({ sessionID: S }, { text: "x" });
+		await closed.h.dispose();
+		assert.equal(closed.prompts.length, 0);
+	});
+}
+
+test("no manifest: no hooks, one line is logged, OpenCode starts", async () => {
+	delete globalThis[GUARD];
+	const dir = mkdtempSync(join(tmpdir(), "preloop-opencode-nomanifest-"));
+	const hooks = await createPlugin({ load: () => readManifest(join(dir, "preloop.json")) })({});
+	assert.deepEqual(hooks, {});
+	assert.match(readManifest("/nonexistent/preloop.json").error, /ENOENT/);
+});
+
+test("a second copy in the same OpenCode registers nothing", async () => {
+	const t = await setup();
+	const more = await createPlugin({ load: () => ({ manifest: { hooks: {} } }) })({});
+	assert.deepEqual(Object.keys(t.h).sort(), ["chat.message", "dispose", "event", "experimental.text.complete", "tool.execute.after", "tool.execute.before"]);
+	assert.deepEqual(more, {});
+});
+
+test("the module exports one plugin function only, which never throws", async () => {
+	assert.deepEqual(Object.keys(mod), ["default"]);
+	delete globalThis[GUARD];
+	assert.deepEqual(await preloop(undefined), {});
+	assert.equal(manifestPath("file:///x/plugins/preloop.js"), "/x/plugins/preloop.json");
+});
+
+test("the mode comes from OpenCode's argv; part ids sort after the previous one", () => {
+	assert.equal(modeOf(["bun", "/$bunfs/root/src/index.js", "run", "x"]), "run");
+	assert.equal(modeOf(["bun", "/$bunfs/root/src/index.js", "serve", "--port", "1"]), "serve");
+	assert.equal(modeOf(["bun", "/$bunfs/root/src/index.js"]), "tui");
+	assert.equal(modeOf(["bun", "/$bunfs/root/src/index.js", "--model", "m"]), "tui");
+	const a = partIdAfter("prt_23f0ece0e001JX6CvYxm84rQFo");
+	assert.match(a, /^prt_23f0ece0e002[0-9A-Za-z]{14}$/);
+	assert.match(partIdAfter(null, 1796354264576), /^prt_[0-9a-f]{12}[0-9A-Za-z]{14}$/);
+});
+
+test("a manifest that is not one is refused", () => {
+	const dir = mkdtempSync(join(tmpdir(), "preloop-opencode-manifest-"));
+	writeFileSync(join(dir, "preloop.json"), "[]");
+	assert.match(readManifest(join(dir, "preloop.json")).error, /no hooks/);
+});

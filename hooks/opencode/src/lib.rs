@@ -1,0 +1,156 @@
+//! The OpenCode adapter (proven against OpenCode 1.18.33): pure functions
+//! from our plugin's payload ([`Payload`]) to a harness-neutral [`Input`],
+//! and from an [`Outcome`] to the [`Answer`] the plugin applies. Everything
+//! else is the shared engine.
+//!
+//! OpenCode runs no hook commands: it loads our plugin (`shim/preloop.js`,
+//! installed as `preloop.js` in one of OpenCode's plugin folders) in its
+//! own process, which spawns `preloop-hooks hook preloop-opencode-<event>`
+//! per hook and speaks [`preloop_shared::plugin`]'s protocol: our payload
+//! as one line on stdin, our answer as one line on stdout, and `applied`
+//! back on stdin once the answer was handed to OpenCode, which is when the
+//! notes in it are acked `delivered`.
+//!
+//! | hook or event | carrier (what the plugin does with the answer) | answer |
+//! |---|---|---|
+//! | event `session.created` | none: registers the session (not awaited by OpenCode) | nothing |
+//! | `chat.message` | a synthetic text part pushed into the prompt's user message | context |
+//! | `tool.execute.before` | `throw new Error(reason)`: the tool does not run, its result is the reason | deny |
+//! | `tool.execute.after` | appended to `output.output`, the tool result the model gets | context |
+//! | `experimental.text.complete` | `client.session.prompt({noReply: true})`: a user message the loop answers | continue |
+//! | `dispose` | none (awaited), once per session the plugin saw: pending notes become `undeliverable` | nothing |
+
+// Shipped code never panics on a value it did not check: an `unwrap` or
+// `expect` outside tests is refused, and each true invariant is allowed by
+// name where it is (docs/adding-a-harness.md, "Code rules").
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+use preloop_shared::adapter::{deny_reason, prompt_input, tool_input};
+use preloop_shared::config::Env;
+use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
+use preloop_shared::registry::def_of;
+use preloop_shared::runner::{Adapter, Parsed};
+use preloop_shared::wire::Decision;
+use serde_json::Value;
+
+pub mod wire;
+
+pub use preloop_shared::registry::event::OpenCode as Event;
+pub use wire::{Answer, Payload};
+
+/// What the hooks print: one [`Answer`] line.
+pub type Output = Answer;
+
+/// The OpenCode adapter.
+pub struct OpenCode;
+
+impl Adapter for OpenCode {
+    type Event = Event;
+    type Output = Answer;
+
+    fn parse(event: Event, stdin: &Value, _env: &Env) -> Result<Parsed, String> {
+        parse(event, stdin)
+    }
+    fn render(event: Event, outcome: &Outcome) -> Option<Answer> {
+        render(event, outcome)
+    }
+}
+
+/// Run one hook command under the plugin; returns its exit code.
+pub fn main(event: Event) -> i32 {
+    preloop_shared::entry::plugin_main::<OpenCode>(event)
+}
+
+/// The plugin's payload → input. Our own format, so it is read strictly
+/// ([`Payload`]: unknown fields refused); a payload of another event is
+/// refused.
+pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
+    let def = def_of(event);
+    let p: Payload = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
+    if p.v != wire::PROTOCOL {
+        return Err(format!("protocol {} (this build speaks {})", p.v, wire::PROTOCOL));
+    }
+    if p.event != def.on {
+        return Err(format!("a {} payload given to the {} hook", p.event, def.on));
+    }
+    let session_id = p.session_id.trim().to_string();
+    if session_id.is_empty() {
+        return Err("no session_id".into());
+    }
+    let kind = match event {
+        // Not awaited by OpenCode, so an answer could only wait in the
+        // plugin's memory: it registers and claims nothing.
+        Event::SessionCreated => InputKind::SessionStart { pull: false },
+        Event::ChatMessage => prompt_input(p.prompt.as_deref().unwrap_or_default()),
+        Event::ToolExecuteBefore => {
+            let tool_name = p.tool_name.filter(|t| !t.trim().is_empty()).ok_or("no tool_name")?;
+            InputKind::Tool {
+                tool_name,
+                tool_input: tool_input(p.tool_input.as_ref()),
+                model: None,
+                carry: Carry::of(def.carrier),
+            }
+        }
+        Event::ToolExecuteAfter => InputKind::AfterTool { carry: true },
+        // `session.prompt` with `noReply` continues a finished turn in
+        // every mode (docs/contracts/opencode.md §6); once per stop, and
+        // our per-session cap is the only brake.
+        Event::TextComplete => InputKind::Stop { may_continue: !p.stop_hook_active },
+        Event::Dispose => InputKind::SessionEnd { reason: p.reason.unwrap_or_else(|| "dispose".into()) },
+    };
+    let non_blank = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
+    Ok(Parsed::Run(Input { session_id, cwd: non_blank(p.cwd), transcript_path: None, kind }))
+}
+
+/// Outcome → the answer (`None`: print nothing).
+pub fn render(event: Event, o: &Outcome) -> Option<Answer> {
+    let ctx = o.context.clone().filter(|c| !c.is_empty());
+    match event {
+        Event::ChatMessage | Event::ToolExecuteAfter => ctx.map(|text| Answer::Context { text }),
+        Event::ToolExecuteBefore => {
+            (o.decision == Some(Decision::Deny)).then(|| Answer::Deny { reason: deny_reason(o) })
+        }
+        Event::TextComplete => match (o.continue_turn, ctx) {
+            (true, Some(text)) => Some(Answer::Continue { text }),
+            _ => None,
+        },
+        Event::SessionCreated | Event::Dispose => None,
+    }
+}
+
+/// The plugin OpenCode loads: one static template in this crate
+/// (`shim/preloop.js`), stamped with this build's version and written
+/// byte for byte by `preloop-hooks install --harness opencode`.
+pub mod shim {
+    /// The template.
+    pub const TEMPLATE: &str = include_str!("../shim/preloop.js");
+    /// How every version of our plugin starts.
+    pub const HEADER: &str = "// preloop-hooks OpenCode plugin ";
+    const STAMP: &str = "@@PRELOOP_VERSION@@";
+
+    /// The plugin of this build.
+    pub fn text() -> String {
+        TEMPLATE.replace(STAMP, env!("CARGO_PKG_VERSION"))
+    }
+
+    /// The version a plugin of ours says it is, for messages.
+    pub fn version_of(text: &str) -> String {
+        text.strip_prefix(HEADER)
+            .and_then(|t| t.split_whitespace().next())
+            .map(|v| format!("version {}", v.trim_end_matches('.')))
+            .unwrap_or_else(|| "not ours".into())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn the_plugin_is_stamped_once_and_starts_with_its_header() {
+            let t = super::text();
+            assert!(t.starts_with(super::HEADER));
+            assert!(!t.contains(super::STAMP));
+            assert_eq!(super::TEMPLATE.matches(super::STAMP).count(), 2, "the header and VERSION");
+            assert_eq!(super::version_of(&t), format!("version {}", env!("CARGO_PKG_VERSION")));
+            assert_eq!(super::version_of("x"), "not ours");
+        }
+    }
+}

@@ -1,0 +1,3 @@
+mod golden;
+mod plugin;
+mod shared;

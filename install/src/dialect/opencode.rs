@@ -1,0 +1,279 @@
+//! OpenCode: no hook commands. Our plugin, `preloop.js` (the shim, written
+//! from `preloop_opencode::shim`, byte for byte this build's), and its
+//! manifest `preloop.json` beside it, both ours alone, in
+//! `$XDG_CONFIG_HOME/opencode/plugins/` (default
+//! `~/.config/opencode/plugins/`) or `./.opencode/plugins/`. OpenCode loads
+//! every `{plugin,plugins}/*.{js,ts}` of both with no trust prompt (not
+//! `*.json`), and a copy in each twice, so we install in one scope only
+//! (docs/contracts/opencode.md §2).
+//!
+//! With any plugin configured, OpenCode first runs `npm install
+//! @opencode-ai/plugin` in each config folder and waits for it (71 s
+//! against an unreachable registry), unless the folder has `node_modules/`
+//! and a `package-lock.json` whose root lists that package (§1). Our plugin
+//! imports nothing, so where either is missing install lays out just that:
+//! the lock file and `node_modules/.preloop-hooks` (a marker that makes the
+//! folder), and uninstall takes them out again while they are still ours
+//! byte for byte. An existing lock file is the user's and stays as it is
+//! (doctor says when it would make OpenCode install).
+//!
+//! The manifest is a flat hooks file (`{"version": 1, "hooks": {event:
+//! [entry]}}`, what install, uninstall and doctor read for every harness)
+//! plus what the shim needs: each entry's `argv` (`preloop-hooks hook
+//! <command>`) and `timeout` (ms), the gate's fail policy (`on_error`),
+//! `stop_rescue_cap` (the shim's own brake on continuations, beside the
+//! hook's: OpenCode has none) and the shim's log.
+
+use super::api::{Dialect, Layout, Note};
+use crate::context::{Ctx, FileEdit, Scope, read_opt, refuse};
+use crate::edit::{self, Desired, Owner};
+use crate::table::HookDef;
+use preloop_shared::config::{FailPolicy, Settings};
+use preloop_shared::registry::FailKey;
+use preloop_shared::{Harness, Result};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+pub struct OpenCode;
+
+/// The manifest's file name (the hooks file).
+pub const MANIFEST: &str = "preloop.json";
+/// The plugin's file name, beside the manifest.
+pub const SHIM: &str = "preloop.js";
+/// The package OpenCode installs in each config folder unless its lock
+/// file lists it.
+pub const PLUGIN_PACKAGE: &str = "@opencode-ai/plugin";
+/// What makes `node_modules/` exist, when install made it.
+pub const MARKER: &str = ".preloop-hooks";
+
+/// The lock file install writes where there is none: it lists the package
+/// OpenCode would install, so it installs nothing at start.
+pub fn lock_text() -> String {
+    let version = Harness::OpenCode.def().version;
+    let doc = json!({
+        "name": "opencode-config",
+        "lockfileVersion": 3,
+        "requires": true,
+        "packages": {"": {"dependencies": {PLUGIN_PACKAGE: version}}},
+    });
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
+const MARKER_TEXT: &str = "Made by `preloop-hooks install --harness opencode` so that OpenCode installs nothing at start;\n`preloop-hooks uninstall --harness opencode` removes it (and this folder, when empty).\n";
+
+/// `$XDG_CONFIG_HOME/opencode` (default `~/.config/opencode`).
+pub fn config_dir(ctx: &Ctx) -> PathBuf {
+    ctx.env
+        .get("XDG_CONFIG_HOME")
+        .filter(|d| Path::new(d).is_absolute())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ctx.home.join(".config"))
+        .join("opencode")
+}
+
+/// The plugin this build writes (the template with its version).
+pub fn shim_text() -> String {
+    preloop_opencode::shim::text()
+}
+
+/// Whether `text` is a plugin of ours (any version).
+fn is_our_shim(text: &str) -> bool {
+    text.starts_with(preloop_opencode::shim::HEADER)
+}
+
+/// Whether a lock file lists the package OpenCode would install (its own test).
+fn lock_lists_plugin(text: &str) -> bool {
+    serde_json::from_str::<Value>(text).ok().and_then(|v| v.pointer("/packages/").cloned()).is_some_and(|root| {
+        ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"]
+            .iter()
+            .any(|k| root.get(k).and_then(|d| d.get(PLUGIN_PACKAGE)).is_some())
+    })
+}
+
+impl OpenCode {
+    fn other_scope(ctx: &Ctx, manifest: &Path) -> PathBuf {
+        let user = OpenCode.hooks_file(ctx, Scope::User);
+        if manifest == user { OpenCode.hooks_file(ctx, Scope::Project) } else { user }
+    }
+
+    /// The config folder a manifest's plugins folder is in.
+    fn config_of(manifest: &Path) -> PathBuf {
+        manifest.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default()
+    }
+
+    /// The lock file and the node_modules marker: written where missing on
+    /// install, removed on uninstall while still ours byte for byte.
+    fn npm_edits(config: &Path, installing: bool) -> Result<Vec<FileEdit>> {
+        let mut out = Vec::new();
+        let lock = config.join("package-lock.json");
+        let before = read_opt(&lock)?;
+        let ours = lock_text();
+        match (&before, installing) {
+            (None, true) => out.push(FileEdit::new(lock.clone(), None, ours.clone())),
+            (Some(b), false) if *b == ours => {
+                let mut e = FileEdit::new(lock.clone(), before.clone(), String::new());
+                e.delete = true;
+                e.backup = false;
+                out.push(e);
+            }
+            _ => {}
+        }
+        let modules = config.join("node_modules");
+        let marker = modules.join(MARKER);
+        let marker_before = read_opt(&marker)?;
+        match (&marker_before, installing) {
+            (None, true) if modules.symlink_metadata().is_err() => {
+                let mut e = FileEdit::new(marker, None, MARKER_TEXT.to_string());
+                e.backup = false;
+                out.push(e);
+            }
+            (Some(_), false) => {
+                let mut e = FileEdit::new(marker, marker_before.clone(), String::new());
+                e.delete = true;
+                e.backup = false;
+                out.push(e);
+            }
+            _ => {}
+        }
+        for e in out.iter_mut().filter(|e| !e.delete) {
+            e.backup = false;
+        }
+        Ok(out)
+    }
+}
+
+impl Dialect for OpenCode {
+    fn harness(&self) -> Harness {
+        Harness::OpenCode
+    }
+
+    fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
+        match scope {
+            Scope::User => config_dir(ctx).join("plugins").join(MANIFEST),
+            Scope::Project => ctx.cwd.join(".opencode/plugins").join(MANIFEST),
+        }
+    }
+
+    fn layout(&self) -> Layout {
+        Layout::OwnFile
+    }
+
+    fn entry(&self, d: &HookDef, command: String, timeout: u64) -> Value {
+        // The shim runs `preloop-hooks hook <command>` (no shell, no link
+        // needed); `command` is the link beside it, as for every harness.
+        let exe = edit::words(&command)
+            .and_then(|w| w.into_iter().next())
+            .map(|link| Path::new(&link).with_file_name(crate::names::CLI_NAME).to_string_lossy().into_owned())
+            .unwrap_or_else(|| crate::names::CLI_NAME.to_string());
+        json!({"command": command, "argv": [exe, crate::names::HOOK_ARG, d.binary], "timeout": timeout})
+    }
+
+    fn own_file(&self, ctx: &Ctx, desired: &Desired) -> String {
+        if desired.is_empty() {
+            return String::new();
+        }
+        let mut hooks = serde_json::Map::new();
+        for (e, w) in desired {
+            hooks.insert(e.clone(), json!([w]));
+        }
+        let on_error = match ctx.settings.fail_policy(FailKey::PreToolUse) {
+            FailPolicy::Deny => "deny",
+            FailPolicy::Open => "allow",
+        };
+        let doc = json!({
+            "version": 1,
+            "preloop_hooks": env!("CARGO_PKG_VERSION"),
+            "on_error": {"tool.execute.before": on_error},
+            "stop_rescue_cap": ctx.settings.stop_rescue_cap,
+            "log": ctx.preloop_home.join("log").join("opencode-plugin.log"),
+            "hooks": Value::Object(hooks),
+        });
+        serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+    }
+
+    fn companion_edits(
+        &self,
+        ctx: &Ctx,
+        path: &Path,
+        _before: &Value,
+        after: &Value,
+        owner: &Owner,
+    ) -> Result<Vec<FileEdit>> {
+        let shim = path.with_file_name(SHIM);
+        let before = read_opt(&shim)?;
+        if let Some(b) = &before
+            && !is_our_shim(b)
+        {
+            return Err(refuse(&shim, "it is not our OpenCode plugin"));
+        }
+        let installing = !edit::our_entries(after, owner).is_empty();
+        if installing {
+            let other = OpenCode::other_scope(ctx, path);
+            let other_doc = read_opt(&other)?.and_then(|t| edit::parse_config(&t, OpenCode.syntax()).ok());
+            if other_doc.is_some_and(|d| !edit::our_entries(&d, owner).is_empty()) {
+                return Err(refuse(
+                    path,
+                    format!(
+                        "our OpenCode plugin is already installed in {}, and OpenCode would load both (every hook twice); uninstall that scope first",
+                        crate::util::tilde(&ctx.env, &other)
+                    ),
+                ));
+            }
+        }
+        let mut e = FileEdit::new(shim, before.clone(), if installing { shim_text() } else { String::new() });
+        e.backup = false;
+        e.delete = !installing && before.is_some();
+        let mut out = vec![e];
+        out.extend(OpenCode::npm_edits(&OpenCode::config_of(path), installing)?);
+        Ok(out)
+    }
+
+    fn install_note(&self) -> Option<&'static str> {
+        Some("OpenCode loads the plugin at its next start")
+    }
+
+    fn version(&self, program: &Path) -> Option<String> {
+        super::api::version_by_running(program, &[])
+    }
+
+    fn entry_problem(&self, d: &HookDef, entry: &Value, label: &str) -> Option<String> {
+        let argv: Vec<&str> =
+            entry.get("argv").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let ok = matches!(argv.as_slice(), [exe, arg, bin]
+            if exe.ends_with(crate::names::CLI_NAME) && *arg == crate::names::HOOK_ARG && *bin == d.binary);
+        (!ok).then(|| format!("{label}: the {} entry's argv is not `preloop-hooks hook {}`", d.on, d.binary))
+    }
+
+    fn companion_problems(&self, ctx: &Ctx, path: &Path) -> Vec<Note> {
+        let shim = path.with_file_name(SHIM);
+        let shown = crate::util::tilde(&ctx.env, &shim);
+        let mut notes = match std::fs::read_to_string(&shim) {
+            Err(_) => vec![Note::problem(
+                format!("opencode: {shown} is missing, so OpenCode runs none of our hooks"),
+                "run `preloop-hooks install --harness opencode`",
+            )],
+            Ok(t) if t != shim_text() => vec![Note::problem(
+                format!("opencode: {shown} is not this build's plugin ({})", preloop_opencode::shim::version_of(&t)),
+                "run `preloop-hooks install --harness opencode` to write this build's",
+            )],
+            Ok(_) => Vec::new(),
+        };
+        let config = OpenCode::config_of(path);
+        let lock = config.join("package-lock.json");
+        let listed = std::fs::read_to_string(&lock).is_ok_and(|t| lock_lists_plugin(&t));
+        if !listed || config.join("node_modules").symlink_metadata().is_err() {
+            notes.push(Note::warning(
+                format!(
+                    "opencode: {} lacks node_modules/ or a package-lock.json listing {PLUGIN_PACKAGE}, so OpenCode runs `npm install` there at every start (and waits for it: over a minute without a registry)",
+                    crate::util::tilde(&ctx.env, &config)
+                ),
+                "run `preloop-hooks install --harness opencode` (it lays them out where missing), or let OpenCode's install finish once with a registry",
+            ));
+        }
+        notes
+    }
+
+    fn limits(&self, _s: &Settings) -> Vec<String> {
+        vec!["opencode: a late note continues the turn through `experimental.text.complete` (an experimental hook), at most once per stop and stop_rescue_cap times per session; idle wake (a note while no turn runs) is not done: the note waits for the next prompt or tool".into()]
+    }
+}
