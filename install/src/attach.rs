@@ -73,7 +73,8 @@ pub struct Event {
     pub schema: u32,
     pub at: Option<Timestamp>,
     /// attached | session_started | prompt | tool_call | model_call |
-    /// approval_waiting | note_sent | note_state | session_ended | server_event | info
+    /// approval_waiting | note_sent | note_state | session_ended | note_undelivered (after
+    /// session_ended: each note the session never showed, with its text) | server_event | info
     pub kind: &'static str,
     /// transcript | timeline | socket | receipts | session | inbox | attach
     pub source: &'static str,
@@ -224,6 +225,7 @@ pub fn format_event(e: &Event) -> String {
         "note_sent" => "note sent",
         "note_state" => "note",
         "session_ended" => "ended",
+        "note_undelivered" => "never read",
         "server_event" => "event",
         _ => "info",
     };
@@ -457,6 +459,35 @@ fn receipt_events(receipts: &[Receipt], shared: &Shared, source: &'static str) -
     out
 }
 
+/// The end line's text: the notes it never read follow it.
+fn ended_text(unread: usize) -> String {
+    match unread {
+        0 => "the session ended".into(),
+        n => format!(
+            "the session ended; {n} note(s) it never showed follow (`preloop-hooks notes status ID` shows one whole)"
+        ),
+    }
+}
+
+/// One `note_undelivered` event per note the session never showed, oldest
+/// first, with its text and why (`session_ended`, `spool_dropped`,
+/// `never_carried`).
+fn never_shown_events(unread: &[Receipt], source: &'static str) -> Vec<Event> {
+    let mut out: Vec<Event> = unread
+        .iter()
+        .map(|r| {
+            let mut e = ev("note_undelivered", source);
+            e.note_id = Some(r.note_id.clone());
+            e.state = Some(r.state.to_string());
+            e.text = Some(r.text.clone());
+            e.detail = Some(r.never_shown_reason().to_string());
+            e
+        })
+        .collect();
+    out.reverse();
+    out
+}
+
 fn ended_event(at: Option<Timestamp>, source: &'static str) -> Event {
     let mut e = ev("session_ended", source);
     e.at = at.or(e.at);
@@ -594,7 +625,14 @@ fn spawn_poller(
                 for e in receipts() {
                     send(e);
                 }
-                send(ended_event(Some(end), "session"));
+                // A run's end names what it never read, with the text.
+                let unread = notes::never_shown(op.as_ref(), &of, None).unwrap_or_default();
+                let mut end_event = ended_event(Some(end), "session");
+                end_event.text = Some(ended_text(unread.len()));
+                send(end_event);
+                for e in never_shown_events(&unread, source) {
+                    send(e);
+                }
                 let _ = tx.send(Msg::Ended);
                 return;
             }

@@ -79,10 +79,14 @@ const LIST_EXAMPLES: &str = "Examples:
   preloop-hooks notes list --children all
   preloop-hooks notes list --agent \"Release worker\" (server mode; an agent id or name)
   preloop-hooks notes list --all -o id
+  preloop-hooks notes list --undelivered --children all   # what a conductor's workers never read
 
 Targets (exactly one): --session ID (or a unique start of one), --alias NAME, --children latest|all [--parent SESSION],
 --execution ID, --agent ID|NAME (server mode), --all (every note). --state: pending, claimed,
-delivered, acknowledged, cancelled, expired, failed, undeliverable.";
+delivered, acknowledged, cancelled, expired, failed, undeliverable.
+--undelivered: the notes their session never showed (undeliverable: session_ended, spool_dropped;
+or never_carried: recorded delivered at a claim no output carried), with their text; with no
+target, those of the last 24 hours.";
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Children {
@@ -188,6 +192,10 @@ pub struct ListArgs {
     /// Only notes in this state.
     #[arg(long, value_parser = PossibleValuesParser::new(NOTE_STATES.iter().copied()))]
     state: Option<String>,
+    /// Only the notes their session never showed (undeliverable, or recorded delivered but never
+    /// carried), with their text; without a target, those of the last 24 hours.
+    #[arg(long, conflicts_with = "state")]
+    undelivered: bool,
     /// Print JSON for scripts (same as -o json).
     #[arg(long)]
     json: bool,
@@ -857,8 +865,28 @@ fn list_notes(op: &dyn Operator, of: &NotesOf, state: Option<&ReceiptState>) -> 
     if let Some(st) = state {
         notes.retain(|n| &n.state == st);
     }
+    newest_first_once(&mut notes);
+    Ok(notes)
+}
+
+fn newest_first_once(notes: &mut Vec<Receipt>) {
     notes.sort_by(|x, y| y.created_at.cmp(&x.created_at).then(y.note_id.cmp(&x.note_id)));
     notes.dedup_by(|x, y| x.note_id == y.note_id);
+}
+
+/// How far back `notes list --undelivered` without a target looks.
+pub const RECENT_UNDELIVERED_SECS: i64 = 24 * 3600;
+
+/// The notes of a target that their session never showed the model
+/// ([`Receipt::never_shown`]: undeliverable, or recorded delivered at a
+/// claim no output carried), newest first, each once; with `since`, only
+/// those that became so (or were sent) since then. The same in both
+/// modes: one read of the target's notes (`GET /operator-notes` in server
+/// mode, which answers every state with its text), filtered here.
+pub fn never_shown(op: &dyn Operator, of: &NotesOf, since: Option<Timestamp>) -> Result<Vec<Receipt>> {
+    let mut notes = op.notes(of, None)?;
+    notes.retain(|n| n.never_shown() && since.is_none_or(|t| n.last_transition().is_some_and(|at| at >= t)));
+    newest_first_once(&mut notes);
     Ok(notes)
 }
 
@@ -875,15 +903,20 @@ fn list(a: ListArgs) -> Result<()> {
         || a.agent.is_some()
         || a.all
         || a.runtime_session.is_some();
-    if !any {
+    if !any && !a.undelivered {
         return Err(no_target(
             "(--session ID, --alias NAME, --children latest|all, --execution ID, --agent ID, or --all for every note)",
         ));
     }
     let ops = Ops::load()?;
     let of = notes_of(&ops, &a)?;
-    let state = a.state.as_deref().map(ReceiptState::from);
-    let notes = list_notes(ops.op.as_ref(), &of, state.as_ref())?;
+    let notes = if a.undelivered {
+        let since = (!any).then(|| Timestamp::now().add_secs(-RECENT_UNDELIVERED_SECS));
+        never_shown(ops.op.as_ref(), &of, since)?
+    } else {
+        let state = a.state.as_deref().map(ReceiptState::from);
+        list_notes(ops.op.as_ref(), &of, state.as_ref())?
+    };
     match fmt.as_str() {
         "json" => output::json(&NoteListOut { schema: JSON_SCHEMA_VERSION, notes: &notes, total: notes.len() }),
         "id" => {
@@ -892,6 +925,7 @@ fn list(a: ListArgs) -> Result<()> {
             }
             Ok(())
         }
+        _ if notes.is_empty() && a.undelivered => output::line("no undelivered notes"),
         _ if notes.is_empty() => output::line("no notes"),
         _ => {
             // One session's notes all go to it: no TO column then.
@@ -917,8 +951,12 @@ fn list(a: ListArgs) -> Result<()> {
     }
 }
 
-/// The delivery event of a delivered note, the reason of an undeliverable one.
+/// The delivery event of a delivered note, the reason of an undeliverable
+/// one, `never_carried` for a delivered one no output carried.
 pub fn event_or_reason(n: &Receipt) -> String {
+    if n.never_carried {
+        return "never_carried".into();
+    }
     n.undeliverable_reason
         .clone()
         .or_else(|| n.delivery_event.clone())

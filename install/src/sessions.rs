@@ -2,7 +2,7 @@
 //! it, on the server (across the account, filters applied by the server) or
 //! on the local inbox (over this machine's session files).
 
-use crate::operator::ids;
+use crate::operator::{NotesOf, Operator, SessionRef, ids};
 use crate::ops::Ops;
 use crate::output::{self, ago, clip};
 use crate::transcript;
@@ -38,7 +38,8 @@ AGENT, KIND, STARTED, LAST ACTIVITY, STATE (live: activity in the last 15 minute
 TOOLS and MODEL (calls seen: tool calls by the hooks' tool gate; model calls by Preloop's gateway
 on the server, or in the harness transcript on this machine; `-` where they are not counted: a run
 seen only through hooks on another machine, a transcript in a format not read here), APPROVALS
-(tool calls waiting on a human's approval, server mode), TITLE (or kind, working directory and start
+(tool calls waiting on a human's approval, server mode), UNDELIVERED (notes the session never showed:
+undeliverable, or never carried; `notes list --undelivered --session ID` lists them), TITLE (or kind, working directory and start
 time). A filter selects by what its column shows, in both modes: --kind by KIND (the harness the
 session runs in, not its managed agent's kind), --agent by AGENT (name or id), --active by STATE
 (not ended), --since by LAST ACTIVITY or STARTED. On the server the filters cover the account (last
@@ -145,7 +146,11 @@ fn list(a: ListArgs) -> Result<()> {
     };
     let all_rows = rows(&ops, &filter)?;
     let limit = if a.all { all_rows.len() } else { usize::try_from(a.limit).unwrap_or(usize::MAX) };
-    let rows = &all_rows[..all_rows.len().min(limit)];
+    let mut shown = all_rows[..all_rows.len().min(limit)].to_vec();
+    if fmt != "id" {
+        count_undelivered(ops.op.as_ref(), &mut shown);
+    }
+    let rows = &shown[..];
     if rows.len() < all_rows.len() {
         crate::errln!(
             "preloop-hooks: showing the {} most recently active of {} sessions (--limit N for more, --all for every one)",
@@ -204,6 +209,22 @@ pub fn rows(ops: &Ops, filter: &SessionFilter) -> Result<Vec<SessionRow>> {
     Ok(rows)
 }
 
+/// Fill each row's [`SessionRow::undelivered_notes`]: the notes its session
+/// never showed ([`crate::notes::never_shown`]), one read of its notes per
+/// row shown; `None` where they cannot be read (the list still shows).
+pub fn count_undelivered(op: &dyn Operator, rows: &mut [SessionRow]) {
+    for r in rows {
+        let s = SessionRef {
+            runtime_id: r.runtime_session_id.clone(),
+            external_id: r.external_session_id.clone(),
+            file: None,
+            ended_at: r.ended_at,
+        };
+        r.undelivered_notes =
+            crate::notes::never_shown(op, &NotesOf::Session(s), None).ok().map(|n| n.len() as u64);
+    }
+}
+
 fn count(n: Option<u64>) -> String {
     n.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
 }
@@ -211,7 +232,8 @@ fn count(n: Option<u64>) -> String {
 fn print_table(rows: &[SessionRow], ids: &[String], wide: bool) -> Result<()> {
     let now = Timestamp::now();
     let aliases = rows.iter().any(|r| r.alias.is_some());
-    let mut header = vec!["ID", "AGENT", "KIND", "STARTED", "LAST ACTIVITY", "STATE", "TOOLS", "MODEL", "APPROVALS"];
+    let mut header =
+        vec!["ID", "AGENT", "KIND", "STARTED", "LAST ACTIVITY", "STATE", "TOOLS", "MODEL", "APPROVALS", "UNDELIVERED"];
     if aliases {
         header.push("ALIAS");
     }
@@ -230,6 +252,7 @@ fn print_table(rows: &[SessionRow], ids: &[String], wide: bool) -> Result<()> {
                 count(r.tool_calls),
                 count(r.model_calls),
                 count(r.pending_approvals),
+                count(r.undelivered_notes),
             ];
             if aliases {
                 row.push(clip(r.alias.as_deref().unwrap_or("-"), 24));

@@ -243,6 +243,19 @@ impl AfterFlush {
     }
 }
 
+/// What a session's end left unread, for its hook log line
+/// (`never_read=N never_read_ids=…`): the notes its session never showed
+/// (`spool_dropped`, `session_ended`, and those recorded delivered that no
+/// output carried). `ids` names those the hook knows: a Preloop server's
+/// session-end answers only how many it marked `session_ended`
+/// (docs/contracts/preloop-server.md §4.6), so `count` can exceed
+/// `ids.len()`. Never a note's text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NeverRead {
+    pub count: u64,
+    pub ids: Vec<String>,
+}
+
 pub struct Engine {
     pub def: &'static HookDef,
     pub config: Config,
@@ -253,6 +266,8 @@ pub struct Engine {
     pub limit: CarrierLimit,
     /// Problems that did not change the answer, for the log.
     pub warnings: Vec<String>,
+    /// Set by a session's end: the notes it never showed, for the log line.
+    pub never_read: Option<NeverRead>,
     /// The input's transcript path, recorded at registration.
     transcript_path: Option<String>,
     /// The run's flow execution, read once ([`crate::config::execution_id`]).
@@ -278,6 +293,7 @@ impl Engine {
             session_id: session_id.to_string(),
             limit: def.limit,
             warnings: Vec::new(),
+            never_read: None,
             transcript_path: None,
             execution_id: crate::config::execution_id(),
         }
@@ -715,19 +731,28 @@ impl Engine {
             ));
         }
         self.retry_owed(&state.owed_acks);
-        if !dropped.is_empty()
-            && let Err(e) = self.backend.ack(&AckRequest {
-                note_ids: dropped,
+        let mut never_read = NeverRead { count: uncarried.len() as u64, ids: uncarried.clone() };
+        if !dropped.is_empty() {
+            match self.backend.ack(&AckRequest {
+                note_ids: dropped.clone(),
                 session_id: self.session_id.clone(),
                 undeliverable_reason: Some(UndeliverableReason::SpoolDropped),
-            })
-        {
-            self.warnings.push(format!("spool_dropped ack failed: {e}"));
+            }) {
+                Ok(()) => {
+                    never_read.count += dropped.len() as u64;
+                    never_read.ids.extend(dropped);
+                }
+                // Still claimed: the end below marks them (session_ended) and counts them.
+                Err(e) => self.warnings.push(format!("spool_dropped ack failed: {e}")),
+            }
         }
         let resp = self.end_on_server(reason)?;
         if resp.marked > 0 {
             self.warnings.push(format!("{} note(s) marked undeliverable (session_ended)", resp.marked));
         }
+        never_read.count += resp.marked.max(0) as u64;
+        never_read.ids.extend(resp.marked_note_ids);
+        self.never_read = Some(never_read);
         if crate::ending::in_worker() && crate::ending::superseded(&self.config.home, &self.session_id) {
             // The session was started again while this worker ended it:
             // its files are the new run's now, and the end may have reached

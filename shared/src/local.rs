@@ -156,6 +156,9 @@ impl NoteRecord {
             }),
             cancelled_at: self.cancelled_at,
             expired_at: self.expired_at,
+            // The local inbox records a note delivered only once an output
+            // carried it.
+            never_carried: false,
         }
     }
 
@@ -781,10 +784,11 @@ impl Backend for LocalInbox {
     fn session_end(&self, req: &SessionEndRequest) -> Result<SessionEndResponse> {
         let _g = self.lock()?;
         let Some(mut file) = session::read_session_file(&self.home, &req.external_session_id)? else {
-            return Ok(SessionEndResponse { runtime_session_id: None, marked: 0 }); // §4.6 no-op
+            return Ok(SessionEndResponse { runtime_session_id: None, marked: 0, marked_note_ids: Vec::new() }); // §4.6 no-op
         };
         let now = Timestamp::now();
         let mut marked = 0;
+        let mut marked_note_ids = Vec::new();
         let sq = self.session_queue(&req.external_session_id);
         let cd = self.claimed_dir(&req.external_session_id);
         let ids: Vec<(PathBuf, String)> = fsutil::list_names(&sq)
@@ -804,6 +808,7 @@ impl Backend for LocalInbox {
                 note.runtime_session_id = Some(file.runtime_session_id.clone());
                 self.write_note(&note)?;
                 marked += 1;
+                marked_note_ids.push(id);
             }
             let _ = std::fs::remove_file(entry);
         }
@@ -812,7 +817,7 @@ impl Backend for LocalInbox {
             file.end_reason = Some(req.reason.clone());
             session::write_session_file(&self.home, &file)?;
         }
-        Ok(SessionEndResponse { runtime_session_id: Some(file.runtime_session_id), marked })
+        Ok(SessionEndResponse { runtime_session_id: Some(file.runtime_session_id), marked, marked_note_ids })
     }
 }
 

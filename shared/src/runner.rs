@@ -198,6 +198,7 @@ fn decide<A: Adapter>(
             };
             let out = A::render(event, &outcome);
             line.warnings.append(&mut engine.warnings);
+            line.never_read = engine.never_read.take();
             Ok((out, Some((engine, after))))
         }
         Err(e) => {
@@ -319,10 +320,14 @@ pub struct LogLine {
     /// The proxy the server calls go through (`proxy` in config.json),
     /// without its credentials.
     pub proxy: Option<String>,
+    /// A session's end: the notes it never showed (count and the ids the
+    /// hook knows; never their text).
+    pub never_read: Option<crate::flow::NeverRead>,
 }
 
 impl LogLine {
-    /// `<time> <harness> <event> mode=.. session=.. outcome=.. notes=.. ms=.. [proxy=..] [error=..] [warn=..]`
+    /// `<time> <harness> <event> mode=.. session=.. outcome=.. notes=.. ms=.. [never_read=N [never_read_ids=a,b[,+K]]] [proxy=..] [error=..] [warn=..]`
+    /// (`+K`: that many more the hook cannot name, a server's session-end answering a count).
     pub fn render(&self) -> String {
         let mut s = format!(
             "{} {} {}{} mode={} session={} outcome={} notes={} ms={}",
@@ -339,6 +344,17 @@ impl LogLine {
             if self.notes.is_empty() { "-".into() } else { self.notes.join(",") },
             self.millis
         );
+        if let Some(n) = &self.never_read {
+            s.push_str(&format!(" never_read={}", n.count));
+            let mut ids: Vec<String> = n.ids.iter().map(|i| word(i)).collect();
+            let unnamed = n.count.saturating_sub(n.ids.len() as u64);
+            if unnamed > 0 {
+                ids.push(format!("+{unnamed}"));
+            }
+            if !ids.is_empty() {
+                s.push_str(&format!(" never_read_ids={}", ids.join(",")));
+            }
+        }
         if let Some(p) = &self.proxy {
             s.push_str(&format!(" proxy={}", word(p)));
         }

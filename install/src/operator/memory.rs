@@ -59,6 +59,7 @@ impl Memory {
             tool_calls: None,
             model_calls: None,
             pending_approvals: None,
+            undelivered_notes: None,
             transcript_path: None,
         };
         self.state().sessions.push(row);
