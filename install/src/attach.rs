@@ -827,4 +827,58 @@ mod tests {
         n.detail = Some("pre_tool_use".into());
         assert_eq!(format_event(&n), "10:00:01Z  note        0123456789abcdef  delivered  (pre_tool_use)");
     }
+
+    /// #33 part 3: when the session ends, attach names the notes it never
+    /// showed, with their text (escaped), after the end line, in both modes.
+    #[test]
+    fn the_end_names_the_notes_the_session_never_showed() {
+        use crate::operator::Mode;
+        use crate::operator::memory::Memory;
+        for mode in [Mode::Local, Mode::Server] {
+            let mem = Memory::new(mode)
+                .session("ext-1", "rt-1", 60)
+                .note("00000000000000a1", "ext-1", ReceiptState::Pending, 30)
+                .note("00000000000000a2", "ext-1", ReceiptState::Delivered, 20)
+                .note("00000000000000a3", "ext-1", ReceiptState::Pending, 10)
+                .undeliverable("00000000000000a1", "session_ended", 1)
+                .never_carried("00000000000000a3");
+            mem.end("ext-1");
+            let op: Arc<dyn Operator> = Arc::new(mem);
+            let s = op.find_session("ext-1").unwrap().unwrap();
+            let shared = Arc::new(Shared { stop: AtomicBool::new(false), notes: Mutex::new(HashMap::new()) });
+            let (tx, rx) = mpsc::channel();
+            spawn_poller(op, s, false, 20, tx, shared.clone());
+            let mut events = Vec::new();
+            loop {
+                match rx.recv_timeout(Duration::from_secs(10)).expect("the poller ends") {
+                    Msg::Event(e) => events.push(e),
+                    Msg::Ended => break,
+                    _ => {}
+                }
+            }
+            shared.stop.store(true, Ordering::SeqCst);
+            let end = events.iter().position(|e| e.kind == "session_ended").expect("an end event");
+            assert!(events[end].text.as_deref().unwrap().contains("2 note(s) it never showed"), "{mode:?}");
+            let after: Vec<(&str, &str)> = events[end + 1..]
+                .iter()
+                .map(|e| (e.note_id.as_deref().unwrap(), e.detail.as_deref().unwrap()))
+                .collect();
+            assert_eq!(
+                after,
+                [("00000000000000a1", "session_ended"), ("00000000000000a3", "never_carried")],
+                "{mode:?}: oldest first, each with why"
+            );
+            assert!(events[end + 1..].iter().all(|e| e.kind == "note_undelivered" && e.text.is_some()));
+        }
+        let mut e = ev("note_undelivered", "inbox");
+        e.at = Timestamp::parse("2026-12-02T10:00:01Z");
+        e.note_id = Some("0123456789abcdef".into());
+        e.state = Some("undeliverable".into());
+        e.text = Some("Use \x1b[31mstaging\nnow".into());
+        e.detail = Some("session_ended".into());
+        assert_eq!(
+            format_event(&e),
+            "10:00:01Z  never read  0123456789abcdef  undeliverable  \"Use \\e[31mstaging now\"  (session_ended)"
+        );
+    }
 }

@@ -1264,4 +1264,76 @@ mod tests {
         );
         assert_eq!(mem.calls(), [format!("cancel {N1}")], "a note that is not pending is never sent a cancel");
     }
+
+    /// #33 part 3 (K2, D-1): `notes list --undelivered` names, in both
+    /// modes, the notes a session never showed: undeliverable for any
+    /// reason, and the delivered one no output carried; not the ones it
+    /// showed, nor those still pending.
+    #[test]
+    fn undelivered_lists_what_a_session_never_showed_in_both_modes() {
+        for mode in [Mode::Local, Mode::Server] {
+            let mem = Memory::new(mode)
+                .session("ext-1", "rt-1", 60)
+                .note(N1, "ext-1", ReceiptState::Pending, 50)
+                .note(N2, "ext-1", ReceiptState::Pending, 40)
+                .note(N3, "ext-1", ReceiptState::Delivered, 30)
+                .note("00000000000000a4", "ext-1", ReceiptState::Pending, 20)
+                .note("00000000000000a5", "ext-1", ReceiptState::Pending, 10)
+                .undeliverable(N1, "session_ended", 5)
+                .undeliverable(N2, "spool_dropped", 5)
+                .never_carried("00000000000000a4");
+            let (ops, _) = ops(mem);
+            let s = ids::session(ops.op.as_ref(), "ext-1").unwrap().unwrap();
+            let got = never_shown(ops.op.as_ref(), &NotesOf::Session(s), None).unwrap();
+            let ids: Vec<&str> = got.iter().map(|r| r.note_id.as_str()).collect();
+            assert_eq!(ids, ["00000000000000a4", N2, N1], "{mode:?}: newest first, nothing shown or pending");
+            let why: Vec<&str> = got.iter().map(Receipt::never_shown_reason).collect();
+            assert_eq!(why, ["never_carried", "spool_dropped", "session_ended"], "{mode:?}");
+            assert!(got.iter().all(|r| r.text.starts_with("note ")), "{mode:?}: with their text");
+            assert_eq!(event_or_reason(&got[0]), "never_carried", "{mode:?}: the table's EVENT/REASON says so");
+        }
+    }
+
+    /// `--undelivered --children all`: a conductor's workers; without a
+    /// target: only the recent ones (24 hours).
+    #[test]
+    fn undelivered_of_a_conductors_children_and_of_everything_recent() {
+        for mode in [Mode::Local, Mode::Server] {
+            let mem = Memory::new(mode)
+                .session("boss", "rt-boss", 60)
+                .session("kid-1", "rt-kid-1", 50)
+                .session("kid-2", "rt-kid-2", 40)
+                .session("other", "rt-other", 30)
+                .child_of("kid-1", "rt-boss")
+                .child_of("kid-2", "rt-boss")
+                .note(N1, "kid-1", ReceiptState::Pending, 3 * 86_400)
+                .note(N2, "kid-2", ReceiptState::Pending, 20)
+                .note(N3, "other", ReceiptState::Pending, 10)
+                .undeliverable(N1, "session_ended", 2 * 86_400)
+                .undeliverable(N2, "session_ended", 5)
+                .undeliverable(N3, "session_ended", 5);
+            let (ops, _) = ops(mem);
+            let boss = ids::session(ops.op.as_ref(), "boss").unwrap().unwrap();
+            let kids = NotesOf::Children { parent: boss, latest: false };
+            let got = never_shown(ops.op.as_ref(), &kids, None).unwrap();
+            assert_eq!(got.iter().map(|r| r.note_id.as_str()).collect::<Vec<_>>(), [N2, N1], "{mode:?}");
+            let recent = Timestamp::now().add_secs(-RECENT_UNDELIVERED_SECS);
+            let got = never_shown(ops.op.as_ref(), &NotesOf::All, Some(recent)).unwrap();
+            assert_eq!(got.iter().map(|r| r.note_id.as_str()).collect::<Vec<_>>(), [N3, N2], "{mode:?}: the last day");
+        }
+    }
+
+    /// A receipt's `--json` carries `never_carried` only when true, and the
+    /// schema takes both.
+    #[test]
+    fn never_carried_is_in_the_json_only_when_true() {
+        let mut r = Receipt::new(N1, ReceiptState::Delivered);
+        let v = serde_json::to_value(ReceiptOut::new(&r)).unwrap();
+        assert!(v.get("never_carried").is_none(), "{v}");
+        r.never_carried = true;
+        let v = serde_json::to_value(ReceiptOut::new(&r)).unwrap();
+        assert_eq!(v["never_carried"], serde_json::json!(true));
+        let back: Receipt = serde_json::from_value(v).unwrap();
+        assert!(back.never_carried);
+    }
 }

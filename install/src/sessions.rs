@@ -220,8 +220,7 @@ pub fn count_undelivered(op: &dyn Operator, rows: &mut [SessionRow]) {
             file: None,
             ended_at: r.ended_at,
         };
-        r.undelivered_notes =
-            crate::notes::never_shown(op, &NotesOf::Session(s), None).ok().map(|n| n.len() as u64);
+        r.undelivered_notes = crate::notes::never_shown(op, &NotesOf::Session(s), None).ok().map(|n| n.len() as u64);
     }
 }
 
@@ -270,6 +269,7 @@ mod tests {
     use crate::operator::Mode;
     use crate::operator::memory::Memory;
     use preloop_shared::config::{Config, Env};
+    use preloop_shared::operator::ReceiptState;
     use std::sync::Arc;
 
     fn ops(mem: Memory) -> Ops {
@@ -289,5 +289,30 @@ mod tests {
         let ids = |f: &SessionFilter| rows(&ops, f).unwrap().into_iter().map(|r| r.id).collect::<Vec<_>>();
         assert_eq!(ids(&SessionFilter::default()), ["new", "mid", "old"]);
         assert_eq!(ids(&SessionFilter { active: true, ..SessionFilter::default() }), ["new", "old"]);
+    }
+
+    /// #33 part 3: each row counts the notes its session never showed, in
+    /// both modes (undeliverable and never carried; not pending, not shown).
+    #[test]
+    fn each_row_counts_its_undelivered_notes_in_both_modes() {
+        for mode in [Mode::Local, Mode::Server] {
+            let mem = Memory::new(mode)
+                .session("a", "r-a", 10)
+                .session("b", "r-b", 20)
+                .note("00000000000000a1", "a", ReceiptState::Pending, 5)
+                .note("00000000000000a2", "a", ReceiptState::Pending, 5)
+                .note("00000000000000a3", "a", ReceiptState::Delivered, 5)
+                .note("00000000000000a4", "b", ReceiptState::Pending, 5)
+                .undeliverable("00000000000000a1", "session_ended", 1)
+                .never_carried("00000000000000a3");
+            mem.end("a");
+            let ops = ops(mem);
+            let mut shown = rows(&ops, &SessionFilter::default()).unwrap();
+            count_undelivered(ops.op.as_ref(), &mut shown);
+            let counts: Vec<(&str, Option<u64>)> = shown.iter().map(|r| (r.id.as_str(), r.undelivered_notes)).collect();
+            assert_eq!(counts, [("a", Some(2)), ("b", Some(0))], "{mode:?}");
+            let v = serde_json::to_value(&shown[0]).unwrap();
+            assert_eq!(v["undelivered_notes"], serde_json::json!(2), "{mode:?}: the --json field");
+        }
     }
 }

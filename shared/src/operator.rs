@@ -700,6 +700,7 @@ mod tests {
             tool_calls: None,
             model_calls: None,
             pending_approvals: None,
+            undelivered_notes: None,
             transcript_path: None,
         };
         let f = SessionFilter::default;

@@ -73,6 +73,34 @@ impl Memory {
         self
     }
 
+    /// `session` was started by the session with runtime id `parent`.
+    pub fn child_of(self, session: &str, parent: &str) -> Memory {
+        for s in self.state().sessions.iter_mut().filter(|s| s.id == session) {
+            s.parent_session_id = Some(parent.to_string());
+        }
+        self
+    }
+
+    /// `note` ended undeliverable for `reason`, `age_secs` ago.
+    pub fn undeliverable(self, note: &str, reason: &str, age_secs: i64) -> Memory {
+        for n in self.state().notes.iter_mut().filter(|n| n.note_id == note) {
+            n.state = ReceiptState::Undeliverable;
+            n.undeliverable_reason = Some(reason.to_string());
+            n.undeliverable_at = Some(Timestamp::now().add_secs(-age_secs));
+        }
+        self
+    }
+
+    /// `note` was recorded delivered but no output carried it (what the
+    /// server mode's session files add, [`Receipt::never_carried`]).
+    pub fn never_carried(self, note: &str) -> Memory {
+        for n in self.state().notes.iter_mut().filter(|n| n.note_id == note) {
+            n.state = ReceiptState::Delivered;
+            n.never_carried = true;
+        }
+        self
+    }
+
     /// After `reads` more reads of its receipt, `note` is in `state`.
     pub fn changes_after(&self, note: &str, reads: u32, state: ReceiptState) {
         self.state().script.insert(note.to_string(), (reads, state));
@@ -211,6 +239,23 @@ impl Operator for Memory {
             }
             NotesOf::NotStarted(id) => {
                 st.notes.iter().filter(|n| n.external_session_id.as_deref() == Some(id.as_str())).cloned().collect()
+            }
+            NotesOf::Children { parent, latest } => {
+                let mut kids: Vec<&SessionRow> = st
+                    .sessions
+                    .iter()
+                    .filter(|s| s.parent_session_id.as_deref() == Some(parent.runtime_id.as_str()))
+                    .collect();
+                kids.sort_by_key(|s| std::cmp::Reverse(s.started_at));
+                if *latest {
+                    kids.truncate(1);
+                }
+                let ids: Vec<&str> = kids.iter().map(|s| s.id.as_str()).collect();
+                st.notes
+                    .iter()
+                    .filter(|n| n.external_session_id.as_deref().is_some_and(|s| ids.contains(&s)))
+                    .cloned()
+                    .collect()
             }
             _ => Vec::new(),
         })

@@ -327,7 +327,10 @@ impl Operator for Server {
                 let counted = state.is_some_and(|st| {
                     matches!(
                         st,
-                        ReceiptState::Pending | ReceiptState::Claimed | ReceiptState::Delivered | ReceiptState::Acknowledged
+                        ReceiptState::Pending
+                            | ReceiptState::Claimed
+                            | ReceiptState::Delivered
+                            | ReceiptState::Acknowledged
                     )
                 });
                 for s in self.every_session()? {

@@ -48,6 +48,10 @@ fn a_note_travels_start_tool_stop_and_end() {
     assert_eq!(home.receipt(&too_late).state, "pending");
     assert_eq!(hook(&home, "SessionEnd", S), None);
     assert_eq!(home.note_state(&too_late), ("undeliverable".into(), None, Some("session_ended".into())));
+    // #33 part 3: the end's log line names it (the local inbox answers the ids).
+    let end = home.log().lines().find(|l| l.contains(" SessionEnd ")).map(str::to_string).unwrap_or_default();
+    assert!(end.contains(&format!(" never_read=1 never_read_ids={too_late}")), "{end}");
+    assert!(!end.contains("and the docs"), "never a note's text: {end}");
     assert!(!home.path().join("run").join(format!("{S}.json")).exists(), "session state cleaned");
 }
 
