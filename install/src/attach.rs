@@ -470,13 +470,14 @@ fn ended_text(unread: usize) -> String {
 }
 
 /// One `note_undelivered` event per note the session never showed, oldest
-/// first, with its text and why (`session_ended`, `spool_dropped`,
-/// `never_carried`).
-fn never_shown_events(unread: &[Receipt], source: &'static str) -> Vec<Event> {
+/// first, at the session's end, with its text and why (`session_ended`,
+/// `spool_dropped`, `never_carried`).
+fn never_shown_events(unread: &[Receipt], source: &'static str, end: Option<Timestamp>) -> Vec<Event> {
     let mut out: Vec<Event> = unread
         .iter()
         .map(|r| {
             let mut e = ev("note_undelivered", source);
+            e.at = end.or(e.at);
             e.note_id = Some(r.note_id.clone());
             e.state = Some(r.state.to_string());
             e.text = Some(r.text.clone());
@@ -630,7 +631,7 @@ fn spawn_poller(
                 let mut end_event = ended_event(Some(end), "session");
                 end_event.text = Some(ended_text(unread.len()));
                 send(end_event);
-                for e in never_shown_events(&unread, source) {
+                for e in never_shown_events(&unread, source, Some(end)) {
                     send(e);
                 }
                 let _ = tx.send(Msg::Ended);

@@ -527,13 +527,17 @@ fn attach_shows_the_history_in_time_order_and_the_end_once() {
     let (out, ev) = attach_events(child, stdin, 15);
     let kinds: Vec<&str> = shown(&ev).iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds[..3], ["prompt", "note_sent", "model_call"], "{out}");
-    let history: Vec<&Value> = shown(&ev).into_iter().filter(|e| e["kind"] != "session_ended").collect();
+    let history: Vec<&Value> =
+        shown(&ev).into_iter().filter(|e| e["kind"] != "session_ended" && e["kind"] != "note_undelivered").collect();
     let times: Vec<&str> = history.iter().map(|e| e["at"].as_str().unwrap()).collect();
     let mut sorted = times.clone();
     sorted.sort_by_key(|t| preloop_shared::time::Timestamp::parse(t));
     assert_eq!(times, sorted, "in time order: {out}");
     assert_eq!(ends(&ev), 1, "{out}");
-    assert_eq!(ev.last().unwrap()["kind"], "session_ended", "the end comes last: {out}");
+    // The end comes last, then the note it never read (#33 part 3).
+    let tail: Vec<&str> = ev[ev.len() - 2..].iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(tail, ["session_ended", "note_undelivered"], "{out}");
+    assert_eq!(ev.last().unwrap()["text"], "in between", "{out}");
 }
 
 // ----- server mode (the loopback fake) ------------------------------------
