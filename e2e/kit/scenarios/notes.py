@@ -134,7 +134,10 @@ class NoteScenarios(Scenario):
         log_path = os.path.join(self.sb.preloop_home, "log", "hooks.log")
         end_line = None
         for _ in range(50):
-            lines = open(log_path, encoding="utf-8").read().splitlines() if os.path.exists(log_path) else []
+            lines = []
+            if os.path.exists(log_path):
+                with open(log_path, encoding="utf-8") as f:
+                    lines = f.read().splitlines()
             end_line = next((l for l in reversed(lines) if "never_read=" in l), None)
             if end_line:
                 break
