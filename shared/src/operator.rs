@@ -218,20 +218,6 @@ impl std::fmt::Display for ReceiptState {
     }
 }
 
-/// `receipt.state == "pending"` reads as the server's word (tests, and the
-/// checks that name a state the way the contract does).
-impl PartialEq<str> for ReceiptState {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for ReceiptState {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
 impl Receipt {
     /// A receipt that says only its id and state (the rest unknown).
     pub fn new(note_id: &str, state: ReceiptState) -> Receipt {
