@@ -864,19 +864,16 @@ pub struct HookActivity {
     pub tool_calls: u64,
 }
 
-/// The hook log (`log/hooks.log` and its rotation), per harness session id.
-/// Lines are `<time> <harness> <event> mode=… session=<id> …`.
+/// The hook log (`log/hooks.log` and its rotation), per harness session id,
+/// read with [`crate::log::LogLine::parse`].
 pub fn hook_activity(home: &Path) -> std::collections::HashMap<String, HookActivity> {
     let mut out: std::collections::HashMap<String, HookActivity> = std::collections::HashMap::new();
     for name in ["hooks.log.1", "hooks.log"] {
         let Ok(text) = std::fs::read_to_string(home.join("log").join(name)) else { continue };
         for line in text.lines() {
-            let mut words = line.split(' ');
-            let Some(t) = words.next().and_then(Timestamp::parse) else { continue };
-            let event = words.nth(1).unwrap_or("");
-            let Some(sid) = line.split(' ').find_map(|w| w.strip_prefix("session=")).filter(|s| *s != "-") else {
-                continue;
-            };
+            let Some(entry) = crate::log::LogLine::parse(line) else { continue };
+            let (t, event) = (entry.at, entry.event);
+            let Some(sid) = entry.session() else { continue };
             let e = out.entry(sid.to_string()).or_insert(HookActivity { last: t, tool_calls: 0 });
             if t > e.last {
                 e.last = t;

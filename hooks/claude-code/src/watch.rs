@@ -34,10 +34,12 @@
 //! PreToolUse/Stop hooks, and the watcher acks only what it wrote.
 
 use preloop_shared::Harness;
+use preloop_shared::backend::HookMode;
 use preloop_shared::config::{Config, Env, preloop_home};
 use preloop_shared::error::Error;
 use preloop_shared::flow::Engine;
 use preloop_shared::fsutil;
+use preloop_shared::log::{LogLine, LogOutcome};
 use preloop_shared::session;
 use preloop_shared::time::Timestamp;
 use serde_json::Value;
@@ -260,25 +262,26 @@ fn jitter(d: Duration, on: bool) -> Duration {
     d.mul_f64(0.9 + 0.2 * r)
 }
 
+/// The watcher's one line in the hook log, written as every hook's is
+/// ([`LogLine`]): `<time> claude-code Watch mode=.. session=.. outcome=.. notes=.. ms=.. [why=..]`.
 fn log(config: &Config, session: Option<&str>, end: &End, started: Instant) {
     let (outcome, notes, why) = match end {
-        End::Delivered(ids) => ("notes", ids.join(","), None),
-        End::StandDown(w) => ("stand_down", String::new(), Some(w.to_string())),
-        End::Stopped(w) => ("stopped", String::new(), Some(w.clone())),
+        End::Delivered(ids) => (LogOutcome::Notes, ids.clone(), None),
+        End::StandDown(w) => (LogOutcome::StandDown, Vec::new(), Some(w.to_string())),
+        End::Stopped(w) => (LogOutcome::Stopped, Vec::new(), Some(w.clone())),
     };
-    let mut line = format!(
-        "{} claude-code Watch mode={} session={} outcome={} notes={} ms={}",
-        Timestamp::now().to_iso_z(),
-        if config.server.is_some() { "server" } else { "local" },
-        session.map(|s| s.chars().take(80).collect::<String>()).unwrap_or_else(|| "-".into()),
+    LogLine {
+        harness: "claude-code",
+        event: "Watch",
+        mode: Some(if config.server.is_some() { HookMode::Server } else { HookMode::Local }),
+        session: session.map(str::to_string),
         outcome,
-        if notes.is_empty() { "-".into() } else { notes },
-        started.elapsed().as_millis()
-    );
-    if let Some(w) = why {
-        line.push_str(&format!(" why={w:?}"));
+        notes,
+        millis: started.elapsed().as_millis(),
+        why,
+        ..LogLine::default()
     }
-    preloop_shared::log::append(&config.log_dir(), config.settings.log_max_bytes, &line);
+    .append(config);
 }
 
 // ----- is Claude still there ------------------------------------------------
