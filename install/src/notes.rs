@@ -408,7 +408,7 @@ fn parent_from_env(ops: &Ops, flag: Option<&String>) -> Result<String> {
     if let Some(p) = std::env::var("PRELOOP_PARENT_SESSION_ID").ok().filter(|p| !p.trim().is_empty()) {
         return Ok(p);
     }
-    preloop_shared::lineage::enclosing_session(&ops.config.home, ops.mode().as_str())
+    preloop_shared::lineage::enclosing_session(&ops.config.home, ops.mode().hooks())
         .map(|f| f.runtime_session_id)
         .ok_or_else(|| {
             Error::Usage(
@@ -536,7 +536,7 @@ fn announce(ops: &Ops, to: &To) {
 fn mode_mismatch(ops: &Ops, id: &str, found: Option<&SessionRef>) {
     let mode = ops.mode();
     if let Some(f) = found.and_then(|s| s.file.clone()).or_else(|| ops.local_file(id))
-        && f.mode != mode.as_str()
+        && f.mode != mode.hooks()
     {
         crate::errln!(
             "preloop-hooks: {} mode ({}), but the hooks of session {} ran in {} mode: they will not read this note there",

@@ -23,7 +23,7 @@
 //!   a note the server already recorded `delivered`.
 //! * A block holds 1 to 5 notes, oldest first, and a note body is never cut.
 
-use crate::backend::{Backend, Claimed, PermissionAnswer};
+use crate::backend::{Backend, Claimed, HookMode, PermissionAnswer};
 use crate::config::{Config, FailPolicy};
 use crate::error::Result;
 use crate::local::LocalInbox;
@@ -299,7 +299,7 @@ impl Engine {
         }
     }
 
-    pub fn mode(&self) -> crate::backend::HookMode {
+    pub fn mode(&self) -> HookMode {
         self.backend.mode()
     }
 
@@ -356,7 +356,7 @@ impl Engine {
         // "Lineage"); every registration records the harness process.
         let ancestry = crate::lineage::Ancestry::here(parent.is_none() && first_registration);
         let parent = parent.or_else(|| {
-            crate::lineage::find_parent(&self.config.home, &ancestry, self.mode().as_str(), own_runtime_id.as_deref())
+            crate::lineage::find_parent(&self.config.home, &ancestry, self.mode(), own_runtime_id.as_deref())
                 .map(|(p, _)| p)
         });
         let harness_process = ancestry.harness_process();
@@ -419,7 +419,7 @@ impl Engine {
             agent_kind: self.source(),
             cwd: existing.as_ref().and_then(|e| e.cwd.clone()).or(cwd.map(str::to_string)),
             external_session_id: self.session_id.clone(),
-            mode: "server".into(),
+            mode: HookMode::Server,
             alias: resp.alias.clone(),
             parent_session_id: resp.parent_session_id.clone(),
             title: existing.as_ref().and_then(|e| e.title.clone()),

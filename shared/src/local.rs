@@ -658,7 +658,7 @@ impl Backend for LocalInbox {
                 &req.session_id,
                 &fsutil::uuid_v4(),
                 req.source.as_deref().unwrap_or_default(),
-                "local",
+                crate::backend::HookMode::Local,
                 now,
             ),
         };

@@ -150,7 +150,7 @@ impl Server {
         }
         let mut files: Vec<SessionFile> = preloop_shared::session::all_session_files(&self.config.home)
             .into_iter()
-            .filter(|f| f.mode == Mode::Server.as_str())
+            .filter(|f| f.mode == Mode::Server.hooks())
             .collect();
         files.sort_by_key(|f| std::cmp::Reverse(f.started_at));
         for f in files.iter().take(5) {
@@ -431,7 +431,7 @@ impl Operator for Server {
         let file = super::local_file(&self.config.home, id);
         let candidates: Vec<String> = file
             .iter()
-            .filter(|f| f.mode == Mode::Server.as_str())
+            .filter(|f| f.mode == Mode::Server.hooks())
             .map(|f| f.runtime_session_id.clone())
             .chain(is_uuid(id).then(|| id.to_string()))
             .collect();
