@@ -68,8 +68,8 @@ impl Server {
                     r.harness = Harness::from_source(&f.agent_kind).map(|h| h.slug().to_string());
                 }
             }
-            r.never_carried = r.state == ReceiptState::Delivered
-                && files.values().any(|f| f.uncarried_notes.iter().any(|n| *n == r.note_id));
+            r.never_carried =
+                r.state == ReceiptState::Delivered && files.values().any(|f| f.uncarried_notes.contains(&r.note_id));
         }
     }
 

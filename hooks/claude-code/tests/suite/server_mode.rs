@@ -126,8 +126,8 @@ fn session_end_fails_pending_notes_as_session_ended() {
     let end = home
         .log()
         .lines()
-        .filter(|l| l.contains(" SessionEnd") && !l.contains("outcome=detached"))
-        .last()
+        .rev()
+        .find(|l| l.contains(" SessionEnd") && !l.contains("outcome=detached"))
         .map(str::to_string)
         .unwrap_or_default();
     assert!(end.contains(" never_read=1 never_read_ids=+1"), "{end}");
@@ -157,8 +157,8 @@ fn deferred_spooled_notes_are_carried_then_acked_or_reported_dropped() {
     let end = home
         .log()
         .lines()
-        .filter(|l| l.contains(" SessionEnd") && !l.contains("outcome=detached"))
-        .last()
+        .rev()
+        .find(|l| l.contains(" SessionEnd") && !l.contains("outcome=detached"))
         .map(str::to_string)
         .unwrap_or_default();
     assert!(end.contains(&format!(" never_read=1 never_read_ids={c}")), "the end names what it dropped: {end}");
