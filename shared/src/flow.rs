@@ -27,6 +27,7 @@ use crate::backend::{Backend, Claimed, HookMode, PermissionAnswer};
 use crate::config::{Config, FailPolicy};
 use crate::error::Result;
 use crate::local::LocalInbox;
+pub use crate::log::NeverRead;
 use crate::registry::{Carrier, Does, HookDef, ServerClaim};
 use crate::render::{self, NoteElement};
 use crate::server::ServerBackend;
@@ -241,19 +242,6 @@ impl AfterFlush {
     pub fn dropped_ids(&self) -> &[String] {
         &self.dropped
     }
-}
-
-/// What a session's end left unread, for its hook log line
-/// (`never_read=N never_read_ids=…`): the notes its session never showed
-/// (`spool_dropped`, `session_ended`, and those recorded delivered that no
-/// output carried). `ids` names those the hook knows: a Preloop server's
-/// session-end answers only how many it marked `session_ended`
-/// (docs/contracts/preloop-server.md §4.6), so `count` can exceed
-/// `ids.len()`. Never a note's text.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NeverRead {
-    pub count: u64,
-    pub ids: Vec<String>,
 }
 
 pub struct Engine {

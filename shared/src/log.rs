@@ -119,6 +119,19 @@ impl LogOutcome {
     }
 }
 
+/// What a session's end left unread, for its hook log line
+/// (`never_read=N never_read_ids=…`): the notes its session never showed
+/// (`spool_dropped`, `session_ended`, and those recorded delivered that no
+/// output carried). `ids` names those the hook knows: a Preloop server's
+/// session-end answers only how many it marked `session_ended`
+/// (docs/contracts/preloop-server.md §4.6), so `count` can exceed
+/// `ids.len()`. Never a note's text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NeverRead {
+    pub count: u64,
+    pub ids: Vec<String>,
+}
+
 /// One line of the hook log.
 #[derive(Default)]
 pub struct LogLine {
@@ -139,7 +152,7 @@ pub struct LogLine {
     pub proxy: Option<String>,
     /// A session's end: the notes it never showed (count and the ids the
     /// hook knows; never their text).
-    pub never_read: Option<crate::flow::NeverRead>,
+    pub never_read: Option<NeverRead>,
     /// Why a background watcher ended (`why=`), where that is no error.
     pub why: Option<String>,
 }
@@ -318,7 +331,7 @@ mod tests {
             warnings: vec!["x=y z".into()],
             worker: true,
             proxy: None,
-            never_read: Some(crate::flow::NeverRead { count: 3, ids: vec!["a3".into()] }),
+            never_read: Some(super::NeverRead { count: 3, ids: vec!["a3".into()] }),
             why: None,
         }
         .render();
