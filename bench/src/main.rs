@@ -1427,7 +1427,7 @@ fn walk_in_process(home: &Path) -> Option<(usize, Duration)> {
     let t = Instant::now();
     for _ in 0..WALKS {
         let a = Ancestry::here(true);
-        std::hint::black_box(find_parent(home, &a, "local", None));
+        std::hint::black_box(find_parent(home, &a, preloop_shared::backend::HookMode::Local, None));
     }
     Some((depth, t.elapsed() / WALKS))
 }

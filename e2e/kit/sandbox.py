@@ -135,15 +135,19 @@ class Sandbox(ClaudeRunner, CodexRunner, GeminiRunner, CopilotRunner):
     def cli_argv(self, *args):
         return [self.bin(CLI_BINARY)] + [str(a) for a in args]
 
-    def cli(self, *args, timeout=30):
-        return subprocess.run(self.cli_argv(*args), env=self.base_env(), cwd=self.root,
+    def cli(self, *args, timeout=30, env=None):
+        """Run preloop-hooks with the args; `env` adds to base_env() (a server URL and a
+        user token for the operator commands in server mode)."""
+        full = self.base_env()
+        full.update(env or {})
+        return subprocess.run(self.cli_argv(*args), env=full, cwd=self.root,
                               capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
 
-    def cli_json(self, *args):
+    def cli_json(self, *args, env=None):
         """Run preloop-hooks with the args and parse stdout as one JSON document;
         raises KitError with the exact command and output otherwise."""
-        p = self.cli(*args)
+        p = self.cli(*args, env=env)
         cmd = " ".join(shlex.quote(a) for a in self.cli_argv(*args))
         if p.returncode != 0:
             raise KitError("`%s` exited %d\nstdout: %s\nstderr: %s"

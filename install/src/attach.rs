@@ -72,9 +72,7 @@ pub struct AttachArgs {
 pub struct Event {
     pub schema: u32,
     pub at: Option<Timestamp>,
-    /// attached | session_started | prompt | tool_call | model_call |
-    /// approval_waiting | note_sent | note_state | session_ended | server_event | info
-    pub kind: &'static str,
+    pub kind: Kind,
     /// transcript | timeline | socket | receipts | session | inbox | attach
     pub source: &'static str,
     pub tool: Option<String>,
@@ -85,7 +83,52 @@ pub struct Event {
     pub detail: Option<String>,
 }
 
-fn ev(kind: &'static str, source: &'static str) -> Event {
+/// What an [`Event`] is (`kind` in `--json`, as `schemas/preloop-hooks/attach-event.schema.json` names them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Attached,
+    SessionStarted,
+    Prompt,
+    ToolCall,
+    ModelCall,
+    ApprovalWaiting,
+    NoteSent,
+    NoteState,
+    SessionEnded,
+    /// After `session_ended`: each note the session never showed, with its text.
+    NoteUndelivered,
+    ServerEvent,
+    #[default]
+    Info,
+}
+
+impl Kind {
+    /// The label of a text line.
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Attached => "attached",
+            Kind::SessionStarted => "started",
+            Kind::Prompt => "prompt",
+            Kind::ToolCall => "tool",
+            Kind::ModelCall => "model",
+            Kind::ApprovalWaiting => "approval",
+            Kind::NoteSent => "note sent",
+            Kind::NoteState => "note",
+            Kind::SessionEnded => "ended",
+            Kind::NoteUndelivered => "never read",
+            Kind::ServerEvent => "event",
+            Kind::Info => "info",
+        }
+    }
+
+    /// Its text is a quote (a note, a prompt, a model's reply).
+    fn quotes(self) -> bool {
+        matches!(self, Kind::NoteSent | Kind::NoteState | Kind::NoteUndelivered | Kind::Prompt | Kind::ModelCall)
+    }
+}
+
+fn ev(kind: Kind, source: &'static str) -> Event {
     Event { schema: JSON_SCHEMA_VERSION, at: Some(Timestamp::now()), kind, source, ..Event::default() }
 }
 
@@ -122,7 +165,7 @@ pub fn run(a: AttachArgs) -> Result<()> {
     let shared = Arc::new(Shared { stop: AtomicBool::new(false), notes: Mutex::new(HashMap::new()) });
     let (tx, rx) = mpsc::channel::<Msg>();
     let history = a.history;
-    let mut first = ev("attached", "attach");
+    let mut first = ev(Kind::Attached, "attach");
     first.text = Some(format!(
         "{} ({} mode{})",
         s.name(),
@@ -135,7 +178,7 @@ pub fn run(a: AttachArgs) -> Result<()> {
     if let Some(path) = transcript.clone() {
         spawn_transcript(path, history, tx.clone(), shared.clone());
     } else if s.file.is_none() {
-        let mut e = ev("info", "attach");
+        let mut e = ev(Kind::Info, "attach");
         e.text = Some("this session's hooks did not run on this machine: tool arguments are not known here (the server keeps only their sizes)".into());
         let _ = tx.send(Msg::Event(e));
     }
@@ -214,19 +257,7 @@ fn clip_width(line: &str, width: usize) -> String {
 /// `17:10:42Z  tool        Bash  echo hi`
 pub fn format_event(e: &Event) -> String {
     let t = e.at.map(|t| t.to_iso_z().chars().skip(11).take(8).collect::<String>() + "Z").unwrap_or_default();
-    let label = match e.kind {
-        "attached" => "attached",
-        "session_started" => "started",
-        "prompt" => "prompt",
-        "tool_call" => "tool",
-        "model_call" => "model",
-        "approval_waiting" => "approval",
-        "note_sent" => "note sent",
-        "note_state" => "note",
-        "session_ended" => "ended",
-        "server_event" => "event",
-        _ => "info",
-    };
+    let label = e.kind.label();
     let mut parts: Vec<String> = Vec::new();
     if let Some(id) = &e.note_id {
         parts.push(safe_line(id));
@@ -241,13 +272,9 @@ pub fn format_event(e: &Event) -> String {
         parts.push(clip(a, 160));
     }
     if let Some(x) = &e.text {
-        parts.push(if e.kind.starts_with("note") || e.kind == "prompt" || e.kind == "model_call" {
-            format!("\"{}\"", clip(x, 120))
-        } else {
-            clip(x, 200)
-        });
+        parts.push(if e.kind.quotes() { format!("\"{}\"", clip(x, 120)) } else { clip(x, 200) });
     }
-    if e.kind == "model_call" && e.text.as_deref().is_none_or(|x| x.trim().is_empty()) {
+    if e.kind == Kind::ModelCall && e.text.as_deref().is_none_or(|x| x.trim().is_empty()) {
         // A reply that is only tool calls (they follow as their own lines).
         parts.push("(no text)".into());
     }
@@ -308,7 +335,7 @@ fn main_loop(
         };
         match msg {
             // The header shows at once; the rest of the history waits for its sources.
-            Msg::Event(e) if history.waiting > 0 && e.kind != "attached" => history.held.push(e),
+            Msg::Event(e) if history.waiting > 0 && e.kind != Kind::Attached => history.held.push(e),
             Msg::Event(e) => view.show(&e)?,
             Msg::Caught => {
                 history.waiting = history.waiting.saturating_sub(1);
@@ -346,14 +373,14 @@ fn send_note(op: &dyn Operator, s: &SessionRef, text: &str, shared: &Shared, vie
     match sent {
         Ok(r) => {
             shared.notes.lock().unwrap_or_else(|e| e.into_inner()).insert(r.note_id.clone(), r.state.clone());
-            let mut e = ev("note_sent", "attach");
+            let mut e = ev(Kind::NoteSent, "attach");
             e.note_id = Some(r.note_id.clone());
             e.state = Some(r.state.to_string());
             e.text = Some(r.text.clone());
             view.show(&e)
         }
         Err(err) => {
-            let mut e = ev("info", "attach");
+            let mut e = ev(Kind::Info, "attach");
             e.text = Some(format!("the note was not sent: {err}"));
             view.show(&e)
         }
@@ -388,18 +415,18 @@ fn spawn_transcript(path: PathBuf, history: usize, tx: Sender<Msg>, shared: Arc<
             for (at, h) in got {
                 let mut e = match h {
                     Happening::Prompt(p) => {
-                        let mut e = ev("prompt", "transcript");
+                        let mut e = ev(Kind::Prompt, "transcript");
                         e.text = Some(p);
                         e
                     }
                     Happening::ToolCall { name, args } => {
-                        let mut e = ev("tool_call", "transcript");
+                        let mut e = ev(Kind::ToolCall, "transcript");
                         e.tool = Some(name);
                         e.args = Some(args);
                         e
                     }
                     Happening::ModelCall(text) => {
-                        let mut e = ev("model_call", "transcript");
+                        let mut e = ev(Kind::ModelCall, "transcript");
                         e.text = text;
                         e
                     }
@@ -430,7 +457,7 @@ fn receipt_events(receipts: &[Receipt], shared: &Shared, source: &'static str) -
         match known.get(&r.note_id) {
             Some(st) if *st == r.state => {}
             Some(_) => {
-                let mut e = ev("note_state", source);
+                let mut e = ev(Kind::NoteState, source);
                 e.at = r.last_transition().or(e.at);
                 e.note_id = Some(r.note_id.clone());
                 e.state = Some(r.state.to_string());
@@ -438,7 +465,7 @@ fn receipt_events(receipts: &[Receipt], shared: &Shared, source: &'static str) -
                 out.push(e);
             }
             None => {
-                let mut e = ev("note_sent", source);
+                let mut e = ev(Kind::NoteSent, source);
                 e.at = r.created_at.or(e.at);
                 e.note_id = Some(r.note_id.clone());
                 e.state = Some(r.state.to_string());
@@ -457,8 +484,38 @@ fn receipt_events(receipts: &[Receipt], shared: &Shared, source: &'static str) -
     out
 }
 
+/// The end line's text: the notes it never read follow it.
+fn ended_text(unread: usize) -> String {
+    match unread {
+        0 => "the session ended".into(),
+        n => format!(
+            "the session ended; {n} note(s) it never showed follow (`preloop-hooks notes status ID` shows one whole)"
+        ),
+    }
+}
+
+/// One `note_undelivered` event per note the session never showed, oldest
+/// first, at the session's end, with its text and why (`session_ended`,
+/// `spool_dropped`, `never_carried`).
+fn never_shown_events(unread: &[Receipt], source: &'static str, end: Option<Timestamp>) -> Vec<Event> {
+    let mut out: Vec<Event> = unread
+        .iter()
+        .map(|r| {
+            let mut e = ev(Kind::NoteUndelivered, source);
+            e.at = end.or(e.at);
+            e.note_id = Some(r.note_id.clone());
+            e.state = Some(r.state.to_string());
+            e.text = Some(r.text.clone());
+            e.detail = Some(r.never_shown_reason().to_string());
+            e
+        })
+        .collect();
+    out.reverse();
+    out
+}
+
 fn ended_event(at: Option<Timestamp>, source: &'static str) -> Event {
-    let mut e = ev("session_ended", source);
+    let mut e = ev(Kind::SessionEnded, source);
     e.at = at.or(e.at);
     e.text = Some("the session ended".into());
     e
@@ -469,7 +526,7 @@ fn activity_event(item: &ActivityItem, with_transcript: bool) -> Option<Event> {
     let mut e = match kind {
         "tool_call" if with_transcript => return None,
         "tool_call" => {
-            let mut e = ev("tool_call", "timeline");
+            let mut e = ev(Kind::ToolCall, "timeline");
             e.tool = item.tool_name.clone().or(item.title.clone());
             // The server keeps only the sizes of the arguments.
             e.args =
@@ -485,17 +542,17 @@ fn activity_event(item: &ActivityItem, with_transcript: bool) -> Option<Event> {
         // The end: the session's own `ended` line says it, once.
         "session_ended" | "session_end" => return None,
         "session_started" => {
-            let mut e = ev("session_started", "timeline");
+            let mut e = ev(Kind::SessionStarted, "timeline");
             e.text = item.summary.clone();
             e
         }
         k if k.contains("model") || k.contains("request") || k.contains("gateway") || k.contains("llm") => {
-            let mut e = ev("model_call", "timeline");
+            let mut e = ev(Kind::ModelCall, "timeline");
             e.text = item.summary.clone().or(item.title.clone());
             e
         }
         _ => {
-            let mut e = ev("server_event", "timeline");
+            let mut e = ev(Kind::ServerEvent, "timeline");
             e.tool = Some(kind.to_string());
             e.text = item.summary.clone().or(item.title.clone());
             e
@@ -553,7 +610,7 @@ fn spawn_poller(
                 }
                 Err(e) if !warned => {
                     warned = true;
-                    let mut x = ev("info", "timeline");
+                    let mut x = ev(Kind::Info, "timeline");
                     x.text = Some(format!("the activity timeline cannot be read: {e}"));
                     events.push(x);
                 }
@@ -565,7 +622,7 @@ fn spawn_poller(
             if let Ok(now) = op.session_now(&s) {
                 if let Some(n) = now.pending_approvals {
                     if approvals != Some(n) && (n > 0 || approvals.is_some_and(|a| a > 0)) {
-                        let mut e = ev("approval_waiting", "session");
+                        let mut e = ev(Kind::ApprovalWaiting, "session");
                         e.state = Some(n.to_string());
                         e.text = Some(if n == 0 {
                             "no approval waits on a human any more".into()
@@ -594,7 +651,14 @@ fn spawn_poller(
                 for e in receipts() {
                     send(e);
                 }
-                send(ended_event(Some(end), "session"));
+                // A run's end names what it never read, with the text.
+                let unread = notes::never_shown(op.as_ref(), &of, None).unwrap_or_default();
+                let mut end_event = ended_event(Some(end), "session");
+                end_event.text = Some(ended_text(unread.len()));
+                send(end_event);
+                for e in never_shown_events(&unread, source, Some(end)) {
+                    send(e);
+                }
                 let _ = tx.send(Msg::Ended);
                 return;
             }
@@ -610,7 +674,7 @@ fn spawn_poller(
 fn spawn_socket(socket: Socket, tx: Sender<Msg>, shared: Arc<Shared>) {
     std::thread::spawn(move || {
         let info = |text: String| {
-            let mut e = ev("info", "socket");
+            let mut e = ev(Kind::Info, "socket");
             e.text = Some(text);
             let _ = tx.send(Msg::Event(e));
         };
@@ -634,13 +698,13 @@ fn spawn_socket(socket: Socket, tx: Sender<Msg>, shared: Arc<Shared>) {
                     let e = match m.kind.as_str() {
                         "pong" | "heartbeat" => None,
                         "attached" => {
-                            let mut e = ev("attached", "socket");
+                            let mut e = ev(Kind::Attached, "socket");
                             e.text =
                                 Some("the server's attach socket is open (it relays the server's event bus)".into());
                             Some(e)
                         }
                         "error" => {
-                            let mut e = ev("info", "socket");
+                            let mut e = ev(Kind::Info, "socket");
                             e.text = Some(format!(
                                 "the attach socket refused: {} ({})",
                                 m.error.unwrap_or_default(),
@@ -649,7 +713,7 @@ fn spawn_socket(socket: Socket, tx: Sender<Msg>, shared: Arc<Shared>) {
                             Some(e)
                         }
                         other => {
-                            let mut e = ev("server_event", "socket");
+                            let mut e = ev(Kind::ServerEvent, "socket");
                             e.tool = Some(if other.is_empty() { "message".into() } else { other.to_string() });
                             e.text = Some(text.clone());
                             Some(e)
@@ -769,7 +833,7 @@ mod tests {
     /// a bare label.
     #[test]
     fn a_model_call_without_text_says_so() {
-        let mut e = ev("model_call", "transcript");
+        let mut e = ev(Kind::ModelCall, "transcript");
         assert!(format_event(&e).ends_with("model       (no text)"), "{}", format_event(&e));
         e.text = Some("Step one.".into());
         assert!(format_event(&e).ends_with("model       \"Step one.\""), "{}", format_event(&e));
@@ -777,16 +841,70 @@ mod tests {
 
     #[test]
     fn events_print_on_one_safe_line() {
-        let mut e = ev("tool_call", "transcript");
+        let mut e = ev(Kind::ToolCall, "transcript");
         e.at = Timestamp::parse("2026-12-02T10:00:01Z");
         e.tool = Some("Bash".into());
         e.args = Some("echo \x1b[31mhi\nthere".into());
         assert_eq!(format_event(&e), "10:00:01Z  tool        Bash  echo \\e[31mhi there");
-        let mut n = ev("note_state", "receipts");
+        let mut n = ev(Kind::NoteState, "receipts");
         n.at = e.at;
         n.note_id = Some("0123456789abcdef".into());
         n.state = Some("delivered".into());
         n.detail = Some("pre_tool_use".into());
         assert_eq!(format_event(&n), "10:00:01Z  note        0123456789abcdef  delivered  (pre_tool_use)");
+    }
+
+    /// #33 part 3: when the session ends, attach names the notes it never
+    /// showed, with their text (escaped), after the end line, in both modes.
+    #[test]
+    fn the_end_names_the_notes_the_session_never_showed() {
+        use crate::operator::Mode;
+        use crate::operator::memory::Memory;
+        for mode in [Mode::Local, Mode::Server] {
+            let mem = Memory::new(mode)
+                .session("ext-1", "rt-1", 60)
+                .note("00000000000000a1", "ext-1", ReceiptState::Pending, 30)
+                .note("00000000000000a2", "ext-1", ReceiptState::Delivered, 20)
+                .note("00000000000000a3", "ext-1", ReceiptState::Pending, 10)
+                .undeliverable("00000000000000a1", "session_ended", 1)
+                .never_carried("00000000000000a3");
+            mem.end("ext-1");
+            let op: Arc<dyn Operator> = Arc::new(mem);
+            let s = op.find_session("ext-1").unwrap().unwrap();
+            let shared = Arc::new(Shared { stop: AtomicBool::new(false), notes: Mutex::new(HashMap::new()) });
+            let (tx, rx) = mpsc::channel();
+            spawn_poller(op, s, false, 20, tx, shared.clone());
+            let mut events = Vec::new();
+            loop {
+                match rx.recv_timeout(Duration::from_secs(10)).expect("the poller ends") {
+                    Msg::Event(e) => events.push(e),
+                    Msg::Ended => break,
+                    _ => {}
+                }
+            }
+            shared.stop.store(true, Ordering::SeqCst);
+            let end = events.iter().position(|e| e.kind == Kind::SessionEnded).expect("an end event");
+            assert!(events[end].text.as_deref().unwrap().contains("2 note(s) it never showed"), "{mode:?}");
+            let after: Vec<(&str, &str)> = events[end + 1..]
+                .iter()
+                .map(|e| (e.note_id.as_deref().unwrap(), e.detail.as_deref().unwrap()))
+                .collect();
+            assert_eq!(
+                after,
+                [("00000000000000a1", "session_ended"), ("00000000000000a3", "never_carried")],
+                "{mode:?}: oldest first, each with why"
+            );
+            assert!(events[end + 1..].iter().all(|e| e.kind == Kind::NoteUndelivered && e.text.is_some()));
+        }
+        let mut e = ev(Kind::NoteUndelivered, "inbox");
+        e.at = Timestamp::parse("2026-12-02T10:00:01Z");
+        e.note_id = Some("0123456789abcdef".into());
+        e.state = Some("undeliverable".into());
+        e.text = Some("Use \x1b[31mstaging\nnow".into());
+        e.detail = Some("session_ended".into());
+        assert_eq!(
+            format_event(&e),
+            "10:00:01Z  never read  0123456789abcdef  undeliverable  \"Use \\e[31mstaging now\"  (session_ended)"
+        );
     }
 }

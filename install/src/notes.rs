@@ -79,10 +79,14 @@ const LIST_EXAMPLES: &str = "Examples:
   preloop-hooks notes list --children all
   preloop-hooks notes list --agent \"Release worker\" (server mode; an agent id or name)
   preloop-hooks notes list --all -o id
+  preloop-hooks notes list --undelivered --children all   # what a conductor's workers never read
 
 Targets (exactly one): --session ID (or a unique start of one), --alias NAME, --children latest|all [--parent SESSION],
 --execution ID, --agent ID|NAME (server mode), --all (every note). --state: pending, claimed,
-delivered, acknowledged, cancelled, expired, failed, undeliverable.";
+delivered, acknowledged, cancelled, expired, failed, undeliverable.
+--undelivered: the notes their session never showed (undeliverable: session_ended, spool_dropped;
+or never_carried: recorded delivered at a claim no output carried), with their text; with no
+target, those of the last 24 hours.";
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Children {
@@ -188,6 +192,10 @@ pub struct ListArgs {
     /// Only notes in this state.
     #[arg(long, value_parser = PossibleValuesParser::new(NOTE_STATES.iter().copied()))]
     state: Option<String>,
+    /// Only the notes their session never showed (undeliverable, or recorded delivered but never
+    /// carried), with their text; without a target, those of the last 24 hours.
+    #[arg(long, conflicts_with = "state")]
+    undelivered: bool,
     /// Print JSON for scripts (same as -o json).
     #[arg(long)]
     json: bool,
@@ -400,7 +408,7 @@ fn parent_from_env(ops: &Ops, flag: Option<&String>) -> Result<String> {
     if let Some(p) = std::env::var("PRELOOP_PARENT_SESSION_ID").ok().filter(|p| !p.trim().is_empty()) {
         return Ok(p);
     }
-    preloop_shared::lineage::enclosing_session(&ops.config.home, ops.mode().as_str())
+    preloop_shared::lineage::enclosing_session(&ops.config.home, ops.mode().hooks())
         .map(|f| f.runtime_session_id)
         .ok_or_else(|| {
             Error::Usage(
@@ -528,7 +536,7 @@ fn announce(ops: &Ops, to: &To) {
 fn mode_mismatch(ops: &Ops, id: &str, found: Option<&SessionRef>) {
     let mode = ops.mode();
     if let Some(f) = found.and_then(|s| s.file.clone()).or_else(|| ops.local_file(id))
-        && f.mode != mode.as_str()
+        && f.mode != mode.hooks()
     {
         crate::errln!(
             "preloop-hooks: {} mode ({}), but the hooks of session {} ran in {} mode: they will not read this note there",
@@ -857,8 +865,28 @@ fn list_notes(op: &dyn Operator, of: &NotesOf, state: Option<&ReceiptState>) -> 
     if let Some(st) = state {
         notes.retain(|n| &n.state == st);
     }
+    newest_first_once(&mut notes);
+    Ok(notes)
+}
+
+fn newest_first_once(notes: &mut Vec<Receipt>) {
     notes.sort_by(|x, y| y.created_at.cmp(&x.created_at).then(y.note_id.cmp(&x.note_id)));
     notes.dedup_by(|x, y| x.note_id == y.note_id);
+}
+
+/// How far back `notes list --undelivered` without a target looks.
+pub const RECENT_UNDELIVERED_SECS: i64 = 24 * 3600;
+
+/// The notes of a target that their session never showed the model
+/// ([`Receipt::never_shown`]: undeliverable, or recorded delivered at a
+/// claim no output carried), newest first, each once; with `since`, only
+/// those that became so (or were sent) since then. The same in both
+/// modes: one read of the target's notes (`GET /operator-notes` in server
+/// mode, which answers every state with its text), filtered here.
+pub fn never_shown(op: &dyn Operator, of: &NotesOf, since: Option<Timestamp>) -> Result<Vec<Receipt>> {
+    let mut notes = op.notes(of, None)?;
+    notes.retain(|n| n.never_shown() && since.is_none_or(|t| n.last_transition().is_some_and(|at| at >= t)));
+    newest_first_once(&mut notes);
     Ok(notes)
 }
 
@@ -875,15 +903,20 @@ fn list(a: ListArgs) -> Result<()> {
         || a.agent.is_some()
         || a.all
         || a.runtime_session.is_some();
-    if !any {
+    if !any && !a.undelivered {
         return Err(no_target(
             "(--session ID, --alias NAME, --children latest|all, --execution ID, --agent ID, or --all for every note)",
         ));
     }
     let ops = Ops::load()?;
     let of = notes_of(&ops, &a)?;
-    let state = a.state.as_deref().map(ReceiptState::from);
-    let notes = list_notes(ops.op.as_ref(), &of, state.as_ref())?;
+    let notes = if a.undelivered {
+        let since = (!any).then(|| Timestamp::now().add_secs(-RECENT_UNDELIVERED_SECS));
+        never_shown(ops.op.as_ref(), &of, since)?
+    } else {
+        let state = a.state.as_deref().map(ReceiptState::from);
+        list_notes(ops.op.as_ref(), &of, state.as_ref())?
+    };
     match fmt.as_str() {
         "json" => output::json(&NoteListOut { schema: JSON_SCHEMA_VERSION, notes: &notes, total: notes.len() }),
         "id" => {
@@ -892,6 +925,7 @@ fn list(a: ListArgs) -> Result<()> {
             }
             Ok(())
         }
+        _ if notes.is_empty() && a.undelivered => output::line("no undelivered notes"),
         _ if notes.is_empty() => output::line("no notes"),
         _ => {
             // One session's notes all go to it: no TO column then.
@@ -917,8 +951,12 @@ fn list(a: ListArgs) -> Result<()> {
     }
 }
 
-/// The delivery event of a delivered note, the reason of an undeliverable one.
+/// The delivery event of a delivered note, the reason of an undeliverable
+/// one, `never_carried` for a delivered one no output carried.
 pub fn event_or_reason(n: &Receipt) -> String {
+    if n.never_carried {
+        return "never_carried".into();
+    }
     n.undeliverable_reason
         .clone()
         .or_else(|| n.delivery_event.clone())
@@ -1225,5 +1263,77 @@ mod tests {
             Some(format!("note {N2} is delivered; only a pending note can be cancelled").as_str())
         );
         assert_eq!(mem.calls(), [format!("cancel {N1}")], "a note that is not pending is never sent a cancel");
+    }
+
+    /// #33 part 3 (K2, D-1): `notes list --undelivered` names, in both
+    /// modes, the notes a session never showed: undeliverable for any
+    /// reason, and the delivered one no output carried; not the ones it
+    /// showed, nor those still pending.
+    #[test]
+    fn undelivered_lists_what_a_session_never_showed_in_both_modes() {
+        for mode in [Mode::Local, Mode::Server] {
+            let mem = Memory::new(mode)
+                .session("ext-1", "rt-1", 60)
+                .note(N1, "ext-1", ReceiptState::Pending, 50)
+                .note(N2, "ext-1", ReceiptState::Pending, 40)
+                .note(N3, "ext-1", ReceiptState::Delivered, 30)
+                .note("00000000000000a4", "ext-1", ReceiptState::Pending, 20)
+                .note("00000000000000a5", "ext-1", ReceiptState::Pending, 10)
+                .undeliverable(N1, "session_ended", 5)
+                .undeliverable(N2, "spool_dropped", 5)
+                .never_carried("00000000000000a4");
+            let (ops, _) = ops(mem);
+            let s = ids::session(ops.op.as_ref(), "ext-1").unwrap().unwrap();
+            let got = never_shown(ops.op.as_ref(), &NotesOf::Session(s), None).unwrap();
+            let ids: Vec<&str> = got.iter().map(|r| r.note_id.as_str()).collect();
+            assert_eq!(ids, ["00000000000000a4", N2, N1], "{mode:?}: newest first, nothing shown or pending");
+            let why: Vec<&str> = got.iter().map(Receipt::never_shown_reason).collect();
+            assert_eq!(why, ["never_carried", "spool_dropped", "session_ended"], "{mode:?}");
+            assert!(got.iter().all(|r| r.text.starts_with("note ")), "{mode:?}: with their text");
+            assert_eq!(event_or_reason(&got[0]), "never_carried", "{mode:?}: the table's EVENT/REASON says so");
+        }
+    }
+
+    /// `--undelivered --children all`: a conductor's workers; without a
+    /// target: only the recent ones (24 hours).
+    #[test]
+    fn undelivered_of_a_conductors_children_and_of_everything_recent() {
+        for mode in [Mode::Local, Mode::Server] {
+            let mem = Memory::new(mode)
+                .session("boss", "rt-boss", 60)
+                .session("kid-1", "rt-kid-1", 50)
+                .session("kid-2", "rt-kid-2", 40)
+                .session("other", "rt-other", 30)
+                .child_of("kid-1", "rt-boss")
+                .child_of("kid-2", "rt-boss")
+                .note(N1, "kid-1", ReceiptState::Pending, 3 * 86_400)
+                .note(N2, "kid-2", ReceiptState::Pending, 20)
+                .note(N3, "other", ReceiptState::Pending, 10)
+                .undeliverable(N1, "session_ended", 2 * 86_400)
+                .undeliverable(N2, "session_ended", 5)
+                .undeliverable(N3, "session_ended", 5);
+            let (ops, _) = ops(mem);
+            let boss = ids::session(ops.op.as_ref(), "boss").unwrap().unwrap();
+            let kids = NotesOf::Children { parent: boss, latest: false };
+            let got = never_shown(ops.op.as_ref(), &kids, None).unwrap();
+            assert_eq!(got.iter().map(|r| r.note_id.as_str()).collect::<Vec<_>>(), [N2, N1], "{mode:?}");
+            let recent = Timestamp::now().add_secs(-RECENT_UNDELIVERED_SECS);
+            let got = never_shown(ops.op.as_ref(), &NotesOf::All, Some(recent)).unwrap();
+            assert_eq!(got.iter().map(|r| r.note_id.as_str()).collect::<Vec<_>>(), [N3, N2], "{mode:?}: the last day");
+        }
+    }
+
+    /// A receipt's `--json` carries `never_carried` only when true, and the
+    /// schema takes both.
+    #[test]
+    fn never_carried_is_in_the_json_only_when_true() {
+        let mut r = Receipt::new(N1, ReceiptState::Delivered);
+        let v = serde_json::to_value(ReceiptOut::new(&r)).unwrap();
+        assert!(v.get("never_carried").is_none(), "{v}");
+        r.never_carried = true;
+        let v = serde_json::to_value(ReceiptOut::new(&r)).unwrap();
+        assert_eq!(v["never_carried"], serde_json::json!(true));
+        let back: Receipt = serde_json::from_value(v).unwrap();
+        assert!(back.never_carried);
     }
 }

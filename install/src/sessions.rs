@@ -2,7 +2,7 @@
 //! it, on the server (across the account, filters applied by the server) or
 //! on the local inbox (over this machine's session files).
 
-use crate::operator::ids;
+use crate::operator::{NotesOf, Operator, SessionRef, ids};
 use crate::ops::Ops;
 use crate::output::{self, ago, clip};
 use crate::transcript;
@@ -38,7 +38,8 @@ AGENT, KIND, STARTED, LAST ACTIVITY, STATE (live: activity in the last 15 minute
 TOOLS and MODEL (calls seen: tool calls by the hooks' tool gate; model calls by Preloop's gateway
 on the server, or in the harness transcript on this machine; `-` where they are not counted: a run
 seen only through hooks on another machine, a transcript in a format not read here), APPROVALS
-(tool calls waiting on a human's approval, server mode), TITLE (or kind, working directory and start
+(tool calls waiting on a human's approval, server mode), UNDELIVERED (notes the session never showed:
+undeliverable, or never carried; `notes list --undelivered --session ID` lists them), TITLE (or kind, working directory and start
 time). A filter selects by what its column shows, in both modes: --kind by KIND (the harness the
 session runs in, not its managed agent's kind), --agent by AGENT (name or id), --active by STATE
 (not ended), --since by LAST ACTIVITY or STARTED. On the server the filters cover the account (last
@@ -145,7 +146,11 @@ fn list(a: ListArgs) -> Result<()> {
     };
     let all_rows = rows(&ops, &filter)?;
     let limit = if a.all { all_rows.len() } else { usize::try_from(a.limit).unwrap_or(usize::MAX) };
-    let rows = &all_rows[..all_rows.len().min(limit)];
+    let mut shown = all_rows[..all_rows.len().min(limit)].to_vec();
+    if fmt != "id" {
+        count_undelivered(ops.op.as_ref(), &mut shown);
+    }
+    let rows = &shown[..];
     if rows.len() < all_rows.len() {
         crate::errln!(
             "preloop-hooks: showing the {} most recently active of {} sessions (--limit N for more, --all for every one)",
@@ -204,6 +209,21 @@ pub fn rows(ops: &Ops, filter: &SessionFilter) -> Result<Vec<SessionRow>> {
     Ok(rows)
 }
 
+/// Fill each row's [`SessionRow::undelivered_notes`]: the notes its session
+/// never showed ([`crate::notes::never_shown`]), one read of its notes per
+/// row shown; `None` where they cannot be read (the list still shows).
+pub fn count_undelivered(op: &dyn Operator, rows: &mut [SessionRow]) {
+    for r in rows {
+        let s = SessionRef {
+            runtime_id: r.runtime_session_id.clone(),
+            external_id: r.external_session_id.clone(),
+            file: None,
+            ended_at: r.ended_at,
+        };
+        r.undelivered_notes = crate::notes::never_shown(op, &NotesOf::Session(s), None).ok().map(|n| n.len() as u64);
+    }
+}
+
 fn count(n: Option<u64>) -> String {
     n.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
 }
@@ -211,7 +231,8 @@ fn count(n: Option<u64>) -> String {
 fn print_table(rows: &[SessionRow], ids: &[String], wide: bool) -> Result<()> {
     let now = Timestamp::now();
     let aliases = rows.iter().any(|r| r.alias.is_some());
-    let mut header = vec!["ID", "AGENT", "KIND", "STARTED", "LAST ACTIVITY", "STATE", "TOOLS", "MODEL", "APPROVALS"];
+    let mut header =
+        vec!["ID", "AGENT", "KIND", "STARTED", "LAST ACTIVITY", "STATE", "TOOLS", "MODEL", "APPROVALS", "UNDELIVERED"];
     if aliases {
         header.push("ALIAS");
     }
@@ -230,6 +251,7 @@ fn print_table(rows: &[SessionRow], ids: &[String], wide: bool) -> Result<()> {
                 count(r.tool_calls),
                 count(r.model_calls),
                 count(r.pending_approvals),
+                count(r.undelivered_notes),
             ];
             if aliases {
                 row.push(clip(r.alias.as_deref().unwrap_or("-"), 24));
@@ -247,6 +269,7 @@ mod tests {
     use crate::operator::Mode;
     use crate::operator::memory::Memory;
     use preloop_shared::config::{Config, Env};
+    use preloop_shared::operator::ReceiptState;
     use std::sync::Arc;
 
     fn ops(mem: Memory) -> Ops {
@@ -266,5 +289,30 @@ mod tests {
         let ids = |f: &SessionFilter| rows(&ops, f).unwrap().into_iter().map(|r| r.id).collect::<Vec<_>>();
         assert_eq!(ids(&SessionFilter::default()), ["new", "mid", "old"]);
         assert_eq!(ids(&SessionFilter { active: true, ..SessionFilter::default() }), ["new", "old"]);
+    }
+
+    /// #33 part 3: each row counts the notes its session never showed, in
+    /// both modes (undeliverable and never carried; not pending, not shown).
+    #[test]
+    fn each_row_counts_its_undelivered_notes_in_both_modes() {
+        for mode in [Mode::Local, Mode::Server] {
+            let mem = Memory::new(mode)
+                .session("a", "r-a", 10)
+                .session("b", "r-b", 20)
+                .note("00000000000000a1", "a", ReceiptState::Pending, 5)
+                .note("00000000000000a2", "a", ReceiptState::Pending, 5)
+                .note("00000000000000a3", "a", ReceiptState::Delivered, 5)
+                .note("00000000000000a4", "b", ReceiptState::Pending, 5)
+                .undeliverable("00000000000000a1", "session_ended", 1)
+                .never_carried("00000000000000a3");
+            mem.end("a");
+            let ops = ops(mem);
+            let mut shown = rows(&ops, &SessionFilter::default()).unwrap();
+            count_undelivered(ops.op.as_ref(), &mut shown);
+            let counts: Vec<(&str, Option<u64>)> = shown.iter().map(|r| (r.id.as_str(), r.undelivered_notes)).collect();
+            assert_eq!(counts, [("a", Some(2)), ("b", Some(0))], "{mode:?}");
+            let v = serde_json::to_value(&shown[0]).unwrap();
+            assert_eq!(v["undelivered_notes"], serde_json::json!(2), "{mode:?}: the --json field");
+        }
     }
 }

@@ -31,8 +31,9 @@ pub struct PermissionAnswer {
     pub note: Option<Claimed>,
 }
 
-/// The hooks' mode: where their notes and checks go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// The hooks' mode: where their notes and checks go (also a session
+/// file's `mode`, where a word this build does not know reads as `Unknown`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HookMode {
     /// The local inbox under `$PRELOOP_HOME`.
@@ -41,6 +42,7 @@ pub enum HookMode {
     Server,
     /// The configuration cannot be used: no server is known and the local
     /// inbox is not assumed (gates answer by their fail policy).
+    #[serde(other)]
     Unknown,
 }
 

@@ -23,10 +23,11 @@
 //!   a note the server already recorded `delivered`.
 //! * A block holds 1 to 5 notes, oldest first, and a note body is never cut.
 
-use crate::backend::{Backend, Claimed, PermissionAnswer};
+use crate::backend::{Backend, Claimed, HookMode, PermissionAnswer};
 use crate::config::{Config, FailPolicy};
 use crate::error::Result;
 use crate::local::LocalInbox;
+pub use crate::log::NeverRead;
 use crate::registry::{Carrier, Does, HookDef, ServerClaim};
 use crate::render::{self, NoteElement};
 use crate::server::ServerBackend;
@@ -253,6 +254,8 @@ pub struct Engine {
     pub limit: CarrierLimit,
     /// Problems that did not change the answer, for the log.
     pub warnings: Vec<String>,
+    /// Set by a session's end: the notes it never showed, for the log line.
+    pub never_read: Option<NeverRead>,
     /// The input's transcript path, recorded at registration.
     transcript_path: Option<String>,
     /// The run's flow execution, read once ([`crate::config::execution_id`]).
@@ -278,12 +281,13 @@ impl Engine {
             session_id: session_id.to_string(),
             limit: def.limit,
             warnings: Vec::new(),
+            never_read: None,
             transcript_path: None,
             execution_id: crate::config::execution_id(),
         }
     }
 
-    pub fn mode(&self) -> crate::backend::HookMode {
+    pub fn mode(&self) -> HookMode {
         self.backend.mode()
     }
 
@@ -340,7 +344,7 @@ impl Engine {
         // "Lineage"); every registration records the harness process.
         let ancestry = crate::lineage::Ancestry::here(parent.is_none() && first_registration);
         let parent = parent.or_else(|| {
-            crate::lineage::find_parent(&self.config.home, &ancestry, self.mode().as_str(), own_runtime_id.as_deref())
+            crate::lineage::find_parent(&self.config.home, &ancestry, self.mode(), own_runtime_id.as_deref())
                 .map(|(p, _)| p)
         });
         let harness_process = ancestry.harness_process();
@@ -403,7 +407,7 @@ impl Engine {
             agent_kind: self.source(),
             cwd: existing.as_ref().and_then(|e| e.cwd.clone()).or(cwd.map(str::to_string)),
             external_session_id: self.session_id.clone(),
-            mode: "server".into(),
+            mode: HookMode::Server,
             alias: resp.alias.clone(),
             parent_session_id: resp.parent_session_id.clone(),
             title: existing.as_ref().and_then(|e| e.title.clone()),
@@ -715,19 +719,28 @@ impl Engine {
             ));
         }
         self.retry_owed(&state.owed_acks);
-        if !dropped.is_empty()
-            && let Err(e) = self.backend.ack(&AckRequest {
-                note_ids: dropped,
+        let mut never_read = NeverRead { count: uncarried.len() as u64, ids: uncarried.clone() };
+        if !dropped.is_empty() {
+            match self.backend.ack(&AckRequest {
+                note_ids: dropped.clone(),
                 session_id: self.session_id.clone(),
                 undeliverable_reason: Some(UndeliverableReason::SpoolDropped),
-            })
-        {
-            self.warnings.push(format!("spool_dropped ack failed: {e}"));
+            }) {
+                Ok(()) => {
+                    never_read.count += dropped.len() as u64;
+                    never_read.ids.extend(dropped);
+                }
+                // Still claimed: the end below marks them (session_ended) and counts them.
+                Err(e) => self.warnings.push(format!("spool_dropped ack failed: {e}")),
+            }
         }
         let resp = self.end_on_server(reason)?;
         if resp.marked > 0 {
             self.warnings.push(format!("{} note(s) marked undeliverable (session_ended)", resp.marked));
         }
+        never_read.count += resp.marked.max(0) as u64;
+        never_read.ids.extend(resp.marked_note_ids);
+        self.never_read = Some(never_read);
         if crate::ending::in_worker() && crate::ending::superseded(&self.config.home, &self.session_id) {
             // The session was started again while this worker ended it:
             // its files are the new run's now, and the end may have reached

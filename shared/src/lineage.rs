@@ -27,6 +27,7 @@
 //! not implemented: elsewhere than Linux nothing is recorded and no parent
 //! is found by ancestry.
 
+use crate::backend::HookMode;
 use crate::fsutil;
 use crate::process::HarnessProcess;
 use crate::session::{self, SessionFile};
@@ -236,7 +237,7 @@ fn read_owned(path: &Path) -> Option<String> {
 
 /// The live session of ours whose harness process is `p`: its index entry
 /// names it, its session file (ours, not ended, of `mode`) records `p`.
-pub fn session_of(home: &Path, p: &HarnessProcess, mode: &str) -> Option<SessionFile> {
+pub fn session_of(home: &Path, p: &HarnessProcess, mode: HookMode) -> Option<SessionFile> {
     let id = read_owned(&index_path(home, p))?;
     let path = session::session_file_path(home, &id);
     let owned = std::fs::symlink_metadata(&path).is_ok_and(|m| m.uid() == fsutil::euid());
@@ -251,7 +252,7 @@ pub fn session_of(home: &Path, p: &HarnessProcess, mode: &str) -> Option<Session
 pub fn find_parent(
     home: &Path,
     ancestry: &Ancestry,
-    mode: &str,
+    mode: HookMode,
     own: Option<&str>,
 ) -> Option<(String, HarnessProcess)> {
     ancestry.above_harness().find_map(|p| {
@@ -262,7 +263,7 @@ pub fn find_parent(
 /// The run a command was started from (the operator CLI run by a
 /// conductor's shell tool, with no `PRELOOP_PARENT_SESSION_ID`): the
 /// nearest of its ancestors that serves a live session of ours.
-pub fn enclosing_session(home: &Path, mode: &str) -> Option<SessionFile> {
+pub fn enclosing_session(home: &Path, mode: HookMode) -> Option<SessionFile> {
     let procs = Procs::system();
     let ancestors = procs.ancestors(std::process::id(), MAX_ANCESTORS, |_| false);
     let boot_id = procs.boot_id();
@@ -314,7 +315,7 @@ mod tests {
         Procs::at(dir)
     }
 
-    fn session(home: &Path, id: &str, runtime: &str, hp: Option<HarnessProcess>, mode: &str) {
+    fn session(home: &Path, id: &str, runtime: &str, hp: Option<HarnessProcess>, mode: HookMode) {
         let f = SessionFile {
             harness_process: hp.clone(),
             ..SessionFile::new(id, runtime, "codex_cli", mode, Timestamp::now())
@@ -369,16 +370,19 @@ mod tests {
         let dir = tempdir();
         let procs = fake_proc(&dir.path().join("proc"), TREE);
         let home = dir.path().join("home");
-        session(&home, "conductor", "11111111-1111-4111-8111-111111111111", Some(hp(110, 11)), "local");
+        session(&home, "conductor", "11111111-1111-4111-8111-111111111111", Some(hp(110, 11)), HookMode::Local);
         // A session of the terminal's shell further up does not win over the nearer one.
-        session(&home, "outer", "22222222-2222-4222-8222-222222222222", Some(hp(95, 6)), "local");
+        session(&home, "outer", "22222222-2222-4222-8222-222222222222", Some(hp(95, 6)), HookMode::Local);
         let a = Ancestry::of(&procs, 150, true);
-        let (parent, via) = find_parent(&home, &a, "local", None).unwrap();
+        let (parent, via) = find_parent(&home, &a, HookMode::Local, None).unwrap();
         assert_eq!(parent, "11111111-1111-4111-8111-111111111111");
         assert_eq!(via.pid, 110);
         // Never its own parent; another backend's session is not ours to name.
-        assert_eq!(find_parent(&home, &a, "local", Some(&parent)).unwrap().0, "22222222-2222-4222-8222-222222222222");
-        assert_eq!(find_parent(&home, &a, "server", None), None);
+        assert_eq!(
+            find_parent(&home, &a, HookMode::Local, Some(&parent)).unwrap().0,
+            "22222222-2222-4222-8222-222222222222"
+        );
+        assert_eq!(find_parent(&home, &a, HookMode::Server, None), None);
     }
 
     #[test]
@@ -386,8 +390,8 @@ mod tests {
         let dir = tempdir();
         let procs = fake_proc(&dir.path().join("proc"), TREE);
         let home = dir.path().join("home");
-        session(&home, "same-process", "33333333-3333-4333-8333-333333333333", Some(hp(130, 21)), "local");
-        assert_eq!(find_parent(&home, &Ancestry::of(&procs, 150, true), "local", None), None);
+        session(&home, "same-process", "33333333-3333-4333-8333-333333333333", Some(hp(130, 21)), HookMode::Local);
+        assert_eq!(find_parent(&home, &Ancestry::of(&procs, 150, true), HookMode::Local, None), None);
     }
 
     #[test]
@@ -397,19 +401,19 @@ mod tests {
         let home = dir.path().join("home");
         let a = Ancestry::of(&procs, 150, true);
         // Same pid, another start time: the conductor's process is gone, its pid reused.
-        session(&home, "gone", "44444444-4444-4444-8444-444444444444", Some(hp(110, 3)), "local");
-        assert_eq!(find_parent(&home, &a, "local", None), None);
+        session(&home, "gone", "44444444-4444-4444-8444-444444444444", Some(hp(110, 3)), HookMode::Local);
+        assert_eq!(find_parent(&home, &a, HookMode::Local, None), None);
         // Another machine sharing the home (another boot id).
         let other = HarnessProcess { boot_id: Some("boot-2".into()), ..hp(110, 11) };
-        session(&home, "elsewhere", "55555555-5555-4555-8555-555555555555", Some(other), "local");
-        assert_eq!(find_parent(&home, &a, "local", None), None);
+        session(&home, "elsewhere", "55555555-5555-4555-8555-555555555555", Some(other), HookMode::Local);
+        assert_eq!(find_parent(&home, &a, HookMode::Local, None), None);
         // The live conductor, then ended.
-        session(&home, "conductor", "11111111-1111-4111-8111-111111111111", Some(hp(110, 11)), "local");
-        assert!(find_parent(&home, &a, "local", None).is_some());
+        session(&home, "conductor", "11111111-1111-4111-8111-111111111111", Some(hp(110, 11)), HookMode::Local);
+        assert!(find_parent(&home, &a, HookMode::Local, None).is_some());
         let mut f = session::read_session_file(&home, "conductor").unwrap().unwrap();
         f.ended_at = Some(Timestamp::now());
         session::write_session_file(&home, &f).unwrap();
-        assert_eq!(find_parent(&home, &a, "local", None), None);
+        assert_eq!(find_parent(&home, &a, HookMode::Local, None), None);
     }
 
     #[test]

@@ -156,6 +156,9 @@ impl NoteRecord {
             }),
             cancelled_at: self.cancelled_at,
             expired_at: self.expired_at,
+            // The local inbox records a note delivered only once an output
+            // carried it.
+            never_carried: false,
         }
     }
 
@@ -655,7 +658,7 @@ impl Backend for LocalInbox {
                 &req.session_id,
                 &fsutil::uuid_v4(),
                 req.source.as_deref().unwrap_or_default(),
-                "local",
+                crate::backend::HookMode::Local,
                 now,
             ),
         };
@@ -781,10 +784,11 @@ impl Backend for LocalInbox {
     fn session_end(&self, req: &SessionEndRequest) -> Result<SessionEndResponse> {
         let _g = self.lock()?;
         let Some(mut file) = session::read_session_file(&self.home, &req.external_session_id)? else {
-            return Ok(SessionEndResponse { runtime_session_id: None, marked: 0 }); // §4.6 no-op
+            return Ok(SessionEndResponse { runtime_session_id: None, marked: 0, marked_note_ids: Vec::new() }); // §4.6 no-op
         };
         let now = Timestamp::now();
         let mut marked = 0;
+        let mut marked_note_ids = Vec::new();
         let sq = self.session_queue(&req.external_session_id);
         let cd = self.claimed_dir(&req.external_session_id);
         let ids: Vec<(PathBuf, String)> = fsutil::list_names(&sq)
@@ -804,6 +808,7 @@ impl Backend for LocalInbox {
                 note.runtime_session_id = Some(file.runtime_session_id.clone());
                 self.write_note(&note)?;
                 marked += 1;
+                marked_note_ids.push(id);
             }
             let _ = std::fs::remove_file(entry);
         }
@@ -812,7 +817,7 @@ impl Backend for LocalInbox {
             file.end_reason = Some(req.reason.clone());
             session::write_session_file(&self.home, &file)?;
         }
-        Ok(SessionEndResponse { runtime_session_id: Some(file.runtime_session_id), marked })
+        Ok(SessionEndResponse { runtime_session_id: Some(file.runtime_session_id), marked, marked_note_ids })
     }
 }
 
@@ -859,19 +864,16 @@ pub struct HookActivity {
     pub tool_calls: u64,
 }
 
-/// The hook log (`log/hooks.log` and its rotation), per harness session id.
-/// Lines are `<time> <harness> <event> mode=… session=<id> …`.
+/// The hook log (`log/hooks.log` and its rotation), per harness session id,
+/// read with [`crate::log::LogLine::parse`].
 pub fn hook_activity(home: &Path) -> std::collections::HashMap<String, HookActivity> {
     let mut out: std::collections::HashMap<String, HookActivity> = std::collections::HashMap::new();
     for name in ["hooks.log.1", "hooks.log"] {
         let Ok(text) = std::fs::read_to_string(home.join("log").join(name)) else { continue };
         for line in text.lines() {
-            let mut words = line.split(' ');
-            let Some(t) = words.next().and_then(Timestamp::parse) else { continue };
-            let event = words.nth(1).unwrap_or("");
-            let Some(sid) = line.split(' ').find_map(|w| w.strip_prefix("session=")).filter(|s| *s != "-") else {
-                continue;
-            };
+            let Some(entry) = crate::log::LogLine::parse(line) else { continue };
+            let (t, event) = (entry.at, entry.event);
+            let Some(sid) = entry.session() else { continue };
             let e = out.entry(sid.to_string()).or_insert(HookActivity { last: t, tool_calls: 0 });
             if t > e.last {
                 e.last = t;

@@ -114,6 +114,13 @@ pub struct Receipt {
     pub cancelled_at: Option<Timestamp>,
     #[serde(default)]
     pub expired_at: Option<Timestamp>,
+    /// Server mode, from this machine's session files: the server recorded
+    /// the note `delivered` when a hook claimed it, but no output of its
+    /// session carried it before the session ended (the one receipt that
+    /// over-reports, docs/guarantees.md "Once, per path"). Never sent by a
+    /// server; present in `--json` only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub never_carried: bool,
 }
 
 /// Every public note state (docs/contracts/preloop-server.md §8), as the
@@ -211,20 +218,6 @@ impl std::fmt::Display for ReceiptState {
     }
 }
 
-/// `receipt.state == "pending"` reads as the server's word (tests, and the
-/// checks that name a state the way the contract does).
-impl PartialEq<str> for ReceiptState {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for ReceiptState {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
 impl Receipt {
     /// A receipt that says only its id and state (the rest unknown).
     pub fn new(note_id: &str, state: ReceiptState) -> Receipt {
@@ -248,6 +241,7 @@ impl Receipt {
             undeliverable_reason: None,
             cancelled_at: None,
             expired_at: None,
+            never_carried: false,
         }
     }
 
@@ -261,6 +255,23 @@ impl Receipt {
     }
     pub fn is_final(&self) -> bool {
         self.is_delivered() || self.is_lost()
+    }
+    /// A note its session never showed the model (a run's end names them,
+    /// `notes list --undelivered`): `undeliverable` (its session ended
+    /// first: `session_ended`; or its carrier was dropped: `spool_dropped`),
+    /// or recorded `delivered` at a claim that no output carried
+    /// ([`Receipt::never_carried`]).
+    pub fn never_shown(&self) -> bool {
+        self.state == ReceiptState::Undeliverable || self.never_carried
+    }
+    /// Why [`Receipt::never_shown`]: the undeliverable reason, or
+    /// `never_carried`.
+    pub fn never_shown_reason(&self) -> &str {
+        if self.never_carried {
+            "never_carried"
+        } else {
+            self.undeliverable_reason.as_deref().unwrap_or("undeliverable")
+        }
     }
     /// The time of the latest transition.
     pub fn last_transition(&self) -> Option<Timestamp> {
@@ -308,6 +319,11 @@ pub struct SessionRow {
     pub model_calls: Option<u64>,
     /// Approvals waiting on a human (server mode).
     pub pending_approvals: Option<u64>,
+    /// Notes the session never showed its model ([`Receipt::never_shown`]),
+    /// counted by `sessions list` for the rows it shows; `None` where they
+    /// could not be read.
+    #[serde(default)]
+    pub undelivered_notes: Option<u64>,
     /// The harness transcript, when this machine has it.
     pub transcript_path: Option<String>,
 }
@@ -387,6 +403,7 @@ impl SessionRow {
             tool_calls: None,
             model_calls: None,
             pending_approvals: None,
+            undelivered_notes: None,
             transcript_path: f.transcript_path.clone(),
         }
     }
@@ -669,6 +686,7 @@ mod tests {
             tool_calls: None,
             model_calls: None,
             pending_approvals: None,
+            undelivered_notes: None,
             transcript_path: None,
         };
         let f = SessionFilter::default;

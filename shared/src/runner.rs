@@ -11,6 +11,8 @@
 
 use crate::config::{Config, Env, FailPolicy};
 use crate::flow::{Engine, Input, Outcome};
+/// The hook log's line lives with its writer and parser ([`crate::log`]).
+pub use crate::log::{LogLine, LogOutcome};
 use crate::registry::{Budget, Event, HookDef};
 use crate::wire::Decision;
 use serde::Serialize;
@@ -198,6 +200,7 @@ fn decide<A: Adapter>(
             };
             let out = A::render(event, &outcome);
             line.warnings.append(&mut engine.warnings);
+            line.never_read = engine.never_read.take();
             Ok((out, Some((engine, after))))
         }
         Err(e) => {
@@ -245,115 +248,4 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
         .or_else(|| p.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "panic".into());
     msg.chars().take(200).collect()
-}
-
-/// A value from outside (the harness's session id) as one word of the line:
-/// quoted and escaped as `warn=` is when it holds a space or a quote, so it
-/// cannot pass for another field.
-fn word(s: &str) -> String {
-    if s.is_empty() || s.chars().any(|c| c.is_whitespace() || c == '"' || c == '=') {
-        format!("{s:?}")
-    } else {
-        s.to_string()
-    }
-}
-
-/// How a hook ended, as its log line says (`outcome=`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LogOutcome {
-    /// Ran; nothing to show.
-    #[default]
-    Ok,
-    /// Its output carried notes.
-    Notes,
-    /// Its output denied the tool call.
-    Deny,
-    /// A server-mode SessionEnd handed to the detached worker.
-    Detached,
-    /// The engine panicked; the fallback answered.
-    Panic,
-    /// Not ours to answer (another hook's session, a sub-agent's turn end, ...).
-    StandDown,
-    /// A gate answered deny by its fail policy.
-    FailClosed,
-    /// A gate answered neutral by its fail policy.
-    FailOpen,
-    /// The event's neutral answer.
-    Neutral,
-    /// Started under a name that is no hook command.
-    UnknownCommand,
-}
-
-impl LogOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LogOutcome::Ok => "ok",
-            LogOutcome::Notes => "notes",
-            LogOutcome::Deny => "deny",
-            LogOutcome::Detached => "detached",
-            LogOutcome::Panic => "panic",
-            LogOutcome::StandDown => "stand_down",
-            LogOutcome::FailClosed => "fail_closed",
-            LogOutcome::FailOpen => "fail_open",
-            LogOutcome::Neutral => "neutral",
-            LogOutcome::UnknownCommand => "unknown-command",
-        }
-    }
-}
-
-/// One line of the hook log.
-#[derive(Default)]
-pub struct LogLine {
-    pub harness: &'static str,
-    pub event: &'static str,
-    /// None until the mode is known.
-    pub mode: Option<crate::backend::HookMode>,
-    pub session: Option<String>,
-    pub outcome: LogOutcome,
-    pub notes: Vec<String>,
-    pub millis: u128,
-    pub error: Option<String>,
-    pub warnings: Vec<String>,
-    /// Written by a detached SessionEnd worker (`<event>:detached`).
-    pub worker: bool,
-    /// The proxy the server calls go through (`proxy` in config.json),
-    /// without its credentials.
-    pub proxy: Option<String>,
-}
-
-impl LogLine {
-    /// `<time> <harness> <event> mode=.. session=.. outcome=.. notes=.. ms=.. [proxy=..] [error=..] [warn=..]`
-    pub fn render(&self) -> String {
-        let mut s = format!(
-            "{} {} {}{} mode={} session={} outcome={} notes={} ms={}",
-            crate::time::Timestamp::now().to_iso_z(),
-            self.harness,
-            self.event,
-            if self.worker { ":detached" } else { "" },
-            self.mode.map_or("-", crate::backend::HookMode::as_str),
-            self.session
-                .as_deref()
-                .map(|s| word(&s.chars().take(80).collect::<String>()))
-                .unwrap_or_else(|| "-".into()),
-            self.outcome.as_str(),
-            if self.notes.is_empty() { "-".into() } else { self.notes.join(",") },
-            self.millis
-        );
-        if let Some(p) = &self.proxy {
-            s.push_str(&format!(" proxy={}", word(p)));
-        }
-        if let Some(e) = &self.error {
-            s.push_str(&format!(" error={e:?}"));
-        }
-        for w in &self.warnings {
-            s.push_str(&format!(" warn={w:?}"));
-        }
-        s
-    }
-
-    /// Append the line to the hook log of `config` (which escapes the whole
-    /// line: [`crate::log::escape_line`]).
-    pub fn append(&self, config: &Config) {
-        crate::log::append(&config.log_dir(), config.settings.log_max_bytes, &self.render());
-    }
 }

@@ -8,6 +8,7 @@
 //!   first-prompt flag, the Stop-rescue count, the spool and acks still owed.
 //!   Changed only under `run/<id>.lock`, written by atomic rename.
 
+use crate::backend::HookMode;
 use crate::error::Result;
 use crate::fsutil::{self, LockGuard};
 use crate::render::NoteElement;
@@ -27,9 +28,10 @@ pub struct SessionFile {
     pub cwd: Option<String>,
     /// The harness's own session id (the file name).
     pub external_session_id: String,
-    /// `local` (embedded inbox) or `server`.
+    /// `local` (embedded inbox) or `server` (the default of a file that
+    /// names none).
     #[serde(default = "default_mode")]
-    pub mode: String,
+    pub mode: HookMode,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,7 +71,7 @@ impl SessionFile {
         external_session_id: &str,
         runtime_session_id: &str,
         agent_kind: &str,
-        mode: &str,
+        mode: HookMode,
         started_at: Timestamp,
     ) -> SessionFile {
         SessionFile {
@@ -78,7 +80,7 @@ impl SessionFile {
             agent_kind: agent_kind.into(),
             cwd: None,
             external_session_id: external_session_id.into(),
-            mode: mode.into(),
+            mode,
             alias: None,
             parent_session_id: None,
             title: None,
@@ -93,8 +95,8 @@ impl SessionFile {
     }
 }
 
-fn default_mode() -> String {
-    "server".into()
+fn default_mode() -> HookMode {
+    HookMode::Server
 }
 
 pub fn sessions_dir(home: &Path) -> PathBuf {
@@ -279,8 +281,24 @@ impl RunFiles {
 mod runtime_index_tests {
     use super::*;
 
+    /// `mode` is the enum, written as before: `local`/`server`; a file
+    /// that names none is a server-mode one (older files), and a word this
+    /// build does not know reads as `unknown` rather than losing the file.
+    #[test]
+    fn a_session_files_mode_reads_and_writes_as_its_word() {
+        let f = file("e1", "r1");
+        let v = serde_json::to_value(&f).unwrap();
+        assert_eq!(v["mode"], "local");
+        let mut old = v.clone();
+        old.as_object_mut().unwrap().remove("mode");
+        assert_eq!(serde_json::from_value::<SessionFile>(old).unwrap().mode, HookMode::Server);
+        let mut odd = v;
+        odd["mode"] = serde_json::json!("hybrid");
+        assert_eq!(serde_json::from_value::<SessionFile>(odd).unwrap().mode, HookMode::Unknown);
+    }
+
     fn file(external: &str, runtime: &str) -> SessionFile {
-        SessionFile::new(external, runtime, "claude_code", "local", Timestamp::now())
+        SessionFile::new(external, runtime, "claude_code", HookMode::Local, Timestamp::now())
     }
 
     #[test]

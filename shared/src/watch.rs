@@ -20,10 +20,12 @@
 //! Nothing is woken when no note is pending: a poll that claims nothing
 //! hands nothing over.
 
+use crate::backend::HookMode;
 use crate::config::Config;
 use crate::error::Error;
 use crate::flow::Engine;
 use crate::fsutil;
+use crate::log::{LogLine, LogOutcome};
 use crate::registry::HookDef;
 use crate::session;
 use crate::time::Timestamp;
@@ -197,27 +199,27 @@ pub fn jitter(d: Duration, on: bool) -> Duration {
     d.mul_f64(0.9 + 0.2 * r)
 }
 
-/// The watcher's one log line: `<time> <harness> Watch mode= session=
-/// outcome= notes= ms=` and `why=` where it stood down or stopped.
-pub fn log(config: &Config, harness: &str, session: Option<&str>, end: &End, started: Instant) {
+/// The watcher's one log line ([`crate::log::LogLine`], event `Watch`):
+/// outcome `notes`, `stand_down` or `stopped`, with `why=` where it stood
+/// down or stopped.
+pub fn log(config: &Config, harness: &'static str, session: Option<&str>, end: &End, started: Instant) {
     let (outcome, notes, why) = match end {
-        End::Delivered(ids) => ("notes", ids.join(","), None),
-        End::StandDown(w) => ("stand_down", String::new(), Some(w)),
-        End::Stopped(w) => ("stopped", String::new(), Some(w)),
+        End::Delivered(ids) => (LogOutcome::Notes, ids.clone(), None),
+        End::StandDown(w) => (LogOutcome::StandDown, Vec::new(), Some(w.clone())),
+        End::Stopped(w) => (LogOutcome::Stopped, Vec::new(), Some(w.clone())),
     };
-    let mut line = format!(
-        "{} {harness} Watch mode={} session={} outcome={} notes={} ms={}",
-        Timestamp::now().to_iso_z(),
-        if config.server.is_some() { "server" } else { "local" },
-        session.map(|s| s.chars().take(80).collect::<String>()).unwrap_or_else(|| "-".into()),
+    LogLine {
+        harness,
+        event: "Watch",
+        mode: Some(if config.server.is_some() { HookMode::Server } else { HookMode::Local }),
+        session: session.map(str::to_string),
         outcome,
-        if notes.is_empty() { "-".into() } else { notes },
-        started.elapsed().as_millis()
-    );
-    if let Some(w) = why {
-        line.push_str(&format!(" why={w:?}"));
+        notes,
+        millis: started.elapsed().as_millis(),
+        why,
+        ..LogLine::default()
     }
-    crate::log::append(&config.log_dir(), config.settings.log_max_bytes, &line);
+    .append(config);
 }
 
 /// SIGTERM, SIGINT and SIGHUP held off while alive (left pending: they act

@@ -177,4 +177,9 @@ pub struct SessionEndResponse {
     pub runtime_session_id: Option<String>,
     #[serde(default)]
     pub marked: i64,
+    /// The ids of the notes `marked` counts, where the answer names them:
+    /// the local inbox does; a Preloop server (0.17.1) answers the count
+    /// only (docs/contracts/preloop-server.md §4.6).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marked_note_ids: Vec<String>,
 }

@@ -10,6 +10,7 @@
 use crate::FakeServer;
 use crate::support::{Home, Run, context_of, ids_in, one_object, read_json, schemas_dir, validate};
 use preloop_shared::flow::Outcome;
+use preloop_shared::operator::ReceiptState;
 use preloop_shared::registry::Does;
 use preloop_shared::runner::Parsed;
 use serde_json::{Value, json};
@@ -413,7 +414,7 @@ pub fn local_after_tool_carries_what_the_gate_left<H: Hooks>(
 ) -> Value {
     let id = home.send(s, "mid-run note");
     assert_eq!(run_own::<H>(home, gate, s), None, "nothing decides, nothing is held");
-    assert_eq!(home.receipt(&id).state, "pending");
+    assert_eq!(home.receipt(&id).state, ReceiptState::Pending);
     let out = run_own::<H>(home, after, s).expect("the note");
     assert_eq!(ids_in(&context_of(&Some(out.clone())).unwrap()), vec![id.clone()]);
     assert_eq!(home.note_state(&id), ("delivered".into(), Some("pre_tool_use".into()), None));
@@ -443,7 +444,7 @@ pub fn local_stop_rescues_three_times<H: Hooks>(home: &Home, tag: &str, start: H
                 assert_eq!(ids_in(reason), vec![id.clone()]);
                 assert_eq!(home.receipt(&id).delivery_event.as_deref(), Some("stop"));
             }
-            None => assert_eq!(home.receipt(&id).state, "pending"),
+            None => assert_eq!(home.receipt(&id).state, ReceiptState::Pending),
         }
     }
     assert_eq!(rescued, 3, "our stop_rescue_cap");

@@ -340,6 +340,7 @@ impl Backend for MemoryBackend {
         st.ended = true;
         let rid = st.runtime_session_id.clone();
         Self::answer(&mut st, "session-end")?;
-        Ok(SessionEndResponse { runtime_session_id: Some(rid), marked })
+        // As a server answers: the count, not the ids.
+        Ok(SessionEndResponse { runtime_session_id: Some(rid), marked, marked_note_ids: Vec::new() })
     }
 }

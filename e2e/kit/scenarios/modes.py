@@ -45,6 +45,10 @@ class LocalMode(Scenario):
     def receipt_now(self, note_id):
         return self.sb.note_status(note_id)
 
+    def operator_env(self):
+        """What the operator CLI needs besides base_env(): nothing (the local inbox)."""
+        return {}
+
     def wait_receipt(self, note_id, states):
         return self.sb.wait_note_state(note_id, states, timeout=8.0)
 
@@ -115,6 +119,10 @@ class ServerMode(Scenario):
 
     def receipt_now(self, note_id):
         return self.server().receipt(note_id)
+
+    def operator_env(self):
+        """The operator CLI against this server: its URL and the human's user token."""
+        return {"PRELOOP_URL": self.PREREQ["creds"]["base_url"], "PRELOOP_USER_TOKEN": self.server().user_token}
 
     def wait_receipt(self, note_id, states):
         return self.server().wait_receipt(note_id, states, timeout=10.0)

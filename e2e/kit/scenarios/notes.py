@@ -1,6 +1,9 @@
 """NoteScenarios: the four conversations (a-d) every harness runs in every mode, written once
 against the harness mixin's turns (shell_turn, text_turn, run_turns) and marker search."""
 
+import os
+import time
+
 from ..common import new_session_id, shorten
 from .base import Scenario
 
@@ -107,6 +110,40 @@ class NoteScenarios(Scenario):
         self.check(self.landings(run.requests, tok_a), "the rescued note (prerequisite) is in no request")
         self.check_receipt(note_a, "delivered", event="stop")
         self.check_receipt(note_b, "undeliverable", reason="session_ended")
+        self.check_run_end_names(note_b, body_b, note_a)
+
+    def check_run_end_names(self, unread, body, shown):
+        """#33 part 3: the run's end names the note it never read, where the operator looks:
+        `notes list --undelivered --session` (with its text, not the note it showed),
+        `sessions list`'s count (`undelivered_notes`) and the hook log's session-end line
+        (`never_read=`, never the text); the same in both modes."""
+        sid = self.run_result.session_id
+        env = self.operator_env()
+        listed = self.sb.cli_json("notes", "list", "--undelivered", "--session", sid, "--json", env=env)
+        ids = [n.get("note_id") for n in listed.get("notes") or []]
+        self.check(unread in ids and shown not in ids,
+                   "`notes list --undelivered --session %s` lists %r, want %s and not %s" % (sid, ids, unread, shown))
+        hit = next((n for n in listed.get("notes") or [] if n.get("note_id") == unread), {})
+        self.check(hit.get("text") == body and hit.get("undeliverable_reason") == "session_ended",
+                   "`notes list --undelivered` shows %r, want its text and session_ended" % (hit,))
+        rows = self.sb.cli_json("sessions", "list", "--json", env=env).get("sessions") or []
+        row = next((r for r in rows if sid in (r.get("id"), r.get("external_session_id"))), None)
+        self.check(row is not None and row.get("undelivered_notes") == 1,
+                   "`sessions list --json` row of %s: %r, want undelivered_notes 1" % (sid, row))
+        # The SessionEnd line (a detached worker may write it a moment after the end).
+        log_path = os.path.join(self.sb.preloop_home, "log", "hooks.log")
+        end_line = None
+        for _ in range(50):
+            lines = []
+            if os.path.exists(log_path):
+                with open(log_path, encoding="utf-8") as f:
+                    lines = f.read().splitlines()
+            end_line = next((l for l in reversed(lines) if "never_read=" in l), None)
+            if end_line:
+                break
+            time.sleep(0.1)
+        self.check(end_line and " never_read=1 " in end_line + " " and body not in end_line,
+                   "the hook log's session-end line names no unread note: %r" % (end_line,))
 
 
 def _landing_order(h):

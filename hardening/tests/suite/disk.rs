@@ -9,6 +9,7 @@
 
 use crate::common::*;
 use preloop_shared::Harness;
+use preloop_shared::operator::ReceiptState;
 use preloop_testkit::FakeServer;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
@@ -106,11 +107,11 @@ fn read_only_home_local() {
     let outs = every_hook(&home, &session, &read_only(&home.dir));
     assert_neutral(&outs);
     assert_eq!(snapshot(&home.dir), before, "nothing changed on the read-only home");
-    assert_eq!(home.receipt(&id).state, "pending", "the note waits for a writable hook");
+    assert_eq!(home.receipt(&id).state, ReceiptState::Pending, "the note waits for a writable hook");
     // Writable again: the note is carried.
     let (out, _) = home.hook(&hook(Harness::ClaudeCode, "UserPromptSubmit"), &session);
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
-    assert_eq!(home.receipt(&id).state, "delivered");
+    assert_eq!(home.receipt(&id).state, ReceiptState::Delivered);
 }
 
 #[test]
@@ -209,7 +210,7 @@ fn garbage_run_state_and_session_file() {
             outs.iter().flat_map(|(_, o)| context_of(o).map(|c| ids_in(&c)).unwrap_or_default()).collect();
         let st = home.receipt(&id).state;
         assert!(carried.iter().filter(|c| *c == &id).count() <= 1);
-        assert_eq!(st == "delivered", carried.contains(&id), "{garbage:?}: delivered iff carried ({st})");
+        assert_eq!(st == ReceiptState::Delivered, carried.contains(&id), "{garbage:?}: delivered iff carried ({st})");
         assert!(!home.log().contains("outcome=panic"));
     }
 }

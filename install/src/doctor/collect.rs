@@ -267,7 +267,10 @@ fn state(config: &Config) -> StateReport {
     }
     if config.is_local() && !config.mode_unknown {
         let ib = preloop_shared::local::LocalInbox::new(&config.home, config.settings.note_ttl_secs);
-        s.inbox_pending = ib.list().ok().map(|l| l.iter().filter(|n| n.state == "pending").count());
+        s.inbox_pending = ib
+            .list()
+            .ok()
+            .map(|l| l.iter().filter(|n| n.state == preloop_shared::operator::ReceiptState::Pending).count());
     }
     s
 }

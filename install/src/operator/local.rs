@@ -48,7 +48,7 @@ impl Operator for Local {
         }
         let server_runs = session::all_session_files(&self.config.home)
             .iter()
-            .filter(|f| f.mode == Mode::Server.as_str() && f.ended_at.is_none())
+            .filter(|f| f.mode == Mode::Server.hooks() && f.ended_at.is_none())
             .count();
         (server_runs > 0).then(|| {
             format!(

@@ -59,6 +59,7 @@ impl Memory {
             tool_calls: None,
             model_calls: None,
             pending_approvals: None,
+            undelivered_notes: None,
             transcript_path: None,
         };
         self.state().sessions.push(row);
@@ -69,6 +70,34 @@ impl Memory {
     pub fn note(self, id: &str, session: &str, state: ReceiptState, age_secs: i64) -> Memory {
         let r = receipt(id, Some(session), state, Timestamp::now().add_secs(-age_secs));
         self.state().notes.push(r);
+        self
+    }
+
+    /// `session` was started by the session with runtime id `parent`.
+    pub fn child_of(self, session: &str, parent: &str) -> Memory {
+        for s in self.state().sessions.iter_mut().filter(|s| s.id == session) {
+            s.parent_session_id = Some(parent.to_string());
+        }
+        self
+    }
+
+    /// `note` ended undeliverable for `reason`, `age_secs` ago.
+    pub fn undeliverable(self, note: &str, reason: &str, age_secs: i64) -> Memory {
+        for n in self.state().notes.iter_mut().filter(|n| n.note_id == note) {
+            n.state = ReceiptState::Undeliverable;
+            n.undeliverable_reason = Some(reason.to_string());
+            n.undeliverable_at = Some(Timestamp::now().add_secs(-age_secs));
+        }
+        self
+    }
+
+    /// `note` was recorded delivered but no output carried it (what the
+    /// server mode's session files add, [`Receipt::never_carried`]).
+    pub fn never_carried(self, note: &str) -> Memory {
+        for n in self.state().notes.iter_mut().filter(|n| n.note_id == note) {
+            n.state = ReceiptState::Delivered;
+            n.never_carried = true;
+        }
         self
     }
 
@@ -210,6 +239,23 @@ impl Operator for Memory {
             }
             NotesOf::NotStarted(id) => {
                 st.notes.iter().filter(|n| n.external_session_id.as_deref() == Some(id.as_str())).cloned().collect()
+            }
+            NotesOf::Children { parent, latest } => {
+                let mut kids: Vec<&SessionRow> = st
+                    .sessions
+                    .iter()
+                    .filter(|s| s.parent_session_id.as_deref() == Some(parent.runtime_id.as_str()))
+                    .collect();
+                kids.sort_by_key(|s| std::cmp::Reverse(s.started_at));
+                if *latest {
+                    kids.truncate(1);
+                }
+                let ids: Vec<&str> = kids.iter().map(|s| s.id.as_str()).collect();
+                st.notes
+                    .iter()
+                    .filter(|n| n.external_session_id.as_deref().is_some_and(|s| ids.contains(&s)))
+                    .cloned()
+                    .collect()
             }
             _ => Vec::new(),
         })

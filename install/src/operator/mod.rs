@@ -51,6 +51,14 @@ impl Mode {
         }
     }
 
+    /// The hooks' mode of the same name (a session file's `mode`).
+    pub fn hooks(self) -> preloop_shared::backend::HookMode {
+        match self {
+            Mode::Local => preloop_shared::backend::HookMode::Local,
+            Mode::Server => preloop_shared::backend::HookMode::Server,
+        }
+    }
+
     /// Where the sessions this mode knows are: said after "not known".
     pub fn where_known(self) -> &'static str {
         match self {

@@ -56,6 +56,9 @@ impl Server {
         receipts
     }
 
+    /// Also marks [`Receipt::never_carried`]: a `delivered` note whose
+    /// session file here names it uncarried at the session's end (the
+    /// server has no word for it, docs/contracts/preloop-server.md §4.6).
     fn fill_in(&self, receipts: &mut [Receipt]) {
         let files = super::files_by_runtime(&self.config.home);
         for r in receipts {
@@ -65,6 +68,8 @@ impl Server {
                     r.harness = Harness::from_source(&f.agent_kind).map(|h| h.slug().to_string());
                 }
             }
+            r.never_carried =
+                r.state == ReceiptState::Delivered && files.values().any(|f| f.uncarried_notes.contains(&r.note_id));
         }
     }
 
@@ -145,7 +150,7 @@ impl Server {
         }
         let mut files: Vec<SessionFile> = preloop_shared::session::all_session_files(&self.config.home)
             .into_iter()
-            .filter(|f| f.mode == Mode::Server.as_str())
+            .filter(|f| f.mode == Mode::Server.hooks())
             .collect();
         files.sort_by_key(|f| std::cmp::Reverse(f.started_at));
         for f in files.iter().take(5) {
@@ -314,8 +319,22 @@ impl Operator for Server {
                 for ag in self.api.agents()?.items {
                     out.extend(self.list("agent_id", ag.id, state)?);
                 }
+                // `note_count` counts only the states that steer (pending,
+                // claimed, delivered, acknowledged: docs/contracts/preloop-server.md
+                // §5.7): a session it shows 0 may still hold undeliverable,
+                // expired or cancelled notes, so it is skipped only for a
+                // state it counts.
+                let counted = state.is_some_and(|st| {
+                    matches!(
+                        st,
+                        ReceiptState::Pending
+                            | ReceiptState::Claimed
+                            | ReceiptState::Delivered
+                            | ReceiptState::Acknowledged
+                    )
+                });
                 for s in self.every_session()? {
-                    if s.managed_agent_id.is_none() && s.note_count != Some(0) {
+                    if s.managed_agent_id.is_none() && !(counted && s.note_count == Some(0)) {
                         out.extend(self.list("runtime_session_id", s.id, state)?);
                     }
                 }
@@ -412,7 +431,7 @@ impl Operator for Server {
         let file = super::local_file(&self.config.home, id);
         let candidates: Vec<String> = file
             .iter()
-            .filter(|f| f.mode == Mode::Server.as_str())
+            .filter(|f| f.mode == Mode::Server.hooks())
             .map(|f| f.runtime_session_id.clone())
             .chain(is_uuid(id).then(|| id.to_string()))
             .collect();
@@ -498,6 +517,7 @@ pub fn row_of(i: &RuntimeSessionItem, file: Option<&SessionFile>, now: Timestamp
         // through hooks alone reports 0, which means "not counted".
         model_calls: i.total_requests.filter(|&n| n > 0),
         pending_approvals: i.pending_approval_count,
+        undelivered_notes: None,
         transcript_path: file.and_then(|f| f.transcript_path.clone()),
     }
 }

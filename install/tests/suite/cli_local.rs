@@ -5,6 +5,7 @@
 use crate::common::*;
 use preloop_shared::backend::Backend;
 use preloop_shared::local::LocalInbox;
+use preloop_shared::operator::ReceiptState;
 use preloop_shared::wire::{DeliveryEvent, PendingRequest, SessionEndRequest, SessionStartRequest};
 use serde_json::Value;
 use std::path::Path;
@@ -121,7 +122,7 @@ fn send_wait(e: &Env, session: &str, wait: &str) -> std::process::Child {
 /// two finds the queue empty.
 fn pending_id(e: &Env) -> String {
     preloop_testkit::support::wait_for(Duration::from_secs(5), "a queued pending note", || {
-        let id = e.inbox().list().unwrap().into_iter().find(|n| n.state == "pending").map(|n| n.note_id)?;
+        let id = e.inbox().list().unwrap().into_iter().find(|n| n.state == ReceiptState::Pending).map(|n| n.note_id)?;
         let queued = std::fs::read_dir(e.home.join("inbox/queue/session"))
             .ok()?
             .flatten()

@@ -527,13 +527,17 @@ fn attach_shows_the_history_in_time_order_and_the_end_once() {
     let (out, ev) = attach_events(child, stdin, 15);
     let kinds: Vec<&str> = shown(&ev).iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds[..3], ["prompt", "note_sent", "model_call"], "{out}");
-    let history: Vec<&Value> = shown(&ev).into_iter().filter(|e| e["kind"] != "session_ended").collect();
+    let history: Vec<&Value> =
+        shown(&ev).into_iter().filter(|e| e["kind"] != "session_ended" && e["kind"] != "note_undelivered").collect();
     let times: Vec<&str> = history.iter().map(|e| e["at"].as_str().unwrap()).collect();
     let mut sorted = times.clone();
     sorted.sort_by_key(|t| preloop_shared::time::Timestamp::parse(t));
     assert_eq!(times, sorted, "in time order: {out}");
     assert_eq!(ends(&ev), 1, "{out}");
-    assert_eq!(ev.last().unwrap()["kind"], "session_ended", "the end comes last: {out}");
+    // The end comes last, then the note it never read (#33 part 3).
+    let tail: Vec<&str> = ev[ev.len() - 2..].iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(tail, ["session_ended", "note_undelivered"], "{out}");
+    assert_eq!(ev.last().unwrap()["text"], "in between", "{out}");
 }
 
 // ----- server mode (the loopback fake) ------------------------------------
@@ -904,4 +908,119 @@ fn doctor_and_install_end_quietly_on_a_closed_pipe() {
         assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
         assert_ne!(code(&o), 101, "{args:?}: {}", stderr(&o));
     }
+}
+
+/// What a plain `sessions attach` of an ended session prints, stdin closed.
+fn attach_ended(w: &World, id: &str) -> String {
+    let mut child = attach(w, id, false);
+    drop(child.stdin.take());
+    assert!(wait_exit(&mut child, 20).is_some_and(|s| s.success()), "attach exits on an ended session");
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    out
+}
+
+/// #33 part 3 (K2, D-1), through the real CLI in both modes: a run's end
+/// names what it never read. A note pending at the end is listed by
+/// `notes list --undelivered` (one session, a conductor's children, every
+/// recent one: with its text), counted by `sessions list` (UNDELIVERED,
+/// `undelivered_notes`) and printed by `sessions attach` after the end; in
+/// server mode a note recorded delivered that no output carried
+/// (the session file's `uncarried_notes`) is named too, `never_carried`.
+#[test]
+fn a_runs_end_names_what_it_never_read_in_both_modes() {
+    // Local inbox.
+    let w = World::local("op-unread-local");
+    let cond = start_local(&w, "boss", None, None, None);
+    start_local(&w, "kid", Some(&cond), None, None);
+    start_local(&w, "calm", None, None, None);
+    let id = w.json(&["notes", "send", "--session", "kid", "--json", "Use \u{1b}[31mstaging"])["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    w.inbox().session_end(&SessionEndRequest { external_session_id: "kid".into(), reason: "exit".into() }).unwrap();
+    check_unread(&w, "kid", "boss", &id, "session_ended", "Use \\e[31mstaging");
+
+    // A Preloop server (the fake one, its routes as docs/contracts/preloop-server.md §5.2).
+    let s = FakeServer::start();
+    let w = World::server("op-unread-server", &s);
+    let cond = start_server(&s, &w, "boss", None, None);
+    start_server(&s, &w, "kid", Some(&cond), None);
+    start_server(&s, &w, "calm", None, None);
+    // One claimed at once (recorded delivered) that no output carried.
+    let shown = w.json(&["notes", "send", "--session", "kid", "--json", "claimed, never carried"])["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let claimed = hook(&s, "notes/pending", json!({"event": "pre_tool_use", "session_id": "kid", "channel": "hook"}));
+    assert_eq!(claimed["notes"][0]["note_id"], shown.as_str(), "{claimed}");
+    assert_eq!(w.json(&["notes", "status", &shown, "--json"])["state"], "delivered");
+    let id = w.json(&["notes", "send", "--session", "kid", "--json", "Use \u{1b}[31mstaging"])["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    hook(&s, "session-end", json!({"external_session_id": "kid", "reason": "exit"}));
+    // What the hooks' SessionEnd writes on this machine (D-1).
+    let path = w.home.join("sessions/kid.json");
+    let mut file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    file["uncarried_notes"] = json!([shown]);
+    std::fs::write(&path, file.to_string()).unwrap();
+    check_unread(&w, "kid", "boss", &id, "session_ended", "Use \\e[31mstaging");
+    let l = w.json(&["notes", "list", "--undelivered", "--session", "kid", "--json"]);
+    let never = l["notes"].as_array().unwrap().iter().find(|n| n["note_id"] == shown.as_str()).cloned();
+    assert_eq!(never.as_ref().map(|n| n["never_carried"].clone()), Some(json!(true)), "{l:#}");
+    assert_eq!(w.json(&["notes", "status", &shown, "--json"])["never_carried"], true);
+    let row = w.json(&["sessions", "list", "--json"])["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "kid")
+        .cloned()
+        .unwrap();
+    assert_eq!(row["undelivered_notes"], 2, "undeliverable and never carried: {row:#}");
+    let out = attach_ended(&w, "kid");
+    assert!(
+        out.contains(&format!("never read  {shown}  delivered  \"claimed, never carried\"  (never_carried)")),
+        "{out}"
+    );
+}
+
+/// The checks of [`a_runs_end_names_what_it_never_read_in_both_modes`] for
+/// one mode: session `kid` (a child of `boss`) ended with note `id` unread.
+fn check_unread(w: &World, kid: &str, boss: &str, id: &str, why: &str, shown_text: &str) {
+    for args in [
+        vec!["notes", "list", "--undelivered", "--session", kid, "--json"],
+        vec!["notes", "list", "--undelivered", "--children", "all", "--parent", boss, "--json"],
+        vec!["notes", "list", "--undelivered", "--json"],
+    ] {
+        let l = w.json(&args);
+        check_schema("notes-list.schema.json", &l);
+        let n = l["notes"].as_array().unwrap().iter().find(|n| n["note_id"] == id).cloned();
+        let n = n.unwrap_or_else(|| panic!("{args:?}: {l:#}"));
+        assert_eq!((n["state"].as_str(), n["undeliverable_reason"].as_str()), (Some("undeliverable"), Some(why)));
+        assert_eq!(n["text"], "Use \u{1b}[31mstaging", "{args:?}: with its text");
+    }
+    let o = w.run(&["notes", "list", "--undelivered", "--session", kid]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(id) && stdout(&o).contains(shown_text) && !stdout(&o).contains('\u{1b}'),
+        "{}",
+        stdout(&o)
+    );
+    let o = w.run(&["notes", "list", "--undelivered", "--session", "calm"]);
+    assert_eq!(stdout(&o).trim(), "no undelivered notes");
+    assert_eq!(code(&w.run(&["notes", "list", "--undelivered", "--state", "pending", "--all"])), 2, "one filter");
+    let all = w.json(&["sessions", "list", "--json"]);
+    check_schema("sessions.schema.json", &all);
+    let count = |s: &str| {
+        all["sessions"].as_array().unwrap().iter().find(|r| r["id"] == s).map(|r| r["undelivered_notes"].clone())
+    };
+    assert!(count(kid).is_some_and(|c| c.as_u64() >= Some(1)), "{all:#}");
+    assert_eq!(count("calm"), Some(json!(0)));
+    let o = w.run(&["sessions", "list"]);
+    assert!(stdout(&o).lines().next().unwrap().contains("UNDELIVERED"), "{}", stdout(&o));
+    let out = attach_ended(w, kid);
+    assert!(out.contains("the session ended;") && out.contains("never showed follow"), "{out}");
+    assert!(out.contains(&format!("never read  {id}  undeliverable  \"{shown_text}\"  ({why})")), "{out}");
+    assert!(!out.contains('\u{1b}'), "{out:?}");
 }

@@ -746,6 +746,12 @@ fn d1_immediate_claims_no_output_carried_are_recorded_at_session_end() {
     e.finish(after, true);
     let named: Vec<&String> = e.warnings.iter().filter(|w| w.contains("never carried")).collect();
     assert_eq!(named.len(), 3, "{:?}", e.warnings);
+    // #33 part 3: the end's log line names them (ids, never text).
+    assert_eq!(
+        e.never_read,
+        Some(preloop_shared::flow::NeverRead { count: 3, ids: ids[2..].to_vec() }),
+        "the session-end line names what it never read"
+    );
     let file = preloop_shared::session::read_session_file(&rig.home.dir, &rig.session).unwrap().unwrap();
     assert!(file.ended_at.is_some());
     assert_eq!(file.uncarried_notes, ids[2..].to_vec());

@@ -1,6 +1,7 @@
 //! The Claude Code hook binaries on the embedded local inbox (no server).
 
 use crate::common::*;
+use preloop_shared::operator::ReceiptState;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 
@@ -45,9 +46,13 @@ fn a_note_travels_start_tool_stop_and_end() {
     let mut active = payload("Stop", S);
     active["stop_hook_active"] = json!(true);
     assert_eq!(run("Stop", home.path(), &[], &active), None, "no second continuation in a row");
-    assert_eq!(home.receipt(&too_late).state, "pending");
+    assert_eq!(home.receipt(&too_late).state, ReceiptState::Pending);
     assert_eq!(hook(&home, "SessionEnd", S), None);
     assert_eq!(home.note_state(&too_late), ("undeliverable".into(), None, Some("session_ended".into())));
+    // #33 part 3: the end's log line names it (the local inbox answers the ids).
+    let end = home.log().lines().find(|l| l.contains(" SessionEnd ")).map(str::to_string).unwrap_or_default();
+    assert!(end.contains(&format!(" never_read=1 never_read_ids={too_late}")), "{end}");
+    assert!(!end.contains("and the docs"), "never a note's text: {end}");
     assert!(!home.path().join("run").join(format!("{S}.json")).exists(), "session state cleaned");
 }
 
@@ -62,7 +67,7 @@ fn stop_rescue_is_capped_at_three_per_session() {
         }
     }
     assert_eq!(continued, 3);
-    let pending = home.inbox().list().unwrap().into_iter().filter(|n| n.state == "pending").count();
+    let pending = home.inbox().list().unwrap().into_iter().filter(|n| n.state == ReceiptState::Pending).count();
     assert_eq!(pending, 2, "past the cap notes wait (for a tool call or the session end)");
 }
 
@@ -148,7 +153,7 @@ fn sixteen_parallel_pre_tool_use_hooks_deliver_each_note_exactly_once() {
     want.sort();
     assert_eq!(got, want, "each note in exactly one output");
     for id in &sent {
-        assert_eq!(home.receipt(id).state, "delivered");
+        assert_eq!(home.receipt(id).state, ReceiptState::Delivered);
     }
 }
 
@@ -175,7 +180,7 @@ fn concurrent_stops_never_exceed_the_rescue_cap() {
         .filter(|o| context(&check_contract("Stop", o)).is_some())
         .count();
     assert_eq!(continued, 3);
-    let delivered = home.inbox().list().unwrap().into_iter().filter(|n| n.state == "delivered").count();
+    let delivered = home.inbox().list().unwrap().into_iter().filter(|n| n.state == ReceiptState::Delivered).count();
     assert_eq!(delivered, 15, "3 continuations of 5 notes each");
 }
 
@@ -253,7 +258,7 @@ fn cursor_payloads_touch_nothing() {
     let mut v = payload("PreToolUse", S);
     v["cursor_version"] = json!("2026.10.01-e373342");
     assert_eq!(run("PreToolUse", home.path(), &[], &v), None);
-    assert_eq!(home.receipt(&id).state, "pending");
+    assert_eq!(home.receipt(&id).state, ReceiptState::Pending);
     assert!(home.log().contains("outcome=stand_down"));
 }
 
@@ -265,11 +270,11 @@ fn a_block_past_the_carrier_limit_is_split_at_note_boundaries() {
     let ctx = context(&out).unwrap();
     assert!(ctx.chars().count() <= 10_000, "Claude shows 10,000 characters inline");
     assert_eq!(ids_in(&ctx), ids[..2].to_vec(), "oldest first, whole notes only");
-    assert_eq!(home.receipt(&ids[2]).state, "claimed", "the rest waits in the spool, claimed");
+    assert_eq!(home.receipt(&ids[2]).state, ReceiptState::Claimed, "the rest waits in the spool, claimed");
     let out = hook(&home, "PreToolUse", S);
     assert_eq!(ids_in(&context(&out).unwrap()), vec![ids[2].clone()], "the next carrying hook takes the spool");
     for id in &ids {
-        assert_eq!(home.receipt(id).state, "delivered");
+        assert_eq!(home.receipt(id).state, ReceiptState::Delivered);
     }
 }
 

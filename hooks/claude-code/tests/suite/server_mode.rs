@@ -121,6 +121,17 @@ fn session_end_fails_pending_notes_as_session_ended() {
         vec![json!({"external_session_id": S, "reason": "other"})]
     );
     assert_eq!(server.note_state(&note), ("undeliverable".into(), None, Some("session_ended".into())));
+    // #33 part 3: the server answers how many it marked, not which: the
+    // end's log line counts it, and `+1` says one the hook cannot name.
+    let end = home
+        .log()
+        .lines()
+        .rev()
+        .find(|l| l.contains(" SessionEnd") && !l.contains("outcome=detached"))
+        .map(str::to_string)
+        .unwrap_or_default();
+    assert!(end.contains(" never_read=1 never_read_ids=+1"), "{end}");
+    assert!(!end.contains("too late"), "never a note's text: {end}");
 }
 
 #[test]
@@ -143,6 +154,14 @@ fn deferred_spooled_notes_are_carried_then_acked_or_reported_dropped() {
     let c = spool_a_claimed_note(&home, &server, "spooled C", 0);
     run_s("SessionEnd", &home, &server, &[], &payload("SessionEnd", S));
     assert_eq!(server.receipt(&c)["undeliverable_reason"], "spool_dropped");
+    let end = home
+        .log()
+        .lines()
+        .rev()
+        .find(|l| l.contains(" SessionEnd") && !l.contains("outcome=detached"))
+        .map(str::to_string)
+        .unwrap_or_default();
+    assert!(end.contains(&format!(" never_read=1 never_read_ids={c}")), "the end names what it dropped: {end}");
 }
 
 /// Send a note to session `S`, claim it with deferral on the hook route (as

@@ -4,6 +4,7 @@
 //! the fake server.
 
 use crate::common::*;
+use preloop_shared::operator::ReceiptState;
 use preloop_testkit::fake_server::FakeServer;
 use serde_json::{Value, json};
 use std::fs::File;
@@ -125,12 +126,12 @@ fn the_receipt_turns_delivered_only_after_the_block_is_flushed() {
     wait_locked(&home, S, &w);
     let note = home.send(S, "Hold the release.");
     let until = Instant::now() + Duration::from_secs(3);
-    while home.receipt(&note).state == "pending" && Instant::now() < until {
+    while home.receipt(&note).state == ReceiptState::Pending && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(10));
     }
     // Claimed, and the write is stuck: not delivered yet.
     std::thread::sleep(Duration::from_millis(400));
-    assert_eq!(home.receipt(&note).state, "claimed", "no ack before the output is flushed");
+    assert_eq!(home.receipt(&note).state, ReceiptState::Claimed, "no ack before the output is flushed");
     assert!(w.try_wait().unwrap().is_none());
     let reader = std::thread::spawn(move || {
         let mut all = Vec::new();
@@ -140,7 +141,7 @@ fn the_receipt_turns_delivered_only_after_the_block_is_flushed() {
     assert_eq!(wait_exit(&mut w, Duration::from_secs(3)).and_then(|s| s.code()), Some(2));
     let err = reader.join().unwrap();
     assert_eq!(ids_in(&err), vec![note.clone()]);
-    assert_eq!(home.receipt(&note).state, "delivered");
+    assert_eq!(home.receipt(&note).state, ReceiptState::Delivered);
 }
 
 #[test]
@@ -151,10 +152,10 @@ fn a_failed_write_puts_the_note_back_for_the_next_hook() {
     wait_locked(&home, S, &w);
     let note = home.send(S, "Use the staging DB.");
     assert_eq!(wait_exit(&mut w, Duration::from_secs(3)).and_then(|s| s.code()), Some(0), "no wake without the output");
-    assert_eq!(home.receipt(&note).state, "claimed");
+    assert_eq!(home.receipt(&note).state, ReceiptState::Claimed);
     let out = hook(&home, "PreToolUse", S);
     assert_eq!(ids_in(&context(&out).unwrap()), vec![note.clone()], "carried from the spool");
-    assert_eq!(home.receipt(&note).state, "delivered");
+    assert_eq!(home.receipt(&note).state, ReceiptState::Delivered);
 }
 
 #[test]
@@ -206,7 +207,7 @@ fn headless_runs_and_watch_off_exit_at_once() {
         assert_eq!(stderr_of(&mut w), "");
         assert!(!lock_file(&home, S).exists(), "{env:?}: no lock taken");
     }
-    assert_eq!(home.receipt(&note).state, "pending", "nothing claimed");
+    assert_eq!(home.receipt(&note).state, ReceiptState::Pending, "nothing claimed");
 }
 
 #[test]
@@ -288,7 +289,7 @@ fn a_stop_rescue_and_the_watcher_never_deliver_the_same_note_twice() {
         let mut all = by_stop.clone();
         all.extend(by_watch.clone());
         assert_eq!(all, vec![note.clone()], "exactly one carrier (stop {by_stop:?}, watcher {by_watch:?})");
-        assert_eq!(home.receipt(&note).state, "delivered");
+        assert_eq!(home.receipt(&note).state, ReceiptState::Delivered);
     }
 }
 

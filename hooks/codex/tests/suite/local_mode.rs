@@ -3,6 +3,7 @@
 
 use crate::common::*;
 use preloop_codex::Event;
+use preloop_shared::operator::ReceiptState;
 use preloop_testkit::hooks;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -84,13 +85,13 @@ fn first_prompt_titles_the_session_and_prompts_carry_notes() {
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
     assert_eq!(out.unwrap().pointer("/hookSpecificOutput/hookEventName"), Some(&json!("UserPromptSubmit")));
     assert_eq!(title(&home).as_deref(), Some("Fix the flaky parser test and more"), "only the first prompt titles");
-    assert_eq!(home.receipt(&id).state, "delivered");
+    assert_eq!(home.receipt(&id).state, ReceiptState::Delivered);
 
     // A sub-agent's prompt (parent's session id + agent_id) carries nothing.
     let id = home.send(&session, "for the main agent");
     let (out, _) = home.run(Event::UserPromptSubmit, &fixture_for("UserPromptSubmit.subagent.json", &session));
     assert!(out.is_none());
-    assert_eq!(home.receipt(&id).state, "pending");
+    assert_eq!(home.receipt(&id).state, ReceiptState::Pending);
     assert!(home.log().contains("outcome=stand_down"));
 }
 
@@ -111,7 +112,7 @@ fn pre_tool_use_carries_notes_without_a_decision() {
     sub["agent_type"] = json!("default");
     let (out, _) = home.run(Event::PreToolUse, &sub);
     assert!(out.is_none());
-    assert_eq!(home.receipt(&id).state, "pending");
+    assert_eq!(home.receipt(&id).state, ReceiptState::Pending);
     let (out, _) = home.run(Event::PreToolUse, &fixture_for("PreToolUse.json", &session));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id]);
 }
@@ -122,7 +123,7 @@ fn permission_request_in_local_mode_prints_nothing_and_claims_nothing() {
     let id = home.send(&session, "not here");
     let (out, r) = home.run(Event::PermissionRequest, &fixture_for("PermissionRequest.json", &session));
     assert!(out.is_none(), "Codex's own approval flow decides: {}", r.out());
-    assert_eq!(home.receipt(&id).state, "pending", "a hook that cannot carry never claims");
+    assert_eq!(home.receipt(&id).state, ReceiptState::Pending, "a hook that cannot carry never claims");
     // Fail-closed does not apply: nothing failed, local mode just has no opinion.
     let home = home.with_env("PRELOOP_PERMISSION_REQUEST_ON_ERROR", "deny");
     let (out, _) = home.run(Event::PermissionRequest, &fixture_for("PermissionRequest.json", &session));
@@ -143,11 +144,11 @@ fn stop_continues_once_per_stop_and_three_times_per_session() {
         assert_eq!(out["decision"], json!("block"));
         assert_eq!(ids_in(out["reason"].as_str().unwrap()), vec![id.clone()]);
         assert_eq!(home.receipt(&id).delivery_event.as_deref(), Some("stop"));
-        assert_eq!(home.receipt(&id).state, "delivered");
+        assert_eq!(home.receipt(&id).state, ReceiptState::Delivered);
         // The continuation's own Stop (stop_hook_active) never blocks again.
         let id2 = home.send(&session, "during the continuation");
         assert!(home.run(Event::Stop, &again).0.is_none(), "one continuation per stop");
-        assert_eq!(home.receipt(&id2).state, "pending");
+        assert_eq!(home.receipt(&id2).state, ReceiptState::Pending);
         // Let the next round start clean: a prompt carries it.
         let (out, _) = home.run(Event::UserPromptSubmit, &fixture_for("UserPromptSubmit.json", &session));
         assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id2]);
@@ -155,7 +156,7 @@ fn stop_continues_once_per_stop_and_three_times_per_session() {
     assert_eq!(home.run_state(&session)["stop_rescues"], json!(3));
     let id = home.send(&session, "fourth");
     assert!(home.run(Event::Stop, &stop).0.is_none(), "the per-session cap holds (Codex has none)");
-    assert_eq!(home.receipt(&id).state, "pending");
+    assert_eq!(home.receipt(&id).state, ReceiptState::Pending);
 }
 
 /// The context carriers keep 20,000 UTF-8 bytes (the installer's
@@ -175,7 +176,7 @@ fn carrier_limit_is_20000_utf8_bytes_and_the_rest_is_spooled() {
         per_output.push(got.len());
         carried.extend(got);
         for id in &carried {
-            assert_eq!(home.receipt(id).state, "delivered", "acked after the write");
+            assert_eq!(home.receipt(id).state, ReceiptState::Delivered, "acked after the write");
         }
     }
     assert_eq!(per_output, vec![3, 2], "three 6 KB notes per 20 KB carrier");
@@ -191,7 +192,7 @@ fn session_end_reports_spooled_and_pending_notes() {
     let (out, _) = home.run(Event::UserPromptSubmit, &fixture_for("UserPromptSubmit.json", &session));
     assert_eq!(ids_in(&context_of(&out).unwrap()), ids[..3].to_vec());
     assert_eq!(home.run_state(&session)["spool"].as_array().unwrap().len(), 2);
-    assert_eq!(home.receipt(&ids[3]).state, "claimed");
+    assert_eq!(home.receipt(&ids[3]).state, ReceiptState::Claimed);
     let pending = home.send(&session, "never pulled");
     let (out, r) = home.run(Event::SessionEnd, &fixture_for("SessionEnd.json", &session));
     assert!(out.is_none());
@@ -207,7 +208,7 @@ fn session_end_reports_spooled_and_pending_notes() {
     let rc = home.receipt(&pending);
     assert_eq!((rc.state.as_str(), rc.undeliverable_reason.as_deref()), ("undeliverable", Some("session_ended")));
     for id in &ids[..3] {
-        assert_eq!(home.receipt(id).state, "delivered");
+        assert_eq!(home.receipt(id).state, ReceiptState::Delivered);
     }
     assert_eq!(home.run_state(&session), Value::Null, "private state removed");
     assert!(home.log().contains("codex SessionEnd mode=local"), "local mode runs in-process: {}", home.log());

@@ -3,6 +3,7 @@
 
 use crate::common::*;
 use preloop_copilot::Event;
+use preloop_shared::operator::ReceiptState;
 use preloop_testkit::hooks;
 
 #[test]
@@ -15,7 +16,7 @@ fn session_start_and_prompt_carry_the_block_verbatim() {
     let b = home.send(&s, "and lint");
     let (out, _) = home.run(Event::UserPromptSubmitted, &fixture_for("userPromptSubmitted.json", &s));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![b.clone()]);
-    assert_eq!(home.receipt(&b).state, "delivered");
+    assert_eq!(home.receipt(&b).state, ReceiptState::Delivered);
     let file = home.session_file(&s).unwrap();
     assert_eq!((file.agent_kind.as_str(), file.title.as_deref()), ("copilot_cli", Some("Run echo hi")));
 }
@@ -40,11 +41,11 @@ fn pre_tool_use_carries_the_spool_only() {
     let late = home.send(&s, "arrived after the prompt");
     let (out, _) = home.run(Event::PreToolUse, &fixture_for("preToolUse.json", &s));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![ids[2].clone()], "the spooled note, not the pending one");
-    assert_eq!(home.receipt(&late).state, "pending");
+    assert_eq!(home.receipt(&late).state, ReceiptState::Pending);
     let (out, _) = home.run(Event::PostToolUse, &fixture_for("postToolUse.json", &s));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![late.clone()]);
     for id in ids.iter().chain([&late]) {
-        assert_eq!(home.receipt(id).state, "delivered", "{id}");
+        assert_eq!(home.receipt(id).state, ReceiptState::Delivered, "{id}");
     }
 }
 
@@ -60,7 +61,7 @@ fn sub_agent_hooks_register_and_carry_nothing() {
         let (out, _) = home.run(event, &fixture_for(file, &s));
         assert_eq!(out, None, "{file}");
     }
-    assert_eq!(home.receipt(&id).state, "pending");
+    assert_eq!(home.receipt(&id).state, ReceiptState::Pending);
     let sessions: Vec<String> = std::fs::read_dir(home.dir.join("sessions"))
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())

@@ -3,6 +3,7 @@
 
 use crate::common::*;
 use preloop_gemini::Event;
+use preloop_shared::operator::ReceiptState;
 use preloop_testkit::hooks;
 use serde_json::json;
 
@@ -24,7 +25,7 @@ fn before_agent_titles_with_the_prompt_and_pulls() {
     let id = home.send(&s, "also run the linter");
     let (out, _) = home.run(Event::BeforeAgent, &fixture_for("BeforeAgent.json", &s));
     assert_eq!(ids_in(&context_of(&out).unwrap()), vec![id.clone()]);
-    assert_eq!(home.receipt(&id).state, "delivered");
+    assert_eq!(home.receipt(&id).state, ReceiptState::Delivered);
     assert_eq!(home.session_file(&s).unwrap().title.as_deref(), Some("Run echo hi"));
 }
 
@@ -59,6 +60,6 @@ fn what_does_not_fit_waits_for_the_next_carrier() {
     }
     assert_eq!(seen, ids, "each exactly once, in order");
     for id in &ids {
-        assert_eq!(home.receipt(id).state, "delivered");
+        assert_eq!(home.receipt(id).state, ReceiptState::Delivered);
     }
 }
