@@ -152,8 +152,8 @@ class _OtherHarness:
                          "the forged caller id is replaced by the harness session id, the rest kept")
 
     def hook_ran(self, sid):
-        return any(sid in line and ("pre_tool_use" in line or "PreToolUse" in line or "BeforeTool" in line
-                                    or "pre-tool-use" in line or "before-tool" in line)
+        """The hook log has this session's tool hook (`copilot preToolUse`, `gemini BeforeTool`)."""
+        return any(sid in line and (" preToolUse " in line or " BeforeTool " in line)
                    for line in self.sb.preloop_log_lines(400))
 
 

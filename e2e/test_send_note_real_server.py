@@ -203,5 +203,73 @@ class TestSendNoteRealServer(unittest.TestCase):
         got = self.send(model_only)
         self.assertIn("pending_approval", json.dumps(got), got)
 
+class TestSendNoteRealServerGemini(unittest.TestCase):
+    """The whole path on real binaries: the real Gemini CLI 0.61.0 (mock model) calls the real
+    server's `send_note` over HTTP MCP (`mcp_preloop_send_note`, the conductor's agt_ key in
+    the server's headers), targeting its own run by `external_session_id`. With our hooks
+    (server mode) the call carries the caller's session: the target is the caller itself
+    (`self`), the note is written. Without them the server sees no lineage and asks the
+    human (`pending_approval`). The server's answer is read where the model reads it: the
+    tool's functionResponse in the next model request. (Without them the run is registered
+    by our SessionStart hook alone, so the target exists.)"""
+
+    def setUp(self):
+        PREREQ.require(self, "bin_dir", "creds", "server")
+        self.gemini = PREREQ.get("gemini", kit.ensure_gemini)
+        PREREQ.require(self, "gemini")
+        self.srv = PREREQ["server"]
+        self.base_url = PREREQ["creds"]["base_url"]
+        tool = [t for t in self.srv.must((200,), "GET", "/tools") if t.get("name") == "send_note"][0]
+        if not tool.get("is_enabled"):
+            self.srv.must((200,), "PUT", "/tool-configurations/%s" % tool["config_id"], {"is_enabled": True})
+        self.agent = self.srv.new_agent("e2e gemini conductor %s" % uuid.uuid4().hex[:8], kind="gemini_cli")
+
+    def run_gemini(self, with_hooks):
+        sb = kit.Sandbox(self.id().rsplit(".", 1)[-1], PREREQ["bin_dir"])
+        self.addCleanup(sb.close)
+        sid = str(uuid.uuid4())
+        sb.hook_env = {"PRELOOP_URL": self.base_url, "PRELOOP_TOKEN": self.agent["agent_token"]}
+        sb.write_gemini_settings(extra={"mcpServers": {"preloop": {
+            "httpUrl": self.base_url + "/mcp/v1",
+            "headers": {"Authorization": "Bearer " + self.agent["agent_token"]}}}})
+        if with_hooks:
+            sb.install_hooks("gemini")
+        else:
+            # The run is registered (as our SessionStart hook does it) but no tool hook
+            # touches the call: the target exists, the caller is unknown.
+            env = dict(sb.base_env(), **sb.hook_env)
+            p = subprocess.run([sb.bin("preloop-gemini-session-start")], input=json.dumps({
+                "session_id": sid, "hook_event_name": "SessionStart", "source": "startup", "cwd": sb.proj,
+                "transcript_path": os.path.join(sb.root, "t.jsonl")}), env=env, cwd=sb.proj,
+                capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+        text = "e2e self note %s" % uuid.uuid4().hex[:8]
+        sb.start_mock({"turns": [{"calls": [{"name": "mcp_preloop_send_note", "args": {
+            "text": text, "external_session_id": sid, "preloop_caller_session_id": "FORGED"}}]},
+            {"text": "Done."}], "overflow": {"text": "Done again."}}, api="gemini")
+        argv = [self.gemini, "-p", "note yourself", "-m", kit.GEMINI_MODEL, "-o", "json",
+                "--approval-mode", "yolo", "--session-id", sid]
+        run = sb._run("gemini", argv, sb.gemini_env(), 180)
+        answers = [fr for body in run.requests for c in body.get("contents") or [] for part in c.get("parts") or []
+                   for fr in [part.get("functionResponse")] if fr and fr.get("name") == "mcp_preloop_send_note"]
+        self.assertTrue(answers, "the tool answered the model\n%s\nstderr: %s\nhook log: %s" % (
+            run.headline(), run.stderr[-2000:], sb.preloop_log_lines(20)))
+        output = (answers[0].get("response") or {}).get("output") or ""
+        # Gemini wraps an MCP tool's text in <untrusted_context>…</untrusted_context>.
+        inner = output.split("<untrusted_context>", 1)[-1].rsplit("</untrusted_context>", 1)[0].strip()
+        try:
+            return text, json.loads(inner)
+        except ValueError:
+            return text, {"text": output}
+
+    def test_with_our_hooks_the_note_to_itself_is_written(self):
+        text, answer = self.run_gemini(with_hooks=True)
+        self.assertTrue(answer.get("ok"), answer)
+        self.assertEqual((answer.get("note") or {}).get("text"), text, answer)
+
+    def test_without_our_hooks_the_server_asks_the_human(self):
+        _, answer = self.run_gemini(with_hooks=False)
+        self.assertEqual(answer.get("status"), "pending_approval", answer)
+
 if __name__ == "__main__":
     unittest.main()
