@@ -123,11 +123,11 @@ pub enum InputKind {
     /// A tool is about to run: ask the server.
     Tool {
         tool_name: String,
-        /// The MCP tool's own name, where the harness's hook gives it apart
+        /// Which MCP tool this is, where the harness's hook names it apart
         /// from `tool_name` or spells it in a way only its adapter can read
         /// (Gemini's `mcp_context.tool_name`, Copilot's `<server>-<tool>`);
         /// `None` elsewhere ([`is_send_note`]).
-        mcp_tool: Option<String>,
+        mcp_tool: Option<McpTool>,
         tool_input: Value,
         model: Option<String>,
         /// What the hook may carry (the registry default, or less: a
@@ -191,6 +191,21 @@ pub struct Outcome {
     pub tool_input: Option<Value>,
 }
 
+/// An MCP tool as far as the engine cares: Preloop's `send_note`, or any
+/// other. An adapter that can read the MCP tool's own name gives this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpTool {
+    SendNote,
+    Other,
+}
+
+impl McpTool {
+    /// The tool of this MCP name (the server's own name for it).
+    pub fn named(tool: &str) -> McpTool {
+        if tool == "send_note" { McpTool::SendNote } else { McpTool::Other }
+    }
+}
+
 /// The field Preloop's `send_note` MCP tool reads the caller's harness
 /// session id from ("Harness session id supplied by the Preloop hook").
 pub const CALLER_SESSION_FIELD: &str = "preloop_caller_session_id";
@@ -203,9 +218,9 @@ pub const CALLER_SESSION_FIELD: &str = "preloop_caller_session_id";
 /// hold `__`, so the tool is what follows the last `__`), or Cursor's
 /// preToolUse `MCP:send_note`. A built-in tool that happens to be called
 /// `send_note` is not one.
-pub fn is_send_note(tool_name: &str, mcp_tool: Option<&str>) -> bool {
+pub fn is_send_note(tool_name: &str, mcp_tool: Option<McpTool>) -> bool {
     if let Some(tool) = mcp_tool {
-        return tool == "send_note";
+        return tool == McpTool::SendNote;
     }
     if let Some(rest) = tool_name.strip_prefix("mcp__") {
         return matches!(rest.rsplit_once("__"), Some((server, "send_note")) if !server.is_empty());
@@ -220,7 +235,7 @@ pub fn is_send_note(tool_name: &str, mcp_tool: Option<&str>) -> bool {
 /// session id.
 pub fn caller_session_rewrite(
     tool_name: &str,
-    mcp_tool: Option<&str>,
+    mcp_tool: Option<McpTool>,
     tool_input: &Value,
     session_id: &str,
 ) -> Option<Value> {
@@ -548,7 +563,7 @@ impl Engine {
         };
         // The gate checks the input that will run: Preloop's `send_note` with
         // the caller's session id (set here, never the model's).
-        let rewritten = caller_session_rewrite(tool_name, mcp_tool.as_deref(), tool_input, &input.session_id);
+        let rewritten = caller_session_rewrite(tool_name, *mcp_tool, tool_input, &input.session_id);
         let tool_input = rewritten.as_ref().unwrap_or(tool_input);
         let req = PermissionCheckRequest {
             tool_name: cut_chars(tool_name, MAX_TOOL_NAME_CHARS),
@@ -1240,16 +1255,17 @@ mod caller_session_tests {
         // Gemini's `mcp_<server>_send_note` (ambiguous: a server name may
         // hold `_`) is read from `mcp_context.tool_name`; Copilot's
         // `<server>-send_note` from its adapter.
-        assert!(is_send_note("mcp_preloop_send_note", Some("send_note")));
-        assert!(is_send_note("my-srv-send_note", Some("send_note")));
+        assert!(is_send_note("mcp_preloop_send_note", Some(McpTool::named("send_note"))));
+        assert!(is_send_note("my-srv-send_note", Some(McpTool::SendNote)));
         assert!(!is_send_note("mcp_preloop_send_note", None));
-        assert!(!is_send_note("mcp_preloop_list_notes", Some("list_notes")));
+        assert!(!is_send_note("mcp_preloop_list_notes", Some(McpTool::named("list_notes"))));
+        assert_eq!(McpTool::named("send_notes"), McpTool::Other);
         // The adapter's answer wins over a name that looks like one.
-        assert!(!is_send_note("mcp__preloop__send_note", Some("other")));
+        assert!(!is_send_note("mcp__preloop__send_note", Some(McpTool::Other)));
         assert_eq!(
             caller_session_rewrite(
                 "mcp_p_send_note",
-                Some("send_note"),
+                Some(McpTool::SendNote),
                 &json!({"text": "t", "preloop_caller_session_id": "F"}),
                 "s"
             ),

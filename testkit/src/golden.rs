@@ -155,7 +155,7 @@ pub fn input_json(p: &Parsed, with_transcript: bool) -> Value {
                 "tool_name": tool_name, "tool_input": tool_input, "model": model, "carry": format!("{carry:?}")});
             // Only where an adapter gave one: the older goldens stay as they were.
             if let Some(mcp_tool) = mcp_tool {
-                tool["mcp_tool"] = json!(mcp_tool);
+                tool["mcp_tool"] = json!(format!("{mcp_tool:?}"));
             }
             json!({ "tool": tool })
         }

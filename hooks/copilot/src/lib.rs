@@ -28,7 +28,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use preloop_shared::adapter::{deny_reason, may_continue, prompt_input, tool_input};
-use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
+use preloop_shared::flow::{Carry, Input, InputKind, McpTool, Outcome};
 use preloop_shared::registry::def_of;
 use preloop_shared::runner::Parsed;
 use preloop_shared::wire::Decision;
@@ -154,7 +154,7 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
             } else {
                 Carry::of(def.carrier)
             };
-            let mcp_tool = mcp_tool(&tool_name).map(str::to_string);
+            let mcp_tool = mcp_tool(&tool_name).map(McpTool::named);
             InputKind::Tool { tool_name, mcp_tool, tool_input, model: None, carry }
         }
         Event::PostToolUse => {

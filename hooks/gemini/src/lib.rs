@@ -27,7 +27,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use preloop_shared::adapter::{check_event_name, deny_reason, may_continue, prompt_input, tool_input};
-use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
+use preloop_shared::flow::{Carry, Input, InputKind, McpTool, Outcome};
 use preloop_shared::json::{non_blank, str_field};
 use preloop_shared::registry::{CarrierLimit, def_of};
 use preloop_shared::render::{escape_body, is_bracket_like, parse_block};
@@ -83,10 +83,10 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
 /// may hold `_`, so `tool_name` cannot be split): `mcp_context.tool_name`
 /// when `mcp_context` names its server. Gemini sends `mcp_context` only for
 /// a tool of a configured MCP server.
-fn mcp_tool(v: &Value) -> Option<String> {
+fn mcp_tool(v: &Value) -> Option<McpTool> {
     let ctx = v.get("mcp_context")?;
     non_blank(ctx, "server_name")?;
-    non_blank(ctx, "tool_name").map(str::to_string)
+    non_blank(ctx, "tool_name").map(McpTool::named)
 }
 
 /// The sentence that tells the model why a tool call it made was held.
