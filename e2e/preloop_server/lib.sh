@@ -97,7 +97,12 @@ pid_from_file() {
   printf '%s\n' "$pid"
 }
 
-server_pid() { pid_from_file "$SERVER_PID_FILE" "preloop.server" "--host 127.0.0.1"; }
+# The server this kit started: through serve_with_mcp.py, or (an older kit)
+# `python -m preloop.server`, which up.sh restarts (its MCP endpoint answers 500).
+server_pid() {
+  pid_from_file "$SERVER_PID_FILE" "serve_with_mcp.py" "--host 127.0.0.1" \
+    || pid_from_file "$SERVER_PID_FILE" "preloop.server" "--host 127.0.0.1"
+}
 pg_pid() { pid_from_file "$PG_PID_FILE" "postgres" "-D $PGDATA"; }
 
 wait_gone() { # PID SECONDS

@@ -176,8 +176,9 @@ SECRET_KEY=$SECRET_KEY
 SECURITY__ENCRYPTION_KEY=$SECURITY__ENCRYPTION_KEY
 ENVIRONMENT=development
 # TESTING=true only changes startup in 0.17.1: no NATS, plugins, sweepers, MCP
-# lifespan, instance registration (telemetry) or live price fetches. Without it
-# the server refuses to start with no NATS. The REST routes are untouched.
+# lifespan (serve_with_mcp.py enters that one), instance registration
+# (telemetry) or live price fetches. Without it the server refuses to start
+# with no NATS. The REST routes are untouched.
 TESTING=true
 PRELOOP_SERVICE_ROLE=all
 PRELOOP_URL=$BASE_URL
@@ -327,6 +328,12 @@ stop_server() {
 }
 
 T="$(now)"
+# A server an older kit started with `python -m preloop.server` has no MCP
+# lifespan: restart it through serve_with_mcp.py.
+if pid="$(server_pid)" && [[ "$(proc_cmdline "$pid")" != *serve_with_mcp.py* ]]; then
+  log "server pid $pid was started without serve_with_mcp.py (its /mcp answers 500): restarting it"
+  RESTART=1
+fi
 [ "$RESTART" = 1 ] && stop_server
 if pid="$(server_pid)"; then
   case "$(proc_cmdline "$pid")" in
@@ -344,10 +351,13 @@ else
   # setsid: its own session, so it outlives this shell and gets no terminal
   # signals. The launched bash writes its own PID, then execs Python in place,
   # so the PID file names the Python process itself.
-  # shellcheck disable=SC2016  # $1..$4 expand in the inner bash, on purpose
+  # serve_with_mcp.py is `python -m preloop.server` plus the MCP endpoint's
+  # lifespan, which 0.17.1 skips under TESTING=true (every /mcp call would
+  # answer 500: docs/contracts/preloop-server-mcp.md).
+  # shellcheck disable=SC2016  # $1..$5 expand in the inner bash, on purpose
   (exec 9>&-; cd "$PRELOOP_HOME" && exec setsid env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="${HOME:-/root}" LANG=C.UTF-8 \
-      bash -c 'echo $$ >"$4"; set -a; . "$1"; set +a; exec "$2" -m preloop.server --host 127.0.0.1 --port "$3"' \
-      _ "$ENV_FILE" "$PYTHON" "$PRELOOP_PORT" "$SERVER_PID_FILE" </dev/null >>"$SERVER_LOG" 2>&1) &
+      bash -c 'echo $$ >"$4"; set -a; . "$1"; set +a; exec "$2" "$5" --host 127.0.0.1 --port "$3"' \
+      _ "$ENV_FILE" "$PYTHON" "$PRELOOP_PORT" "$SERVER_PID_FILE" "$KIT_DIR/serve_with_mcp.py" </dev/null >>"$SERVER_LOG" 2>&1) &
   for _ in $(seq 100); do [ -s "$SERVER_PID_FILE" ] && break; sleep 0.05; done
   [ -s "$SERVER_PID_FILE" ] || die "the server launcher wrote no PID file"
   SERVER_DID="started (pid $(cat "$SERVER_PID_FILE"))"

@@ -96,6 +96,7 @@ pub fn parse_claude_style(on: &str, event: ClaudeStyle, v: &Value) -> Result<Par
         }
         ClaudeStyle::Tool(carry) => InputKind::Tool {
             tool_name: some_text("tool_name").ok_or("no tool_name")?.to_string(),
+            mcp_tool: None,
             tool_input: tool_input(v.get("tool_input")),
             model: some_text("model").map(str::to_string),
             carry: if in_subagent(v) { Carry::None } else { carry },

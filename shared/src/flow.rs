@@ -124,6 +124,11 @@ pub enum InputKind {
     /// A tool is about to run: ask the server.
     Tool {
         tool_name: String,
+        /// Which MCP tool this is, where the harness's hook names it apart
+        /// from `tool_name` or spells it in a way only its adapter can read
+        /// (Gemini's `mcp_context.tool_name`, Copilot's `<server>-<tool>`);
+        /// `None` elsewhere ([`is_send_note`]).
+        mcp_tool: Option<McpTool>,
         tool_input: Value,
         model: Option<String>,
         /// What the hook may carry (the registry default, or less: a
@@ -152,8 +157,8 @@ impl InputKind {
         match self {
             InputKind::SessionStart { .. } => InputKind::SessionStart { pull: false },
             InputKind::Prompt { prompt, .. } => InputKind::Prompt { prompt, pull: false },
-            InputKind::Tool { tool_name, tool_input, model, .. } => {
-                InputKind::Tool { tool_name, tool_input, model, carry: Carry::None }
+            InputKind::Tool { tool_name, mcp_tool, tool_input, model, .. } => {
+                InputKind::Tool { tool_name, mcp_tool, tool_input, model, carry: Carry::None }
             }
             InputKind::AfterTool { .. } => InputKind::AfterTool { carry: false },
             InputKind::Stop { .. } => InputKind::Stop { may_continue: false },
@@ -187,16 +192,37 @@ pub struct Outcome {
     pub tool_input: Option<Value>,
 }
 
+/// An MCP tool as far as the engine cares: Preloop's `send_note`, or any
+/// other. An adapter that can read the MCP tool's own name gives this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpTool {
+    SendNote,
+    Other,
+}
+
+impl McpTool {
+    /// The tool of this MCP name (the server's own name for it).
+    pub fn named(tool: &str) -> McpTool {
+        if tool == "send_note" { McpTool::SendNote } else { McpTool::Other }
+    }
+}
+
 /// The field Preloop's `send_note` MCP tool reads the caller's harness
 /// session id from ("Harness session id supplied by the Preloop hook").
 pub const CALLER_SESSION_FIELD: &str = "preloop_caller_session_id";
 
-/// Whether `tool_name` is an MCP tool named `send_note`, as the harnesses
-/// spell an MCP tool in a tool hook: `mcp__<server>__send_note` (Claude Code,
-/// Codex; the server name is the user's and may itself hold `__`, so the tool
-/// is what follows the last `__`) or `MCP:send_note` (Cursor's preToolUse).
-/// A built-in tool that happens to be called `send_note` is not one.
-pub fn is_send_note(tool_name: &str) -> bool {
+/// Whether a tool call is an MCP tool named `send_note`. `mcp_tool` (the
+/// MCP tool's own name, when the adapter has it: Gemini's
+/// `mcp_context.tool_name`, Copilot's `<server>-<tool>`) decides when given;
+/// otherwise the name as Claude Code and Codex spell an MCP tool,
+/// `mcp__<server>__send_note` (the server name is the user's and may itself
+/// hold `__`, so the tool is what follows the last `__`), or Cursor's
+/// preToolUse `MCP:send_note`. A built-in tool that happens to be called
+/// `send_note` is not one.
+pub fn is_send_note(tool_name: &str, mcp_tool: Option<McpTool>) -> bool {
+    if let Some(tool) = mcp_tool {
+        return tool == McpTool::SendNote;
+    }
     if let Some(rest) = tool_name.strip_prefix("mcp__") {
         return matches!(rest.rsplit_once("__"), Some((server, "send_note")) if !server.is_empty());
     }
@@ -206,9 +232,15 @@ pub fn is_send_note(tool_name: &str) -> bool {
 /// Preloop's `send_note` with [`CALLER_SESSION_FIELD`] set to the caller's
 /// harness session id (the hook payload's), replacing whatever the model
 /// wrote there: a model-supplied value is never trusted. `None` for any other
-/// tool, an input that is not a JSON object, or an empty session id.
-pub fn caller_session_rewrite(tool_name: &str, tool_input: &Value, session_id: &str) -> Option<Value> {
-    if !is_send_note(tool_name) || session_id.is_empty() {
+/// tool ([`is_send_note`]), an input that is not a JSON object, or an empty
+/// session id.
+pub fn caller_session_rewrite(
+    tool_name: &str,
+    mcp_tool: Option<McpTool>,
+    tool_input: &Value,
+    session_id: &str,
+) -> Option<Value> {
+    if !is_send_note(tool_name, mcp_tool) || session_id.is_empty() {
         return None;
     }
     let mut obj = tool_input.as_object()?.clone();
@@ -512,7 +544,7 @@ impl Engine {
     }
 
     fn on_tool(&mut self, input: &Input) -> Result<(Outcome, AfterFlush)> {
-        let InputKind::Tool { tool_name, tool_input, model, carry } = &input.kind else {
+        let InputKind::Tool { tool_name, mcp_tool, tool_input, model, carry } = &input.kind else {
             unreachable!("on_tool takes a tool input")
         };
         #[allow(
@@ -535,7 +567,7 @@ impl Engine {
         };
         // The gate checks the input that will run: Preloop's `send_note` with
         // the caller's session id (set here, never the model's).
-        let rewritten = caller_session_rewrite(tool_name, tool_input, &input.session_id);
+        let rewritten = caller_session_rewrite(tool_name, *mcp_tool, tool_input, &input.session_id);
         let tool_input = rewritten.as_ref().unwrap_or(tool_input);
         let req = PermissionCheckRequest {
             tool_name: cut_chars(tool_name, MAX_TOOL_NAME_CHARS),
@@ -1214,7 +1246,7 @@ mod caller_session_tests {
     #[test]
     fn send_note_is_recognised_by_its_mcp_spellings_only() {
         for yes in ["mcp__preloop__send_note", "mcp__a__b__send_note", "mcp__x__send_note", "MCP:send_note"] {
-            assert!(is_send_note(yes), "{yes}");
+            assert!(is_send_note(yes, None), "{yes}");
         }
         for no in [
             "send_note",
@@ -1227,22 +1259,45 @@ mod caller_session_tests {
             "MCP:other",
             "mcp:send_note",
         ] {
-            assert!(!is_send_note(no), "{no}");
+            assert!(!is_send_note(no, None), "{no}");
         }
+    }
+
+    #[test]
+    fn the_adapters_mcp_tool_name_decides_when_given() {
+        // Gemini's `mcp_<server>_send_note` (ambiguous: a server name may
+        // hold `_`) is read from `mcp_context.tool_name`; Copilot's
+        // `<server>-send_note` from its adapter.
+        assert!(is_send_note("mcp_preloop_send_note", Some(McpTool::named("send_note"))));
+        assert!(is_send_note("my-srv-send_note", Some(McpTool::SendNote)));
+        assert!(!is_send_note("mcp_preloop_send_note", None));
+        assert!(!is_send_note("mcp_preloop_list_notes", Some(McpTool::named("list_notes"))));
+        assert_eq!(McpTool::named("send_notes"), McpTool::Other);
+        // The adapter's answer wins over a name that looks like one.
+        assert!(!is_send_note("mcp__preloop__send_note", Some(McpTool::Other)));
+        assert_eq!(
+            caller_session_rewrite(
+                "mcp_p_send_note",
+                Some(McpTool::SendNote),
+                &json!({"text": "t", "preloop_caller_session_id": "F"}),
+                "s"
+            ),
+            Some(json!({"text": "t", "preloop_caller_session_id": "s"}))
+        );
     }
 
     #[test]
     fn the_callers_session_replaces_a_forged_one_and_nothing_else_changes() {
         let forged = json!({"text": "t", "runtime_session_id": "rt", "preloop_caller_session_id": "FORGED"});
-        let got = caller_session_rewrite("mcp__preloop__send_note", &forged, "sess-1").unwrap();
+        let got = caller_session_rewrite("mcp__preloop__send_note", None, &forged, "sess-1").unwrap();
         assert_eq!(got, json!({"text": "t", "runtime_session_id": "rt", "preloop_caller_session_id": "sess-1"}));
         let plain = json!({"text": "t"});
         assert_eq!(
-            caller_session_rewrite("mcp__preloop__send_note", &plain, "s").unwrap(),
+            caller_session_rewrite("mcp__preloop__send_note", None, &plain, "s").unwrap(),
             json!({"text": "t", "preloop_caller_session_id": "s"})
         );
-        assert_eq!(caller_session_rewrite("Bash", &forged, "s"), None);
-        assert_eq!(caller_session_rewrite("mcp__preloop__send_note", &json!("text"), "s"), None);
-        assert_eq!(caller_session_rewrite("mcp__preloop__send_note", &plain, ""), None);
+        assert_eq!(caller_session_rewrite("Bash", None, &forged, "s"), None);
+        assert_eq!(caller_session_rewrite("mcp__preloop__send_note", None, &json!("text"), "s"), None);
+        assert_eq!(caller_session_rewrite("mcp__preloop__send_note", None, &plain, ""), None);
     }
 }

@@ -150,8 +150,15 @@ pub fn input_json(p: &Parsed, with_transcript: bool) -> Value {
     let kind = match kind {
         InputKind::SessionStart { pull } => json!({"session_start": {"pull": pull}}),
         InputKind::Prompt { prompt, pull } => json!({"user_prompt": {"prompt": prompt, "pull": pull}}),
-        InputKind::Tool { tool_name, tool_input, model, carry } => json!({"tool": {
-            "tool_name": tool_name, "tool_input": tool_input, "model": model, "carry": format!("{carry:?}")}}),
+        InputKind::Tool { tool_name, mcp_tool, tool_input, model, carry } => {
+            let mut tool = json!({
+                "tool_name": tool_name, "tool_input": tool_input, "model": model, "carry": format!("{carry:?}")});
+            // Only where an adapter gave one: the older goldens stay as they were.
+            if let Some(mcp_tool) = mcp_tool {
+                tool["mcp_tool"] = json!(format!("{mcp_tool:?}"));
+            }
+            json!({ "tool": tool })
+        }
         InputKind::AfterTool { carry } => json!({"after_tool": {"carry": carry}}),
         InputKind::Stop { may_continue } => json!({"stop": {"may_continue": may_continue}}),
         InputKind::SessionEnd { reason } => json!({"session_end": {"reason": reason}}),

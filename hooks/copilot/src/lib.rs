@@ -12,7 +12,7 @@
 //! |---|---|---|---|
 //! | sessionStart | `additionalContext` (its own user message) | context only | nothing |
 //! | userPromptSubmitted | `additionalContext` (a `<system_reminder>` in the prompt) | context only; a sub-agent's prompt stands down | nothing |
-//! | preToolUse | `additionalContext` (a user message after the tool result): the session's spool only | deny → `permissionDecision: "deny"` + reason; allow → no decision | nothing |
+//! | preToolUse | `additionalContext` (a user message after the tool result): the session's spool only | deny → `permissionDecision: "deny"` + reason; allow → no decision; Preloop's `send_note` (`<server>-send_note`) → `modifiedArgs` with the caller's session id, no decision | nothing |
 //! | postToolUse | `additionalContext` (appended to the tool message; cut at 10,240 characters) | context only; in a sub-agent: nothing | nothing |
 //! | agentStop | `reason` of `decision: "block"` (continues the turn once) | block + reason; in a sub-agent: nothing | nothing |
 //! | sessionEnd | none | nothing | nothing |
@@ -28,7 +28,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use preloop_shared::adapter::{deny_reason, may_continue, prompt_input, tool_input};
-use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
+use preloop_shared::flow::{Carry, Input, InputKind, McpTool, Outcome};
 use preloop_shared::registry::def_of;
 use preloop_shared::runner::Parsed;
 use preloop_shared::wire::Decision;
@@ -154,7 +154,8 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
             } else {
                 Carry::of(def.carrier)
             };
-            InputKind::Tool { tool_name, tool_input, model: None, carry }
+            let mcp_tool = mcp_tool(&tool_name).map(McpTool::named);
+            InputKind::Tool { tool_name, mcp_tool, tool_input, model: None, carry }
         }
         Event::PostToolUse => {
             if sub {
@@ -179,6 +180,19 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
     Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
 }
 
+/// The MCP tool's own name in Copilot's spelling of an MCP tool,
+/// `<server>-<tool>` (observed with 1.0.102: `preloop-send_note`; the hook
+/// payload names no server apart). A server name may hold `-`, so the tool is
+/// what follows the last `-`: right for `send_note`, the one name the engine
+/// looks for ([`preloop_shared::flow::is_send_note`]). `None` for a name with
+/// no `-` or an empty server part (Copilot's built-in tools: `bash`, `view`, …).
+pub fn mcp_tool(tool_name: &str) -> Option<&str> {
+    match tool_name.rsplit_once('-') {
+        Some((server, tool)) if !server.is_empty() && !tool.is_empty() => Some(tool),
+        _ => None,
+    }
+}
+
 /// outcome → stdout (`None`: print nothing).
 pub fn render(event: Event, o: &Outcome) -> Option<Output> {
     use output::*;
@@ -189,15 +203,19 @@ pub fn render(event: Event, o: &Outcome) -> Option<Output> {
         }
         Event::PreToolUse => {
             // Only a deny is a decision: an allow leaves Copilot's own
-            // permission flow alone.
+            // permission flow alone. `modifiedArgs` without a decision
+            // rewrites the call and grants nothing (measured on 1.0.102:
+            // docs/event-matrix.md, "send_note caller session").
             let deny = o.decision == Some(Decision::Deny);
-            if !deny && ctx.is_none() {
+            let modified_args = if deny { None } else { o.tool_input.as_ref().and_then(|v| v.as_object()).cloned() };
+            if !deny && ctx.is_none() && modified_args.is_none() {
                 return None;
             }
             Some(Output::PreToolUse(PreToolUseOutput {
                 permission_decision: deny.then_some(Deny::Deny),
                 permission_decision_reason: deny.then(|| deny_reason(o)),
                 additional_context: ctx,
+                modified_args,
             }))
         }
         Event::AgentStop => match (o.continue_turn, ctx) {

@@ -167,12 +167,14 @@ pub fn parse_with(event: Event, v: &Value, project_dir: Option<&str>) -> Result<
         }
         Event::BeforeShellExecution => InputKind::Tool {
             tool_name: "Shell".into(),
+            mcp_tool: None,
             tool_input: json!({"command": str_field(v, "command").filter(|c| !c.trim().is_empty()).ok_or("no command")?}),
             model,
             carry: Carry::of(def.carrier),
         },
         Event::BeforeMcpExecution | Event::PreToolUse => InputKind::Tool {
             tool_name: non_blank(v, "tool_name").ok_or("no tool_name")?.to_string(),
+            mcp_tool: None,
             tool_input: decode_tool_input(v.get("tool_input")),
             model,
             carry: Carry::of(def.carrier),

@@ -7,7 +7,7 @@
 //! |---|---|---|---|
 //! | SessionStart | `hookSpecificOutput.additionalContext` (escaped by Gemini) | context only, bracket-framed | nothing |
 //! | BeforeAgent | `hookSpecificOutput.additionalContext` (escaped) | context only, bracket-framed | nothing |
-//! | BeforeTool | `reason` of `decision: "deny"` (the only field the model reads there) | deny + reason; a note the server claimed on the check holds the call | nothing |
+//! | BeforeTool | `reason` of `decision: "deny"` (the only field the model reads there) | deny + reason; a note the server claimed on the check holds the call; Preloop's `send_note` (named by `mcp_context`) → `hookSpecificOutput.tool_input` with the caller's session id, no decision | nothing |
 //! | AfterTool | `hookSpecificOutput.additionalContext` (escaped; appended to the tool output) | context only, bracket-framed | nothing |
 //! | AfterAgent | `reason` of `decision: "block"` (verbatim; continues the turn once) | block + reason | nothing |
 //! | SessionEnd | none | nothing | nothing |
@@ -27,7 +27,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use preloop_shared::adapter::{check_event_name, deny_reason, may_continue, prompt_input, tool_input};
-use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
+use preloop_shared::flow::{Carry, Input, InputKind, McpTool, Outcome};
 use preloop_shared::json::{non_blank, str_field};
 use preloop_shared::registry::{CarrierLimit, def_of};
 use preloop_shared::render::{escape_body, is_bracket_like, parse_block};
@@ -64,6 +64,7 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         Event::BeforeAgent => prompt_input(str_field(v, "prompt").unwrap_or_default()),
         Event::BeforeTool => InputKind::Tool {
             tool_name: non_blank(v, "tool_name").ok_or("no tool_name")?.to_string(),
+            mcp_tool: mcp_tool(v),
             tool_input: tool_input(v.get("tool_input")),
             model: None,
             // Only what the server claims on this very check goes out, by
@@ -75,6 +76,17 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         Event::SessionEnd => InputKind::SessionEnd { reason: non_blank(v, "reason").unwrap_or("other").to_string() },
     };
     Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
+}
+
+/// The MCP tool's own name, from `mcp_context` (Gemini names an MCP tool
+/// `mcp_<server>_<tool>` after replacing odd characters, and a server name
+/// may hold `_`, so `tool_name` cannot be split): `mcp_context.tool_name`
+/// when `mcp_context` names its server. Gemini sends `mcp_context` only for
+/// a tool of a configured MCP server.
+fn mcp_tool(v: &Value) -> Option<McpTool> {
+    let ctx = v.get("mcp_context")?;
+    non_blank(ctx, "server_name")?;
+    non_blank(ctx, "tool_name").map(McpTool::named)
 }
 
 /// The sentence that tells the model why a tool call it made was held.
@@ -104,8 +116,20 @@ pub fn render(event: Event, o: &Outcome) -> Option<Output> {
                 // An allow with a note the server already recorded delivered:
                 // the deny reason is the one field the model reads here.
                 (false, Some(block)) => format!("{HELD}\n\n{block}"),
-                // Allow: no opinion, Gemini's own approval flow goes on.
-                (false, None) => return None,
+                // Allow: no opinion, Gemini's own approval flow goes on; a
+                // rewrite (Preloop's `send_note` with the caller's session)
+                // rides without a decision. Gemini 0.61.0 fires BeforeTool
+                // before its policy check and checks the rewritten call, so
+                // it grants nothing (docs/event-matrix.md, "send_note caller
+                // session").
+                (false, None) => {
+                    return o.tool_input.as_ref().and_then(|v| v.as_object()).cloned().map(|tool_input| {
+                        Output::Rewrite(Wrapped::new(ToolInputRewrite {
+                            hook_event_name: BeforeTool::BeforeTool,
+                            tool_input,
+                        }))
+                    });
+                }
             };
             Some(Output::Deny(DenyOutput { decision: Deny::Deny, reason }))
         }

@@ -1,8 +1,10 @@
 //! What the Gemini CLI hooks print: one serde type per output shape
 //! (docs/contracts/gemini-cli.md §4, §5). Gemini reads more keys than these
-//! (`continue`, `systemMessage`, `suppressOutput`, BeforeTool `tool_input`
-//! rewrites, AfterTool `tailToolCallRequest`, AfterAgent `clearContext`, …);
-//! none of them may ever come from us, and the types cannot hold them. Our
+//! (`continue`, `systemMessage`, `suppressOutput`, AfterTool
+//! `tailToolCallRequest`, AfterAgent `clearContext`, …); none of them may
+//! ever come from us, and the types cannot hold them. The one BeforeTool
+//! `tool_input` we print is Preloop's `send_note` with the caller's session
+//! id ([`ToolInputRewrite`]). Our
 //! schemas, generated from these types, are
 //! `schemas/gemini-cli-0.61.0/<Event>.output.schema.json`; a unit test fails
 //! when they drift.
@@ -20,6 +22,31 @@ pub enum Output {
     Deny(DenyOutput),
     /// AfterAgent: the turn goes on with `reason` as the next user message.
     Block(BlockOutput),
+    /// BeforeTool: the call's input replaced, no decision.
+    Rewrite(Wrapped<ToolInputRewrite>),
+}
+
+/// BeforeTool: the tool input to run instead of the model's (Preloop's
+/// `send_note` with `preloop_caller_session_id` = this session), and no
+/// decision: Gemini 0.61.0 builds the call from `tool_input` (the whole
+/// input: its scheduler replaces the arguments) and then runs its own policy
+/// check on it, so the harness's approval is untouched.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ToolInputRewrite {
+    /// Not checked by Gemini 0.61.0; written for whoever reads the output.
+    #[serde(rename = "hookEventName")]
+    pub hook_event_name: BeforeTool,
+    /// The whole input, an object.
+    pub tool_input: serde_json::Map<String, serde_json::Value>,
+}
+
+/// `"BeforeTool"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub enum BeforeTool {
+    BeforeTool,
 }
 
 pub use preloop_shared::adapter::{Block, Deny, Wrapped};
@@ -70,6 +97,15 @@ mod tests {
     use super::*;
     use preloop_testkit::golden::{check_output_schemas, schema};
 
+    /// BeforeTool's two shapes.
+    #[derive(schemars::JsonSchema)]
+    #[serde(untagged)]
+    #[allow(dead_code, reason = "a schema-only type")]
+    enum BeforeToolOutput {
+        Deny(DenyOutput),
+        Rewrite(Wrapped<ToolInputRewrite>),
+    }
+
     #[test]
     fn schemas_match_the_types() {
         let context = schema::<Wrapped<Context>>();
@@ -79,7 +115,7 @@ mod tests {
                 ("SessionStart", context.clone()),
                 ("BeforeAgent", context.clone()),
                 ("AfterTool", context),
-                ("BeforeTool", schema::<DenyOutput>()),
+                ("BeforeTool", schema::<BeforeToolOutput>()),
                 ("AfterAgent", schema::<BlockOutput>()),
             ],
         );

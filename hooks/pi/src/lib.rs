@@ -89,6 +89,7 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
             let tool_name = p.tool_name.filter(|t| !t.trim().is_empty()).ok_or("no tool_name")?;
             InputKind::Tool {
                 tool_name,
+                mcp_tool: None,
                 tool_input: tool_input(p.tool_input.as_ref()),
                 model: None,
                 carry: Carry::of(def.carrier),

@@ -103,7 +103,13 @@ fn prompt() -> InputKind {
 }
 
 fn tool(carry: Carry) -> InputKind {
-    InputKind::Tool { tool_name: "Bash".into(), tool_input: json!({"command": "ls"}), model: None, carry }
+    InputKind::Tool {
+        tool_name: "Bash".into(),
+        mcp_tool: None,
+        tool_input: json!({"command": "ls"}),
+        model: None,
+        carry,
+    }
 }
 
 fn stop() -> InputKind {

@@ -31,7 +31,7 @@ fn hook(home: &Home, def: &'static HookDef, session: &str, kind: InputKind) -> V
 }
 
 fn tool(carry: Carry) -> InputKind {
-    InputKind::Tool { tool_name: "Bash".into(), tool_input: json!({}), model: None, carry }
+    InputKind::Tool { tool_name: "Bash".into(), mcp_tool: None, tool_input: json!({}), model: None, carry }
 }
 
 #[test]

@@ -28,10 +28,10 @@ fn render_json(event: Event, o: &Outcome) -> Option<Value> {
 fn captures_parse_to_the_golden_inputs() {
     let names: Vec<String> =
         json_names(&fixtures_dir(Gemini::FIXTURES)).into_iter().filter(|n| !n.starts_with("hook-env")).collect();
-    assert_eq!(names.len(), 15, "the Gemini CLI 0.61.0 captures: {names:?}");
+    assert_eq!(names.len(), 16, "the Gemini CLI 0.61.0 captures: {names:?}");
     let own = |_: &str, v: &Value| Event::from_name(v["hook_event_name"].as_str().unwrap());
     let ran = golden::check_parse_goldens::<Gemini>(&names, own, true);
-    assert_eq!(ran, 9, "one golden per capture of the six events we hook");
+    assert_eq!(ran, 10, "one golden per capture of the six events we hook");
 }
 
 #[test]
