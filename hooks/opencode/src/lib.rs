@@ -88,6 +88,9 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
                 tool_name,
                 tool_input: tool_input(p.tool_input.as_ref()),
                 model: None,
+                // The send_note caller rewrite is not built for OpenCode
+                // (docs/event-matrix.md, "send_note caller session").
+                mcp_tool: None,
                 carry: Carry::of(def.carrier),
             }
         }
