@@ -309,6 +309,7 @@ fn run_delay(path: &str) -> Option<Duration> {
 /// Wait for a child and return (exited 0, its ru_maxrss in KiB); `std` does not expose rusage.
 fn wait_rss(child: &std::process::Child) -> Option<(bool, i64)> {
     let mut status = 0;
+    // SAFETY: rusage is plain integers and timevals, for which all zeros is valid.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: wait4 on our own child's pid with valid out-pointers.
     let r = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };

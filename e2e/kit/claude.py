@@ -21,7 +21,7 @@ MOCK_API_KEY = "sk-ant-mock-key"
 MODEL_DEFAULT = None                                # claude-opus-5-5: role:"system" messages
 MODEL_SONNET_45 = "claude-sonnet-4-5-20250929"      # <system-reminder> blocks in user messages
 
-HOOK_BINARIES = hook_binaries("claude-code", ("SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"))
+HOOK_BINARIES = hook_binaries("claude-code")
 
 LABEL_SESSION_START = "SessionStart hook additional context: "
 LABEL_PRE_TOOL_USE_BASH = "PreToolUse:Bash hook additional context: "

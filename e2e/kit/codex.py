@@ -7,9 +7,9 @@ Everything the kit knows about Codex is here (docs/contracts/codex.md)."""
 import json
 import os
 
-CODEX_HOOK_BINARIES = ("preloop-codex-session-start", "preloop-codex-user-prompt-submit",
-                       "preloop-codex-pre-tool-use", "preloop-codex-permission-request",
-                       "preloop-codex-stop", "preloop-codex-session-end")
+from .common import hook_binaries
+
+CODEX_HOOK_BINARIES = tuple(hook_binaries("codex").values())
 
 
 # --------------------------------------------------------------------------- marker search

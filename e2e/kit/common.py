@@ -24,12 +24,38 @@ class KitError(RuntimeError):
     """The environment cannot run the suite (install/build failed, mock did not start...)."""
 
 
-def hook_binaries(slug, events):
-    """{event: hook command} for the harness whose commands are `preloop-<slug>-<event in
-    kebab case>` (the registry's rule, shared/src/registry.rs)."""
-    def kebab(name):
-        return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
-    return {e: "preloop-%s-%s" % (slug, kebab(e)) for e in events}
+def registry():
+    """e2e/kit/registry.json, generated from shared/src/registry.rs (a test there fails
+    when they differ): {slug: {"name", "version", "npm_package", "hooks": {event: hook
+    command}, "watch"}} in registry order. The kit takes every version, npm package and
+    hook command from it."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "registry.json")) as f:
+            data = json.load(f)
+        _REGISTRY = {h["slug"]: dict(h, hooks=dict(h["hooks"])) for h in data["harnesses"]}
+    return _REGISTRY
+
+
+_REGISTRY = None
+
+
+def hook_binaries(slug, events=None):
+    """{event: hook command} of the harness SLUG from the registry: every hook (the watcher
+    apart), or those of EVENTS; KitError for an event the registry does not have."""
+    hooks = registry()[slug]["hooks"]
+    if events is None:
+        return dict(hooks)
+    unknown = [e for e in events if e not in hooks]
+    if unknown:
+        raise KitError("%s has no hook on %s in shared/src/registry.rs" % (slug, ", ".join(unknown)))
+    return {e: hooks[e] for e in events}
+
+
+def npm_spec(slug):
+    """`package@version` the kit installs for the harness SLUG (the registry's)."""
+    h = registry()[slug]
+    return "%s@%s" % (h["npm_package"], h["version"])
 
 
 def read_text(path):

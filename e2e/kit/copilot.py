@@ -15,8 +15,7 @@ from .landing import find_landings
 COPILOT_MODEL = "gpt-4.1"
 
 
-COPILOT_HOOK_BINARIES = hook_binaries("copilot", (
-    "sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse", "agentStop", "sessionEnd"))
+COPILOT_HOOK_BINARIES = hook_binaries("copilot")
 
 
 # Copilot CLI's two hook-file dialects (docs/contracts/copilot-cli.md §2): event names per style.

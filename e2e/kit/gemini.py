@@ -13,8 +13,7 @@ from .landing import find_landings
 GEMINI_MODEL = "gemini-2.5-flash"
 
 
-GEMINI_HOOK_BINARIES = hook_binaries("gemini", (
-    "SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd"))
+GEMINI_HOOK_BINARIES = hook_binaries("gemini")
 
 
 # --------------------------------------------------------------------------- marker search

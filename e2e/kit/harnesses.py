@@ -2,28 +2,29 @@
 returns the path of a working CLI of the pinned version, npm-installing it into the
 harness directory first when it is missing (CI starts from a fresh machine).
 
-The versions are pinned here, in one place, because every contract in docs/contracts/ is
-proven against exactly these builds."""
+The versions and npm packages are the registry's (shared/src/registry.rs, through the
+generated e2e/kit/registry.json), because every contract in docs/contracts/ is proven
+against exactly these builds."""
 
 import os
 import shutil
 import subprocess
 import tempfile
 
-from .common import BASE_PATH, E2E_DIR, KitError, log
+from .common import BASE_PATH, E2E_DIR, KitError, log, npm_spec, registry
 
-CLAUDE_CODE_VERSION = "2.1.328"
-CLAUDE_CODE_PACKAGE = "@anthropic-ai/claude-code@" + CLAUDE_CODE_VERSION
-CODEX_VERSION = "0.169.0"
-CODEX_PACKAGE = "@openai/codex@" + CODEX_VERSION
-GEMINI_VERSION = "0.61.0"
-GEMINI_PACKAGE = "@google/gemini-cli@" + GEMINI_VERSION
-COPILOT_VERSION = "1.0.102"
-COPILOT_PACKAGE = "@github/copilot@" + COPILOT_VERSION
-PI_VERSION = "0.73.1"
-PI_PACKAGE = "@mariozechner/pi-coding-agent@" + PI_VERSION
-OPENCODE_VERSION = "1.18.33"
-OPENCODE_PACKAGE = "opencode-ai@" + OPENCODE_VERSION
+CLAUDE_CODE_VERSION = registry()["claude-code"]["version"]
+CLAUDE_CODE_PACKAGE = npm_spec("claude-code")
+CODEX_VERSION = registry()["codex"]["version"]
+CODEX_PACKAGE = npm_spec("codex")
+GEMINI_VERSION = registry()["gemini"]["version"]
+GEMINI_PACKAGE = npm_spec("gemini")
+COPILOT_VERSION = registry()["copilot"]["version"]
+COPILOT_PACKAGE = npm_spec("copilot")
+PI_VERSION = registry()["pi"]["version"]
+PI_PACKAGE = npm_spec("pi")
+OPENCODE_VERSION = registry()["opencode"]["version"]
+OPENCODE_PACKAGE = npm_spec("opencode")
 
 
 def harness_dir():

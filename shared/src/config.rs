@@ -20,11 +20,13 @@
 
 use crate::Harness;
 use crate::fsutil;
-use serde::{Deserialize, Serialize};
+use crate::settings::{self, FromEnv, SETTINGS};
+use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use crate::redact::Secret;
+pub use crate::settings::{ConfigFile, FailPolicy, Settings, parse_switch, parse_switch_str};
 
 /// Where the server settings came from (shown by `doctor`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,105 +52,6 @@ pub struct ServerConfig {
     pub url: String,
     pub token: Secret,
     pub origin: Origin,
-}
-
-/// What a hook does when the server cannot answer a permission check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailPolicy {
-    /// Give no decision: the harness's own permission flow decides.
-    Open,
-    /// Deny the tool call with a reason that names the failure.
-    Deny,
-}
-
-/// Tunables, with the defaults documented in the README.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Settings {
-    /// TCP (and TLS) connect timeout for every call, milliseconds.
-    pub connect_timeout_ms: u64,
-    /// Whole-call budget of notes and lifecycle calls, milliseconds.
-    pub call_timeout_ms: u64,
-    /// Whole-call budget of a permission check, seconds. Must outlast the
-    /// server's approval wait (workflow timeout 300 s + 2 s).
-    pub permission_timeout_secs: u64,
-    /// Budget of everything a SessionEnd hook does, milliseconds (Claude Code
-    /// cancels it after ~1.5 s, Codex after ~1 s).
-    pub session_end_budget_ms: u64,
-    /// Claude Code / Codex PreToolUse when the server cannot be reached.
-    pub pre_tool_use_on_error: FailPolicy,
-    /// Codex PermissionRequest / Cursor before* hooks when the server cannot
-    /// be reached (local mode never decides).
-    pub permission_request_on_error: FailPolicy,
-    /// Stop continuations spent on late notes per session.
-    pub stop_rescue_cap: u32,
-    /// Lifetime of a local-inbox note, seconds.
-    pub note_ttl_secs: i64,
-    /// The hook log is rotated past this size.
-    pub log_max_bytes: u64,
-    /// Claude Code and Pi: run the background watcher that wakes an idle
-    /// session when a note arrives (`preloop-claude-code-watch`,
-    /// `preloop-pi-watch`).
-    pub watch: bool,
-    /// Longest life of one watcher, seconds (the hook's `timeout` must be longer).
-    pub watch_max_secs: u64,
-    /// Local inbox: how often the watcher lists the session's queue
-    /// directories, milliseconds (also how often it checks that its session
-    /// and Claude are still there).
-    pub watch_poll_ms: u64,
-    /// Server mode: the watcher's first poll interval, milliseconds; doubled
-    /// after every empty poll up to `watch_server_poll_max_ms`.
-    pub watch_server_poll_ms: u64,
-    /// Server mode: the longest poll interval, milliseconds.
-    pub watch_server_poll_max_ms: u64,
-    /// The HTTP(S) proxy every call to the server goes through: `proxy` in
-    /// `config.json` only. None is ever taken from the environment
-    /// (docs/guarantees.md, "A repository cannot move the gate").
-    #[serde(skip)]
-    pub proxy: Option<crate::http::ProxyUrl>,
-}
-
-impl Default for Settings {
-    fn default() -> Settings {
-        Settings {
-            connect_timeout_ms: 1500,
-            call_timeout_ms: 4000,
-            permission_timeout_secs: 310,
-            session_end_budget_ms: 900,
-            pre_tool_use_on_error: FailPolicy::Open,
-            permission_request_on_error: FailPolicy::Deny,
-            stop_rescue_cap: 3,
-            note_ttl_secs: 86_400,
-            log_max_bytes: 1 << 20,
-            watch: true,
-            watch_max_secs: 3600,
-            watch_poll_ms: 1000,
-            watch_server_poll_ms: 2000,
-            watch_server_poll_max_ms: 30_000,
-            proxy: None,
-        }
-    }
-}
-
-/// The project's own config file, as `login` writes it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ConfigFile {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub token: Option<Secret>,
-    /// A user credential (personal API key or JWT) for the operator CLI.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub user_token: Option<Secret>,
-    /// In `~/.preloop/config.json` only: let the environment
-    /// (`PRELOOP_HOME`, `PRELOOP_URL`, `PRELOOP_TOKEN`, the gate settings)
-    /// override the server this file names (docs/guarantees.md).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub allow_env_override: bool,
-    #[serde(flatten)]
-    pub settings: Settings,
 }
 
 #[derive(Debug, Deserialize)]
@@ -311,8 +214,9 @@ impl Config {
         let home_ok = here.home_ok;
         let mut unusable_source = here.unusable || refused_home;
         let file = here.file.clone();
-        let mut settings = file.settings.clone();
-        apply_env_settings(env, &mut settings, &mut problems, (pin != Pin::Open).then_some(&mut warnings));
+        let mut with_env = file.clone();
+        apply_env_settings(env, &mut with_env, &mut problems, (pin != Pin::Open).then_some(&mut warnings));
+        let settings = with_env.settings;
 
         let env_url = env.get("PRELOOP_URL").filter(|u| !u.trim().is_empty());
         let env_token = env.get("PRELOOP_TOKEN").filter(|t| !t.is_empty());
@@ -595,32 +499,9 @@ fn same_dir(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Every key `config.json` may hold.
-pub const CONFIG_KEYS: &[&str] = &[
-    "url",
-    "token",
-    "user_token",
-    "allow_env_override",
-    "connect_timeout_ms",
-    "call_timeout_ms",
-    "permission_timeout_secs",
-    "session_end_budget_ms",
-    "pre_tool_use_on_error",
-    "permission_request_on_error",
-    "stop_rescue_cap",
-    "note_ttl_secs",
-    "log_max_bytes",
-    "watch",
-    "watch_max_secs",
-    "watch_poll_ms",
-    "watch_server_poll_ms",
-    "watch_server_poll_max_ms",
-    "proxy",
-];
-
-/// A config file key by key: one bad value costs that key (its default is
-/// used, and it is a problem), never the URL and tokens. `path` is the file
-/// as messages show it.
+/// A config file key by key ([`SETTINGS`]): one bad value costs that key
+/// (its default is used, and it is a problem), never the URL and tokens.
+/// `path` is the file as messages show it.
 ///
 /// A problem says what is wrong and how to fix it, not what happens
 /// meanwhile: that depends on who reads it (a hook uses the key's default,
@@ -631,148 +512,26 @@ fn config_from_value(path: &str, v: &serde_json::Value, problems: &mut Vec<Probl
         problems.push(Problem { what: format!("{path}: not a JSON object"), fix: format!("fix or remove {path}") });
         return f;
     };
-    let mut bad = |key: &str, expected: &str, got: &serde_json::Value| {
-        if expected == "no such key" {
+    for (key, value) in obj {
+        let Some(setting) = settings::by_key(key) else {
             problems.push(Problem {
                 what: format!("{path}: unknown key {key:?}"),
-                fix: format!("remove it (known keys: {})", CONFIG_KEYS.join(", ")),
+                fix: format!("remove it (known keys: {})", settings::known_keys()),
             });
-            return;
-        }
-        let shown = match got {
-            serde_json::Value::String(s) => format!("{:?}", s.chars().take(40).collect::<String>()),
-            other => other.to_string().chars().take(40).collect(),
+            continue;
         };
-        problems.push(Problem {
-            what: format!("{path}: {key} is {shown}, expected {expected}"),
-            fix: format!("edit {key} in {path}"),
-        });
-    };
-    for (key, value) in obj {
-        let s = &mut f.settings;
-        let as_str = || value.as_str().map(str::to_string);
-        match key.as_str() {
-            "url" => match as_str() {
-                Some(u) => f.url = Some(u),
-                None => bad(key, "a URL string", value),
-            },
-            "token" => match as_str() {
-                Some(t) => f.token = Some(Secret::new(t)),
-                None => bad(key, "a token string", value),
-            },
-            "user_token" => match as_str() {
-                Some(t) => f.user_token = Some(Secret::new(t)),
-                None => bad(key, "a token string", value),
-            },
-            "allow_env_override" => match parse_switch(value) {
-                Some(b) => f.allow_env_override = b,
-                None => bad(key, "true/false", value),
-            },
-            "connect_timeout_ms" => {
-                num_into(value, &mut s.connect_timeout_ms).unwrap_or_else(|| bad(key, "a number", value))
-            }
-            "call_timeout_ms" => num_into(value, &mut s.call_timeout_ms).unwrap_or_else(|| bad(key, "a number", value)),
-            "permission_timeout_secs" => {
-                num_into(value, &mut s.permission_timeout_secs).unwrap_or_else(|| bad(key, "a number", value))
-            }
-            "session_end_budget_ms" => {
-                num_into(value, &mut s.session_end_budget_ms).unwrap_or_else(|| bad(key, "a number", value))
-            }
-            "stop_rescue_cap" => num_into(value, &mut s.stop_rescue_cap).unwrap_or_else(|| bad(key, "a number", value)),
-            "note_ttl_secs" => num_into(value, &mut s.note_ttl_secs).unwrap_or_else(|| bad(key, "a number", value)),
-            "log_max_bytes" => num_into(value, &mut s.log_max_bytes).unwrap_or_else(|| bad(key, "a number", value)),
-            "watch_max_secs" => num_into(value, &mut s.watch_max_secs).unwrap_or_else(|| bad(key, "a number", value)),
-            "watch_poll_ms" => num_into(value, &mut s.watch_poll_ms).unwrap_or_else(|| bad(key, "a number", value)),
-            "watch_server_poll_ms" => {
-                num_into(value, &mut s.watch_server_poll_ms).unwrap_or_else(|| bad(key, "a number", value))
-            }
-            "watch_server_poll_max_ms" => {
-                num_into(value, &mut s.watch_server_poll_max_ms).unwrap_or_else(|| bad(key, "a number", value))
-            }
-            "proxy" => match value {
-                serde_json::Value::Null => s.proxy = None,
-                serde_json::Value::String(p) if p.trim().is_empty() => s.proxy = None,
-                serde_json::Value::String(p) => match crate::http::ProxyUrl::parse(p) {
-                    Ok(p) => s.proxy = Some(p),
-                    Err(expected) => bad(
-                        key,
-                        &expected,
-                        &serde_json::Value::String(crate::redact::redact_url_credentials(p).into_owned()),
-                    ),
-                },
-                _ => bad(key, "an http:// or https:// proxy URL", value),
-            },
-            "watch" => match parse_switch(value) {
-                Some(b) => s.watch = b,
-                None => bad(key, "true/false or \"on\"/\"off\"", value),
-            },
-            "pre_tool_use_on_error" => match value.as_str().and_then(FailPolicy::parse) {
-                Some(p) => s.pre_tool_use_on_error = p,
-                None => bad(key, "\"open\" or \"deny\"", value),
-            },
-            "permission_request_on_error" => match value.as_str().and_then(FailPolicy::parse) {
-                Some(p) => s.permission_request_on_error = p,
-                None => bad(key, "\"open\" or \"deny\"", value),
-            },
-            other => bad(other, "no such key", &serde_json::Value::Null),
+        if let Err(refused) = setting.from_json(&mut f, value) {
+            let shown = match refused.shown.as_ref().unwrap_or(value) {
+                serde_json::Value::String(s) => format!("{:?}", s.chars().take(40).collect::<String>()),
+                other => other.to_string().chars().take(40).collect(),
+            };
+            problems.push(Problem {
+                what: format!("{path}: {key} is {shown}, expected {}", refused.expected),
+                fix: format!("edit {key} in {path}"),
+            });
         }
     }
     f
-}
-
-/// A number, or a string holding one; `None` if neither (or out of range).
-fn num_into<T: std::str::FromStr + TryFrom<i64> + TryFrom<u64>>(v: &serde_json::Value, slot: &mut T) -> Option<()> {
-    let n: Option<T> = match v {
-        serde_json::Value::Number(n) => {
-            n.as_u64().and_then(|u| T::try_from(u).ok()).or_else(|| n.as_i64().and_then(|i| T::try_from(i).ok()))
-        }
-        serde_json::Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    };
-    *slot = n?;
-    Some(())
-}
-
-/// A switch: a boolean, or the words the README documents.
-pub fn parse_switch(v: &serde_json::Value) -> Option<bool> {
-    match v {
-        serde_json::Value::Bool(b) => Some(*b),
-        serde_json::Value::String(s) => parse_switch_str(s),
-        serde_json::Value::Number(n) => match n.as_u64() {
-            Some(1) => Some(true),
-            Some(0) => Some(false),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-pub fn parse_switch_str(s: &str) -> Option<bool> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "on" | "yes" => Some(true),
-        "0" | "false" | "off" | "no" => Some(false),
-        _ => None,
-    }
-}
-
-impl FailPolicy {
-    pub fn parse(s: &str) -> Option<FailPolicy> {
-        match s.trim() {
-            "open" => Some(FailPolicy::Open),
-            "deny" => Some(FailPolicy::Deny),
-            _ => None,
-        }
-    }
-}
-
-impl Settings {
-    /// The fail policy a gate follows.
-    pub fn fail_policy(&self, key: crate::registry::FailKey) -> FailPolicy {
-        match key {
-            crate::registry::FailKey::PreToolUse => self.pre_tool_use_on_error,
-            crate::registry::FailKey::PermissionRequest => self.permission_request_on_error,
-        }
-    }
 }
 
 /// The variables that name a run's flow execution, in the order they are
@@ -1090,76 +849,44 @@ fn onboarding(
     None
 }
 
-/// The environment's settings over `s`. With `pinned` (the user's own
-/// configuration names the server), a gate may not be loosened from the
-/// environment: a fail policy may only become `deny`, and the connect and
-/// permission timeouts are not taken (a tiny one would make every check
-/// fail); each refusal is one warning.
-fn apply_env_settings(env: &Env, s: &mut Settings, problems: &mut Vec<Problem>, mut pinned: Option<&mut Vec<String>>) {
-    let gate = s.clone();
-    let mut bad = |key: &str, v: &str, expected: &str| {
-        problems.push(Problem {
-            what: format!("{key}={v:?} in the environment: expected {expected}"),
-            fix: format!("unset {key} or set it to {expected}"),
-        });
-    };
-    macro_rules! num {
-        ($key:literal, $slot:expr) => {
-            if let Some(v) = env.get($key) {
-                match v.trim().parse() {
-                    Ok(n) => $slot = n,
-                    Err(_) => bad($key, &v, "a number"),
-                }
-            }
+/// The environment's settings over `f` ([`SETTINGS`], each row's
+/// [`FromEnv`]). With `pinned` (the user's own configuration names the
+/// server), a gate may not be loosened from the environment: a fail policy
+/// may only become `deny` ([`FromEnv::TightenOnly`]), and the connect and
+/// permission timeouts are not taken ([`FromEnv::UnlessPinned`]: a tiny one
+/// would make every check fail); each refusal is one warning.
+fn apply_env_settings(
+    env: &Env,
+    f: &mut ConfigFile,
+    problems: &mut Vec<Problem>,
+    mut pinned: Option<&mut Vec<String>>,
+) {
+    for row in SETTINGS {
+        let var = match row.from_env {
+            FromEnv::Taken(v) | FromEnv::UnlessPinned(v) | FromEnv::TightenOnly(v) => v,
+            FromEnv::Never | FromEnv::Server(_) => continue,
         };
-    }
-    num!("PRELOOP_CONNECT_TIMEOUT_MS", s.connect_timeout_ms);
-    num!("PRELOOP_CALL_TIMEOUT_MS", s.call_timeout_ms);
-    num!("PRELOOP_PERMISSION_TIMEOUT_SECS", s.permission_timeout_secs);
-    num!("PRELOOP_SESSION_END_BUDGET_MS", s.session_end_budget_ms);
-    num!("PRELOOP_STOP_RESCUE_CAP", s.stop_rescue_cap);
-    num!("PRELOOP_NOTE_TTL_SECS", s.note_ttl_secs);
-    num!("PRELOOP_LOG_MAX_BYTES", s.log_max_bytes);
-    num!("PRELOOP_WATCH_MAX_SECS", s.watch_max_secs);
-    num!("PRELOOP_WATCH_POLL_MS", s.watch_poll_ms);
-    num!("PRELOOP_WATCH_SERVER_POLL_MS", s.watch_server_poll_ms);
-    num!("PRELOOP_WATCH_SERVER_POLL_MAX_MS", s.watch_server_poll_max_ms);
-    if let Some(v) = env.get("PRELOOP_WATCH") {
-        match parse_switch_str(&v) {
-            Some(b) => s.watch = b,
-            None => bad("PRELOOP_WATCH", &v, "on or off"),
+        let Some(v) = env.get(var) else { continue };
+        let mut next = f.clone();
+        if let Err(expected) = row.from_env(&mut next, &v) {
+            problems.push(Problem {
+                what: format!("{var}={v:?} in the environment: expected {expected}"),
+                fix: format!("unset {var} or set it to {expected}"),
+            });
+            continue;
         }
-    }
-    for (key, slot) in [
-        ("PRELOOP_PRE_TOOL_USE_ON_ERROR", &mut s.pre_tool_use_on_error),
-        ("PRELOOP_PERMISSION_REQUEST_ON_ERROR", &mut s.permission_request_on_error),
-    ] {
-        if let Some(v) = env.get(key) {
-            match FailPolicy::parse(&v) {
-                Some(FailPolicy::Open) if pinned.is_some() && *slot == FailPolicy::Deny => {
-                    if let Some(w) = pinned.as_deref_mut() {
-                        w.push(format!(
-                            "{key}=open in the environment ignored: the user's own configuration names the server"
-                        ));
-                    }
-                }
-                Some(p) => *slot = p,
-                None => bad(key, &v, "open or deny"),
+        let ignored = match (&pinned, row.from_env) {
+            (Some(_), FromEnv::UnlessPinned(_)) => (next.settings != f.settings).then(|| var.to_string()),
+            (Some(_), FromEnv::TightenOnly(_)) => (row.policy(&next) == Some(FailPolicy::Open)
+                && row.policy(f) == Some(FailPolicy::Deny))
+            .then(|| format!("{var}=open")),
+            _ => None,
+        };
+        match (ignored, pinned.as_deref_mut()) {
+            (Some(what), Some(w)) => {
+                w.push(format!("{what} in the environment ignored: the user's own configuration names the server"))
             }
-        }
-    }
-    if let Some(w) = pinned {
-        for (key, changed, restore) in [
-            ("PRELOOP_CONNECT_TIMEOUT_MS", s.connect_timeout_ms != gate.connect_timeout_ms, 0),
-            ("PRELOOP_PERMISSION_TIMEOUT_SECS", s.permission_timeout_secs != gate.permission_timeout_secs, 1),
-        ] {
-            if changed {
-                w.push(format!("{key} in the environment ignored: the user's own configuration names the server"));
-                match restore {
-                    0 => s.connect_timeout_ms = gate.connect_timeout_ms,
-                    _ => s.permission_timeout_secs = gate.permission_timeout_secs,
-                }
-            }
+            _ => *f = next,
         }
     }
 }
@@ -1167,6 +894,76 @@ fn apply_env_settings(env: &Env, s: &mut Settings, problems: &mut Vec<Problem>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The environment pass over the settings rows keeps the gate's rules:
+    /// with a server the user's own file names, a fail policy only tightens
+    /// and the two timeouts are not taken (one warning each); what does not
+    /// touch the gate is taken; a bad value is a problem; `proxy` and the
+    /// server keys are never read here. Without a pin, everything is taken.
+    #[test]
+    fn the_environment_pass_keeps_the_gate_rules() {
+        let mut file = ConfigFile::default();
+        file.settings.pre_tool_use_on_error = FailPolicy::Deny;
+        file.settings.permission_request_on_error = FailPolicy::Open;
+        let env = Env::of(&[
+            ("PRELOOP_PRE_TOOL_USE_ON_ERROR", "open"),
+            ("PRELOOP_PERMISSION_REQUEST_ON_ERROR", "deny"),
+            ("PRELOOP_CONNECT_TIMEOUT_MS", "1"),
+            ("PRELOOP_PERMISSION_TIMEOUT_SECS", "310"),
+            ("PRELOOP_WATCH", "off"),
+            ("PRELOOP_NOTE_TTL_SECS", "120"),
+            ("PRELOOP_LOG_MAX_BYTES", "lots"),
+            ("PRELOOP_PROXY", "http://127.0.0.1:9"),
+            ("PRELOOP_URL", "http://127.0.0.1:9"),
+        ]);
+        let (mut problems, mut warnings) = (Vec::new(), Vec::new());
+        let mut pinned = file.clone();
+        apply_env_settings(&env, &mut pinned, &mut problems, Some(&mut warnings));
+        let s = &pinned.settings;
+        assert_eq!(s.pre_tool_use_on_error, FailPolicy::Deny, "open may not loosen a pinned deny");
+        assert_eq!(s.permission_request_on_error, FailPolicy::Deny, "deny tightens");
+        assert_eq!(s.connect_timeout_ms, 1500, "a pinned connect timeout is not taken");
+        assert_eq!(s.permission_timeout_secs, 310);
+        assert!(!s.watch);
+        assert_eq!(s.note_ttl_secs, 120);
+        assert_eq!(s.log_max_bytes, 1 << 20);
+        assert_eq!(s.proxy, None, "no proxy from the environment");
+        assert_eq!(pinned.url, None);
+        assert_eq!(
+            warnings,
+            [
+                "PRELOOP_CONNECT_TIMEOUT_MS in the environment ignored: the user's own configuration names the server",
+                "PRELOOP_PRE_TOOL_USE_ON_ERROR=open in the environment ignored: the user's own configuration names the server",
+            ],
+            "an equal value is no override"
+        );
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].what, "PRELOOP_LOG_MAX_BYTES=\"lots\" in the environment: expected a number");
+        assert_eq!(problems[0].fix, "unset PRELOOP_LOG_MAX_BYTES or set it to a number");
+
+        let (mut problems, mut open) = (Vec::new(), file.clone());
+        apply_env_settings(&env, &mut open, &mut problems, None);
+        assert_eq!(open.settings.pre_tool_use_on_error, FailPolicy::Open, "unpinned, the environment chooses");
+        assert_eq!(open.settings.connect_timeout_ms, 1);
+        assert_eq!(open.settings.proxy, None);
+    }
+
+    /// The unknown-key fix names every key, in the table's order (the list
+    /// CONFIG_KEYS held before the table).
+    #[test]
+    fn an_unknown_key_names_every_key() {
+        let mut problems = Vec::new();
+        config_from_value("c.json", &serde_json::json!({"colour": 1, "watch": "sometimes"}), &mut problems);
+        assert_eq!(problems[0].what, "c.json: unknown key \"colour\"");
+        assert_eq!(
+            problems[0].fix,
+            "remove it (known keys: url, token, user_token, allow_env_override, connect_timeout_ms, call_timeout_ms, permission_timeout_secs, session_end_budget_ms, pre_tool_use_on_error, permission_request_on_error, stop_rescue_cap, note_ttl_secs, log_max_bytes, watch, watch_max_secs, watch_poll_ms, watch_server_poll_ms, watch_server_poll_max_ms, proxy)"
+        );
+        assert_eq!(problems[1].what, "c.json: watch is \"sometimes\", expected true/false or \"on\"/\"off\"");
+        let mut problems = Vec::new();
+        config_from_value("c.json", &serde_json::json!({"proxy": "socks5://u:pw@h:1"}), &mut problems);
+        assert!(!problems[0].what.contains("pw"), "{}", problems[0].what);
+    }
 
     /// The home without NSS (the static build's `getpwuid` crashed in a
     /// container under a uid /etc/passwd does not list).

@@ -421,8 +421,10 @@ pub fn stdout_is_open() -> bool {
 /// Whether `fd` is the null device.
 fn is_null_device(fd: i32) -> bool {
     use std::os::unix::fs::MetadataExt;
-    // SAFETY: fstat fills a zeroed stat buffer for a descriptor number.
+    // SAFETY: stat is plain integers, for which all zeros is valid.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat only writes the stat buffer, valid for its size; a bad
+    // descriptor number is an error return, not undefined behaviour.
     if unsafe { libc::fstat(fd, &mut st) } != 0 {
         return false;
     }

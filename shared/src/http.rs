@@ -162,9 +162,9 @@ mod tests {
     /// proxy but the configured one.
     #[test]
     fn no_proxy_from_the_environment() {
-        // SAFETY: this test binary's other tests read none of these
-        // variables (ureq's default config is never built elsewhere here).
         for var in ["ALL_PROXY", "https_proxy", "HTTP_PROXY"] {
+            // SAFETY: this test binary's other tests read none of these
+            // variables (ureq's default config is never built elsewhere here).
             unsafe { std::env::set_var(var, "http://127.0.0.1:9") };
         }
         assert!(ureq::config::Config::default().proxy().is_some(), "ureq's default takes the environment's");
@@ -178,6 +178,7 @@ mod tests {
             assert!(ProxyUrl::parse(bad).is_err(), "{bad}");
         }
         for var in ["ALL_PROXY", "https_proxy", "HTTP_PROXY"] {
+            // SAFETY: as for set_var above.
             unsafe { std::env::remove_var(var) };
         }
     }

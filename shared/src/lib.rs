@@ -39,6 +39,7 @@ pub mod runner;
 pub mod scrub;
 pub mod server;
 pub mod session;
+pub mod settings;
 pub mod time;
 pub mod watch;
 pub mod wire;

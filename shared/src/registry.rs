@@ -1468,9 +1468,90 @@ pub fn markdown_lineage() -> String {
     out
 }
 
+/// `e2e/kit/registry.json`: what the end-to-end kit takes from the
+/// registry (each harness's version, npm package, and hook command per
+/// event), so the kit names no version or binary of its own.
+pub fn e2e_kit_json() -> String {
+    #[derive(serde::Serialize)]
+    struct KitHarness {
+        slug: &'static str,
+        name: &'static str,
+        version: &'static str,
+        npm_package: Option<&'static str>,
+        /// `[event, hook command]`, in registry order (the watcher apart).
+        hooks: Vec<(&'static str, &'static str)>,
+        watch: Option<&'static str>,
+    }
+    #[derive(serde::Serialize)]
+    struct Kit {
+        generated_from: &'static str,
+        harnesses: Vec<KitHarness>,
+    }
+    let kit = Kit {
+        generated_from: "shared/src/registry.rs (its test e2e_kit_follows_the_registry; PRELOOP_BLESS=1 rewrites this file)",
+        harnesses: HARNESSES
+            .iter()
+            .map(|h| KitHarness {
+                slug: h.slug,
+                name: h.name,
+                version: h.version,
+                npm_package: h.npm_package,
+                hooks: h.harness.hooks().filter(|d| d.does != Does::Watch).map(|d| (d.on, d.binary)).collect(),
+                watch: h.harness.hooks().find(|d| d.does == Does::Watch).map(|d| d.binary),
+            })
+            .collect(),
+    };
+    serde_json::to_string_pretty(&kit).map(|t| t + "\n").unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The end-to-end kit's versions, packages and hook commands are the
+    /// registry's: `e2e/kit/registry.json` is generated (PRELOOP_BLESS=1
+    /// rewrites it), and no kit file pins a version of its own.
+    #[test]
+    fn e2e_kit_follows_the_registry() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let path = root.join("e2e/kit/registry.json");
+        let json = e2e_kit_json();
+        for h in HARNESSES {
+            let events: Vec<&str> = h.harness.hooks().filter(|d| d.does != Does::Watch).map(|d| d.on).collect();
+            let mut unique = events.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), events.len(), "{}: two hooks on one event", h.slug);
+        }
+        if std::fs::read_to_string(&path).unwrap_or_default() != json {
+            assert!(
+                std::env::var_os("PRELOOP_BLESS").is_some(),
+                "e2e/kit/registry.json is not the registry's (PRELOOP_BLESS=1 rewrites it)"
+            );
+            std::fs::write(&path, &json).unwrap();
+        }
+        for entry in std::fs::read_dir(root.join("e2e/kit")).unwrap() {
+            let p = entry.unwrap().path();
+            if p.extension().is_none_or(|e| e != "py") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            for h in HARNESSES {
+                let pinned = format!("\"{}\"", h.version);
+                assert!(
+                    !text.contains(&pinned),
+                    "{} pins {} {}: read it from registry.json",
+                    p.display(),
+                    h.name,
+                    h.version
+                );
+                for d in h.harness.hooks() {
+                    let named = format!("\"{}\"", d.binary);
+                    assert!(!text.contains(&named), "{} names {}: read it from registry.json", p.display(), d.binary);
+                }
+            }
+        }
+    }
 
     #[test]
     fn rows_are_consistent() {

@@ -16,6 +16,7 @@ fn main() {
         std::process::exit(2)
     };
     let mut status = 0;
+    // SAFETY: rusage is plain integers and timevals, for which all zeros is valid.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: wait4 on our own child's pid with valid out-pointers.
     let r = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };

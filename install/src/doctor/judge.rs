@@ -250,6 +250,40 @@ fn harness(ctx: &Ctx, facts: &Facts, hf: &HarnessFacts, c: &mut Findings, moved:
     }
 }
 
+/// One scope of one harness, as the checks below see it: what each check
+/// needs to name the file and the fix.
+struct At<'a> {
+    ctx: &'a Ctx,
+    facts: &'a Facts,
+    d: &'a dyn Dialect,
+    sf: &'a ScopeFacts,
+    h: Harness,
+    /// The hook file, `~`-shortened.
+    file: String,
+    /// `slug` or `slug (project)`.
+    label: String,
+}
+
+impl At<'_> {
+    /// The install command that repairs this harness in this scope.
+    fn install_cmd(&self) -> String {
+        install_cmd(Some(self.h), self.sf.scope)
+    }
+}
+
+/// What the entries of ours say, gathered per entry and judged together.
+#[derive(Default)]
+struct EntryTally {
+    missing_programs: Vec<(PathBuf, ProgramState)>,
+    differs: Vec<PathBuf>,
+    bad_timeouts: Vec<String>,
+    untrusted: Vec<(String, TrustState)>,
+}
+
+/// One scope's report: the file's own problems, then (once it holds
+/// entries of ours) what may switch them off, then each expected entry,
+/// then what the entries say together. `None`: a project scope without
+/// entries of ours (nothing to report).
 fn scope(
     ctx: &Ctx,
     facts: &Facts,
@@ -259,15 +293,20 @@ fn scope(
     moved: &mut Moved,
 ) -> Option<ScopeReport> {
     let h = d.harness();
-    let scope = sf.scope;
-    let path = &sf.path;
-    let file = util::tilde(&ctx.env, path);
-    let hook_dir = &facts.hook_dir;
-    let owner = Owner::new(h, hook_dir);
+    let at = At {
+        ctx,
+        facts,
+        d,
+        sf,
+        h,
+        file: util::tilde(&ctx.env, &sf.path),
+        label: format!("{}{}", h.slug(), scope_label(sf.scope)),
+    };
+    let owner = Owner::new(h, &facts.hook_dir);
     let expected: Vec<&table::HookDef> = table::hooks_for(h).collect();
     let mut report = ScopeReport {
-        scope: scope.name().into(),
-        config: path.display().to_string(),
+        scope: sf.scope.name().into(),
+        config: sf.path.display().to_string(),
         config_state: sf.state.clone(),
         hooks_present: 0,
         hooks_expected: expected.len(),
@@ -276,29 +315,69 @@ fn scope(
         folder_trusted: None,
     };
     if let ConfigState::Unparsable(e) = &sf.state {
-        c.install(Finding::new(
-            format!(
-                "{}: {file} does not parse ({e}); the harness may ignore it, and install refuses to touch it",
-                h.slug()
-            ),
-            format!("fix or move {file}, then run `{}`", install_cmd(Some(h), scope)),
-        ));
+        c.install(unparsable(&at, e));
         return Some(report);
     }
-    let doc = &sf.doc;
-    let found: Vec<Entry> = edit::our_entries(doc, &owner);
-    if sf.writable_by_others {
+    let found: Vec<Entry> = edit::our_entries(&sf.doc, &owner);
+    file_problems(&at, c);
+    if found.is_empty() && sf.scope == Scope::Project {
+        return None;
+    }
+    if !found.is_empty() {
+        switches_and_trust(&at, &found, &mut report, c);
+    }
+    if sf.scope == Scope::Project {
+        report.folder_trusted = sf.folder.known();
+        if sf.folder != FolderTrust::Trusted
+            && let Some((_, n)) = d.untrusted_folder(ctx, &sf.path, sf.folder)
+        {
+            c.note(n);
+        }
+    }
+    let mut tally = EntryTally::default();
+    for def in &expected {
+        let e = entry(&at, &owner, def, &found, &mut tally, c);
+        if e.present {
+            report.hooks_present += 1;
+        }
+        report.entries.push(e);
+    }
+    if !tally.missing_programs.is_empty() {
+        missing_programs(&at, &tally.missing_programs, report.hooks_present, c, moved);
+    }
+    together(&at, &tally, &report, found.len(), c);
+    Some(report)
+}
+
+/// The hook file does not parse: the harness may ignore it, and install
+/// refuses to touch it.
+fn unparsable(at: &At, e: &str) -> Finding {
+    Finding::new(
+        format!(
+            "{}: {} does not parse ({e}); the harness may ignore it, and install refuses to touch it",
+            at.h.slug(),
+            at.file
+        ),
+        format!("fix or move {}, then run `{}`", at.file, at.install_cmd()),
+    )
+}
+
+/// The file itself, whether or not it holds entries of ours: other users
+/// can write it, or it also holds Preloop's own hooks.
+fn file_problems(at: &At, c: &mut Findings) {
+    let (h, file) = (at.h, &at.file);
+    if at.sf.writable_by_others {
         c.install(Finding::new(
             format!(
                 "{}{}: other users can write {file}, and so make {} run any command",
                 h.slug(),
-                scope_label(scope),
-                d.short_name()
+                scope_label(at.sf.scope),
+                at.d.short_name()
             ),
             format!("chmod go-w {file}"),
         ));
     }
-    let own = edit::preloop_own_entries(doc);
+    let own = edit::preloop_own_entries(&at.sf.doc);
     if !own.is_empty() {
         let mut events: Vec<&str> = own.iter().map(|e| e.event.as_str()).collect();
         events.dedup();
@@ -315,18 +394,20 @@ fn scope(
             ),
         ));
     }
-    if found.is_empty() && scope == Scope::Project {
-        return None;
+}
+
+/// A file that holds entries of ours: what the dialect says switches them
+/// off, its companions' problems, the harness's own trust report, and
+/// top-level keys the harness rejects the file for.
+fn switches_and_trust(at: &At, found: &[Entry], report: &mut ScopeReport, c: &mut Findings) {
+    let (h, sf, doc) = (at.h, at.sf, &at.sf.doc);
+    for n in at.d.switched_off(&at.file, doc, found, &sf.switches) {
+        c.note(n);
     }
-    if !found.is_empty() {
-        for n in d.switched_off(&file, doc, &found, &sf.switches) {
-            c.note(n);
-        }
-        for n in &sf.companions {
-            c.note(n.clone());
-        }
+    for n in &sf.companions {
+        c.note(n.clone());
     }
-    if let Some(t) = sf.trust.as_ref().filter(|_| !found.is_empty()) {
+    if let Some(t) = &sf.trust {
         report.trust_source = Some(t.source.clone());
         for p in &t.reported {
             c.warn(Finding::new(format!("{} reports: {p}", h.slug()), ""));
@@ -340,167 +421,164 @@ fn scope(
             c.info.push(n.clone());
         }
     }
-    if !found.is_empty() {
-        let extra = d.rejected_keys(doc);
-        if !extra.is_empty() {
-            c.install(Finding::new(
-                format!(
-                    "{}: {file} has top-level key(s) {extra:?}: {} rejects the whole file",
-                    h.slug(),
-                    d.short_name()
-                ),
-                format!("remove them from {file}"),
-            ));
-        }
+    let extra = at.d.rejected_keys(doc);
+    if !extra.is_empty() {
+        c.install(Finding::new(
+            format!(
+                "{}: {} has top-level key(s) {extra:?}: {} rejects the whole file",
+                h.slug(),
+                at.file,
+                at.d.short_name()
+            ),
+            format!("remove them from {}", at.file),
+        ));
     }
-    if scope == Scope::Project {
-        report.folder_trusted = sf.folder.known();
-        if sf.folder != FolderTrust::Trusted
-            && let Some((_, n)) = d.untrusted_folder(ctx, path, sf.folder)
-        {
-            c.note(n);
-        }
+}
+
+/// One expected hook: its entry of ours, if present, with its program,
+/// timeout and trust; what is wrong goes into `tally` (judged together) or,
+/// for the dialect's own entry problem, straight into `c`.
+fn entry(
+    at: &At,
+    owner: &Owner,
+    def: &table::HookDef,
+    found: &[Entry],
+    tally: &mut EntryTally,
+    c: &mut Findings,
+) -> EntryReport {
+    let (h, sf) = (at.h, at.sf);
+    let expected_timeout = table::timeout_value(def, &at.ctx.settings);
+    let mine = found.iter().find(|e| e.event == def.on && owner.binary_of(&e.command) == Some(def.binary));
+    let mut e = EntryReport {
+        event: def.on.into(),
+        binary: def.binary.into(),
+        present: mine.is_some(),
+        command: mine.map(|m| m.command.clone()),
+        program: None,
+        timeout: mine.and_then(Entry::timeout),
+        expected_timeout,
+        trust: None,
+    };
+    let Some(m) = mine else { return e };
+    let prog = PathBuf::from(edit::program_of(&m.command));
+    let state = sf.programs.iter().find(|(cmd, _)| *cmd == m.command).map(|(_, s)| *s).unwrap_or(ProgramState::Missing);
+    e.program = Some(state);
+    match state {
+        ProgramState::Missing | ProgramState::NotExecutable => tally.missing_programs.push((prog, state)),
+        ProgramState::ElsewhereDiffers => tally.differs.push(prog),
+        _ => {}
     }
-    let unit = table::timeout_unit(h);
-    let label = format!("{}{}", h.slug(), scope_label(scope));
-    let mut missing_programs: Vec<(PathBuf, ProgramState)> = Vec::new();
-    let mut differs: Vec<PathBuf> = Vec::new();
-    let mut bad_timeouts: Vec<String> = Vec::new();
-    let mut untrusted: Vec<(String, TrustState)> = Vec::new();
-    for def in &expected {
-        let expected_timeout = table::timeout_value(def, &ctx.settings);
-        let mine = found.iter().find(|e| e.event == def.on && owner.binary_of(&e.command) == Some(def.binary));
-        let mut e = EntryReport {
-            event: def.on.into(),
-            binary: def.binary.into(),
-            present: mine.is_some(),
-            command: mine.map(|m| m.command.clone()),
-            program: None,
-            timeout: mine.and_then(Entry::timeout),
-            expected_timeout,
-            trust: None,
-        };
-        if let Some(m) = mine {
-            report.hooks_present += 1;
-            let prog = PathBuf::from(edit::program_of(&m.command));
-            let state =
-                sf.programs.iter().find(|(cmd, _)| *cmd == m.command).map(|(_, s)| *s).unwrap_or(ProgramState::Missing);
-            e.program = Some(state);
-            match state {
-                ProgramState::Missing | ProgramState::NotExecutable => missing_programs.push((prog, state)),
-                ProgramState::ElsewhereDiffers => differs.push(prog),
-                _ => {}
-            }
-            if e.timeout != Some(expected_timeout) {
-                bad_timeouts.push(format!(
-                    "{} {}, expected {expected_timeout} {unit}",
-                    def.on,
-                    e.timeout.map(|t| format!("{t} {unit}")).unwrap_or_else(|| "unset".into())
-                ));
-            }
-            if let Some(p) = d.entry_problem(def, &m.value, &format!("{} {}{}", h.slug(), def.on, scope_label(scope))) {
-                c.install(Finding::new(p, install_cmd(Some(h), scope)));
-            }
-            if let Some(t) = &sf.trust {
-                let key = codex_trust::snake(def.on);
-                let state = t
-                    .states
-                    .iter()
-                    .find(|(cmd, ev, _)| *cmd == m.command && *ev == key)
-                    .map(|t| t.2)
-                    .unwrap_or(TrustState::Untrusted);
-                if state != TrustState::Trusted {
-                    untrusted.push((def.on.to_string(), state));
-                }
-                e.trust = Some(state);
-            }
-        }
-        report.entries.push(e);
+    if e.timeout != Some(expected_timeout) {
+        let unit = table::timeout_unit(h);
+        tally.bad_timeouts.push(format!(
+            "{} {}, expected {expected_timeout} {unit}",
+            def.on,
+            e.timeout.map(|t| format!("{t} {unit}")).unwrap_or_else(|| "unset".into())
+        ));
     }
-    // Programs gone: one directory moved away, or single binaries missing.
-    if !missing_programs.is_empty() {
-        let mut dirs: Vec<PathBuf> =
-            missing_programs.iter().filter_map(|(p, _)| p.parent().map(Path::to_path_buf)).collect();
-        dirs.dedup();
-        let all_gone = dirs.len() == 1 && missing_programs.len() == report.hooks_present;
-        if all_gone && dirs[0] != *hook_dir {
-            match moved.iter_mut().find(|(s, d, _)| *s == scope && *d == dirs[0]) {
-                Some((_, _, hs)) => hs.push(h),
-                None => moved.push((scope, dirs[0].clone(), vec![h])),
-            }
-        } else {
-            let names: Vec<String> = missing_programs.iter().map(|(p, _)| util::tilde(&ctx.env, p)).collect();
-            let all_not_executable = missing_programs.iter().all(|(_, s)| *s == ProgramState::NotExecutable);
-            let (what, fix) = if all_not_executable {
-                ("not executable", format!("chmod +x {}", names.join(" ")))
-            } else if !facts.hook_exe_exists {
-                // Nothing to link them to: the executable itself is gone.
-                (
-                    "missing or not executable",
-                    facts
-                        .install_method
-                        .as_ref()
-                        .map(|m| m.reinstall(&ctx.env))
-                        .unwrap_or_else(|| install_cmd(Some(h), scope)),
-                )
-            } else {
-                (
-                    "missing or not executable",
-                    format!("{} (it links the hook commands again)", install_cmd(Some(h), scope)),
-                )
-            };
-            c.install(Finding::new(format!("{label}: {} {what}", names.join(", ")), fix));
-        }
+    if let Some(p) = at.d.entry_problem(def, &m.value, &format!("{} {}{}", h.slug(), def.on, scope_label(sf.scope))) {
+        c.install(Finding::new(p, at.install_cmd()));
     }
-    if !differs.is_empty() {
+    if let Some(t) = &sf.trust {
+        let key = codex_trust::snake(def.on);
+        let state = t
+            .states
+            .iter()
+            .find(|(cmd, ev, _)| *cmd == m.command && *ev == key)
+            .map(|t| t.2)
+            .unwrap_or(TrustState::Untrusted);
+        if state != TrustState::Trusted {
+            tally.untrusted.push((def.on.to_string(), state));
+        }
+        e.trust = Some(state);
+    }
+    e
+}
+
+/// Programs gone: one directory moved away (filed in `moved`, one line per
+/// directory for every harness), or single binaries missing or not
+/// executable.
+fn missing_programs(
+    at: &At,
+    missing: &[(PathBuf, ProgramState)],
+    hooks_present: usize,
+    c: &mut Findings,
+    moved: &mut Moved,
+) {
+    let (ctx, facts, h, scope) = (at.ctx, at.facts, at.h, at.sf.scope);
+    let mut dirs: Vec<PathBuf> = missing.iter().filter_map(|(p, _)| p.parent().map(Path::to_path_buf)).collect();
+    dirs.dedup();
+    let all_gone = dirs.len() == 1 && missing.len() == hooks_present;
+    if all_gone && dirs[0] != facts.hook_dir {
+        match moved.iter_mut().find(|(s, d, _)| *s == scope && *d == dirs[0]) {
+            Some((_, _, hs)) => hs.push(h),
+            None => moved.push((scope, dirs[0].clone(), vec![h])),
+        }
+        return;
+    }
+    let names: Vec<String> = missing.iter().map(|(p, _)| util::tilde(&ctx.env, p)).collect();
+    let all_not_executable = missing.iter().all(|(_, s)| *s == ProgramState::NotExecutable);
+    let (what, fix) = if all_not_executable {
+        ("not executable", format!("chmod +x {}", names.join(" ")))
+    } else if !facts.hook_exe_exists {
+        // Nothing to link them to: the executable itself is gone.
+        (
+            "missing or not executable",
+            facts.install_method.as_ref().map(|m| m.reinstall(&ctx.env)).unwrap_or_else(|| at.install_cmd()),
+        )
+    } else {
+        ("missing or not executable", format!("{} (it links the hook commands again)", at.install_cmd()))
+    };
+    c.install(Finding::new(format!("{}: {} {what}", at.label, names.join(", ")), fix));
+}
+
+/// What the entries say together: binaries that differ from this build's,
+/// timeouts off the settings, entries the harness does not trust, hooks
+/// missing, and entries of ours beyond the expected ones.
+fn together(at: &At, tally: &EntryTally, report: &ScopeReport, found: usize, c: &mut Findings) {
+    let label = &at.label;
+    if !tally.differs.is_empty() {
         let mut dirs: Vec<String> =
-            differs.iter().filter_map(|p| p.parent()).map(|d| util::tilde(&ctx.env, d)).collect();
+            tally.differs.iter().filter_map(|p| p.parent()).map(|d| util::tilde(&at.ctx.env, d)).collect();
         dirs.dedup();
         c.install(Finding::new(
             format!(
                 "{label}: {} hook(s) run binaries in {} that differ from this build's in {}",
-                differs.len(),
+                tally.differs.len(),
                 dirs.join(", "),
-                util::tilde(&ctx.env, hook_dir)
+                util::tilde(&at.ctx.env, &at.facts.hook_dir)
             ),
-            install_cmd(Some(h), scope),
+            at.install_cmd(),
         ));
     }
-    if !bad_timeouts.is_empty() {
+    if !tally.bad_timeouts.is_empty() {
         c.install(Finding::new(
-            format!("{label}: timeouts differ from the settings ({})", bad_timeouts.join("; ")),
-            install_cmd(Some(h), scope),
+            format!("{label}: timeouts differ from the settings ({})", tally.bad_timeouts.join("; ")),
+            at.install_cmd(),
         ));
     }
-    if !untrusted.is_empty() && report.folder_trusted != Some(false) {
-        let events: Vec<String> = untrusted.iter().map(|(e, t)| format!("{e} ({})", t.as_str())).collect();
+    if !tally.untrusted.is_empty() && report.folder_trusted != Some(false) {
+        let events: Vec<String> = tally.untrusted.iter().map(|(e, t)| format!("{e} ({})", t.as_str())).collect();
         c.install(Finding::new(
             format!(
                 "{label}: {} hook(s) not trusted: {}; {} skips them silently",
-                untrusted.len(),
+                tally.untrusted.len(),
                 events.join(", "),
-                d.short_name()
+                at.d.short_name()
             ),
-            install_cmd(Some(h), scope),
+            at.install_cmd(),
         ));
     }
     if report.hooks_present > 0 && report.hooks_present < report.hooks_expected {
         let missing: Vec<&str> = report.entries.iter().filter(|e| !e.present).map(|e| e.event.as_str()).collect();
-        c.install(Finding::new(
-            format!("{label}: hooks missing for {}", missing.join(", ")),
-            install_cmd(Some(h), scope),
-        ));
+        c.install(Finding::new(format!("{label}: hooks missing for {}", missing.join(", ")), at.install_cmd()));
     }
-    if found.len() > report.hooks_present {
+    if found > report.hooks_present {
         c.warn(Finding::new(
-            format!(
-                "{label}: {} extra entries of ours (duplicates or retired events)",
-                found.len() - report.hooks_present
-            ),
-            install_cmd(Some(h), scope),
+            format!("{label}: {} extra entries of ours (duplicates or retired events)", found - report.hooks_present),
+            at.install_cmd(),
         ));
     }
-    Some(report)
 }
 
 /// The known limits of each harness the hooks are in (or that is installed).
