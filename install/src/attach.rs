@@ -570,7 +570,10 @@ fn spawn_poller(
                         e.text = Some(if n == 0 {
                             "no approval waits on a human any more".into()
                         } else {
-                            format!("{n} approval(s) waiting on a human")
+                            format!(
+                                "{} waiting on a human",
+                                preloop_shared::words::count(usize::try_from(n).unwrap_or(usize::MAX), "approval")
+                            )
                         });
                         events.push(e);
                     }

@@ -11,6 +11,7 @@ use crate::install::{self, Action};
 use crate::{demo, doctor, login, notes, output, sessions};
 use clap::{Args, Parser, Subcommand};
 use preloop_shared::config::{Config, Env};
+use preloop_shared::words::{count, noun_for};
 use preloop_shared::{Exit, Harness, Result};
 use std::path::PathBuf;
 
@@ -72,6 +73,8 @@ enum Command {
         #[arg(long)]
         keep: bool,
     },
+    /// Print the version and the commit it was built from (as --version does).
+    Version,
     /// Make the hook commands (preloop-<harness>-<event>) in DIR as links to this executable (and it, when DIR is elsewhere).
     #[command(
         after_help = "Examples:\n  preloop-hooks links --list          # the hook commands, one per line\n  preloop-hooks links /usr/local/bin   # a package's own layout\n\n`install` does this itself (beside this executable, or in $PRELOOP_HOME/bin for a copy in a cargo\ntarget dir or an npm package). Each name becomes a hard link to preloop-hooks (a symlink, or a copy,\nwhere the file system takes no hard link), replacing whatever had that name; one file on disk\nserves them all, by the name it is started as."
@@ -273,6 +276,8 @@ fn run() -> Exit {
         Command::Sessions(c) => sessions::run(c),
         Command::Demo { bin_dir, keep } => demo::run(bin_dir.as_deref(), keep),
         Command::Links { dir, list } => links(dir, list),
+        // `preloop-hooks version`, as in gh, git and kubectl (newcomer 4, P14).
+        Command::Version => output::line(&format!("preloop-hooks {VERSION}")),
     };
     if let Some(verb) = changes
         && output::stdout_closed()
@@ -318,16 +323,17 @@ fn links(dir: Option<PathBuf>, list: bool) -> Result<()> {
     let l = crate::links::link_all(&exe, &dir)?;
     if l.changed() == 0 {
         crate::outln!(
-            "the {} hook commands in {} already link to {}",
-            crate::links::names().len(),
+            "the {} in {} already link to {}",
+            count(crate::links::names().len(), "hook command"),
             dir.display(),
             exe.display()
         );
     } else {
         crate::outln!(
-            "{} hook commands in {} now link to {} ({}s; {} replaced another file)",
-            l.changed(),
+            "{} in {} now {} to {} ({}s; {} replaced another file)",
+            count(l.changed(), "hook command"),
             dir.display(),
+            noun_for(l.changed(), "links", "link"),
             exe.display(),
             l.how,
             l.replaced.len()

@@ -28,6 +28,9 @@ pub struct Linked {
     /// Names that held another file (an earlier version's own binary, or a
     /// link to an older executable) and now link to this one.
     pub replaced: Vec<&'static str>,
+    /// How many of `replaced` were links to another executable (an older
+    /// copy, as after an upgrade), not an earlier version's own binaries.
+    pub replaced_links: usize,
     /// How the names link: `hard link`, `symlink` or `copy`.
     pub how: &'static str,
 }
@@ -57,9 +60,17 @@ pub fn link_all(exe: &Path, dir: &Path) -> Result<Linked> {
         if is_link_to(&dst, exe) {
             continue;
         }
-        let existed = dst.symlink_metadata().is_ok();
+        let before = dst.symlink_metadata().ok();
+        // A symlink, or a file with other names: a link to some executable
+        // (every earlier version's own binaries had one name each).
+        let was_link = before.as_ref().is_some_and(|m| m.file_type().is_symlink() || m.nlink() > 1);
         out.how = replace_with_link(exe, &dst)?;
-        if existed { out.replaced.push(name) } else { out.created.push(name) }
+        if before.is_some() {
+            out.replaced.push(name);
+            out.replaced_links += usize::from(was_link);
+        } else {
+            out.created.push(name);
+        }
     }
     Ok(out)
 }

@@ -148,9 +148,9 @@ fn list(a: ListArgs) -> Result<()> {
     let rows = &all_rows[..all_rows.len().min(limit)];
     if rows.len() < all_rows.len() {
         crate::errln!(
-            "preloop-hooks: showing the {} most recently active of {} sessions (--limit N for more, --all for every one)",
+            "preloop-hooks: showing the {} most recently active of {} (--limit N for more, --all for every one)",
             rows.len(),
-            all_rows.len()
+            preloop_shared::words::count(all_rows.len(), "session")
         );
     }
     match fmt.as_str() {

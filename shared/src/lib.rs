@@ -41,6 +41,7 @@ pub mod server;
 pub mod session;
 pub mod time;
 pub mod wire;
+pub mod words;
 
 pub use error::{Error, Exit, Result};
 

