@@ -100,8 +100,8 @@ $CODEX_HOME/config.toml; Cursor ~/.cursor/hooks.json; Gemini CLI ~/.gemini/setti
 ($GEMINI_CLI_HOME); Copilot CLI $COPILOT_HOME/hooks/preloop.json (default ~/.copilot). Commands are
 absolute paths to the hook commands, links to this preloop-hooks executable made beside it (one
 file on disk serves every hook, by the name it is started as; --bin-dir to use another). An
-executable in a cargo target dir or an npm package is first copied to $PRELOOP_HOME/bin and the
-links go there (`cargo clean` and `npm update` replace those places). Running it twice changes
+executable in a cargo target dir or an npm package is first hard-linked (or copied) to
+$PRELOOP_HOME/bin and the links go there (`cargo clean` and `npm update` replace those places). Running it twice changes
 nothing the second time. A file that does not parse is refused and left alone. Each changed file
 is backed up first. A harness whose program is not on PATH is installed anyway, with a note.";
 

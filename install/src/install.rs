@@ -316,7 +316,7 @@ fn place_commands(ctx: &Ctx, dry_run: bool) -> Result<()> {
     if let Some(why) = ctx.unstable_reason() {
         if dry_run {
             crate::outln!(
-                "(this executable is in {why}: install would copy it to {} and run the hooks from there)",
+                "(this executable is in {why}: install would hard-link or copy it to {} and run the hooks from there)",
                 t(&hook_dir)
             );
             return Ok(());

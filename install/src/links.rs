@@ -55,14 +55,15 @@ pub fn is_link_to(path: &Path, exe: &Path) -> bool {
 pub fn link_all(exe: &Path, dir: &Path) -> Result<Linked> {
     fs::create_dir_all(dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
     let mut out = Linked { how: "hard link", ..Linked::default() };
-    for name in names() {
+    // Read before anything is replaced: a symlink, or a file with other
+    // names, is a link to some executable (an earlier version's own
+    // binaries had one name each).
+    let before: Vec<Option<fs::Metadata>> = names().iter().map(|n| dir.join(n).symlink_metadata().ok()).collect();
+    for (name, before) in names().into_iter().zip(before) {
         let dst = dir.join(name);
         if is_link_to(&dst, exe) {
             continue;
         }
-        let before = dst.symlink_metadata().ok();
-        // A symlink, or a file with other names: a link to some executable
-        // (every earlier version's own binaries had one name each).
         let was_link = before.as_ref().is_some_and(|m| m.file_type().is_symlink() || m.nlink() > 1);
         out.how = replace_with_link(exe, &dst)?;
         if before.is_some() {

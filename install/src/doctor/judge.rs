@@ -138,7 +138,7 @@ pub fn judge(ctx: &Ctx, config: &Config, facts: &Facts) -> Report {
         if !facts.hook_exe_exists {
             c.warn(Finding::new(
                 format!("this preloop-hooks is in {why}, and no copy of it is in {}", util::tilde(&ctx.env, hook_dir)),
-                "preloop-hooks install (it copies itself to $PRELOOP_HOME/bin and links the hook commands there)",
+                "preloop-hooks install (it links or copies itself to $PRELOOP_HOME/bin and links the hook commands there)",
             ));
         } else if !facts.exe_same_as_copy {
             c.warn(Finding::new(
@@ -147,7 +147,7 @@ pub fn judge(ctx: &Ctx, config: &Config, facts: &Facts) -> Report {
                     util::tilde(&ctx.env, &ctx.exe()),
                     util::tilde(&ctx.env, hook_dir)
                 ),
-                "preloop-hooks install (it copies it again)",
+                "preloop-hooks install (it links or copies it again)",
             ));
         }
     }

@@ -13,6 +13,28 @@ pub fn human(ctx: &Ctx, r: &Report, verbose: bool) {
     human_at(ctx, r, verbose, terminal_width())
 }
 
+/// Where the executable is and where the hooks run it from, as it is: a
+/// hard link or a copy in `$PRELOOP_HOME/bin`, and why (newcomer 4, P11).
+fn binaries_line(ctx: &Ctx, r: &Report) -> String {
+    let t = |p: &str| util::tilde(&ctx.env, Path::new(p));
+    if r.bin_dir == r.hook_dir {
+        return t(&r.bin_dir);
+    }
+    let (exe, hook_exe) = (ctx.exe(), ctx.hook_exe());
+    let why = ctx.unstable_reason().unwrap_or_else(|| "a place that replaces it".into());
+    if crate::links::is_link_to(&hook_exe, &exe) {
+        format!("{} (a hard link to the preloop-hooks in {}, which is in {why})", t(&r.hook_dir), t(&r.bin_dir))
+    } else if hook_exe.exists() {
+        format!("{} (a copy of the preloop-hooks in {}, which is in {why})", t(&r.hook_dir), t(&r.bin_dir))
+    } else {
+        format!(
+            "{} (it is in {why}: install hard-links it, or copies it, to {} and the hooks run it there)",
+            t(&r.bin_dir),
+            t(&r.hook_dir)
+        )
+    }
+}
+
 /// The report for people, prose wrapped to `width` (None: one line per item).
 pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
     let t = |p: &str| util::tilde(&ctx.env, Path::new(p));
@@ -20,13 +42,7 @@ pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
     let labelled = |label: &str, text: &str| wrap(&format!("{label:<11}"), text, 11, width);
     crate::outln!("{}", labelled("hooks", &format!("{}: {}", r.modes.hooks, r.modes.hooks_why)));
     crate::outln!("{}", labelled("notes", &format!("{}: {}", r.modes.operator, r.modes.operator_why)));
-    let binaries = if r.bin_dir == r.hook_dir {
-        t(&r.bin_dir)
-    } else if Path::new(&r.hook_dir).exists() {
-        format!("{} (copied from {})", t(&r.hook_dir), t(&r.bin_dir))
-    } else {
-        format!("{} (install copies them to {}: `cargo clean` deletes target/)", t(&r.bin_dir), t(&r.hook_dir))
-    };
+    let binaries = binaries_line(ctx, r);
     crate::outln!("{}", labelled("binaries", &binaries));
     crate::outln!();
     let mut rows: Vec<Vec<String>> = Vec::new();

@@ -159,3 +159,55 @@ fn p14_version_is_a_command_and_says_what_dash_dash_version_says() {
     assert_eq!(stdout(&cmd), stdout(&flag));
     assert!(stdout(&cmd).starts_with("preloop-hooks ") && stdout(&cmd).contains("(commit "), "{}", stdout(&cmd));
 }
+
+// ----- how the npm copy is described (P11) --------------------------------------
+
+/// A copy of the built CLI where `npm install -g` puts the native package.
+fn npm_cli(home: &Path) -> PathBuf {
+    let dir = home.join(".npm-global/lib/node_modules/preloop-hooks-linux-x64/bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("preloop-hooks");
+    std::fs::copy(cli(), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    exe
+}
+
+#[test]
+fn p11_doctor_and_install_describe_the_npm_copy_as_it_is() {
+    let t = TempDir::new("fh-npm");
+    let home = std::fs::canonicalize(t.path()).unwrap().join("home");
+    let exe = npm_cli(&home);
+    let path = format!("{}:/usr/bin:/bin", exe.parent().unwrap().display());
+    let binaries = |out: &str| out.lines().find(|l| l.starts_with("binaries")).unwrap_or_default().to_string();
+    // Before any install: nothing about cargo; where it goes and why.
+    let out = stdout(&run_in(&exe, &home, &path, &["doctor", "--no-codex-query"], &[("COLUMNS", "200")]));
+    let line = binaries(&out);
+    assert!(!line.contains("cargo"), "{line}");
+    assert!(line.contains("the npm package ~/.npm-global/lib/node_modules/preloop-hooks-linux-x64"), "{line}");
+    assert!(line.contains("install hard-links it, or copies it, to ~/.preloop/bin"), "{line}");
+    let out = ok(&run_in(&exe, &home, &path, &["install", "--harness", "claude-code"], &[]), "install");
+    assert!(out.contains("hard-linked preloop-hooks to ~/.preloop/bin"), "{out}");
+    // After it: a hard link, named so (not "copied from").
+    let out = stdout(&run_in(&exe, &home, &path, &["doctor", "--no-codex-query"], &[("COLUMNS", "200")]));
+    let line = binaries(&out);
+    assert!(
+        line.starts_with("binaries   ~/.preloop/bin (a hard link to the preloop-hooks in ~/.npm-global/"),
+        "{line}"
+    );
+    assert!(!line.contains("copied"), "{line}");
+    // An npm upgrade: a new file under the package's name. Install replaces
+    // the links to the older one, and says that is what they were.
+    let mut bytes = std::fs::read(&exe).unwrap();
+    bytes.push(0);
+    std::fs::remove_file(&exe).unwrap();
+    std::fs::write(&exe, bytes).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out =
+        ok(&run_in(&exe, &home, &path, &["install", "--harness", "claude-code"], &[]), "install after an upgrade");
+    let n = preloop_hooks::links::names().len();
+    assert!(
+        out.contains(&format!("replaced {n} hook commands in ~/.preloop/bin by hard links to preloop-hooks (they linked to an older preloop-hooks)")),
+        "{out}"
+    );
+    assert!(!out.contains("earlier versions"), "{out}");
+}
