@@ -143,10 +143,6 @@ impl Dialect for Pi {
         Some("Pi loads the extension at its next start (a running Pi: /reload)")
     }
 
-    fn version(&self, program: &Path) -> Option<String> {
-        super::api::version_by_running(program, &[])
-    }
-
     fn entry_problem(&self, d: &HookDef, entry: &Value, label: &str) -> Option<String> {
         let argv: Vec<&str> =
             entry.get("argv").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();

@@ -45,25 +45,39 @@ pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
     let binaries = binaries_line(ctx, r);
     crate::outln!("{}", labelled("binaries", &binaries));
     crate::outln!();
+    // Four columns, so the table fits 80 (newcomer 4, N11): INSTALLED is
+    // the version (or yes/no when it cannot be told), a user's config is
+    // named from ~ and a project's from the current directory, marked
+    // (project), and "6/6 trusted" says all at once.
     let mut rows: Vec<Vec<String>> = Vec::new();
     for h in &r.harnesses {
-        let base = vec![
-            h.harness.clone(),
-            if h.installed { "yes".into() } else { "no".into() },
-            h.version.clone().unwrap_or_else(|| "-".into()),
-        ];
+        let installed = match (&h.version, h.installed) {
+            (Some(v), true) => v.clone(),
+            (None, true) => "yes".into(),
+            (_, false) => "no".into(),
+        };
+        let base = vec![h.harness.clone(), installed];
         for (i, s) in h.scopes.iter().enumerate() {
             let trusted = s.entries.iter().filter(|e| e.trust == Some(TrustState::Trusted)).count();
             let broken = s.entries.iter().filter(|e| e.program.is_some_and(ProgramState::broken)).count();
-            let mut row = if i == 0 { base.clone() } else { vec![String::new(), String::new(), String::new()] };
-            row.push(format!("{} ({})", t(&s.config), s.scope));
+            let mut row = if i == 0 { base.clone() } else { vec![String::new(), String::new()] };
+            // A user's config is under ~; a project's is marked.
+            row.push(match Path::new(&s.config).strip_prefix(&ctx.cwd) {
+                Ok(rel) if s.scope == "project" => format!("./{} (project)", rel.display()),
+                _ if s.scope == "project" => format!("{} (project)", t(&s.config)),
+                _ => t(&s.config),
+            });
             row.push(if matches!(s.config_state, ConfigState::Ok | ConfigState::Missing) {
                 let mut v = format!("{}/{}", s.hooks_present, s.hooks_expected);
                 if broken > 0 {
                     v.push_str(&format!(", {broken} broken"));
                 }
                 if s.trust_source.is_some() && s.hooks_present > 0 {
-                    v.push_str(&format!(", {trusted} trusted"));
+                    if trusted == s.hooks_present && broken == 0 {
+                        v.push_str(" trusted");
+                    } else {
+                        v.push_str(&format!(", {trusted} trusted"));
+                    }
                 }
                 if s.folder_trusted == Some(false) {
                     v.push_str(", folder not trusted");
@@ -75,7 +89,10 @@ pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
             rows.push(row);
         }
     }
-    print_table(&["HARNESS", "INSTALLED", "VERSION", "CONFIG", "OUR HOOKS"], &rows);
+    // Without a terminal (a pipe, a log) the table keeps to 80 columns.
+    for l in util::table_lines(&["HARNESS", "INSTALLED", "CONFIG", "OUR HOOKS"], &rows, Some(width.unwrap_or(80))) {
+        crate::outln!("{l}");
+    }
     if verbose {
         for h in &r.harnesses {
             for s in h.scopes.iter().filter(|s| s.hooks_present > 0) {

@@ -211,3 +211,133 @@ fn p11_doctor_and_install_describe_the_npm_copy_as_it_is() {
     );
     assert!(!out.contains("earlier versions"), "{out}");
 }
+
+// ----- doctor on a clean HOME writes nothing (N7) -------------------------------
+
+/// Every path under `dir`, sorted (directories too).
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        if let Ok(rd) = std::fs::read_dir(&p) {
+            for e in rd {
+                let e = e.unwrap().path();
+                out.push(e.strip_prefix(dir).unwrap().display().to_string());
+                if e.is_dir() && !e.is_symlink() {
+                    stack.push(e);
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A stand-in harness program that, when run, writes into the home it is
+/// given, as `copilot --version` unpacks itself into `~/.cache/copilot`.
+/// In `pkg` (an npm package dir with its `package.json`) when given, else
+/// alone in `dir`; linked into `bin` by `name`. It also leaves `ran` behind
+/// it, outside any home, so a test sees whether it ran.
+fn writing_harness(bin: &Path, name: &str, pkg: Option<(&Path, &str, &str)>, ran: &Path) {
+    let script = format!(
+        "#!/bin/sh\nmkdir -p \"$HOME/.cache/{name}\" \"${{XDG_CACHE_HOME:-$HOME/.cache}}/{name}-xdg\"\n: > \"$HOME/.{name}-state\"\necho {name} >> {}\necho '{name} 9.9.9'\n",
+        ran.display()
+    );
+    let program = match pkg {
+        Some((dir, package, version)) => {
+            write(&dir.join("package.json"), &format!("{{\"name\": \"{package}\", \"version\": \"{version}\"}}"));
+            dir.join("bin").join(name)
+        }
+        None => bin.parent().unwrap().join("alone").join(name),
+    };
+    write(&program, &script);
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(bin).unwrap();
+    std::os::unix::fs::symlink(&program, bin.join(name)).unwrap();
+}
+
+#[test]
+fn n7_doctor_on_a_clean_home_creates_nothing_and_reads_versions_from_package_json() {
+    let t = TempDir::new("fh-clean");
+    let root = std::fs::canonicalize(t.path()).unwrap();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    // The CLI outside HOME (an install prefix), the harnesses in an npm
+    // prefix outside HOME, Cursor's program alone (no npm package).
+    let opt = root.join("opt/bin");
+    std::fs::create_dir_all(&opt).unwrap();
+    let exe = opt.join("preloop-hooks");
+    std::fs::copy(cli(), &exe).unwrap();
+    let bin = root.join("npm/bin");
+    let ran = root.join("ran.txt");
+    for h in preloop_shared::Harness::all() {
+        let d = h.def();
+        let pkg_dir = root.join("npm/lib/node_modules").join(d.npm_package.unwrap_or("none"));
+        writing_harness(&bin, d.program, d.npm_package.map(|p| (pkg_dir.as_path(), p, "1.2.3")), &ran);
+    }
+    let path = format!("{}:{}:/usr/bin:/bin", opt.display(), bin.display());
+    assert!(tree(&home).is_empty());
+    for args in [&["doctor"][..], &["doctor", "--json"], &["doctor", "--verbose"]] {
+        let out = run_in(&exe, &home, &path, args, &[]);
+        assert_eq!(code(&out), 5, "{args:?}: nothing is installed: {}{}", stdout(&out), stderr(&out));
+        assert_eq!(tree(&home), Vec::<String>::new(), "{args:?} wrote into a clean HOME");
+        if args == ["doctor", "--json"] {
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            for h in v["harnesses"].as_array().unwrap() {
+                let want = if h["harness"] == "cursor" { "9.9.9" } else { "1.2.3" };
+                assert_eq!(h["version"], want, "{h}");
+            }
+        }
+    }
+    // Only the program with no package.json ran, and never in this HOME.
+    let ran = std::fs::read_to_string(&ran).unwrap_or_default();
+    assert_eq!(ran.lines().collect::<std::collections::BTreeSet<_>>(), ["cursor-agent"].into(), "{ran}");
+}
+
+// ----- doctor's table fits 80 columns (N11) -------------------------------------
+
+#[test]
+fn n11_doctor_table_fits_80_columns_without_a_terminal() {
+    let t = TempDir::new("fh-80");
+    let root = std::fs::canonicalize(t.path()).unwrap();
+    let home = root.join("home");
+    let exe = local_cli(&home);
+    let bin = root.join("npm/bin");
+    let ran = root.join("ran.txt");
+    for h in preloop_shared::Harness::all() {
+        let d = h.def();
+        let pkg_dir = root.join("npm/lib/node_modules").join(d.npm_package.unwrap_or("none"));
+        // The longest version a registry harness prints (Cursor's date form).
+        writing_harness(&bin, d.program, d.npm_package.map(|p| (pkg_dir.as_path(), p, "2026.07.23")), &ran);
+    }
+    let path = format!("{}:{}:/usr/bin:/bin", exe.parent().unwrap().display(), bin.display());
+    ok(&run_in(&exe, &home, &path, &["install"], &[]), "install");
+    // A project with a long path, hooked up too (Codex: its trust and folder columns).
+    let project = home.join("src/a-rather-long-project-directory-name/with/nested/parts");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut c = Command::new(&exe);
+    c.args(["install", "--scope", "project", "--harness", "codex"])
+        .current_dir(&project)
+        .env_clear()
+        .env("PATH", &path)
+        .env("HOME", &home)
+        .stdin(Stdio::null());
+    assert_eq!(c.output().unwrap().status.code(), Some(0));
+    for columns in [None, Some("80")] {
+        let mut c = Command::new(&exe);
+        c.args(["doctor", "--no-codex-query"]).current_dir(&project).env_clear().env("PATH", &path).env("HOME", &home);
+        if let Some(v) = columns {
+            c.env("COLUMNS", v);
+        }
+        let out = c.stdin(Stdio::null()).output().unwrap();
+        let text = stdout(&out);
+        let table: Vec<&str> =
+            text.lines().skip_while(|l| !l.starts_with("HARNESS")).take_while(|l| !l.is_empty()).collect();
+        assert!(table.len() > 6, "{text}");
+        for l in &table {
+            assert!(l.chars().count() <= 80, "{} columns: {l}\n{text}", l.chars().count());
+        }
+        assert!(table.iter().any(|l| l.contains("6/6 trusted")), "{text}");
+        assert!(table.iter().any(|l| l.contains("./.codex/hooks.json (project)")), "{text}");
+    }
+}
