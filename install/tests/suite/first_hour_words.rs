@@ -341,3 +341,25 @@ fn n11_doctor_table_fits_80_columns_without_a_terminal() {
         assert!(table.iter().any(|l| l.contains("./.codex/hooks.json (project)")), "{text}");
     }
 }
+
+// ----- help that drifted (P12) --------------------------------------------------
+
+#[test]
+fn p12_help_says_what_the_readme_says() {
+    let w = World::local("fh-help");
+    let help = |args: &[&str]| {
+        let out = w.run(args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    let demo = help(&["demo", "--help"]);
+    assert!(demo.contains("\n  preloop-hooks demo\n") && !demo.contains("cargo build"), "{demo}");
+    let send = help(&["notes", "send", "--help"]);
+    assert!(!send.contains("Claude Code or") && send.contains("any harness"), "{send}");
+    let list = help(&["notes", "list", "--help"]);
+    assert!(!list.contains("one note each") && list.contains("any harness"), "{list}");
+    assert!(!list.contains("\"Release worker\" (server"), "{list}");
+    let install = help(&["install", "--help"]);
+    assert!(!install.contains("hook binaries are here"), "{install}");
+    assert!(!install.contains("is first copied"), "{install}");
+}
