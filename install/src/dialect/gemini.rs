@@ -126,8 +126,12 @@ impl Dialect for Gemini {
                 && Config::load_from(&ctx.env.without(&["PRELOOP_URL", "PRELOOP_TOKEN"]), Some(Harness::Gemini))
                     .server
                     .is_none(),
+            // Only a PRELOOP_HOME the configuration took: one it ignored
+            // (~/.preloop names the server) moves nothing (newcomer 4, P13).
             home_from_env: ctx.env.get("PRELOOP_HOME").is_some_and(|h| {
-                !h.is_empty() && crate::util::home_dir(&ctx.env).map(|u| u.join(".preloop")) != Some(PathBuf::from(&h))
+                !h.is_empty()
+                    && config.home == Path::new(&h)
+                    && crate::util::home_dir(&ctx.env).map(|u| u.join(".preloop")) != Some(PathBuf::from(&h))
             }),
         })
     }

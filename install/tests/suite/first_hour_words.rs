@@ -363,3 +363,50 @@ fn p12_help_says_what_the_readme_says() {
     assert!(!install.contains("hook binaries are here"), "{install}");
     assert!(!install.contains("is first copied"), "{install}");
 }
+
+// ----- an ignored PRELOOP_HOME (P13) --------------------------------------------
+
+#[test]
+fn p13_an_ignored_preloop_home_is_named_by_every_command_and_doctor_adds_no_moot_gemini_warning() {
+    let t = TempDir::new("fh-p13");
+    let root = std::fs::canonicalize(t.path()).unwrap();
+    let home = root.join("home");
+    let exe = local_cli(&home);
+    let bin = root.join("npm/bin");
+    let d = preloop_shared::Harness::Gemini.def();
+    let pkg = root.join("npm/lib/node_modules").join(d.npm_package.unwrap());
+    writing_harness(&bin, d.program, Some((pkg.as_path(), d.npm_package.unwrap(), "0.61.0")), &root.join("ran"));
+    let path = format!("{}:{}:/usr/bin:/bin", exe.parent().unwrap().display(), bin.display());
+    let elsewhere = root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let env = [("PRELOOP_HOME", elsewhere.to_str().unwrap())];
+    let gemini_moot = |w: &str| w.starts_with("gemini: PRELOOP_HOME is set only in the environment");
+    // No server in ~/.preloop: PRELOOP_HOME is taken, and Gemini's warning holds.
+    let v: serde_json::Value =
+        serde_json::from_slice(&run_in(&exe, &home, &path, &["doctor", "--json", "--no-codex-query"], &env).stdout)
+            .unwrap();
+    let warnings: Vec<String> =
+        v["warnings"].as_array().unwrap().iter().map(|w| w["what"].as_str().unwrap().to_string()).collect();
+    assert!(warnings.iter().any(|w| gemini_moot(w)), "{warnings:?}");
+    // ~/.preloop names a server: PRELOOP_HOME is ignored, every command says so once.
+    let cfg = home.join(".preloop");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o700)).unwrap();
+    write(&cfg.join("config.json"), r#"{"url": "http://127.0.0.1:9", "token": "agt_0123456789abcdef0123"}"#);
+    std::fs::set_permissions(cfg.join("config.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    for args in
+        [&["notes", "send", "--session", "daa2b8c4", "x"][..], &["sessions", "list"], &["notes", "list", "--all"]]
+    {
+        let err = stderr(&run_in(&exe, &home, &path, args, &env));
+        let named = err.lines().filter(|l| l.contains("PRELOOP_HOME=") && l.contains("ignored")).count();
+        assert_eq!(named, 1, "{args:?}: {err}");
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&run_in(&exe, &home, &path, &["doctor", "--json", "--no-codex-query"], &env).stdout)
+            .unwrap();
+    let warnings: Vec<String> =
+        v["warnings"].as_array().unwrap().iter().map(|w| w["what"].as_str().unwrap().to_string()).collect();
+    assert!(warnings.iter().any(|w| w.starts_with("PRELOOP_HOME=") && w.contains("ignored")), "{warnings:?}");
+    assert!(!warnings.iter().any(|w| gemini_moot(w)), "a moot Gemini warning: {warnings:?}");
+}
