@@ -177,6 +177,9 @@ impl View {
         if self.json {
             return output::json_line(e);
         }
+        if !shown_to_people(e) {
+            return Ok(());
+        }
         let line = format_event(e);
         if !self.tty {
             return output::line(&line);
@@ -209,6 +212,13 @@ fn clip_width(line: &str, width: usize) -> String {
     } else {
         line.to_string()
     }
+}
+
+/// Whether people see `e`: not a model reply with no text, which is only
+/// tool calls that follow as their own lines (newcomer 4, P17; `--json`
+/// keeps every event).
+pub fn shown_to_people(e: &Event) -> bool {
+    !(e.kind == "model_call" && e.text.as_deref().is_none_or(|x| x.trim().is_empty()))
 }
 
 /// `17:10:42Z  tool        Bash  echo hi`
@@ -246,10 +256,6 @@ pub fn format_event(e: &Event) -> String {
         } else {
             clip(x, 200)
         });
-    }
-    if e.kind == "model_call" && e.text.as_deref().is_none_or(|x| x.trim().is_empty()) {
-        // A reply that is only tool calls (they follow as their own lines).
-        parts.push("(no text)".into());
     }
     if let Some(d) = &e.detail {
         parts.push(format!("({})", clip(d, 120)));
@@ -768,13 +774,16 @@ fn spawn_input(raw: bool, tx: Sender<Msg>, shared: Arc<Shared>) {
 mod tests {
     use super::*;
 
-    /// N17: a model reply with no text (only tool calls) says so instead of
-    /// a bare label.
+    /// N17, P17: a model reply with no text (only tool calls, which follow
+    /// as their own lines) is not a row for people; one with text is.
     #[test]
-    fn a_model_call_without_text_says_so() {
+    fn a_model_call_without_text_is_not_shown_to_people() {
         let mut e = ev("model_call", "transcript");
-        assert!(format_event(&e).ends_with("model       (no text)"), "{}", format_event(&e));
+        assert!(!shown_to_people(&e));
+        e.text = Some("  ".into());
+        assert!(!shown_to_people(&e));
         e.text = Some("Step one.".into());
+        assert!(shown_to_people(&e));
         assert!(format_event(&e).ends_with("model       \"Step one.\""), "{}", format_event(&e));
     }
 

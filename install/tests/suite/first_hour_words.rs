@@ -410,3 +410,24 @@ fn p13_an_ignored_preloop_home_is_named_by_every_command_and_doctor_adds_no_moot
     assert!(warnings.iter().any(|w| w.starts_with("PRELOOP_HOME=") && w.contains("ignored")), "{warnings:?}");
     assert!(!warnings.iter().any(|w| gemini_moot(w)), "a moot Gemini warning: {warnings:?}");
 }
+
+// ----- the demo types the ID it printed (P17) -----------------------------------
+
+#[test]
+fn p17_the_demo_sends_to_the_id_sessions_list_printed() {
+    let w = World::local("fh-demo");
+    let out = w.run(&["demo"]);
+    let text = stdout(&out);
+    assert_eq!(code(&out), 0, "{text}{}", stderr(&out));
+    let listed = text
+        .lines()
+        .skip_while(|l| !l.contains("$ preloop-hooks sessions list"))
+        .nth(2)
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no sessions list row: {text}"))
+        .to_string();
+    assert!(listed.starts_with("demo-") && listed.len() < "demo-12345678".len(), "{listed}: {text}");
+    assert!(text.contains(&format!("$ preloop-hooks notes send --session {listed} ")), "{text}");
+    assert!(text.contains(&format!("(you typed {listed})")), "{text}");
+    assert!(text.contains(&format!("$ preloop-hooks notes list --session {listed}\n")), "{text}");
+}
