@@ -431,3 +431,44 @@ fn p17_the_demo_sends_to_the_id_sessions_list_printed() {
     assert!(text.contains(&format!("(you typed {listed})")), "{text}");
     assert!(text.contains(&format!("$ preloop-hooks notes list --session {listed}\n")), "{text}");
 }
+
+#[test]
+fn p17_attach_shows_no_empty_model_rows() {
+    let w = World::local("fh-attach");
+    let transcript = w.root.join("t.jsonl");
+    std::fs::write(
+        &transcript,
+        concat!(
+            r#"{"type":"user","message":{"role":"user","content":"Fix the flaky test"},"timestamp":"2026-12-02T10:00:00Z"}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","name":"Bash","input":{"command":"cargo test"}}]},"timestamp":"2026-12-02T10:00:01Z"}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"All green."}]},"timestamp":"2026-12-02T10:00:02Z"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let hook = |event: &str, body: serde_json::Value| {
+        let out = w.run_env(&["hook", &format!("preloop-claude-code-{event}")], &[], Some(&body.to_string()));
+        assert_eq!(code(&out), 0, "{event}: {}", stderr(&out));
+    };
+    let base = serde_json::json!({"session_id": "attach-empty-model", "transcript_path": transcript, "cwd": w.root});
+    let mut start = base.clone();
+    start["hook_event_name"] = "SessionStart".into();
+    start["source"] = "startup".into();
+    hook("session-start", start);
+    let mut end = base;
+    end["hook_event_name"] = "SessionEnd".into();
+    end["reason"] = "exit".into();
+    hook("session-end", end);
+    let out = w.run(&["sessions", "attach", "attach-empty-model", "--no-input"]);
+    let text = stdout(&out);
+    assert_eq!(code(&out), 0, "{text}{}", stderr(&out));
+    assert!(text.contains("tool        Bash  cargo test"), "{text}");
+    assert!(text.contains("model       \"All green.\""), "{text}");
+    assert_eq!(text.lines().filter(|l| l.contains("  model  ")).count(), 1, "{text}");
+    assert!(!text.contains("(no text)"), "{text}");
+    // --json keeps every event, the empty reply too.
+    let out = w.run(&["sessions", "attach", "attach-empty-model", "--no-input", "--json"]);
+    assert_eq!(stdout(&out).lines().filter(|l| l.contains("\"model_call\"")).count(), 2, "{}", stdout(&out));
+}
