@@ -535,10 +535,11 @@ fn remove_commands(ctx: &Ctx, dirs: &[PathBuf]) -> Result<Vec<String>> {
 /// "the N hook commands in DIR (why: how to remove them)".
 fn left_commands(ctx: &Ctx, n: usize, dir: &Path, why: &str) -> String {
     format!(
-        "{} in {} ({why}; once none does, `cd {} && preloop-hooks links --list | xargs rm -f` removes them)",
-        format!("the {}", count(n, "hook command")),
+        "the {} in {} ({why}; once none does, `cd {} && preloop-hooks links --list | xargs rm -f` removes {})",
+        count(n, "hook command"),
         util::tilde(&ctx.env, dir),
-        edit::shell_quote(&dir.to_string_lossy())
+        edit::shell_quote(&dir.to_string_lossy()),
+        noun_for(n, "it", "them")
     )
 }
 

@@ -347,7 +347,7 @@ mod tests {
             vec!["codex".to_string(), "0.169.0".into(), "6/6, 3 trusted, folder not trusted".into()],
             vec!["pi".to_string(), "0.73.1".into(), "0/6".into()],
         ];
-        let lines = super::table_lines(&["HARNESS", "INSTALLED", "OUR HOOKS"], &rows, Some(40));
+        let lines = table_lines(&["HARNESS", "INSTALLED", "OUR HOOKS"], &rows, Some(40));
         assert_eq!(
             lines,
             [
@@ -357,7 +357,7 @@ mod tests {
                 "pi       0.73.1     0/6",
             ]
         );
-        assert!(super::table_lines(&["A"], &[vec!["x".repeat(90)]], None)[1].len() == 90);
+        assert!(table_lines(&["A"], &[vec!["x".repeat(90)]], None)[1].len() == 90);
     }
 
     use super::*;
