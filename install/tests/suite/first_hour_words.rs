@@ -360,6 +360,16 @@ fn p12_help_says_what_the_readme_says() {
     assert!(!list.contains("one note each") && list.contains("any harness"), "{list}");
     assert!(!list.contains("\"Release worker\" (server"), "{list}");
     let install = help(&["install", "--help"]);
+    // Every harness of the registry, with its files.
+    for h in preloop_shared::Harness::all() {
+        assert!(
+            [format!("; {} ", h.name()), format!("Files: {} ", h.name()), format!("\n{} ", h.name())]
+                .iter()
+                .any(|x| install.contains(x.as_str())),
+            "{}: {install}",
+            h.name()
+        );
+    }
     assert!(!install.contains("hook binaries are here"), "{install}");
     assert!(!install.contains("is first copied"), "{install}");
 }
