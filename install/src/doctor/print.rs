@@ -21,11 +21,11 @@ fn binaries_line(ctx: &Ctx, r: &Report) -> String {
         return t(&r.bin_dir);
     }
     let (exe, hook_exe) = (ctx.exe(), ctx.hook_exe());
-    let why = ctx.unstable_reason().unwrap_or_else(|| "a place that replaces it".into());
+    let why = ctx.unstable_reason().unwrap_or_else(|| t(&r.bin_dir));
     if crate::links::is_link_to(&hook_exe, &exe) {
-        format!("{} (a hard link to the preloop-hooks in {}, which is in {why})", t(&r.hook_dir), t(&r.bin_dir))
+        format!("{} (a hard link to the preloop-hooks in {why})", t(&r.hook_dir))
     } else if hook_exe.exists() {
-        format!("{} (a copy of the preloop-hooks in {}, which is in {why})", t(&r.hook_dir), t(&r.bin_dir))
+        format!("{} (a copy of the preloop-hooks in {why})", t(&r.hook_dir))
     } else {
         format!(
             "{} (it is in {why}: install hard-links it, or copies it, to {} and the hooks run it there)",

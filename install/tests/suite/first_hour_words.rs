@@ -191,7 +191,7 @@ fn p11_doctor_and_install_describe_the_npm_copy_as_it_is() {
     let out = stdout(&run_in(&exe, &home, &path, &["doctor", "--no-codex-query"], &[("COLUMNS", "200")]));
     let line = binaries(&out);
     assert!(
-        line.starts_with("binaries   ~/.preloop/bin (a hard link to the preloop-hooks in ~/.npm-global/"),
+        line.starts_with("binaries   ~/.preloop/bin (a hard link to the preloop-hooks in the npm package ~/.npm-global/lib/node_modules/preloop-hooks-linux-x64, which"),
         "{line}"
     );
     assert!(!line.contains("copied"), "{line}");
