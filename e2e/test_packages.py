@@ -166,6 +166,23 @@ class TestReleaseTarball(_FreshHome):
         files = os.listdir(bin_dir)
         inodes = {os.stat(os.path.join(bin_dir, n)).st_ino for n in files}
         self.assertEqual(len(inodes), 1, "bin/ holds more than one file: %s" % files)
+        # README's size sentences say what `ls -l` says (newcomer-ux-4 P14).
+        size = os.path.getsize(os.path.join(bin_dir, kit.CLI_BINARY))
+        for said in readme_sizes():
+            self.assertLess(abs(said - size / 1e6), 0.5,
+                            "README says about %s MB; the shipped preloop-hooks is %d bytes" % (said, size))
+
+
+def readme_sizes():
+    """The sizes (MB) README.md gives the shipped executable: "`preloop-hooks` (about N MB"
+    and "for every hook holds N MB on disk"."""
+    import re
+    with open(os.path.join(kit.REPO_ROOT, "README.md")) as f:
+        text = " ".join(f.read().split())
+    found = [float(m) for m in re.findall(r"`preloop-hooks` \(about (\d+(?:\.\d+)?) MB", text)]
+    found += [float(m) for m in re.findall(r"for every hook holds (\d+(?:\.\d+)?) MB on disk", text)]
+    assert len(found) == 2, "README's two size sentences not found: %s" % found
+    return found
 
 
 def readme_block(after):

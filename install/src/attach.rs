@@ -220,6 +220,9 @@ impl View {
         if self.json {
             return output::json_line(e);
         }
+        if !shown_to_people(e) {
+            return Ok(());
+        }
         let line = format_event(e);
         if !self.tty {
             return output::line(&line);
@@ -254,6 +257,13 @@ fn clip_width(line: &str, width: usize) -> String {
     }
 }
 
+/// Whether people see `e`: not a model reply with no text, which is only
+/// tool calls that follow as their own lines (newcomer 4, P17; `--json`
+/// keeps every event).
+pub fn shown_to_people(e: &Event) -> bool {
+    !(e.kind == Kind::ModelCall && e.text.as_deref().is_none_or(|x| x.trim().is_empty()))
+}
+
 /// `17:10:42Z  tool        Bash  echo hi`
 pub fn format_event(e: &Event) -> String {
     let t = e.at.map(|t| t.to_iso_z().chars().skip(11).take(8).collect::<String>() + "Z").unwrap_or_default();
@@ -273,10 +283,6 @@ pub fn format_event(e: &Event) -> String {
     }
     if let Some(x) = &e.text {
         parts.push(if e.kind.quotes() { format!("\"{}\"", clip(x, 120)) } else { clip(x, 200) });
-    }
-    if e.kind == Kind::ModelCall && e.text.as_deref().is_none_or(|x| x.trim().is_empty()) {
-        // A reply that is only tool calls (they follow as their own lines).
-        parts.push("(no text)".into());
     }
     if let Some(d) = &e.detail {
         parts.push(format!("({})", clip(d, 120)));
@@ -627,7 +633,10 @@ fn spawn_poller(
                         e.text = Some(if n == 0 {
                             "no approval waits on a human any more".into()
                         } else {
-                            format!("{n} approval(s) waiting on a human")
+                            format!(
+                                "{} waiting on a human",
+                                preloop_shared::words::count(usize::try_from(n).unwrap_or(usize::MAX), "approval")
+                            )
                         });
                         events.push(e);
                     }
@@ -829,13 +838,16 @@ fn spawn_input(raw: bool, tx: Sender<Msg>, shared: Arc<Shared>) {
 mod tests {
     use super::*;
 
-    /// N17: a model reply with no text (only tool calls) says so instead of
-    /// a bare label.
+    /// N17, P17: a model reply with no text (only tool calls, which follow
+    /// as their own lines) is not a row for people; one with text is.
     #[test]
-    fn a_model_call_without_text_says_so() {
+    fn a_model_call_without_text_is_not_shown_to_people() {
         let mut e = ev(Kind::ModelCall, "transcript");
-        assert!(format_event(&e).ends_with("model       (no text)"), "{}", format_event(&e));
+        assert!(!shown_to_people(&e));
+        e.text = Some("  ".into());
+        assert!(!shown_to_people(&e));
         e.text = Some("Step one.".into());
+        assert!(shown_to_people(&e));
         assert!(format_event(&e).ends_with("model       \"Step one.\""), "{}", format_event(&e));
     }
 

@@ -11,6 +11,7 @@ use crate::install::{self, Action};
 use crate::{demo, doctor, login, notes, output, sessions};
 use clap::{Args, Parser, Subcommand};
 use preloop_shared::config::{Config, Env};
+use preloop_shared::words::{count, noun_for};
 use preloop_shared::{Exit, Harness, Result};
 use std::path::PathBuf;
 
@@ -22,7 +23,7 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("
     name = "preloop-hooks",
     version = VERSION,
     about = "Steer a running coding agent (Claude Code, Codex CLI, Cursor, Gemini CLI, Copilot CLI) with operator notes, and manage the preloop hooks",
-    after_help = "Start here:\n  preloop-hooks demo                 see a session take notes, step by step\n  preloop-hooks install              hook up every harness (scripts/install from a checkout)\n  preloop-hooks doctor               check the setup\n\nFind, watch, steer:\n  preloop-hooks sessions list --active             find the run\n  preloop-hooks sessions attach ID                 watch it; type a line to send a note\n  preloop-hooks notes send --session ID \"text\"     steer it (--children all from a conductor)\n\nExit codes: 0 ok, 1 failure, 2 usage (bad arguments; the valid values are named), 3 note not\ndeliverable (undeliverable, expired, cancelled, or its session ended), 4 --wait ran out or was\ninterrupted (the note is still pending); doctor: 5 not installed, 6 installation problem,\n7 server problem. A closed stdout (| head) ends a report with exit 0; install, uninstall,\nlogin and logout finish their work anyway and exit as it did."
+    after_help = "Start here:\n  preloop-hooks demo       # see a session take notes, step by step\n  preloop-hooks install    # hook up every harness (a checkout: scripts/install)\n  preloop-hooks doctor     # check the setup\n\nFind, watch, steer:\n  preloop-hooks sessions list --active            # find the run\n  preloop-hooks sessions attach ID                # watch it, type notes to it\n  preloop-hooks notes send --session ID \"text\"    # steer it\n  preloop-hooks notes send --children all \"text\"  # from a conductor: its runs\n\nExit codes: 0 ok, 1 failure, 2 usage (bad arguments; the valid values are named), 3 note not\ndeliverable (undeliverable, expired, cancelled, or its session ended), 4 --wait ran out or was\ninterrupted (the note is still pending); doctor: 5 not installed, 6 installation problem,\n7 server problem. A closed stdout (| head) ends a report with exit 0; install, uninstall,\nlogin and logout finish their work anyway and exit as it did."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -62,7 +63,7 @@ enum Command {
     Sessions(sessions::SessionsCmd),
     /// Walk through a scripted session: notes carried by the real hook binaries.
     #[command(
-        after_help = "Example:\n  cargo build --workspace && target/debug/preloop-hooks demo\n\nRuns SessionStart, a note sent mid-run carried by PreToolUse, a late note rescued by Stop,\nand SessionEnd, against a throwaway local inbox; prints what Claude Code would receive."
+        after_help = "Examples:\n  preloop-hooks demo\n  scripts/demo                       # from a checkout: build, then the demo\n\nRuns SessionStart, a note sent mid-run carried by PreToolUse, a late note rescued by Stop,\nand SessionEnd, against a throwaway local inbox; prints what Claude Code would receive."
     )]
     Demo {
         /// Where the preloop-hooks executable that serves the hooks is (default: this one).
@@ -72,6 +73,8 @@ enum Command {
         #[arg(long)]
         keep: bool,
     },
+    /// Print the version and the commit it was built from (as --version does).
+    Version,
     /// Make the hook commands (preloop-<harness>-<event>) in DIR as links to this executable (and it, when DIR is elsewhere).
     #[command(
         after_help = "Examples:\n  preloop-hooks links --list          # the hook commands, one per line\n  preloop-hooks links /usr/local/bin   # a package's own layout\n\n`install` does this itself (beside this executable, or in $PRELOOP_HOME/bin for a copy in a cargo\ntarget dir or an npm package). Each name becomes a hard link to preloop-hooks (a symlink, or a copy,\nwhere the file system takes no hard link), replacing whatever had that name; one file on disk\nserves them all, by the name it is started as."
@@ -87,18 +90,19 @@ enum Command {
 
 const INSTALL_HELP: &str = "Examples:
   scripts/install                                # from a checkout: build, copy to ~/.local/bin, install
-  preloop-hooks install                          # every harness whose hook binaries are here
+  preloop-hooks install                          # every harness (one not on PATH too, with a note)
   preloop-hooks install --harness claude-code --dry-run
   preloop-hooks install --harness codex          # hooks.json + trust in config.toml
-  preloop-hooks install --scope project          # ./.claude, ./.codex, ./.cursor, ./.gemini, ./.github/hooks
+  preloop-hooks install --scope project          # ./.claude, ./.codex, ./.cursor, ./.gemini, ./.github/hooks, ./.pi
 
-Files: Claude Code ~/.claude/settings.json; Codex $CODEX_HOME/hooks.json and the trust entries in
-$CODEX_HOME/config.toml; Cursor ~/.cursor/hooks.json; Gemini CLI ~/.gemini/settings.json
-($GEMINI_CLI_HOME); Copilot CLI $COPILOT_HOME/hooks/preloop.json (default ~/.copilot). Commands are
+Files: Claude Code ~/.claude/settings.json; Codex CLI $CODEX_HOME/hooks.json and the trust entries
+in $CODEX_HOME/config.toml; Cursor CLI ~/.cursor/hooks.json; Gemini CLI ~/.gemini/settings.json
+($GEMINI_CLI_HOME); Copilot CLI $COPILOT_HOME/hooks/preloop.json (default ~/.copilot);
+Pi $PI_CODING_AGENT_DIR/extensions/preloop.js and preloop.json (default ~/.pi/agent). Commands are
 absolute paths to the hook commands, links to this preloop-hooks executable made beside it (one
 file on disk serves every hook, by the name it is started as; --bin-dir to use another). An
-executable in a cargo target dir or an npm package is first copied to $PRELOOP_HOME/bin and the
-links go there (`cargo clean` and `npm update` replace those places). Running it twice changes
+executable in a cargo target dir or an npm package is first hard-linked (or copied) to
+$PRELOOP_HOME/bin and the links go there (`cargo clean` and `npm update` replace those places). Running it twice changes
 nothing the second time. A file that does not parse is refused and left alone. Each changed file
 is backed up first. A harness whose program is not on PATH is installed anyway, with a note.";
 
@@ -273,6 +277,8 @@ fn run() -> Exit {
         Command::Sessions(c) => sessions::run(c),
         Command::Demo { bin_dir, keep } => demo::run(bin_dir.as_deref(), keep),
         Command::Links { dir, list } => links(dir, list),
+        // `preloop-hooks version`, as in gh, git and kubectl (newcomer 4, P14).
+        Command::Version => output::line(&format!("preloop-hooks {VERSION}")),
     };
     if let Some(verb) = changes
         && output::stdout_closed()
@@ -318,20 +324,200 @@ fn links(dir: Option<PathBuf>, list: bool) -> Result<()> {
     let l = crate::links::link_all(&exe, &dir)?;
     if l.changed() == 0 {
         crate::outln!(
-            "the {} hook commands in {} already link to {}",
-            crate::links::names().len(),
+            "the {} in {} already link to {}",
+            count(crate::links::names().len(), "hook command"),
             dir.display(),
             exe.display()
         );
     } else {
         crate::outln!(
-            "{} hook commands in {} now link to {} ({}s; {} replaced another file)",
-            l.changed(),
+            "{} in {} now {} to {} ({}s; {} replaced another file)",
+            count(l.changed(), "hook command"),
             dir.display(),
+            noun_for(l.changed(), "links", "link"),
             exe.display(),
             l.how,
             l.replaced.len()
         );
     }
     Ok(())
+}
+
+/// README.md, install/README.md and every `--help` say the same (newcomer
+/// 4, P12): each `preloop-hooks …` line they show parses, each flag a
+/// synopsis names exists, each list of `--harness` values is the
+/// registry's, and every command is in install/README.md's table.
+#[cfg(test)]
+mod readme_agrees_with_help {
+    use super::Cli;
+    use clap::CommandFactory;
+    use clap::error::ErrorKind;
+
+    fn readme(name: &str) -> String {
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap()
+    }
+
+    /// The code in a markdown text: its fenced blocks, line by line, and its
+    /// inline code spans.
+    fn code_of(md: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut fenced = false;
+        for line in md.lines() {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+                continue;
+            }
+            if fenced {
+                out.push(line.to_string());
+                continue;
+            }
+            let parts: Vec<&str> = line.split('`').collect();
+            out.extend(parts.iter().skip(1).step_by(2).map(|s| s.replace("\\|", "|")));
+        }
+        out
+    }
+
+    /// Every `preloop-hooks ARGS` in `code` (a comment, a pipe or `&&`
+    /// ends it), as its argument words.
+    fn invocations(code: &str) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        // A shell comment is prose.
+        let code = if code.trim_start().starts_with('#') { "" } else { code };
+        let mut rest = code.split(" # ").next().unwrap_or(code);
+        while let Some(i) = rest.find("preloop-hooks ") {
+            let before = &rest[..i];
+            let after = &rest[i + "preloop-hooks ".len()..];
+            rest = after;
+            // `npm install -g preloop-hooks` names the package.
+            if before.trim_end().ends_with("-g") || before.ends_with(|c: char| c.is_alphanumeric() || c == '-') {
+                continue;
+            }
+            let end =
+                [" # ", " | ", "&&", ";", " > "].iter().filter_map(|s| after.find(s)).min().unwrap_or(after.len());
+            let words = shlex::split(after[..end].trim().trim_end_matches('\\'))
+                .unwrap_or_else(|| panic!("not shell words: preloop-hooks {}", &after[..end]));
+            if !words.is_empty() {
+                out.push(words);
+            }
+        }
+        out
+    }
+
+    /// Every command's after-help text, with its path (`notes send`).
+    fn helps(c: &clap::Command, path: &str, out: &mut Vec<(String, String)>) {
+        if let Some(h) = c.get_after_help() {
+            out.push((path.to_string(), h.to_string()));
+        }
+        for s in c.get_subcommands() {
+            helps(s, format!("{path} {}", s.get_name()).trim(), out);
+        }
+    }
+
+    /// Why `preloop-hooks words` does not parse, if it does not.
+    fn parses(words: &[String], whence: &str) -> Option<String> {
+        let mut argv = vec!["preloop-hooks".to_string()];
+        argv.extend(words.iter().cloned());
+        match Cli::command().try_get_matches_from(&argv) {
+            Err(e) if !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => Some(format!(
+                "{whence}: `{}` does not parse: {}",
+                argv.join(" "),
+                e.to_string().lines().next().unwrap_or("")
+            )),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn every_command_line_the_readmes_and_help_show_parses() {
+        let (mut seen, mut bad) = (0, Vec::new());
+        for name in ["../README.md", "README.md"] {
+            for code in code_of(&readme(name)) {
+                for words in invocations(&code) {
+                    bad.extend(parses(&words, name));
+                    seen += 1;
+                }
+            }
+        }
+        let mut hs = Vec::new();
+        helps(&Cli::command(), "", &mut hs);
+        for (path, text) in &hs {
+            // An example line, or `code` in the prose.
+            let code: Vec<String> = text
+                .lines()
+                .flat_map(|l| {
+                    let t = l.trim_start();
+                    if t.starts_with("preloop-hooks ") || t.starts_with("cat ") || t.starts_with("printf ") {
+                        vec![t.to_string()]
+                    } else {
+                        l.split('`').skip(1).step_by(2).map(str::to_string).collect()
+                    }
+                })
+                .collect();
+            for line in &code {
+                for words in invocations(line) {
+                    bad.extend(parses(&words, &format!("`{path} --help`")));
+                    seen += 1;
+                }
+            }
+        }
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+        assert!(seen > 60, "only {seen} command lines found: the scan is broken");
+    }
+
+    #[test]
+    fn every_harness_list_is_the_registrys() {
+        let slugs: std::collections::BTreeSet<String> =
+            preloop_shared::Harness::all().map(|h| h.slug().to_string()).collect();
+        let mut lists = 0;
+        for name in ["../README.md", "README.md"] {
+            for code in code_of(&readme(name)) {
+                for (i, _) in code.match_indices("--harness ") {
+                    let word = code[i + "--harness ".len()..].split([' ', ']', ')', '`']).next().unwrap_or("");
+                    if !word.contains('|') {
+                        continue;
+                    }
+                    let mut listed: std::collections::BTreeSet<String> = word.split('|').map(str::to_string).collect();
+                    listed.remove("all");
+                    assert_eq!(listed, slugs, "{name}: `{code}` lists other harnesses than the registry");
+                    lists += 1;
+                }
+            }
+        }
+        assert!(lists >= 2, "the --harness lists were not found");
+    }
+
+    #[test]
+    fn install_readme_lists_every_command_with_flags_that_exist() {
+        let md = readme("README.md");
+        let rows: Vec<String> = md
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .flat_map(|l| {
+                let cell = l.split(" | ").next().unwrap_or("");
+                cell.split('`').skip(1).step_by(2).map(|s| s.replace("\\|", "|")).collect::<Vec<_>>()
+            })
+            .collect();
+        let cli = Cli::command();
+        for c in cli.get_subcommands().filter(|c| !c.is_hide_set()) {
+            let name = c.get_name();
+            let rows_of: Vec<&String> = rows.iter().filter(|r| r.split_whitespace().next() == Some(name)).collect();
+            assert!(!rows_of.is_empty(), "install/README.md's command table has no row for `{name}`");
+        }
+        // Each flag a row names exists on that command.
+        for row in &rows {
+            let words: Vec<&str> = row.split_whitespace().collect();
+            let Some(top) = cli.find_subcommand(words[0]) else { continue };
+            let sub = words.get(1).and_then(|w| top.find_subcommand(w)).unwrap_or(top);
+            for w in &words {
+                let Some(flag) = w.trim_start_matches(['[', '(']).strip_prefix("--") else { continue };
+                let flag = flag.trim_end_matches([']', ')', ',']);
+                let flag = flag.split('=').next().unwrap_or(flag);
+                assert!(
+                    sub.get_arguments().any(|a| a.get_long() == Some(flag)),
+                    "install/README.md: `{row}` names --{flag}, which `{}` does not take",
+                    sub.get_name()
+                );
+            }
+        }
+    }
 }

@@ -380,16 +380,24 @@ pub struct Plan {
     pub entries: usize,
 }
 
-pub(crate) fn read_opt(path: &Path) -> Result<Option<String>> {
+/// The text of `path`, None when it does not exist; a file that is not
+/// text or cannot be read is refused, named as doctor names it (`~`).
+pub(crate) fn read_opt(ctx: &Ctx, path: &Path) -> Result<Option<String>> {
+    let shown = util::tilde(&ctx.env, path);
     match std::fs::read(path) {
         Ok(b) => String::from_utf8(b)
             .map(Some)
-            .map_err(|_| Error::Refused(format!("{} is not UTF-8 text; not touching it", path.display()))),
+            .map_err(|_| Error::Refused(format!("{shown} is not UTF-8 text; not touching it"))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::Refused(format!("{}: {}; not touching it", path.display(), fsutil::io_text(&e)))),
+        Err(e) => Err(Error::Refused(format!("{shown}: {}; not touching it", fsutil::io_text(&e)))),
     }
 }
 
-pub(crate) fn refuse(path: &Path, why: impl std::fmt::Display) -> Error {
-    Error::Refused(format!("{}: {why}; not touching it (fix or move the file, then run again)", path.display()))
+/// A file install will not touch, and why, with the path shown as doctor
+/// shows it (`~/.claude/settings.json`; newcomer 4, P14).
+pub(crate) fn refuse(ctx: &Ctx, path: &Path, why: impl std::fmt::Display) -> Error {
+    Error::Refused(format!(
+        "{}: {why}; not touching it (fix or move the file, then run again)",
+        util::tilde(&ctx.env, path)
+    ))
 }

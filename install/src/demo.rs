@@ -30,6 +30,9 @@ struct Demo {
     cli: PathBuf,
     home: PathBuf,
     session: String,
+    /// The session's ID as `sessions list` printed it, which the operator
+    /// types (newcomer 4, P17); the full id until the list is shown.
+    typed: std::cell::RefCell<String>,
     cwd: String,
     /// The framing sentence was shown once already.
     framing_shown: std::cell::Cell<bool>,
@@ -177,7 +180,8 @@ impl Demo {
     }
 
     fn send(&self, text: &str) -> Result<String> {
-        let out = self.cli(&["notes", "send", "--session", &self.session, text])?;
+        let typed = self.typed.borrow().clone();
+        let out = self.cli(&["notes", "send", "--session", &typed, text])?;
         out.split_whitespace()
             .next()
             .map(str::to_string)
@@ -220,10 +224,12 @@ pub fn run(bin_dir: Option<&Path>, keep: bool) -> Result<()> {
     }
     let home = std::env::temp_dir().join(format!("preloop-demo-{}", fsutil::note_id()));
     fsutil::private_dir(&home)?;
+    let session = format!("demo-{}", &fsutil::uuid_v4()[..8]);
     let demo = Demo {
         exe,
         cli,
-        session: format!("demo-{}", &fsutil::uuid_v4()[..8]),
+        typed: std::cell::RefCell::new(session.clone()),
+        session,
         cwd: std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into()),
         home: home.clone(),
         framing_shown: std::cell::Cell::new(false),
@@ -265,7 +271,14 @@ fn script(d: &Demo) -> Result<()> {
     heading(1, "The session starts")?;
     d.hook("SessionStart", json!({"source": "startup"}))?;
     say("  ", "  ", "The hook registered the session. The operator finds it:")?;
-    d.cli(&["sessions", "list"])?;
+    let listed = d.cli(&["sessions", "list"])?;
+    // The operator types the ID as the list prints it (a unique start).
+    if let Some(id) =
+        listed.lines().filter_map(|l| l.split_whitespace().next()).find(|w| w.len() >= 4 && d.session.starts_with(w))
+    {
+        d.typed.replace(id.to_string());
+    }
+    say("  ", "  ", "Every command takes the ID as this list prints it, as git takes a commit's start.")?;
 
     heading(2, "Mid-run, the operator sends a note")?;
     let first = d.send("Use the staging database, not production.")?;
@@ -311,7 +324,8 @@ fn script(d: &Demo) -> Result<()> {
     )?;
 
     heading(8, "What the operator sees")?;
-    d.cli(&["notes", "list", "--session", &d.session])?;
+    let typed = d.typed.borrow().clone();
+    d.cli(&["notes", "list", "--session", &typed])?;
     output::line("")?;
     let names: Vec<&str> = preloop_shared::Harness::all().map(|h| h.name()).collect();
     let harnesses = match names.split_last() {

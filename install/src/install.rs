@@ -32,6 +32,7 @@ use crate::dialect::{self, FolderTrust, Layout};
 use crate::edit::{self, Desired, Owner};
 use crate::table::{self, HookDef};
 use crate::util;
+use preloop_shared::words::{count, count_of, noun_for};
 use preloop_shared::{Error, Harness, Result, fsutil};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -89,32 +90,36 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
     let mut notes = Vec::new();
     let mut edits = Vec::new();
     let path = d.hooks_file(ctx, scope);
-    let before = read_opt(&path)?;
+    let before = read_opt(ctx, &path)?;
     let before_text = before.as_deref().unwrap_or("");
     let before_doc = match (edit::parse_config(before_text, d.syntax()), d.layout()) {
         // A file that is ours alone: whatever it holds is replaced.
         (Err(_), Layout::OwnFile) => json!({}),
-        (parsed, _) => parsed.map_err(|e| refuse(&path, e))?,
+        (parsed, _) => parsed.map_err(|e| refuse(ctx, &path, e))?,
     };
     let extra = d.rejected_keys(&before_doc);
     if !extra.is_empty() {
         let allowed: Vec<String> = d.top_level_keys().unwrap_or_default().iter().map(|k| format!("{k:?}")).collect();
         return Err(refuse(
+            ctx,
             &path,
             format!(
-                "{} rejects a {} with the top-level key(s) {extra:?} (only {} are allowed), so no hook in it runs",
+                "{} rejects a {} with the top-level {} {extra:?} (only {} are allowed), so no hook in it runs",
                 d.short_name(),
                 path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+                noun_for(extra.len(), "key", "keys"),
                 allowed.join(" and ")
             ),
         ));
     }
     let after = match d.layout() {
-        Layout::Grouped => edit::edit_grouped(before_text, &owner, &want, d.syntax()).map_err(|e| refuse(&path, e))?,
-        Layout::Flat => edit::edit_flat(before_text, &owner, &want, d.syntax()).map_err(|e| refuse(&path, e))?,
+        Layout::Grouped => {
+            edit::edit_grouped(before_text, &owner, &want, d.syntax()).map_err(|e| refuse(ctx, &path, e))?
+        }
+        Layout::Flat => edit::edit_flat(before_text, &owner, &want, d.syntax()).map_err(|e| refuse(ctx, &path, e))?,
         Layout::OwnFile => d.own_file(ctx, &want),
     };
-    let after_doc = edit::parse_config(&after, d.syntax()).map_err(|e| refuse(&path, e))?;
+    let after_doc = edit::parse_config(&after, d.syntax()).map_err(|e| refuse(ctx, &path, e))?;
     let companions = d.companion_edits(ctx, &path, &before_doc, &after_doc, &owner)?;
     let mut main = FileEdit::new(path.clone(), before.clone(), after);
     if matches!(d.layout(), Layout::Grouped | Layout::Flat)
@@ -281,14 +286,14 @@ pub fn check_preloop_home(ctx: &Ctx, create: bool) -> Result<()> {
     if let Err(e) = fsutil::check_owned_dir(home) {
         return Err(Error::Config(format!(
             "PRELOOP_HOME {} is not usable: {e} (point PRELOOP_HOME at a directory you own, or unset it for ~/.preloop); nothing was changed",
-            home.display()
+            util::tilde(&ctx.env, home)
         )));
     }
     if create {
         fsutil::private_dir(home).map_err(|e| {
             Error::Config(format!(
                 "PRELOOP_HOME {} cannot be created: {} (point PRELOOP_HOME at a directory you can write); nothing was changed",
-                home.display(),
+                util::tilde(&ctx.env, home),
                 match &e {
                     Error::Io { source, .. } => fsutil::io_text(source),
                     other => other.to_string(),
@@ -311,7 +316,7 @@ fn place_commands(ctx: &Ctx, dry_run: bool) -> Result<()> {
     if let Some(why) = ctx.unstable_reason() {
         if dry_run {
             crate::outln!(
-                "(this executable is in {why}: install would copy it to {} and run the hooks from there)",
+                "(this executable is in {why}: install would hard-link or copy it to {} and run the hooks from there)",
                 t(&hook_dir)
             );
             return Ok(());
@@ -331,7 +336,7 @@ fn place_commands(ctx: &Ctx, dry_run: bool) -> Result<()> {
         let pending =
             crate::links::names().into_iter().filter(|n| !crate::links::is_link_to(&hook_dir.join(n), &exe)).count();
         if pending > 0 {
-            crate::outln!("(install would link {pending} hook commands in {} to {})", t(&hook_dir), t(&exe));
+            crate::outln!("(install would link {} in {} to {})", count(pending, "hook command"), t(&hook_dir), t(&exe));
         }
         return Ok(());
     }
@@ -342,9 +347,17 @@ fn place_commands(ctx: &Ctx, dry_run: bool) -> Result<()> {
         ctx.record_commands(&hook_dir, &linked.created, true)?;
     }
     if !linked.replaced.is_empty() {
+        let n = linked.replaced.len();
+        // What they were: links to an older executable (an upgrade, a
+        // rebuild) or an earlier version's binary per hook (newcomer 4, P11).
+        let were = match linked.replaced_links {
+            0 => "earlier versions installed a binary per hook",
+            l if l == n => noun_for(n, "it linked to an older preloop-hooks", "they linked to an older preloop-hooks"),
+            _ => "they linked to an older preloop-hooks, or were an earlier version's binaries",
+        };
         crate::outln!(
-            "replaced {} hook commands in {} by {}s to {} (earlier versions installed a binary per hook)",
-            linked.replaced.len(),
+            "replaced {} in {} by {}s to {} ({were})",
+            count(n, "hook command"),
             t(&hook_dir),
             linked.how,
             crate::names::CLI_NAME
@@ -352,8 +365,8 @@ fn place_commands(ctx: &Ctx, dry_run: bool) -> Result<()> {
     }
     if !linked.created.is_empty() {
         crate::outln!(
-            "linked {} hook commands in {} to {} ({}s: one file on disk)",
-            linked.created.len(),
+            "linked {} in {} to {} ({}s: one file on disk)",
+            count(linked.created.len(), "hook command"),
             t(&hook_dir),
             crate::names::CLI_NAME,
             linked.how
@@ -489,7 +502,7 @@ fn remove_commands(ctx: &Ctx, dirs: &[PathBuf]) -> Result<Vec<String>> {
         }
         let (removed, failed) = crate::links::unlink(&dir, &remove);
         if !removed.is_empty() {
-            crate::outln!("removed the {} hook commands from {shown}", removed.len());
+            crate::outln!("removed {} from {shown}", count(removed.len(), "hook command"));
             if dir != own_bin {
                 ctx.record_commands(&dir, &removed, false)?;
             }
@@ -522,9 +535,11 @@ fn remove_commands(ctx: &Ctx, dirs: &[PathBuf]) -> Result<Vec<String>> {
 /// "the N hook commands in DIR (why: how to remove them)".
 fn left_commands(ctx: &Ctx, n: usize, dir: &Path, why: &str) -> String {
     format!(
-        "the {n} hook commands in {} ({why}; once none does, `cd {} && preloop-hooks links --list | xargs rm -f` removes them)",
+        "the {} in {} ({why}; once none does, `cd {} && preloop-hooks links --list | xargs rm -f` removes {})",
+        count(n, "hook command"),
         util::tilde(&ctx.env, dir),
-        edit::shell_quote(&dir.to_string_lossy())
+        edit::shell_quote(&dir.to_string_lossy()),
+        noun_for(n, "it", "them")
     )
 }
 
@@ -582,7 +597,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
         let main_file = util::tilde(&ctx.env, &plan.edits[0].path);
         if changed.is_empty() {
             let state = if req.action == Action::Install {
-                format!("already installed ({} hooks)", plan.entries)
+                format!("already installed ({})", count(plan.entries, "hook"))
             } else {
                 "nothing of ours to remove".into()
             };
@@ -599,7 +614,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
         } else {
             let written = apply(ctx, &plan)?;
             let what = if req.action == Action::Install {
-                format!("installed {} hooks in", plan.entries)
+                format!("installed {} in", count(plan.entries, "hook"))
             } else {
                 "removed our hooks from".into()
             };
@@ -671,7 +686,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
         return Err(Error::Refused(if failures.len() == 1 {
             format!("{verb} refused: {last}")
         } else {
-            format!("{last} ({verb} refused for {} harnesses)", failures.len())
+            format!("{last} ({verb} refused for {})", count_of(failures.len(), "harness", "harnesses"))
         }));
     }
     Ok(())
@@ -720,10 +735,11 @@ fn leftovers(ctx: &Ctx, dirs: &[PathBuf], kept: Vec<String>) {
             }
         }
         parts.push(format!(
-            "{} backup file(s): {} (`rm {}` removes them)",
-            backups.len(),
+            "{}: {} (`rm {}` removes {})",
+            count(backups.len(), "backup file"),
             globs.join(" "),
-            globs.join(" ")
+            globs.join(" "),
+            noun_for(backups.len(), "it", "them")
         ));
     }
     if !parts.is_empty() {

@@ -28,6 +28,9 @@ pub struct Linked {
     /// Names that held another file (an earlier version's own binary, or a
     /// link to an older executable) and now link to this one.
     pub replaced: Vec<&'static str>,
+    /// How many of `replaced` were links to another executable (an older
+    /// copy, as after an upgrade), not an earlier version's own binaries.
+    pub replaced_links: usize,
     /// How the names link: `hard link`, `symlink` or `copy`.
     pub how: &'static str,
 }
@@ -52,14 +55,23 @@ pub fn is_link_to(path: &Path, exe: &Path) -> bool {
 pub fn link_all(exe: &Path, dir: &Path) -> Result<Linked> {
     fs::create_dir_all(dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
     let mut out = Linked { how: "hard link", ..Linked::default() };
-    for name in names() {
+    // Read before anything is replaced: a symlink, or a file with other
+    // names, is a link to some executable (an earlier version's own
+    // binaries had one name each).
+    let before: Vec<Option<fs::Metadata>> = names().iter().map(|n| dir.join(n).symlink_metadata().ok()).collect();
+    for (name, before) in names().into_iter().zip(before) {
         let dst = dir.join(name);
         if is_link_to(&dst, exe) {
             continue;
         }
-        let existed = dst.symlink_metadata().is_ok();
+        let was_link = before.as_ref().is_some_and(|m| m.file_type().is_symlink() || m.nlink() > 1);
         out.how = replace_with_link(exe, &dst)?;
-        if existed { out.replaced.push(name) } else { out.created.push(name) }
+        if before.is_some() {
+            out.replaced.push(name);
+            out.replaced_links += usize::from(was_link);
+        } else {
+            out.created.push(name);
+        }
     }
     Ok(out)
 }

@@ -57,12 +57,17 @@ fn write_target(path: &Path) -> PathBuf {
     }
 }
 
+/// `path` as every message shows it (`~/.preloop/config.json`).
+fn shown(path: &Path) -> String {
+    util::tilde(&Env::process(), path)
+}
+
 fn read_config(path: &Path) -> Result<Map<String, Value>> {
     match fsutil::read_owned_json_value(path) {
         Ok(None) => Ok(Map::new()),
         Ok(Some(Value::Object(m))) => Ok(m),
-        Ok(Some(_)) => Err(Error::Config(format!("{} is not a JSON object (fix or remove it)", path.display()))),
-        Err(e) => Err(Error::Config(format!("{}: {e} (fix or remove it)", path.display()))),
+        Ok(Some(_)) => Err(Error::Config(format!("{} is not a JSON object (fix or remove it)", shown(path)))),
+        Err(e) => Err(Error::Config(format!("{}: {e} (fix or remove it)", shown(path)))),
     }
 }
 

@@ -52,9 +52,8 @@ Targets (exactly one):
   --session ID          a session: its harness or runtime session id, or a unique start of
                         one (4+ characters; the ID `sessions list` prints)
   --alias NAME          the live session started with PRELOOP_SESSION_ALIAS=NAME
-  --children latest|all the live runs a session started (from inside a Claude Code or
-                        Cursor run: that run; or --parent SESSION); `all`: one note each,
-                        at most 20
+  --children latest|all the live runs a session started: from inside a run (any harness),
+                        that run's; or --parent SESSION's; `all`: one note each, at most 20
   --execution ID        the session a flow execution runs on
   --next HARNESS        the next session of a harness that starts after the note
   --agent ID|NAME       a managed agent's current or next session (server mode; the id or the
@@ -77,7 +76,7 @@ const LIST_EXAMPLES: &str = "Examples:
   preloop-hooks notes list --session 801fb481
   preloop-hooks notes list --alias worker-1 --state pending --json
   preloop-hooks notes list --children all
-  preloop-hooks notes list --agent \"Release worker\" (server mode; an agent id or name)
+  preloop-hooks notes list --agent \"Release worker\"      # server mode: an agent id or name
   preloop-hooks notes list --all -o id
   preloop-hooks notes list --undelivered --children all   # what a conductor's workers never read
 
@@ -88,11 +87,16 @@ delivered, acknowledged, cancelled, expired, failed, undeliverable.
 or never_carried: recorded delivered at a claim no output carried), with their text; with no
 target, those of the last 24 hours.";
 
+/// `--children`, the same for `notes send` and `notes list`: a conductor's
+/// children are found in every harness (README, "Sending notes").
+const CHILDREN_HELP: &str =
+    "The live runs a session started: from inside a run (its shell tool, in any harness), that run's; or --parent's.";
+
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Children {
     /// The newest live child.
     Latest,
-    /// Every live child (at most 20), one note each.
+    /// Every live child (at most 20).
     All,
 }
 
@@ -111,8 +115,7 @@ pub struct TargetArgs {
     /// The live session started with PRELOOP_SESSION_ALIAS=NAME.
     #[arg(long, group = "target", value_name = "NAME")]
     alias: Option<String>,
-    /// The live runs a session started: from inside a run (its shell tool), that run; or --parent.
-    #[arg(long, group = "target", value_enum, value_name = "latest|all")]
+    #[arg(long, group = "target", value_enum, value_name = "latest|all", help = CHILDREN_HELP)]
     children: Option<Children>,
     /// The session a flow execution runs on.
     #[arg(long, group = "target", value_name = "ID")]
@@ -172,8 +175,7 @@ pub struct ListArgs {
     /// Notes of the sessions with this alias.
     #[arg(long, group = "list_target", value_name = "NAME")]
     alias: Option<String>,
-    /// Notes of the runs a session started (that run when inside one; or --parent).
-    #[arg(long, group = "list_target", value_enum, value_name = "latest|all")]
+    #[arg(long, group = "list_target", value_enum, value_name = "latest|all", help = CHILDREN_HELP)]
     children: Option<Children>,
     /// Notes of a flow execution.
     #[arg(long, group = "list_target", value_name = "ID")]

@@ -153,9 +153,9 @@ fn list(a: ListArgs) -> Result<()> {
     let rows = &shown[..];
     if rows.len() < all_rows.len() {
         crate::errln!(
-            "preloop-hooks: showing the {} most recently active of {} sessions (--limit N for more, --all for every one)",
+            "preloop-hooks: showing the {} most recently active of {} (--limit N for more, --all for every one)",
             rows.len(),
-            all_rows.len()
+            preloop_shared::words::count(all_rows.len(), "session")
         );
     }
     match fmt.as_str() {

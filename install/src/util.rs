@@ -262,6 +262,18 @@ pub fn same_file_content(a: &Path, b: &Path) -> bool {
 
 /// Print rows as an aligned table (the last column is not padded).
 pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    for l in table_lines(header, rows, None) {
+        crate::outln!("{l}");
+    }
+}
+
+/// The lines of a table: columns two spaces apart, each as wide as its
+/// widest cell. With a `width`, a line longer than it has its last cell
+/// continued on the next lines under that column, broken after its commas
+/// (`6/6, 6 trusted, folder not trusted`; a piece still longer than the
+/// room, after its spaces), so the table fits the terminal
+/// (or 80 columns) wherever the other columns leave room.
+pub fn table_lines(header: &[&str], rows: &[Vec<String>], width: Option<usize>) -> Vec<String> {
     let n = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
@@ -269,23 +281,47 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
             widths[i] = widths[i].max(c.chars().count());
         }
     }
-    let line = |cells: Vec<String>| {
+    let last_at: usize = widths.iter().take(n.saturating_sub(1)).map(|w| w + 2).sum();
+    let mut out = Vec::new();
+    let mut line = |cells: &[String]| {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(c);
+            s.push_str(c);
+            if i + 1 < cells.len() {
                 let w = widths.get(i).copied().unwrap_or(0);
                 s.push_str(&" ".repeat(w.saturating_sub(c.chars().count()) + 2));
             }
         }
-        crate::outln!("{}", s.trim_end());
+        let s = s.trim_end().to_string();
+        match width {
+            Some(w) if s.chars().count() > w && cells.len() == n && last_at + 8 <= w => {
+                // The last cell, broken after its commas, under its column.
+                let room = w - last_at;
+                let head: String = s.chars().take(last_at).collect();
+                let mut parts: Vec<String> = Vec::new();
+                // After commas; a piece still too long, after its spaces.
+                let pieces = cells[n - 1].split_inclusive(", ").flat_map(|p| {
+                    if p.trim_end().chars().count() > room { p.split_inclusive(' ').collect() } else { vec![p] }
+                });
+                for piece in pieces {
+                    match parts.last_mut() {
+                        Some(p) if p.chars().count() + piece.trim_end().chars().count() <= room => p.push_str(piece),
+                        _ => parts.push(piece.to_string()),
+                    }
+                }
+                for (i, p) in parts.iter().enumerate() {
+                    let lead = if i == 0 { head.clone() } else { " ".repeat(last_at) };
+                    out.push(format!("{lead}{}", p.trim_end()));
+                }
+            }
+            _ => out.push(s),
+        }
     };
-    line(header.iter().map(|h| h.to_string()).collect());
+    line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
     for r in rows {
-        line(r.clone());
+        line(r);
     }
+    out
 }
 
 /// Pretty JSON on stdout (`doctor`, `install`), as serde escapes it, with
@@ -305,6 +341,25 @@ pub fn read_stdin(what: &str) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_table_line_past_the_width_continues_its_last_cell_under_it() {
+        let rows = vec![
+            vec!["codex".to_string(), "0.169.0".into(), "6/6, 3 trusted, folder not trusted".into()],
+            vec!["pi".to_string(), "0.73.1".into(), "0/6".into()],
+        ];
+        let lines = table_lines(&["HARNESS", "INSTALLED", "OUR HOOKS"], &rows, Some(40));
+        assert_eq!(
+            lines,
+            [
+                "HARNESS  INSTALLED  OUR HOOKS",
+                "codex    0.169.0    6/6, 3 trusted,",
+                "                    folder not trusted",
+                "pi       0.73.1     0/6",
+            ]
+        );
+        assert!(table_lines(&["A"], &[vec!["x".repeat(90)]], None)[1].len() == 90);
+    }
+
     use super::*;
 
     #[test]

@@ -768,7 +768,10 @@ impl Engine {
         }
         let resp = self.end_on_server(reason)?;
         if resp.marked > 0 {
-            self.warnings.push(format!("{} note(s) marked undeliverable (session_ended)", resp.marked));
+            self.warnings.push(format!(
+                "{} marked undeliverable (session_ended)",
+                crate::words::count(usize::try_from(resp.marked).unwrap_or(usize::MAX), "note")
+            ));
         }
         never_read.count += resp.marked.max(0) as u64;
         never_read.ids.extend(resp.marked_note_ids);
@@ -921,7 +924,7 @@ impl Engine {
         let Split { take, rest: leftovers, oversized } = split_to_fit(self.limit, self.largest(), entries);
         self.give_up_oversized(oversized, after);
         if !leftovers.is_empty() {
-            self.warnings.push(format!("{} note(s) spooled: {why}", leftovers.len()));
+            self.warnings.push(format!("{} spooled: {why}", crate::words::count(leftovers.len(), "note")));
             self.spool_entries(leftovers, after);
         }
         self.fill(&take, out);

@@ -43,6 +43,7 @@ pub mod settings;
 pub mod time;
 pub mod watch;
 pub mod wire;
+pub mod words;
 
 pub use error::{Error, Exit, Result};
 

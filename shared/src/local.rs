@@ -337,8 +337,8 @@ impl LocalInbox {
                 if found.len() > 1 {
                     let ids: Vec<&str> = found.iter().map(|s| s.external_session_id.as_str()).collect();
                     return Err(Error::Usage(format!(
-                        "the alias {alias:?} names {} live sessions ({}): use --session",
-                        ids.len(),
+                        "the alias {alias:?} names {} ({}): use --session",
+                        crate::words::count(ids.len(), "live session"),
                         ids.join(", ")
                     )));
                 }

@@ -223,10 +223,18 @@ pub trait Dialect: Sync {
 
     // ---- doctor ----
 
-    /// How to find the harness's version from its `program` (default: run
-    /// `program --version`).
+    /// The harness's version, from its `program`: the `package.json` of
+    /// the npm package it belongs to when it has one, else `program
+    /// --version` with a scratch home. Doctor never lets a harness write
+    /// into the user's home just to say its version (`copilot --version`
+    /// unpacks 235 MB into `~/.cache/copilot` on first run, `gemini
+    /// --version` writes into `~/.gemini`; newcomer 4, N7).
     fn version(&self, program: &Path) -> Option<String> {
-        version_by_running(program, &[])
+        self.harness()
+            .def()
+            .npm_package
+            .and_then(|pkg| npm_package_version(program, pkg))
+            .or_else(|| version_in_scratch_home(program))
     }
     /// Other files whose settings can switch the hooks off (read by doctor
     /// and handed to [`Dialect::switched_off`]).
@@ -281,6 +289,49 @@ impl dyn Dialect + '_ {
         v.extend(self.companion_files(ctx));
         v
     }
+}
+
+/// The version in the `package.json` of the npm package `program` belongs
+/// to (`npm install -g` links the program into the package).
+pub fn npm_package_version(program: &Path, package: &str) -> Option<String> {
+    let real = std::fs::canonicalize(program).ok()?;
+    real.ancestors().skip(1).take(6).find_map(|dir| {
+        let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
+        let v: Value = serde_json::from_str(&text).ok()?;
+        (v.get("name").and_then(Value::as_str) == Some(package))
+            .then(|| v.get("version").and_then(Value::as_str).map(str::to_string))
+            .flatten()
+    })
+}
+
+/// `program --version` with every home a harness writes into (`HOME`, the
+/// XDG directories, each harness's own home variable) pointed at a scratch
+/// directory that is removed afterwards.
+pub fn version_in_scratch_home(program: &Path) -> Option<String> {
+    let scratch = std::env::temp_dir().join(format!(
+        "preloop-doctor-version-{}-{}",
+        std::process::id(),
+        preloop_shared::fsutil::note_id()
+    ));
+    preloop_shared::fsutil::private_dir(&scratch).ok()?;
+    let sub = |d: &str| scratch.join(d);
+    let (cache, config, data, state) = (sub(".cache"), sub(".config"), sub(".local/share"), sub(".local/state"));
+    let v = version_by_running(
+        program,
+        &[
+            ("HOME", &scratch),
+            ("XDG_CACHE_HOME", &cache),
+            ("XDG_CONFIG_HOME", &config),
+            ("XDG_DATA_HOME", &data),
+            ("XDG_STATE_HOME", &state),
+            ("GEMINI_CLI_HOME", &scratch),
+            ("CODEX_HOME", &sub(".codex")),
+            ("COPILOT_HOME", &sub(".copilot")),
+            ("CLAUDE_CONFIG_DIR", &sub(".claude")),
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&scratch);
+    v
 }
 
 /// `program --version`'s first number-like word ("2.1.328 (Claude Code)",

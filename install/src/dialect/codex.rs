@@ -96,17 +96,18 @@ impl Dialect for Codex {
         owner: &Owner,
     ) -> Result<Vec<FileEdit>> {
         let cfg_path = codex_config(ctx);
-        let cfg_before = read_opt(&cfg_path)?;
+        let cfg_before = read_opt(ctx, &cfg_path)?;
         let cfg_text = cfg_before.as_deref().unwrap_or("");
         cfg_text
             .parse::<toml_edit::DocumentMut>()
-            .map_err(|e| refuse(&cfg_path, e.to_string().trim().replace('\n', " ")))?;
+            .map_err(|e| refuse(ctx, &cfg_path, e.to_string().trim().replace('\n', " ")))?;
         let key_path = key_path(path);
         let kb = codex_trust::hook_keys(&key_path, before, owner);
         let ka = codex_trust::hook_keys(&key_path, after, owner);
         let current = codex_trust::trusted_hashes(cfg_text);
         let (set, remove) = codex_trust::plan_trust(&kb, &ka, &current);
-        let cfg_after = codex_trust::edit_config_toml(cfg_text, &set, &remove).map_err(|e| refuse(&cfg_path, e))?;
+        let cfg_after =
+            codex_trust::edit_config_toml(cfg_text, &set, &remove).map_err(|e| refuse(ctx, &cfg_path, e))?;
         Ok(vec![FileEdit::new(cfg_path, cfg_before, cfg_after).delete_if_emptied(ctx)])
     }
 

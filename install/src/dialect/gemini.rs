@@ -52,19 +52,6 @@ pub fn folder_trusted(ctx: &Ctx) -> bool {
     matches!(best, Some((_, "TRUST_FOLDER" | "TRUST_PARENT")))
 }
 
-/// The version in the `package.json` of the npm package `program` belongs
-/// to (`npm install -g` links the program into the package).
-pub fn npm_package_version(program: &Path, package: &str) -> Option<String> {
-    let real = std::fs::canonicalize(program).ok()?;
-    real.ancestors().skip(1).take(6).find_map(|dir| {
-        let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
-        let v: Value = serde_json::from_str(&text).ok()?;
-        (v.get("name").and_then(Value::as_str) == Some(package))
-            .then(|| v.get("version").and_then(Value::as_str).map(str::to_string))
-            .flatten()
-    })
-}
-
 impl Dialect for Gemini {
     fn harness(&self) -> Harness {
         Harness::Gemini
@@ -106,26 +93,6 @@ impl Dialect for Gemini {
         })
     }
 
-    /// From its npm package's `package.json` when it has one: `gemini
-    /// --version` writes into `~/.gemini` (a `projects.json.<uuid>.tmp` per
-    /// run, and the directory itself on a clean home). Otherwise it is run
-    /// with a scratch home that is removed afterwards.
-    fn version(&self, program: &Path) -> Option<String> {
-        if let Some(pkg) = Harness::Gemini.def().npm_package
-            && let Some(v) = npm_package_version(program, pkg)
-        {
-            return Some(v);
-        }
-        let scratch = std::env::temp_dir().join(format!("preloop-doctor-gemini-{}", std::process::id()));
-        std::fs::create_dir_all(&scratch).ok()?;
-        let v = super::api::version_by_running(
-            program,
-            &[("HOME", &scratch), ("GEMINI_CLI_HOME", &scratch), ("XDG_CACHE_HOME", &scratch.join(".cache"))],
-        );
-        let _ = std::fs::remove_dir_all(&scratch);
-        v
-    }
-
     fn switched_off(&self, file: &str, doc: &Value, found: &[Entry], _others: &[(String, Value)]) -> Vec<Note> {
         let mut notes = Vec::new();
         if doc.pointer("/hooksConfig/enabled") == Some(&Value::Bool(false)) {
@@ -159,8 +126,12 @@ impl Dialect for Gemini {
                 && Config::load_from(&ctx.env.without(&["PRELOOP_URL", "PRELOOP_TOKEN"]), Some(Harness::Gemini))
                     .server
                     .is_none(),
+            // Only a PRELOOP_HOME the configuration took: one it ignored
+            // (~/.preloop names the server) moves nothing (newcomer 4, P13).
             home_from_env: ctx.env.get("PRELOOP_HOME").is_some_and(|h| {
-                !h.is_empty() && crate::util::home_dir(&ctx.env).map(|u| u.join(".preloop")) != Some(PathBuf::from(&h))
+                !h.is_empty()
+                    && config.home == Path::new(&h)
+                    && crate::util::home_dir(&ctx.env).map(|u| u.join(".preloop")) != Some(PathBuf::from(&h))
             }),
         })
     }

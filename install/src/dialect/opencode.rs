@@ -103,10 +103,10 @@ impl OpenCode {
 
     /// The lock file and the node_modules marker: written where missing on
     /// install, removed on uninstall while still ours byte for byte.
-    fn npm_edits(config: &Path, installing: bool) -> Result<Vec<FileEdit>> {
+    fn npm_edits(ctx: &Ctx, config: &Path, installing: bool) -> Result<Vec<FileEdit>> {
         let mut out = Vec::new();
         let lock = config.join("package-lock.json");
-        let before = read_opt(&lock)?;
+        let before = read_opt(ctx, &lock)?;
         let ours = lock_text();
         match (&before, installing) {
             (None, true) => out.push(FileEdit::new(lock.clone(), None, ours.clone())),
@@ -120,7 +120,7 @@ impl OpenCode {
         }
         let modules = config.join("node_modules");
         let marker = modules.join(MARKER);
-        let marker_before = read_opt(&marker)?;
+        let marker_before = read_opt(ctx, &marker)?;
         match (&marker_before, installing) {
             (None, true) if modules.symlink_metadata().is_err() => {
                 let mut e = FileEdit::new(marker, None, MARKER_TEXT.to_string());
@@ -200,18 +200,19 @@ impl Dialect for OpenCode {
         owner: &Owner,
     ) -> Result<Vec<FileEdit>> {
         let shim = path.with_file_name(SHIM);
-        let before = read_opt(&shim)?;
+        let before = read_opt(ctx, &shim)?;
         if let Some(b) = &before
             && !is_our_shim(b)
         {
-            return Err(refuse(&shim, "it is not our OpenCode plugin"));
+            return Err(refuse(ctx, &shim, "it is not our OpenCode plugin"));
         }
         let installing = !edit::our_entries(after, owner).is_empty();
         if installing {
             let other = OpenCode::other_scope(ctx, path);
-            let other_doc = read_opt(&other)?.and_then(|t| edit::parse_config(&t, OpenCode.syntax()).ok());
+            let other_doc = read_opt(ctx, &other)?.and_then(|t| edit::parse_config(&t, OpenCode.syntax()).ok());
             if other_doc.is_some_and(|d| !edit::our_entries(&d, owner).is_empty()) {
                 return Err(refuse(
+                    ctx,
                     path,
                     format!(
                         "our OpenCode plugin is already installed in {}, and OpenCode would load both (every hook twice); uninstall that scope first",
@@ -224,7 +225,7 @@ impl Dialect for OpenCode {
         e.backup = false;
         e.delete = !installing && before.is_some();
         let mut out = vec![e];
-        out.extend(OpenCode::npm_edits(&OpenCode::config_of(path), installing)?);
+        out.extend(OpenCode::npm_edits(ctx, &OpenCode::config_of(path), installing)?);
         Ok(out)
     }
 

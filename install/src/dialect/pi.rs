@@ -112,18 +112,19 @@ impl Dialect for Pi {
         owner: &Owner,
     ) -> Result<Vec<FileEdit>> {
         let shim = path.with_file_name(SHIM);
-        let before = read_opt(&shim)?;
+        let before = read_opt(ctx, &shim)?;
         if let Some(b) = &before
             && !is_our_shim(b)
         {
-            return Err(refuse(&shim, "it is not our Pi extension"));
+            return Err(refuse(ctx, &shim, "it is not our Pi extension"));
         }
         let installing = !edit::our_entries(after, owner).is_empty();
         if installing {
             let other = Pi::other_scope(ctx, path);
-            let other_doc = read_opt(&other)?.and_then(|t| edit::parse_config(&t, Pi.syntax()).ok());
+            let other_doc = read_opt(ctx, &other)?.and_then(|t| edit::parse_config(&t, Pi.syntax()).ok());
             if other_doc.is_some_and(|d| !edit::our_entries(&d, owner).is_empty()) {
                 return Err(refuse(
+                    ctx,
                     path,
                     format!(
                         "our Pi extension is already installed in {}, and Pi would load both (every hook twice); uninstall that scope first",
@@ -140,10 +141,6 @@ impl Dialect for Pi {
 
     fn install_note(&self) -> Option<&'static str> {
         Some("Pi loads the extension at its next start (a running Pi: /reload)")
-    }
-
-    fn version(&self, program: &Path) -> Option<String> {
-        super::api::version_by_running(program, &[])
     }
 
     fn entry_problem(&self, d: &HookDef, entry: &Value, label: &str) -> Option<String> {

@@ -15,6 +15,7 @@ use crate::probe::{Health, TokenCheck};
 use crate::table;
 use crate::util;
 use preloop_shared::config::{Config, Origin, TokenOrigin};
+use preloop_shared::words::{count, count_of, noun_for};
 use preloop_shared::{Exit, Harness};
 use std::path::{Path, PathBuf};
 
@@ -62,12 +63,16 @@ impl Findings {
 fn uncarried_finding(u: &super::model::Uncarried) -> Finding {
     Finding::new(
         format!(
-            "session {} ended before {} note(s) the server recorded delivered reached the model: {}",
+            "session {} ended before {} the server recorded delivered reached the model: {}",
             u.session,
-            u.note_ids.len(),
+            count(u.note_ids.len(), "note"),
             u.note_ids.join(", ")
         ),
-        "send them again if they still matter (`preloop-hooks notes status ID` shows `carried: never`)",
+        if u.note_ids.len() == 1 {
+            "send it again if it still matters (`preloop-hooks notes status ID` shows `carried: never`)"
+        } else {
+            "send them again if they still matter (`preloop-hooks notes status ID` shows `carried: never`)"
+        },
     )
 }
 
@@ -133,7 +138,7 @@ pub fn judge(ctx: &Ctx, config: &Config, facts: &Facts) -> Report {
         if !facts.hook_exe_exists {
             c.warn(Finding::new(
                 format!("this preloop-hooks is in {why}, and no copy of it is in {}", util::tilde(&ctx.env, hook_dir)),
-                "preloop-hooks install (it copies itself to $PRELOOP_HOME/bin and links the hook commands there)",
+                "preloop-hooks install (it links or copies itself to $PRELOOP_HOME/bin and links the hook commands there)",
             ));
         } else if !facts.exe_same_as_copy {
             c.warn(Finding::new(
@@ -142,7 +147,7 @@ pub fn judge(ctx: &Ctx, config: &Config, facts: &Facts) -> Report {
                     util::tilde(&ctx.env, &ctx.exe()),
                     util::tilde(&ctx.env, hook_dir)
                 ),
-                "preloop-hooks install (it copies it again)",
+                "preloop-hooks install (it links or copies it again)",
             ));
         }
     }
@@ -151,11 +156,17 @@ pub fn judge(ctx: &Ctx, config: &Config, facts: &Facts) -> Report {
     if any_installed && facts.hook_exe_exists && facts.stale_links > 0 {
         c.warn(Finding::new(
             format!(
-                "{} hook commands in {} are not links to its preloop-hooks (an earlier version's binaries, or an older copy)",
-                facts.stale_links,
-                util::tilde(&ctx.env, hook_dir)
+                "{} in {} {} not {} to its preloop-hooks (an earlier version's binaries, or an older copy)",
+                count(facts.stale_links, "hook command"),
+                util::tilde(&ctx.env, hook_dir),
+                noun_for(facts.stale_links, "is", "are"),
+                noun_for(facts.stale_links, "a link", "links")
             ),
-            "preloop-hooks install (it links them again)",
+            if facts.stale_links == 1 {
+                "preloop-hooks install (it links it again)"
+            } else {
+                "preloop-hooks install (it links them again)"
+            },
         ));
     }
     let limits = limits(config, &harnesses);
@@ -425,12 +436,13 @@ fn switches_and_trust(at: &At, found: &[Entry], report: &mut ScopeReport, c: &mu
     if !extra.is_empty() {
         c.install(Finding::new(
             format!(
-                "{}: {} has top-level key(s) {extra:?}: {} rejects the whole file",
+                "{}: {} has top-level {} {extra:?}: {} rejects the whole file",
                 h.slug(),
                 at.file,
+                noun_for(extra.len(), "key", "keys"),
                 at.d.short_name()
             ),
-            format!("remove them from {}", at.file),
+            format!("remove {} from {}", noun_for(extra.len(), "it", "them"), at.file),
         ));
     }
 }
@@ -543,8 +555,9 @@ fn together(at: &At, tally: &EntryTally, report: &ScopeReport, found: usize, c: 
         dirs.dedup();
         c.install(Finding::new(
             format!(
-                "{label}: {} hook(s) run binaries in {} that differ from this build's in {}",
-                tally.differs.len(),
+                "{label}: {} {} binaries in {} that differ from this build's in {}",
+                count(tally.differs.len(), "hook"),
+                noun_for(tally.differs.len(), "runs", "run"),
                 dirs.join(", "),
                 util::tilde(&at.ctx.env, &at.facts.hook_dir)
             ),
@@ -561,10 +574,11 @@ fn together(at: &At, tally: &EntryTally, report: &ScopeReport, found: usize, c: 
         let events: Vec<String> = tally.untrusted.iter().map(|(e, t)| format!("{e} ({})", t.as_str())).collect();
         c.install(Finding::new(
             format!(
-                "{label}: {} hook(s) not trusted: {}; {} skips them silently",
-                tally.untrusted.len(),
+                "{label}: {} not trusted: {}; {} skips {} silently",
+                count(tally.untrusted.len(), "hook"),
                 events.join(", "),
-                at.d.short_name()
+                at.d.short_name(),
+                noun_for(tally.untrusted.len(), "it", "them")
             ),
             at.install_cmd(),
         ));
@@ -575,7 +589,10 @@ fn together(at: &At, tally: &EntryTally, report: &ScopeReport, found: usize, c: 
     }
     if found > report.hooks_present {
         c.warn(Finding::new(
-            format!("{label}: {} extra entries of ours (duplicates or retired events)", found - report.hooks_present),
+            format!(
+                "{label}: {} of ours (duplicates or retired events)",
+                count_of(found - report.hooks_present, "extra entry", "extra entries")
+            ),
             at.install_cmd(),
         ));
     }
@@ -944,7 +961,7 @@ mod tests {
         assert!(r.healthy, "history is not a problem: {:?}", r.problems);
         let w = whats(&r.warnings);
         assert!(
-            w.iter().any(|w| w.contains("session s-1 ended before 2 note(s)") && w.contains("aaaa1111, bbbb2222")),
+            w.iter().any(|w| w.contains("session s-1 ended before 2 notes") && w.contains("aaaa1111, bbbb2222")),
             "{w:?}"
         );
     }
@@ -1044,10 +1061,7 @@ mod tests {
             .collect();
         sf.trust = Some(Trust { source: "derived from config.toml".into(), asked: None, states, reported: Vec::new() });
         let r = judge(&ctx(), &config(), &facts_with(h, sf.clone()));
-        assert_eq!(
-            whats(&r.problems),
-            ["codex: 1 hook(s) not trusted: SessionStart (modified); Codex skips them silently"]
-        );
+        assert_eq!(whats(&r.problems), ["codex: 1 hook not trusted: SessionStart (modified); Codex skips it silently"]);
         assert_eq!(r.harnesses[1].scopes[0].trust_source.as_deref(), Some("derived from config.toml"));
         // In an untrusted project the folder is the one problem to fix.
         sf.scope = Scope::Project;

@@ -13,6 +13,28 @@ pub fn human(ctx: &Ctx, r: &Report, verbose: bool) {
     human_at(ctx, r, verbose, terminal_width())
 }
 
+/// Where the executable is and where the hooks run it from, as it is: a
+/// hard link or a copy in `$PRELOOP_HOME/bin`, and why (newcomer 4, P11).
+fn binaries_line(ctx: &Ctx, r: &Report) -> String {
+    let t = |p: &str| util::tilde(&ctx.env, Path::new(p));
+    if r.bin_dir == r.hook_dir {
+        return t(&r.bin_dir);
+    }
+    let (exe, hook_exe) = (ctx.exe(), ctx.hook_exe());
+    let why = ctx.unstable_reason().unwrap_or_else(|| t(&r.bin_dir));
+    if crate::links::is_link_to(&hook_exe, &exe) {
+        format!("{} (a hard link to the preloop-hooks in {why})", t(&r.hook_dir))
+    } else if hook_exe.exists() {
+        format!("{} (a copy of the preloop-hooks in {why})", t(&r.hook_dir))
+    } else {
+        format!(
+            "{} (it is in {why}: install hard-links it, or copies it, to {} and the hooks run it there)",
+            t(&r.bin_dir),
+            t(&r.hook_dir)
+        )
+    }
+}
+
 /// The report for people, prose wrapped to `width` (None: one line per item).
 pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
     let t = |p: &str| util::tilde(&ctx.env, Path::new(p));
@@ -20,34 +42,42 @@ pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
     let labelled = |label: &str, text: &str| wrap(&format!("{label:<11}"), text, 11, width);
     crate::outln!("{}", labelled("hooks", &format!("{}: {}", r.modes.hooks, r.modes.hooks_why)));
     crate::outln!("{}", labelled("notes", &format!("{}: {}", r.modes.operator, r.modes.operator_why)));
-    let binaries = if r.bin_dir == r.hook_dir {
-        t(&r.bin_dir)
-    } else if Path::new(&r.hook_dir).exists() {
-        format!("{} (copied from {})", t(&r.hook_dir), t(&r.bin_dir))
-    } else {
-        format!("{} (install copies them to {}: `cargo clean` deletes target/)", t(&r.bin_dir), t(&r.hook_dir))
-    };
+    let binaries = binaries_line(ctx, r);
     crate::outln!("{}", labelled("binaries", &binaries));
     crate::outln!();
+    // Four columns, so the table fits 80 (newcomer 4, N11): INSTALLED is
+    // the version (or yes/no when it cannot be told), a user's config is
+    // named from ~ and a project's from the current directory, marked
+    // (project), and "6/6 trusted" says all at once.
     let mut rows: Vec<Vec<String>> = Vec::new();
     for h in &r.harnesses {
-        let base = vec![
-            h.harness.clone(),
-            if h.installed { "yes".into() } else { "no".into() },
-            h.version.clone().unwrap_or_else(|| "-".into()),
-        ];
+        let installed = match (&h.version, h.installed) {
+            (Some(v), true) => v.clone(),
+            (None, true) => "yes".into(),
+            (_, false) => "no".into(),
+        };
+        let base = vec![h.harness.clone(), installed];
         for (i, s) in h.scopes.iter().enumerate() {
             let trusted = s.entries.iter().filter(|e| e.trust == Some(TrustState::Trusted)).count();
             let broken = s.entries.iter().filter(|e| e.program.is_some_and(ProgramState::broken)).count();
-            let mut row = if i == 0 { base.clone() } else { vec![String::new(), String::new(), String::new()] };
-            row.push(format!("{} ({})", t(&s.config), s.scope));
+            let mut row = if i == 0 { base.clone() } else { vec![String::new(), String::new()] };
+            // A user's config is under ~; a project's is marked.
+            row.push(match Path::new(&s.config).strip_prefix(&ctx.cwd) {
+                Ok(rel) if s.scope == "project" => format!("./{} (project)", rel.display()),
+                _ if s.scope == "project" => format!("{} (project)", t(&s.config)),
+                _ => t(&s.config),
+            });
             row.push(if matches!(s.config_state, ConfigState::Ok | ConfigState::Missing) {
                 let mut v = format!("{}/{}", s.hooks_present, s.hooks_expected);
                 if broken > 0 {
                     v.push_str(&format!(", {broken} broken"));
                 }
                 if s.trust_source.is_some() && s.hooks_present > 0 {
-                    v.push_str(&format!(", {trusted} trusted"));
+                    if trusted == s.hooks_present && broken == 0 {
+                        v.push_str(" trusted");
+                    } else {
+                        v.push_str(&format!(", {trusted} trusted"));
+                    }
                 }
                 if s.folder_trusted == Some(false) {
                     v.push_str(", folder not trusted");
@@ -59,7 +89,10 @@ pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
             rows.push(row);
         }
     }
-    print_table(&["HARNESS", "INSTALLED", "VERSION", "CONFIG", "OUR HOOKS"], &rows);
+    // Without a terminal (a pipe, a log) the table keeps to 80 columns.
+    for l in util::table_lines(&["HARNESS", "INSTALLED", "CONFIG", "OUR HOOKS"], &rows, Some(width.unwrap_or(80))) {
+        crate::outln!("{l}");
+    }
     if verbose {
         for h in &r.harnesses {
             for s in h.scopes.iter().filter(|s| s.hooks_present > 0) {
@@ -115,10 +148,10 @@ pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
     crate::outln!();
     let st = &r.state;
     let sessions = format!(
-        "{} live, {} ended; spool: {} note(s){}; owed acks: {}{}",
+        "{} live, {} ended; spool: {}{}; owed acks: {}{}",
         st.sessions_live,
         st.sessions_ended,
-        st.spooled_notes,
+        preloop_shared::words::count(st.spooled_notes, "note"),
         if st.sessions_with_spool.is_empty() {
             String::new()
         } else {

@@ -67,8 +67,9 @@ pub fn session(op: &dyn Operator, typed: &str) -> Result<Option<SessionRef>> {
             let list: Vec<String> =
                 hits.iter().take(NAMED).map(|r| format!("{} ({})", safe_line(&r.id), clip(&r.label, 30))).collect();
             Err(Error::Usage(format!(
-                "{} is the start of {n} sessions {}: {}{}; type more of the id",
+                "{} is the start of {} {}: {}{}; type more of the id",
                 safe_line(typed),
+                preloop_shared::words::count(n, "session"),
                 op.mode().where_known(),
                 list.join(", "),
                 if n > NAMED { format!(" and {} more", n - NAMED) } else { String::new() }
@@ -135,7 +136,8 @@ pub fn note(op: &dyn Operator, typed: &str) -> Result<String> {
         ))),
         1 => Ok(hits.remove(0)),
         n => Err(Error::Usage(format!(
-            "{typed} is the start of {n} notes: {}{}; type more of the id",
+            "{typed} is the start of {}: {}{}; type more of the id",
+            preloop_shared::words::count(n, "note"),
             hits.iter().take(NAMED).cloned().collect::<Vec<_>>().join(", "),
             if n > NAMED { format!(" and {} more", n - NAMED) } else { String::new() }
         ))),

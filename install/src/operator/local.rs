@@ -52,7 +52,10 @@ impl Operator for Local {
             .count();
         (server_runs > 0).then(|| {
             format!(
-                "local mode (no server URL configured), but {server_runs} live session(s) on this machine run against a server: notes sent here go to the local inbox, which they do not read (`preloop-hooks login --user --url URL`)"
+                "local mode (no server URL configured), but {} on this machine {} against a server: notes sent here go to the local inbox, which {} not read (`preloop-hooks login --user --url URL`)",
+                preloop_shared::words::count(server_runs, "live session"),
+                preloop_shared::words::noun_for(server_runs, "runs", "run"),
+                preloop_shared::words::noun_for(server_runs, "it does", "they do"),
             )
         })
     }

@@ -170,9 +170,9 @@ impl Server {
             many => {
                 let example = many.first().and_then(|a| a.display_name.clone()).unwrap_or_else(|| "NAME".into());
                 Err(Error::Config(format!(
-                    "which managed agent runs {} here is not known yet (no server-mode run on this machine, {} agents in this account): name it, e.g. `preloop-hooks notes send --agent {} --next-session \"…\"` (`preloop-hooks sessions list` shows the agents), or set PRELOOP_AGENT_ID",
+                    "which managed agent runs {} here is not known yet (no server-mode run on this machine, {} in this account): name it, e.g. `preloop-hooks notes send --agent {} --next-session \"…\"` (`preloop-hooks sessions list` shows the agents), or set PRELOOP_AGENT_ID",
                     h.slug(),
-                    many.len(),
+                    preloop_shared::words::count(many.len(), "agent"),
                     shell_word(&example)
                 )))
             }
@@ -418,8 +418,8 @@ impl Operator for Server {
                 clip(id_or_name, 70)
             ))),
             many => Err(Error::Usage(format!(
-                "{} agents in this account are named {:?} ({}): give its id",
-                many.len(),
+                "{} in this account are named {:?} ({}): give its id",
+                preloop_shared::words::count(many.len(), "agent"),
                 clip(id_or_name, 70),
                 many.iter().map(|a| a.id.as_str()).collect::<Vec<_>>().join(", ")
             ))),
@@ -448,8 +448,8 @@ impl Operator for Server {
         if hits.len() > 1 {
             let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
             return Err(Error::Usage(format!(
-                "{} sessions in this account carry the harness id {id} (runtime ids {}): name one by its runtime id",
-                hits.len(),
+                "{} in this account carry the harness id {id} (runtime ids {}): name one by its runtime id",
+                preloop_shared::words::count(hits.len(), "session"),
                 ids.join(", ")
             )));
         }

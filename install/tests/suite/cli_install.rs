@@ -652,7 +652,7 @@ fn uninstall_says_what_is_left_and_needs_no_bin_dir() {
     assert!(last.contains("hook commands in") && last.contains("outside this HOME"), "{last}");
     assert!(
         last.contains(
-            "2 backup file(s): ~/.claude/settings.json.bak.preloop-* (`rm ~/.claude/settings.json.bak.preloop-*` removes them)"
+            "2 backup files: ~/.claude/settings.json.bak.preloop-* (`rm ~/.claude/settings.json.bak.preloop-*` removes them)"
         ),
         "{last}"
     );
@@ -1140,7 +1140,7 @@ fn install_over_the_old_layout_leaves_one_file_and_uninstall_names_the_links() {
     let out = e.run(&["doctor", "--json", "--no-codex-query", "--bin-dir", e.bin.to_str().unwrap()]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
-        warnings(&v).iter().any(|w| w.contains("1 hook commands in") && w.contains("not links")),
+        warnings(&v).iter().any(|w| w.contains("1 hook command in") && w.contains("is not a link to")),
         "{:?}",
         warnings(&v)
     );

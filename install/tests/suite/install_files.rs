@@ -213,7 +213,8 @@ fn corrupt_files_are_refused_and_left_alone() {
     let settings = ctx.hooks_file(Harness::ClaudeCode, Scope::User);
     let bad = "{\n  \"model\": \"opus\",\n  \"hooks\": {,}\n}\n";
     let err = refused_over(&ctx, Harness::ClaudeCode, &settings, bad);
-    assert!(err.contains(&settings.display().to_string()) && err.contains("line 3"), "{err}");
+    // Named as doctor names it, with ~ (newcomer 4, P14).
+    assert!(err.starts_with("~/.claude/settings.json: ") && err.contains("line 3"), "{err}");
     // Not an object, hooks not an object: refused too.
     for bad in ["[1, 2]", "{\"hooks\": [1]}", "{\"hooks\": {\"Stop\": {}}}"] {
         write(&settings, bad);

@@ -6,6 +6,7 @@ mod cli_round4;
 mod cli_server;
 mod codex_trust;
 mod first_hour;
+mod first_hour_words;
 mod ids;
 mod install_files;
 mod lineage;

@@ -132,7 +132,7 @@ fn commands_a_homes_install_created_in_its_own_bin_dir_go_with_its_uninstall() {
     let n = preloop_hooks::links::names().len();
     assert!(out.contains(&format!("linked {n} hook commands")), "{out}");
     let out = ok(&run(&exe, &home, &["uninstall"]), "uninstall");
-    assert!(out.contains(&format!("removed the {n} hook commands from ~/.local/bin")), "{out}");
+    assert!(out.contains(&format!("removed {n} hook commands from ~/.local/bin")), "{out}");
     assert_eq!(commands_in(&bin), 0, "{out}");
     assert!(exe.exists());
 }
