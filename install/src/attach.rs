@@ -495,7 +495,9 @@ fn ended_text(unread: usize) -> String {
     match unread {
         0 => "the session ended".into(),
         n => format!(
-            "the session ended; {n} note(s) it never showed follow (`preloop-hooks notes status ID` shows one whole)"
+            "the session ended; {} it never showed {} (`preloop-hooks notes status ID` shows one whole)",
+            preloop_shared::words::count(n, "note"),
+            preloop_shared::words::noun_for(n, "follows", "follow")
         ),
     }
 }
@@ -896,7 +898,7 @@ mod tests {
             }
             shared.stop.store(true, Ordering::SeqCst);
             let end = events.iter().position(|e| e.kind == Kind::SessionEnded).expect("an end event");
-            assert!(events[end].text.as_deref().unwrap().contains("2 note(s) it never showed"), "{mode:?}");
+            assert!(events[end].text.as_deref().unwrap().contains("2 notes it never showed follow"), "{mode:?}");
             let after: Vec<(&str, &str)> = events[end + 1..]
                 .iter()
                 .map(|e| (e.note_id.as_deref().unwrap(), e.detail.as_deref().unwrap()))

@@ -93,12 +93,15 @@ const INSTALL_HELP: &str = "Examples:
   preloop-hooks install                          # every harness (one not on PATH too, with a note)
   preloop-hooks install --harness claude-code --dry-run
   preloop-hooks install --harness codex          # hooks.json + trust in config.toml
-  preloop-hooks install --scope project          # ./.claude, ./.codex, ./.cursor, ./.gemini, ./.github/hooks, ./.pi
+  preloop-hooks install --scope project          # ./.claude, ./.codex, ./.cursor, ./.gemini, ./.github/hooks, ./.pi, ./.opencode
 
 Files: Claude Code ~/.claude/settings.json; Codex CLI $CODEX_HOME/hooks.json and the trust entries
 in $CODEX_HOME/config.toml; Cursor CLI ~/.cursor/hooks.json; Gemini CLI ~/.gemini/settings.json
 ($GEMINI_CLI_HOME); Copilot CLI $COPILOT_HOME/hooks/preloop.json (default ~/.copilot);
-Pi $PI_CODING_AGENT_DIR/extensions/preloop.js and preloop.json (default ~/.pi/agent). Commands are
+Pi $PI_CODING_AGENT_DIR/extensions/preloop.js and preloop.json (default ~/.pi/agent);
+OpenCode $XDG_CONFIG_HOME/opencode/plugins/preloop.js and preloop.json (default ~/.config), with
+a package-lock.json and node_modules/ beside plugins/ where missing, so that OpenCode installs
+nothing at start. Commands are
 absolute paths to the hook commands, links to this preloop-hooks executable made beside it (one
 file on disk serves every hook, by the name it is started as; --bin-dir to use another). An
 executable in a cargo target dir or an npm package is first hard-linked (or copied) to

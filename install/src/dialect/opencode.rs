@@ -233,10 +233,6 @@ impl Dialect for OpenCode {
         Some("OpenCode loads the plugin at its next start")
     }
 
-    fn version(&self, program: &Path) -> Option<String> {
-        super::api::version_by_running(program, &[])
-    }
-
     fn entry_problem(&self, d: &HookDef, entry: &Value, label: &str) -> Option<String> {
         let argv: Vec<&str> =
             entry.get("argv").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
