@@ -199,6 +199,34 @@ class PiLocal(unittest.TestCase):
         r = w.receipt(note_id)
         self.assertEqual((r["state"], r.get("undeliverable_reason")), ("undeliverable", "session_ended"), r)
 
+    def test_a_worker_started_from_bash_finds_its_conductor(self):
+        # Lineage by process ancestry: the conductor's bash tool starts a worker `pi -p` (the
+        # same agent dir, extension and mock; the mock answers it as its own agent, chosen by
+        # its prompt); the worker's first hook finds the conductor's live session among its
+        # ancestors (docs/guarantees.md, "Lineage").
+        worker = ("'%s' -p --provider mock --model mock-model --offline --no-session 'SUBAGENT-WORKER say hi' "
+                  "</dev/null >/dev/null 2>&1; echo worker-rc=$?" % ensure_pi())
+        w = self.world("lineage", {"turns": [{"calls": [{"name": "bash", "arguments": {"command": worker}}]},
+                                             {"text": "All done."}],
+                                   "agents": [{"name": "worker", "match": "SUBAGENT-WORKER",
+                                               "turns": [{"text": "Worker done."}]}]})
+        p = w.run_pi("Start the worker")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        reqs = w.requests()
+        main = [r for r in reqs if r["reply"].get("agent") != "worker"]
+        self.assertEqual(len(main), 2, [r["reply"] for r in reqs])
+        self.assertEqual(len(reqs) - len(main), 1, [r["reply"] for r in reqs])
+        tool = [m for m in main[-1]["body"]["messages"] if m["role"] == "tool"]
+        self.assertTrue(tool and "worker-rc=0" in texts(tool[0]), [texts(m) for m in tool])
+        sessions = json.loads(w.cli("sessions", "list", "--json").stdout)
+        rows = sessions if isinstance(sessions, list) else sessions.get("sessions", [])
+        self.assertEqual(len(rows), 2, rows)
+        children = [r for r in rows if r.get("parent_session_id")]
+        self.assertEqual(len(children), 1, rows)
+        conductor = [r for r in rows if r is not children[0]][0]
+        ids = {conductor.get("runtime_session_id"), conductor.get("session_id"), conductor.get("id")} - {None}
+        self.assertIn(children[0]["parent_session_id"], ids, rows)
+
     def test_a_missing_executable_never_stops_pi(self):
         w = self.world("missing", SHELL_THEN_DONE)
         manifest = os.path.join(w.agent, "extensions", "preloop.json")
