@@ -72,6 +72,37 @@ class OpenCodeRealServer(unittest.TestCase):
         self.assertEqual(len(tool), 1)
         self.assertIn(DENY_REASON, texts(tool[0]))
 
+    def test_a_worker_started_from_bash_is_the_conductors_child_on_the_server(self):
+        # The conductor's bash tool starts a worker `opencode run` (same plugin, same agent
+        # token, answered by the mock as its own agent); the worker's first hook finds the
+        # conductor among its ancestors and registers as its child, on the server too.
+        server = self.server()
+        agent = server.new_agent(kind="opencode")
+        worker = "'%s' run 'SUBAGENT-WORKER say hi' </dev/null >/dev/null 2>&1; echo worker-rc=$?" % kit.ensure_opencode()
+        script = {"turns": [{"calls": [{"name": "bash", "arguments": {"command": worker,
+                                                                      "description": "start a worker"}}]},
+                            {"text": "All done."}],
+                  "agents": [{"name": "worker", "match": "SUBAGENT-WORKER", "turns": [{"text": "Worker done."}]}]}
+        w = self.world("srv-lineage", script, server, agent)
+        p, _ = w.run_opencode("Start the worker")
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        main = [r for r in w.requests() if r["reply"].get("agent") != "worker"]
+        tool = [m for m in main[-1]["body"]["messages"] if m["role"] == "tool"]
+        self.assertTrue(tool and "worker-rc=0" in texts(tool[0]), [texts(m) for m in tool])
+        sessions = os.path.join(w.home, ".preloop", "sessions")
+        files = []
+        for n in sorted(os.listdir(sessions)):
+            if n.endswith(".json"):
+                with open(os.path.join(sessions, n)) as f:
+                    files.append(json.load(f))
+        children = [f for f in files if f.get("parent_session_id")]
+        self.assertEqual((len(files), len(children)), (2, 1), files)
+        conductor = [f for f in files if f is not children[0]][0]
+        self.assertEqual(children[0]["parent_session_id"], conductor["runtime_session_id"], files)
+        rec = server.must((200,), "GET", "/runtime-sessions/%s" % children[0]["runtime_session_id"])
+        rec = rec.get("session", rec)
+        self.assertEqual(rec.get("parent_session_id"), conductor["runtime_session_id"], rec)
+
     def test_notes_before_and_mid_run_are_delivered_and_the_receipts_say_so(self):
         server = self.server()
         agent = server.new_agent(kind="opencode")

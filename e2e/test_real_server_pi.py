@@ -129,6 +129,36 @@ class PiRealServer(unittest.TestCase):
         r = w.server.wait_receipt(self.note_id(reqs[0]), ("undeliverable",), timeout=15.0)
         self.assertEqual((r["state"], r.get("undeliverable_reason")), ("undeliverable", "session_ended"), r)
 
+    def test_lineage_a_worker_started_from_bash_is_the_conductors_child_on_the_server(self):
+        # The conductor's bash tool starts a worker `pi -p` (same extension, same agent token,
+        # answered by the mock as its own agent); the worker's session_start finds the
+        # conductor among its ancestors and registers as its child, on the server too.
+        worker = ("'%s' -p --provider mock --model mock-model --offline --no-session 'SUBAGENT-WORKER say hi' "
+                  "</dev/null >/dev/null 2>&1; echo worker-rc=$?" % kit.ensure_pi())
+        w = self.world("lineage", {"turns": [{"calls": [{"name": "bash", "arguments": {"command": worker}}]},
+                                             {"text": "All done."}],
+                                   "agents": [{"name": "worker", "match": "SUBAGENT-WORKER",
+                                               "turns": [{"text": "Worker done."}]}]})
+        p = w.run_pi("Start the worker")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        main = [r for r in w.requests() if r["reply"].get("agent") != "worker"]
+        tool = [m for m in main[-1]["body"]["messages"] if m["role"] == "tool"]
+        self.assertTrue(tool and "worker-rc=0" in texts(tool[0]), [texts(m) for m in tool])
+        sessions = os.path.join(w.home, ".preloop", "sessions")
+        files = []
+        for n in sorted(os.listdir(sessions)):
+            if n.endswith(".json"):
+                with open(os.path.join(sessions, n)) as f:
+                    files.append(json.load(f))
+        self.assertEqual(len(files), 2, files)
+        children = [f for f in files if f.get("parent_session_id")]
+        self.assertEqual(len(children), 1, files)
+        conductor = [f for f in files if f is not children[0]][0]
+        self.assertEqual(children[0]["parent_session_id"], conductor["runtime_session_id"], files)
+        rec = self.server.must((200,), "GET", "/runtime-sessions/%s" % children[0]["runtime_session_id"])
+        rec = rec.get("session", rec)
+        self.assertEqual(rec.get("parent_session_id"), conductor["runtime_session_id"], rec)
+
     def test_idle_a_note_sent_while_pi_sits_idle_starts_a_turn(self):
         w = self.world("idle", {"turns": [{"text": "All done."}, {"text": "Woken and noted."}]})
         rpc = w.rpc({"PRELOOP_WATCH_SERVER_POLL_MS": "300", "PRELOOP_WATCH_SERVER_POLL_MAX_MS": "1000"})
