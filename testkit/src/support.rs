@@ -383,9 +383,32 @@ pub fn run_as_plugin(mut cmd: Command, payload: &[u8], confirm: Option<&str>, de
 }
 
 impl Drop for Home {
+    /// Wait (at most 15 s) for the detached SessionEnd workers still ending
+    /// a session of this home (a `run/*.ending` marker naming a live pid),
+    /// then remove it. A test drops its home before its server (declared
+    /// first, dropped last), so a worker finishes against its own server:
+    /// one that outlived it would retry the port, which under load another
+    /// test's stub may have taken by then, and count there as a stray call.
     fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline && workers_ending(&self.dir) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Whether a `run/*.ending` marker under `home` names a worker whose
+/// process is still there.
+fn workers_ending(home: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(home.join("run")) else { return false };
+    entries.flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".ending")).any(|e| {
+        let pid = std::fs::read(e.path())
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v.pointer("/worker/pid").and_then(Value::as_u64));
+        pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists())
+    })
 }
 
 // ----- runs ----------------------------------------------------------------------
