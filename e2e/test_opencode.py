@@ -5,12 +5,17 @@ to a config provider on 127.0.0.1), local inbox. Each test checks where the note
 model requests and what its receipt says. Every run is offline: npm's registry is a dead
 loopback port, and the offline test runs OpenCode in a network namespace with loopback only.
 
+The idle wake runs in `opencode serve`, driven over its HTTP API (OpenCodeServe); `opencode run`
+disposes at the first idle, so there is nothing to wake there.
+
   python3 -m unittest e2e.test_opencode -v     (PRELOOP_BIN_DIR=<release dir>, PRELOOP_E2E_HARNESS_DIR)
 """
 
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -296,6 +301,103 @@ class OpenCodeLocal(unittest.TestCase):
         self.assertRan(p)
         self.assertEqual(len(w.requests()), 2)
         self.assertIn("tool.execute.before shim cannot run /nonexistent/preloop-hooks: ENOENT", w.shim_log())
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class OpenCodeServe(unittest.TestCase):
+    """`opencode serve` on 127.0.0.1, driven over its HTTP API: a session, a prompt, then idle."""
+
+    def setUp(self):
+        script = {"turns": [{"text": "Hello."}, {"text": "Noted."}], "overflow": {"text": "Again."}}
+        self.w = OpenCodeWorld("serve", script)
+        self.addCleanup(self.w.close)
+        port = free_port()
+        self.url = "http://127.0.0.1:%d" % port
+        self.server_log = open(os.path.join(self.w.root, "serve.log"), "w")
+        self.addCleanup(self.server_log.close)
+        self.server = subprocess.Popen(
+            [ensure_opencode(), "serve", "--hostname", "127.0.0.1", "--port", str(port), "--print-logs"],
+            env=self.w.env, cwd=self.w.proj, stdin=subprocess.DEVNULL, stdout=self.server_log,
+            stderr=subprocess.STDOUT, start_new_session=True)
+        self.addCleanup(self.stop_server)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.call("GET", "/session", timeout=5)
+                break
+            except Exception:  # noqa: BLE001
+                if time.monotonic() > deadline or self.server.poll() is not None:
+                    self.fail("opencode serve did not come up: %s" % self.serve_log()[-3000:])
+                time.sleep(0.25)
+
+    def stop_server(self):
+        if self.server.poll() is None:
+            os.killpg(self.server.pid, signal.SIGTERM)
+            try:
+                self.server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.server.pid, signal.SIGKILL)
+                self.server.wait()
+
+    def serve_log(self):
+        with open(os.path.join(self.w.root, "serve.log")) as f:
+            return f.read()
+
+    def call(self, method, path, body=None, timeout=120):
+        import urllib.request
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            raw = r.read()
+            return json.loads(raw) if raw else None
+
+    def idle_session_after_a_prompt(self):
+        sid = self.call("POST", "/session", {})["id"]
+        self.call("POST", "/session/%s/message" % sid, {"parts": [{"type": "text", "text": "Say hi"}]}, timeout=180)
+        self.assertEqual(len(self.w.requests()), 1)
+        return sid
+
+    def wait_requests(self, n, secs):
+        deadline = time.monotonic() + secs
+        while time.monotonic() < deadline:
+            if len(self.w.requests()) >= n:
+                return self.w.requests()
+            time.sleep(0.1)
+        return self.w.requests()
+
+    def test_a_note_wakes_the_idle_session_and_is_delivered(self):
+        self.idle_session_after_a_prompt()
+        # Idle with no note: the watcher wakes nothing.
+        time.sleep(3)
+        self.assertEqual(len(self.w.requests()), 1, "woken with no note pending")
+        sent = self.w.cli("notes", "send", "--alias", "oc-e2e", "MARK-oc-idle deploy to eu-west-1", "--json")
+        note_id = json.loads(sent.stdout)["note_id"]
+        t = time.monotonic()
+        reqs = self.wait_requests(2, 20)
+        self.assertEqual(len(reqs), 2, "no new turn: %s\n%s" % (self.w.shim_log(), self.serve_log()[-2000:]))
+        woke = time.monotonic() - t
+        last = reqs[1]["body"]["messages"][-1]
+        self.assertEqual(last["role"], "user")
+        self.assertIn("MARK-oc-idle", texts(last))
+        self.assertEqual(len(where(reqs[1], "MARK-oc-idle")), 1, "the note once")
+        self.assertLess(woke, 10, "the wake took %.1f s (a 1 s poll)" % woke)
+        deadline = time.monotonic() + 10
+        while True:
+            rc = self.w.receipt(note_id)
+            if rc["state"] == "delivered" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual((rc["state"], rc["delivery_event"]), ("delivered", "stop"), rc)
+        # The woken turn ends idle again with nothing pending: no further turn.
+        time.sleep(3)
+        self.assertEqual(len(self.w.requests()), 2, [r["reply"] for r in self.w.requests()])
+        self.assertEqual(self.w.shim_log(), "", "the plugin logged a failure")
 
 
 if __name__ == "__main__":
