@@ -121,8 +121,8 @@ function ask(hook, payload, spawn = defaultSpawn(), started = () => {}) {
 
 /**
  * `Bun.spawn` behind the face of `child_process.spawn` that `ask` uses: `on("error"|"close")`,
- * `stdin.write/end/on`, `stdout.on("data")`, `kill`, `unref`. Inside OpenCode it costs ~2 ms a hook
- * where `child_process.spawn` costs ~15 (docs/performance.md). A missing executable throws, as
+ * `stdin.write/end/on`, `stdout.on("data")`, `kill`, `unref`. The contract measured it at ~2 ms a
+ * hook where `child_process.spawn` took ~15 under load (docs/performance.md). A missing executable throws, as
  * `child_process.spawn` reports it: the caller's fail policy applies.
  */
 function bunSpawner(bun) {
