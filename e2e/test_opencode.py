@@ -309,43 +309,41 @@ def free_port():
         return s.getsockname()[1]
 
 
-class OpenCodeServe(unittest.TestCase):
-    """`opencode serve` on 127.0.0.1, driven over its HTTP API: a session, a prompt, then idle."""
+class OpenCodeServer:
+    """`opencode serve` on 127.0.0.1 in a world, driven over its HTTP API (stopped by `stop`)."""
 
-    def setUp(self):
-        script = {"turns": [{"text": "Hello."}, {"text": "Noted."}], "overflow": {"text": "Again."}}
-        self.w = OpenCodeWorld("serve", script)
-        self.addCleanup(self.w.close)
+    def __init__(self, world):
+        self.w = world
         port = free_port()
         self.url = "http://127.0.0.1:%d" % port
-        self.server_log = open(os.path.join(self.w.root, "serve.log"), "w")
-        self.addCleanup(self.server_log.close)
-        self.server = subprocess.Popen(
-            [ensure_opencode(), "serve", "--hostname", "127.0.0.1", "--port", str(port), "--print-logs"],
-            env=self.w.env, cwd=self.w.proj, stdin=subprocess.DEVNULL, stdout=self.server_log,
-            stderr=subprocess.STDOUT, start_new_session=True)
-        self.addCleanup(self.stop_server)
+        self.log_path = os.path.join(world.root, "serve.log")
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(
+                [ensure_opencode(), "serve", "--hostname", "127.0.0.1", "--port", str(port), "--print-logs"],
+                env=world.env, cwd=world.proj, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
         while True:
             try:
                 self.call("GET", "/session", timeout=5)
                 break
             except Exception:  # noqa: BLE001
-                if time.monotonic() > deadline or self.server.poll() is not None:
-                    self.fail("opencode serve did not come up: %s" % self.serve_log()[-3000:])
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    self.stop()
+                    raise AssertionError("opencode serve did not come up: %s" % self.log()[-3000:])
                 time.sleep(0.25)
 
-    def stop_server(self):
-        if self.server.poll() is None:
-            os.killpg(self.server.pid, signal.SIGTERM)
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
             try:
-                self.server.wait(timeout=20)
+                self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                os.killpg(self.server.pid, signal.SIGKILL)
-                self.server.wait()
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
 
-    def serve_log(self):
-        with open(os.path.join(self.w.root, "serve.log")) as f:
+    def log(self):
+        with open(self.log_path) as f:
             return f.read()
 
     def call(self, method, path, body=None, timeout=120):
@@ -357,30 +355,42 @@ class OpenCodeServe(unittest.TestCase):
             raw = r.read()
             return json.loads(raw) if raw else None
 
-    def idle_session_after_a_prompt(self):
+    def prompted_session(self, text="Say hi"):
+        """A new session, one prompt answered (the call returns at the turn's end); its id."""
         sid = self.call("POST", "/session", {})["id"]
-        self.call("POST", "/session/%s/message" % sid, {"parts": [{"type": "text", "text": "Say hi"}]}, timeout=180)
-        self.assertEqual(len(self.w.requests()), 1)
+        self.call("POST", "/session/%s/message" % sid, {"parts": [{"type": "text", "text": text}]}, timeout=180)
         return sid
 
     def wait_requests(self, n, secs):
         deadline = time.monotonic() + secs
         while time.monotonic() < deadline:
             if len(self.w.requests()) >= n:
-                return self.w.requests()
+                break
             time.sleep(0.1)
         return self.w.requests()
 
+
+IDLE_SCRIPT = {"turns": [{"text": "Hello."}, {"text": "Noted."}], "overflow": {"text": "Again."}}
+
+
+class OpenCodeServe(unittest.TestCase):
+    """`opencode serve`, driven over its HTTP API: a session, a prompt, then idle."""
+
     def test_a_note_wakes_the_idle_session_and_is_delivered(self):
-        self.idle_session_after_a_prompt()
+        w = OpenCodeWorld("serve", IDLE_SCRIPT)
+        self.addCleanup(w.close)
+        srv = OpenCodeServer(w)
+        self.addCleanup(srv.stop)
+        srv.prompted_session()
+        self.assertEqual(len(w.requests()), 1)
         # Idle with no note: the watcher wakes nothing.
         time.sleep(3)
-        self.assertEqual(len(self.w.requests()), 1, "woken with no note pending")
-        sent = self.w.cli("notes", "send", "--alias", "oc-e2e", "MARK-oc-idle deploy to eu-west-1", "--json")
+        self.assertEqual(len(w.requests()), 1, "woken with no note pending")
+        sent = w.cli("notes", "send", "--alias", "oc-e2e", "MARK-oc-idle deploy to eu-west-1", "--json")
         note_id = json.loads(sent.stdout)["note_id"]
         t = time.monotonic()
-        reqs = self.wait_requests(2, 20)
-        self.assertEqual(len(reqs), 2, "no new turn: %s\n%s" % (self.w.shim_log(), self.serve_log()[-2000:]))
+        reqs = srv.wait_requests(2, 20)
+        self.assertEqual(len(reqs), 2, "no new turn: %s\n%s" % (w.shim_log(), srv.log()[-2000:]))
         woke = time.monotonic() - t
         last = reqs[1]["body"]["messages"][-1]
         self.assertEqual(last["role"], "user")
@@ -389,15 +399,15 @@ class OpenCodeServe(unittest.TestCase):
         self.assertLess(woke, 10, "the wake took %.1f s (a 1 s poll)" % woke)
         deadline = time.monotonic() + 10
         while True:
-            rc = self.w.receipt(note_id)
+            rc = w.receipt(note_id)
             if rc["state"] == "delivered" or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
         self.assertEqual((rc["state"], rc["delivery_event"]), ("delivered", "stop"), rc)
         # The woken turn ends idle again with nothing pending: no further turn.
         time.sleep(3)
-        self.assertEqual(len(self.w.requests()), 2, [r["reply"] for r in self.w.requests()])
-        self.assertEqual(self.w.shim_log(), "", "the plugin logged a failure")
+        self.assertEqual(len(w.requests()), 2, [r["reply"] for r in w.requests()])
+        self.assertEqual(w.shim_log(), "", "the plugin logged a failure")
 
 
 if __name__ == "__main__":
