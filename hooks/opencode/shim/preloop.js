@@ -278,12 +278,12 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } 
 		/**
 		 * The idle watcher (`idle` in the manifest): started on `session.idle` where OpenCode stays
 		 * alive after a run (`serve`, the TUI: in `run` it disposes at the first idle, and a message
-		 * sent then reaches no model), at most one per session. It decides when to wake: it answers
+		 * sent then reaches no model), at most one per session, none for a sub-agent's session. It decides when to wake: it answers
 		 * only with a note, which `promptAsync` sends as a new turn; `applied` only once that resolved.
 		 */
 		function watch(id) {
 			const s = sess(id);
-			if (mode === "run" || s.watcher || !Array.isArray(manifest.hooks.idle)) return;
+			if (mode === "run" || s.child || s.watcher || !Array.isArray(manifest.hooks.idle)) return;
 			const mine = { child: null };
 			s.watcher = mine;
 			run("idle", id, {}, (c) => {
@@ -343,7 +343,9 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } 
 				if (event && event.type === "session.created") {
 					const id = (props.info && props.info.id) || props.sessionID;
 					if (!id) return;
-					sess(id);
+					// A sub-agent's session (the task tool's): never woken, its parent reads its result.
+					if (props.info && props.info.parentID) sess(id).child = true;
+					else sess(id);
 					const r = await run("session.created", id, {});
 					if (r.answer) r.confirm(false);
 				} else if (event && event.type === "session.deleted") {

@@ -448,3 +448,12 @@ test("Bun.spawn: ask over a hook that exits non-zero with no answer is an error"
 	const r = await ask({ argv: [process.execPath, "-e", "process.exit(3)"], timeout: 5000 }, { v: 1 }, bunSpawner(fakeBun()));
 	assert.deepEqual(r, { error: "exit 3 with no answer" });
 });
+
+test("idle: no watcher for a sub-agent's session (the task tool's child)", async () => {
+	const t = await setup({ mode: "nothing", idle: "continue", procArgv: SERVE });
+	await t.h.event({ event: { type: "session.created", properties: { info: { id: "ses_child", parentID: S } } } });
+	await t.h.event(idleEvent("ses_child"));
+	await new Promise((r) => setTimeout(r, 300));
+	assert.equal(idles(t).length, 0);
+	assert.equal(t.wakes.length, 0);
+});
