@@ -137,6 +137,10 @@ function bunSpawner(bun) {
 			}
 		};
 		let ended = false;
+		// FileSink's flush and end may return a promise: a hook gone away must not reject unheard.
+		const quiet = (p) => {
+			if (p && typeof p.catch === "function") p.catch(() => {});
+		};
 		const child = {
 			on(k, f) {
 				if (on[k]) on[k].push(f);
@@ -156,14 +160,14 @@ function bunSpawner(bun) {
 				write(text) {
 					if (ended) return;
 					proc.stdin.write(text);
-					proc.stdin.flush();
+					quiet(proc.stdin.flush());
 				},
 				end(text) {
 					if (ended) return;
 					ended = true;
 					try {
 						if (text !== undefined) proc.stdin.write(text);
-						proc.stdin.end();
+						quiet(proc.stdin.end());
 					} catch {}
 				},
 			},
