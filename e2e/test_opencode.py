@@ -5,12 +5,17 @@ to a config provider on 127.0.0.1), local inbox. Each test checks where the note
 model requests and what its receipt says. Every run is offline: npm's registry is a dead
 loopback port, and the offline test runs OpenCode in a network namespace with loopback only.
 
+The idle wake runs in `opencode serve`, driven over its HTTP API (OpenCodeServe); `opencode run`
+disposes at the first idle, so there is nothing to wake there.
+
   python3 -m unittest e2e.test_opencode -v     (PRELOOP_BIN_DIR=<release dir>, PRELOOP_E2E_HARNESS_DIR)
 """
 
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -296,6 +301,113 @@ class OpenCodeLocal(unittest.TestCase):
         self.assertRan(p)
         self.assertEqual(len(w.requests()), 2)
         self.assertIn("tool.execute.before shim cannot run /nonexistent/preloop-hooks: ENOENT", w.shim_log())
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class OpenCodeServer:
+    """`opencode serve` on 127.0.0.1 in a world, driven over its HTTP API (stopped by `stop`)."""
+
+    def __init__(self, world):
+        self.w = world
+        port = free_port()
+        self.url = "http://127.0.0.1:%d" % port
+        self.log_path = os.path.join(world.root, "serve.log")
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(
+                [ensure_opencode(), "serve", "--hostname", "127.0.0.1", "--port", str(port), "--print-logs"],
+                env=world.env, cwd=world.proj, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.call("GET", "/session", timeout=5)
+                break
+            except Exception:  # noqa: BLE001
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    self.stop()
+                    raise AssertionError("opencode serve did not come up: %s" % self.log()[-3000:])
+                time.sleep(0.25)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def call(self, method, path, body=None, timeout=120):
+        import urllib.request
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            raw = r.read()
+            return json.loads(raw) if raw else None
+
+    def prompted_session(self, text="Say hi"):
+        """A new session, one prompt answered (the call returns at the turn's end); its id."""
+        sid = self.call("POST", "/session", {})["id"]
+        self.call("POST", "/session/%s/message" % sid, {"parts": [{"type": "text", "text": text}]}, timeout=180)
+        return sid
+
+    def wait_requests(self, n, secs):
+        deadline = time.monotonic() + secs
+        while time.monotonic() < deadline:
+            if len(self.w.requests()) >= n:
+                break
+            time.sleep(0.1)
+        return self.w.requests()
+
+
+IDLE_SCRIPT = {"turns": [{"text": "Hello."}, {"text": "Noted."}], "overflow": {"text": "Again."}}
+
+
+class OpenCodeServe(unittest.TestCase):
+    """`opencode serve`, driven over its HTTP API: a session, a prompt, then idle."""
+
+    def test_a_note_wakes_the_idle_session_and_is_delivered(self):
+        w = OpenCodeWorld("serve", IDLE_SCRIPT)
+        self.addCleanup(w.close)
+        srv = OpenCodeServer(w)
+        self.addCleanup(srv.stop)
+        srv.prompted_session()
+        self.assertEqual(len(w.requests()), 1)
+        # Idle with no note: the watcher wakes nothing.
+        time.sleep(3)
+        self.assertEqual(len(w.requests()), 1, "woken with no note pending")
+        sent = w.cli("notes", "send", "--alias", "oc-e2e", "MARK-oc-idle deploy to eu-west-1", "--json")
+        note_id = json.loads(sent.stdout)["note_id"]
+        t = time.monotonic()
+        reqs = srv.wait_requests(2, 20)
+        self.assertEqual(len(reqs), 2, "no new turn: %s\n%s" % (w.shim_log(), srv.log()[-2000:]))
+        woke = time.monotonic() - t
+        last = reqs[1]["body"]["messages"][-1]
+        self.assertEqual(last["role"], "user")
+        self.assertIn("MARK-oc-idle", texts(last))
+        self.assertEqual(len(where(reqs[1], "MARK-oc-idle")), 1, "the note once")
+        self.assertLess(woke, 10, "the wake took %.1f s (a 1 s poll)" % woke)
+        deadline = time.monotonic() + 10
+        while True:
+            rc = w.receipt(note_id)
+            if rc["state"] == "delivered" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual((rc["state"], rc["delivery_event"]), ("delivered", "stop"), rc)
+        # The woken turn ends idle again with nothing pending: no further turn.
+        time.sleep(3)
+        self.assertEqual(len(w.requests()), 2, [r["reply"] for r in w.requests()])
+        self.assertEqual(w.shim_log(), "", "the plugin logged a failure")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ GET /api/v1/operator-notes/{id}.
   late   a note sent during the final answer continues the turn once (delivered / stop); one
          sent during the continuation's answer is pending when `opencode run` disposes:
          undeliverable / session_ended on the server
+  idle   `opencode serve`: a note sent by the operator while the session sits idle starts a
+         turn that carries it (the idle watcher, polling faster than its defaults here);
+         receipt `delivered` / stop on the server
 
   python3 -m unittest -v e2e.test_real_server_opencode   (PRELOOP_BIN_DIR, PRELOOP_E2E_HARNESS_DIR,
       PRELOOP_E2E_SERVER_HOME / _PORT / PG_PORT, PRELOOP_E2E_VENV)
@@ -22,13 +25,14 @@ import json
 import os
 import sys
 import tempfile
+import time
 import unittest
 
 E2E = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, E2E)
 
 import kit  # noqa: E402
-from test_opencode import OpenCodeWorld, texts, where  # noqa: E402
+from test_opencode import IDLE_SCRIPT, OpenCodeServer, OpenCodeWorld, texts, where  # noqa: E402
 
 PREREQ = kit.Prereq()
 DENY_REASON = "Tool blocked in Preloop"
@@ -47,9 +51,10 @@ class OpenCodeRealServer(unittest.TestCase):
         PREREQ.require(self, "creds")
         return PREREQ["server"]
 
-    def world(self, name, script, client, agent):
+    def world(self, name, script, client, agent, extra_env=None):
         env = {"PRELOOP_URL": client.base_url, "PRELOOP_TOKEN": agent["agent_token"]}
         env.update(client.server_note_env())
+        env.update(extra_env or {})
         w = OpenCodeWorld(name, script, env)
         self.addCleanup(w.close)
         return w
@@ -156,6 +161,29 @@ class OpenCodeRealServer(unittest.TestCase):
         # The end is reported by a detached worker: wait for it.
         r = server.wait_receipt(b, ("undeliverable",), timeout=20.0)
         self.assertEqual((r["state"], r.get("undeliverable_reason")), ("undeliverable", "session_ended"), r)
+
+    def test_idle_a_note_sent_while_the_session_sits_idle_starts_a_turn(self):
+        server = self.server()
+        agent = server.new_agent(kind="opencode")
+        w = self.world("srv-idle", IDLE_SCRIPT, server, agent,
+                       {"PRELOOP_WATCH_SERVER_POLL_MS": "300", "PRELOOP_WATCH_SERVER_POLL_MAX_MS": "1000"})
+        srv = OpenCodeServer(w)
+        self.addCleanup(srv.stop)
+        sid = srv.prompted_session()
+        self.assertEqual(len(w.requests()), 1)
+        time.sleep(2.5)
+        self.assertEqual(len(w.requests()), 1, "nothing is woken while nothing is pending")
+        sent = server.send_note("MARK-oc-srv-idle deploy is frozen", external_session_id=sid)
+        self.assertTrue(sent.get("runtime_session_id"), sent)
+        reqs = srv.wait_requests(2, 30)
+        self.assertEqual(len(reqs), 2, "no new turn: %s" % w.shim_log())
+        last = reqs[1]["body"]["messages"][-1]
+        self.assertEqual(last["role"], "user")
+        self.assertIn("MARK-oc-srv-idle", texts(last))
+        r = server.wait_receipt(sent["note_id"], ("delivered",))
+        self.assertEqual((r["state"], r.get("delivery_event")), ("delivered", "stop"), r)
+        time.sleep(2)
+        self.assertEqual(len(w.requests()), 2, [r["reply"] for r in w.requests()])
 
 
 if __name__ == "__main__":

@@ -160,7 +160,8 @@ pub enum Role {
     /// Session end.
     End,
     /// An idle-wake watcher: Claude Code's (`async`, `asyncRewake`), Pi's
-    /// (a child our extension keeps while the session is idle).
+    /// and OpenCode's (a child our extension or plugin keeps while the
+    /// session is idle).
     Watch,
 }
 
@@ -198,7 +199,8 @@ pub enum Carrier {
     /// nothing else is carried here.
     DenyReason(&'static str),
     /// An idle-wake watcher: starts a turn with the block (how, for the
-    /// docs: Claude Code's stderr and exit 2, Pi's `continue` answer).
+    /// docs: Claude Code's stderr and exit 2, Pi's and OpenCode's
+    /// `continue` answer).
     Wake(&'static str),
 }
 
@@ -580,7 +582,7 @@ harnesses! {
     /// OpenCode 1.18.33: no hook commands; our plugin (the shim) spawns
     /// them from its hooks and events (docs/contracts/opencode.md).
     OpenCode {
-        events: [SessionCreated, ChatMessage, ToolExecuteBefore, ToolExecuteAfter, TextComplete, Dispose],
+        events: [SessionCreated, ChatMessage, ToolExecuteBefore, ToolExecuteAfter, TextComplete, Dispose, Watch],
         slug: "opencode",
         source: "opencode",
         source_aliases: &[],
@@ -1262,6 +1264,24 @@ pub const HOOKS: &[HookDef] = &[
         budget: Budget::SessionEnd,
         server_event: Some("SessionEnd"),
         delivery: None,
+    },
+    HookDef {
+        event: Event::OpenCode(event::OpenCode::Watch),
+        // Not an OpenCode event: our plugin runs it on `session.idle` where
+        // OpenCode stays alive (`serve`, the TUI; never `run`, which
+        // disposes at the first idle).
+        on: "idle",
+        binary: "preloop-opencode-watch",
+        role: Role::Watch,
+        does: Does::Watch,
+        // `client.session.promptAsync`: a new turn with the note
+        // (docs/contracts/opencode.md §6).
+        carrier: Carrier::Wake("`continue`, starts a turn"),
+        limit: OPENCODE_LIMIT,
+        gate: None,
+        budget: Budget::Watch,
+        server_event: None,
+        delivery: Some(DeliveryEvent::Stop),
     },
 ];
 

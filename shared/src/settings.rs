@@ -58,9 +58,9 @@ pub struct Settings {
     pub note_ttl_secs: i64,
     /// The hook log is rotated past this size.
     pub log_max_bytes: u64,
-    /// Claude Code and Pi: run the background watcher that wakes an idle
-    /// session when a note arrives (`preloop-claude-code-watch`,
-    /// `preloop-pi-watch`).
+    /// Claude Code, Pi and OpenCode: run the background watcher that wakes
+    /// an idle session when a note arrives (`preloop-claude-code-watch`,
+    /// `preloop-pi-watch`, `preloop-opencode-watch`).
     pub watch: bool,
     /// Longest life of one watcher, seconds (the hook's `timeout` must be longer).
     pub watch_max_secs: u64,
@@ -433,7 +433,7 @@ pub const SETTINGS: &[Setting] = &[
         key: "watch",
         from_env: FromEnv::Taken("PRELOOP_WATCH"),
         expected: "true/false or \"on\"/\"off\"",
-        doc: "Claude Code and Pi: run the idle-wake watcher (`on`/`off`)",
+        doc: "Claude Code, Pi and OpenCode: run the idle-wake watcher (`on`/`off`)",
         slot: |f| Slot::Switch(&mut f.settings.watch),
         ..ROW
     },

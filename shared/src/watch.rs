@@ -1,8 +1,9 @@
 //! The idle watcher's loop, shared by every harness that can wake an idle
 //! session (Claude Code's `preloop-claude-code-watch`, Pi's
-//! `preloop-pi-watch`): what each harness owns is how it learns its session,
-//! whether its host is still there, and how a block is handed over (Claude
-//! Code: stderr and exit 2; Pi: one `continue` answer the extension applies).
+//! `preloop-pi-watch`, OpenCode's `preloop-opencode-watch`): what each
+//! harness owns is how it learns its session, whether its host is still
+//! there, and how a block is handed over (Claude Code: stderr and exit 2; Pi
+//! and OpenCode: one `continue` answer the extension or plugin applies).
 //! The rest is here, once:
 //!
 //! * polls the local inbox every `watch_poll_ms`; the server's

@@ -6,9 +6,13 @@
 // stdin, reads one line of JSON back and applies it: context for the model, a deny with its reason,
 // or a continuation. Then it writes `applied` on the hook's stdin, and only then does the hook ack
 // the notes `delivered` (hooks/opencode/README.md). Every decision is the hook's; the one brake kept
-// here too is the cap on continuations (OpenCode has none). No dependencies (OpenCode installs
-// nothing for it); a failure here is logged in one line and never stops OpenCode. The default export
-// is the only export: OpenCode calls every exported value as a plugin.
+// here too is the cap on continuations (OpenCode has none). While a session sits idle where OpenCode
+// stays alive (`serve`, the TUI; never `run`) one more child, the idle watcher (the manifest's
+// `idle`), waits for a note and answers with a continuation, sent with `promptAsync`. Hooks are
+// spawned with `Bun.spawn` inside OpenCode (a Bun binary), `child_process.spawn` elsewhere (the unit
+// tests under Node). No dependencies (OpenCode installs nothing for it); a failure here is logged in
+// one line and never stops OpenCode. The default export is the only export: OpenCode calls every
+// exported value as a plugin.
 import { spawn as nodeSpawn } from "node:child_process";
 import { appendFileSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -49,7 +53,7 @@ function logLine(file, event, text, fs = { appendFileSync, mkdirSync, renameSync
  * hook had nothing to say) or `{error}`. `confirm(true)` writes `applied` and closes the hook's
  * stdin; `confirm(false)` closes it without (the hook then keeps its notes).
  */
-function ask(hook, payload, spawn = nodeSpawn) {
+function ask(hook, payload, spawn = defaultSpawn(), started = () => {}) {
 	return new Promise((resolve) => {
 		let done = false;
 		let out = "";
@@ -70,6 +74,7 @@ function ask(hook, payload, spawn = nodeSpawn) {
 		if (!argv.length || argv.some((a) => typeof a !== "string")) return finish({ error: "no command in the manifest" });
 		try {
 			child = spawn(argv[0], argv.slice(1), { stdio: ["pipe", "pipe", "ignore"] });
+			started(child);
 		} catch (e) {
 			return finish({ error: `cannot run ${argv[0]}: ${e && (e.code || e.message)}` });
 		}
@@ -102,15 +107,96 @@ function ask(hook, payload, spawn = nodeSpawn) {
 			};
 			finish({ answer, confirm });
 		});
-		child.on("close", (code) => {
+		child.on("close", (code, signal) => {
 			if (out.trim()) finish({ error: "an answer without its newline" });
 			else if (code === 0) finish({ answer: null });
+			else if (signal) finish({ error: `stopped by ${signal} with no answer` });
 			else finish({ error: `exit ${code} with no answer` });
 		});
 		try {
 			child.stdin.write(JSON.stringify(payload) + "\n");
 		} catch {}
 	});
+}
+
+/**
+ * `Bun.spawn` behind the face of `child_process.spawn` that `ask` uses: `on("error"|"close")`,
+ * `stdin.write/end/on`, `stdout.on("data")`, `kill`, `unref`. The contract measured it at ~2 ms a
+ * hook where `child_process.spawn` took ~15 under load (docs/performance.md). A missing executable throws, as
+ * `child_process.spawn` reports it: the caller's fail policy applies.
+ */
+function bunSpawner(bun) {
+	return function spawn(cmd, args) {
+		const proc = bun.spawn([cmd, ...args], { stdin: "pipe", stdout: "pipe", stderr: "ignore" });
+		const on = { error: [], close: [], data: [] };
+		const emit = (k, ...a) => {
+			for (const f of on[k]) {
+				try {
+					f(...a);
+				} catch {}
+			}
+		};
+		let ended = false;
+		// FileSink's flush and end may return a promise: a hook gone away must not reject unheard.
+		const quiet = (p) => {
+			if (p && typeof p.catch === "function") p.catch(() => {});
+		};
+		const child = {
+			on(k, f) {
+				if (on[k]) on[k].push(f);
+				return child;
+			},
+			kill(sig) {
+				proc.kill(sig);
+			},
+			unref() {
+				try {
+					proc.unref();
+				} catch {}
+			},
+			stdin: {
+				on() {},
+				unref() {},
+				write(text) {
+					if (ended) return;
+					proc.stdin.write(text);
+					quiet(proc.stdin.flush());
+				},
+				end(text) {
+					if (ended) return;
+					ended = true;
+					try {
+						if (text !== undefined) proc.stdin.write(text);
+						quiet(proc.stdin.end());
+					} catch {}
+				},
+			},
+			stdout: {
+				on(k, f) {
+					if (k === "data") on.data.push(f);
+				},
+				unref() {},
+			},
+		};
+		(async () => {
+			const text = new TextDecoder();
+			try {
+				for await (const chunk of proc.stdout) emit("data", text.decode(chunk, { stream: true }));
+			} catch {}
+			let code = null;
+			try {
+				code = await proc.exited;
+			} catch {}
+			const signal = proc.signalCode || null;
+			emit("close", signal ? null : code, signal);
+		})();
+		return child;
+	};
+}
+
+/** `Bun.spawn` inside OpenCode (a Bun binary), `child_process.spawn` under Node. */
+function defaultSpawn(g = globalThis) {
+	return g.Bun && typeof g.Bun.spawn === "function" ? bunSpawner(g.Bun) : nodeSpawn;
 }
 
 /** `run`, `serve`, or `tui` (no subcommand), from OpenCode's argv (`bun <script> run ...`). */
@@ -133,7 +219,7 @@ function partIdAfter(prev, now = Date.now()) {
 }
 
 /** The plugin over a manifest (`load` returns `{manifest, error}`), a spawner and argv: tests give fakes. */
-function createPlugin({ load, spawn = nodeSpawn, fs, argv = process.argv } = {}) {
+function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } = {}) {
 	return async function preloop(ctx) {
 		if (globalThis[GUARD]) {
 			// OpenCode loads a global and a project copy both (no de-duplication of plugin files).
@@ -153,22 +239,25 @@ function createPlugin({ load, spawn = nodeSpawn, fs, argv = process.argv } = {})
 		const mode = modeOf(argv);
 		const client = ctx && ctx.client;
 		const cwd = ctx && ctx.directory ? String(ctx.directory) : null;
-		/** Per session: continued (our continuation since the last prompt), rescues, our own texts. */
+		/**
+		 * Per session: continued (our continuation since the last prompt), rescues, our own texts,
+		 * the last prompt's agent and model, and the idle watcher (at most one).
+		 */
 		const sessions = new Map();
 		const sess = (id) => {
 			let s = sessions.get(id);
 			if (!s) {
-				s = { continued: false, rescues: 0, mine: new Set(), last: {} };
+				s = { continued: false, rescues: 0, mine: new Set(), last: {}, watcher: null };
 				sessions.set(id, s);
 			}
 			return s;
 		};
 
-		async function run(event, sessionID, fields) {
+		async function run(event, sessionID, fields, started) {
 			const payload = { v: PROTOCOL, event, session_id: String(sessionID || ""), mode, ...fields };
 			if (cwd) payload.cwd = cwd;
 			const hooks = manifest.hooks[event];
-			const r = await ask(Array.isArray(hooks) ? hooks[0] : undefined, payload, spawn);
+			const r = await ask(Array.isArray(hooks) ? hooks[0] : undefined, payload, spawn, started);
 			if (r.error) logLine(log, event, r.error, fs);
 			return r;
 		}
@@ -190,7 +279,63 @@ function createPlugin({ load, spawn = nodeSpawn, fs, argv = process.argv } = {})
 			r.confirm(true);
 			return true;
 		}
+		/**
+		 * The idle watcher (`idle` in the manifest): started on `session.idle` where OpenCode stays
+		 * alive after a run (`serve`, the TUI: in `run` it disposes at the first idle, and a message
+		 * sent then reaches no model), at most one per session, none for a sub-agent's session. It decides when to wake: it answers
+		 * only with a note, which `promptAsync` sends as a new turn; `applied` only once that resolved.
+		 */
+		function watch(id) {
+			const s = sess(id);
+			if (mode === "run" || s.child || s.watcher || !Array.isArray(manifest.hooks.idle)) return;
+			const mine = { child: null };
+			s.watcher = mine;
+			run("idle", id, {}, (c) => {
+				mine.child = c;
+				// The watcher never keeps OpenCode's process alive.
+				for (const h of [c, c.stdin, c.stdout]) {
+					try {
+						h.unref();
+					} catch {}
+				}
+			}).then(async (r) => {
+				if (s.watcher === mine) s.watcher = null;
+				if (!r.answer) return;
+				if (mine.stopped || !sessions.has(id)) {
+					// A run started or the session ended while the answer was on its way.
+					logLine(log, "idle", "a wake was not sent (a run started or the session ended)", fs);
+					r.confirm(false);
+					return;
+				}
+				await apply(r, "idle", "continue", async (text) => {
+					if (!client || !client.session || typeof client.session.promptAsync !== "function") throw new Error("no client");
+					const body = { ...s.last, parts: [{ type: "text", text }] };
+					// Our note, not a prompt: chat.message lets it pass.
+					s.mine.add(text);
+					try {
+						const res = await client.session.promptAsync({ path: { id }, body });
+						if (res && res.error) throw new Error(`session.promptAsync: ${JSON.stringify(res.error).slice(0, 200)}`);
+					} catch (e) {
+						s.mine.delete(text);
+						throw e;
+					}
+					// A new turn: its own stop may continue it once.
+					s.continued = false;
+				});
+			});
+		}
+		function unwatch(id) {
+			const s = sessions.get(id);
+			const w = s && s.watcher;
+			if (!w) return;
+			s.watcher = null;
+			w.stopped = true;
+			try {
+				if (w.child) w.child.kill("SIGTERM");
+			} catch {}
+		}
 		async function end(sessionID, reason) {
+			unwatch(sessionID);
 			sessions.delete(sessionID);
 			const r = await run("dispose", sessionID, { reason });
 			if (r.answer) r.confirm(false);
@@ -202,12 +347,19 @@ function createPlugin({ load, spawn = nodeSpawn, fs, argv = process.argv } = {})
 				if (event && event.type === "session.created") {
 					const id = (props.info && props.info.id) || props.sessionID;
 					if (!id) return;
-					sess(id);
+					// A sub-agent's session (the task tool's): never woken, its parent reads its result.
+					if (props.info && props.info.parentID) sess(id).child = true;
+					else sess(id);
 					const r = await run("session.created", id, {});
 					if (r.answer) r.confirm(false);
 				} else if (event && event.type === "session.deleted") {
 					const id = (props.info && props.info.id) || props.sessionID;
 					if (id && sessions.has(id)) await end(id, "deleted");
+				} else if (event && event.type === "session.idle") {
+					if (props.sessionID) watch(props.sessionID);
+				} else if (event && event.type === "session.status") {
+					// A run started: its own hooks carry the notes now.
+					if (props.sessionID && props.status && props.status.type === "busy") unwatch(props.sessionID);
 				}
 			},
 			"chat.message": async (input = {}, output = {}) => {
@@ -216,8 +368,12 @@ function createPlugin({ load, spawn = nodeSpawn, fs, argv = process.argv } = {})
 				const parts = Array.isArray(output.parts) ? output.parts : [];
 				const texts = parts.filter((p) => p && p.type === "text" && typeof p.text === "string").map((p) => p.text);
 				const prompt = texts.join("\n");
-				// Our own continuation, sent from text.complete: not a prompt.
-				if (s.mine.has(prompt)) return;
+				unwatch(id);
+				// Our own continuation (text.complete, the idle watcher): not a prompt.
+				if (s.mine.has(prompt)) {
+					s.mine.delete(prompt);
+					return;
+				}
 				s.continued = false;
 				const msg = output.message || {};
 				if (msg.agent || msg.model) s.last = { agent: msg.agent, model: msg.model };
@@ -308,4 +464,17 @@ export default async function preloop(ctx) {
 	}
 }
 // For the unit tests (properties of the one export; OpenCode calls every exported value).
-preloop.internals = { VERSION, PROTOCOL, GUARD, readManifest, logLine, ask, modeOf, partIdAfter, createPlugin, manifestPath };
+preloop.internals = {
+	VERSION,
+	PROTOCOL,
+	GUARD,
+	readManifest,
+	logLine,
+	ask,
+	bunSpawner,
+	defaultSpawn,
+	modeOf,
+	partIdAfter,
+	createPlugin,
+	manifestPath,
+};

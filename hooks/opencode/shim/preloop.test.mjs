@@ -1,8 +1,10 @@
 // The plugin's unit tests (`node --test hooks/opencode/shim/`), against a fake OpenCode host (its
 // hook arguments and `client.session.prompt`) and a stand-in hook (fake-hook.mjs) run as a real
 // process: each answer kind, the confirmation that acks a note, a timeout, bad JSON, a missing
-// executable, the fail policy, the rescue cap, session ends, a missing manifest, a second copy.
+// executable, the fail policy, the rescue cap, session ends, a missing manifest, a second copy, the
+// idle watcher, and the same through `Bun.spawn` (a fake `Bun` global over Node's child_process).
 import assert from "node:assert/strict";
+import { spawn as nodeSpawn } from "node:child_process";
 import { mkdtempSync, readFileSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
@@ -11,23 +13,71 @@ import { fileURLToPath } from "node:url";
 import * as mod from "./preloop.js";
 
 const preloop = mod.default;
-const { GUARD, createPlugin, readManifest, manifestPath, modeOf, partIdAfter } = preloop.internals;
+const { GUARD, createPlugin, readManifest, manifestPath, modeOf, partIdAfter, ask, bunSpawner, defaultSpawn } = preloop.internals;
 const HERE = dirname(fileURLToPath(import.meta.url));
 const EVENTS = ["session.created", "chat.message", "tool.execute.before", "tool.execute.after", "experimental.text.complete", "dispose"];
 const S = "ses_dc0f1327dffehIInU0Fzi1o4KZ";
 
-async function setup({ mode = "context", onError = "allow", timeout = 5000, argv, cap, refuse = false } = {}) {
+const RUN = ["bun", "/$bunfs/root/src/index.js", "run", "hi"];
+const SERVE = ["bun", "/$bunfs/root/src/index.js", "serve", "--port", "4096"];
+
+/**
+ * `Bun.spawn` as Bun 1.3 has it, over Node's child_process: `[cmd, ...args]`, a FileSink stdin
+ * (`write`, `flush`, `end`), an async-iterable stdout of bytes, `exited`, `signalCode`, `kill`,
+ * `unref`; a missing executable throws at once.
+ */
+function fakeBun() {
+	const calls = [];
+	return {
+		calls,
+		spawn(cmd, opts) {
+			calls.push({ cmd, opts });
+			if (!existsSync(cmd[0])) throw Object.assign(new Error(`Executable not found in $PATH: "${cmd[0]}"`), { code: "ENOENT" });
+			const c = nodeSpawn(cmd[0], cmd.slice(1), { stdio: ["pipe", "pipe", "ignore"] });
+			c.stdin.on("error", () => {});
+			let signalCode = null;
+			const exited = new Promise((r) =>
+				c.on("close", (code, sig) => {
+					signalCode = sig;
+					r(code ?? 128 + 9);
+				}),
+			);
+			return {
+				stdin: { write: (t) => c.stdin.write(t), flush() {}, end: () => c.stdin.end() },
+				stdout: c.stdout,
+				exited,
+				get signalCode() {
+					return signalCode;
+				},
+				kill: (sig) => c.kill(sig),
+				unref: () => c.unref(),
+			};
+		},
+	};
+}
+
+async function setup({ mode = "context", onError = "allow", timeout = 5000, argv, cap, refuse = false, idle, procArgv = RUN, bun } = {}) {
 	delete globalThis[GUARD];
 	const dir = mkdtempSync(join(tmpdir(), "preloop-opencode-shim-"));
 	const record = join(dir, "record.jsonl");
 	const log = join(dir, "log", "shim.log"); // a folder no hook made yet
 	const hooks = {};
 	for (const e of EVENTS) hooks[e] = [{ argv: argv ?? [process.execPath, join(HERE, "fake-hook.mjs"), mode, record], timeout }];
+	// `idle`: the watcher's mode (no `idle` entry otherwise, as in a manifest without one).
+	if (idle) hooks.idle = [{ argv: [process.execPath, join(HERE, "fake-hook.mjs"), idle, record], timeout }];
 	const manifest = { version: 1, on_error: { "tool.execute.before": onError }, log, hooks };
 	if (cap !== undefined) manifest.stop_rescue_cap = cap;
 	const prompts = [];
+	const wakes = [];
 	const client = {
 		session: {
+			promptAsync: async (req) => {
+				if (refuse) return { error: { name: "BadRequest" } };
+				wakes.push(req);
+				// 204 at once; OpenCode runs chat.message for the message a moment later.
+				setTimeout(() => h["chat.message"]({ sessionID: req.path.id }, { message: { id: "msg_w" }, parts: req.body.parts }), 5);
+				return { data: undefined };
+			},
 			prompt: async (req) => {
 				if (refuse) return { error: { name: "BadRequest" } };
 				prompts.push(req);
@@ -37,14 +87,17 @@ async function setup({ mode = "context", onError = "allow", timeout = 5000, argv
 			},
 		},
 	};
-	const h = await createPlugin({ load: () => ({ manifest }), argv: ["bun", "/$bunfs/root/src/index.js", "run", "hi"] })({
-		client,
-		directory: "/proj",
-	});
+	if (bun) globalThis.Bun = bun;
+	let h;
+	try {
+		h = await createPlugin({ load: () => ({ manifest }), argv: procArgv })({ client, directory: "/proj" });
+	} finally {
+		delete globalThis.Bun;
+	}
 	const records = () =>
 		existsSync(record) ? readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l)) : [];
 	const logText = () => (existsSync(log) ? readFileSync(log, "utf8") : "");
-	return { h, prompts, records, logText, dir };
+	return { h, prompts, wakes, records, logText, dir };
 }
 /** Until the stand-in recorded `n` confirmations (it exits right after each). */
 async function confirmations(t, n = 1) {
@@ -55,6 +108,15 @@ async function confirmations(t, n = 1) {
 	}
 	throw new Error("no confirmation recorded");
 }
+async function until(what, cond) {
+	for (let i = 0; i < 300; i++) {
+		if (cond()) return;
+		await new Promise((r) => setTimeout(r, 10));
+	}
+	throw new Error(`timed out: ${what}`);
+}
+const idleEvent = (id = S) => ({ event: { type: "session.idle", properties: { sessionID: id } } });
+const idles = (t) => t.records().filter((r) => r.payload && r.payload.event === "idle");
 const chatOutput = () => ({
 	message: { id: "msg_23f0ece00001uFjjRBaEw5bHhX", role: "user", sessionID: S, agent: "build", model: { providerID: "mock", modelID: "mock-model" } },
 	parts: [{ type: "text", text: '"Run echo hi"', messageID: "msg_23f0ece00001uFjjRBaEw5bHhX", sessionID: S, id: "prt_23f0ece0e001JX6CvYxm84rQFo" }],
@@ -259,4 +321,139 @@ test("a manifest that is not one is refused", () => {
 	const dir = mkdtempSync(join(tmpdir(), "preloop-opencode-manifest-"));
 	writeFileSync(join(dir, "preloop.json"), "[]");
 	assert.match(readManifest(join(dir, "preloop.json")).error, /no hooks/);
+});
+
+test("idle: in serve the watcher's continuation is a promptAsync with the prompt's agent and model, then `applied`", async () => {
+	const t = await setup({ mode: "nothing", idle: "continue", procArgv: SERVE });
+	await t.h["chat.message"]({ sessionID: S }, chatOutput());
+	await t.h.event(idleEvent());
+	await until("the wake", () => t.wakes.length === 1);
+	assert.deepEqual(t.wakes[0], {
+		path: { id: S },
+		body: { agent: "build", model: { providerID: "mock", modelID: "mock-model" }, parts: [{ type: "text", text: "<operator-notes>LATE</operator-notes>" }] },
+	});
+	assert.deepEqual(await confirmations(t), ["applied"]);
+	const w = idles(t);
+	assert.equal(w.length, 1);
+	assert.deepEqual(w[0].payload, { v: 1, event: "idle", session_id: S, mode: "serve", cwd: "/proj" });
+	// The note's own chat.message is ours, not a prompt: no second chat.message hook ran.
+	await new Promise((r) => setTimeout(r, 100));
+	assert.equal(t.records().filter((r) => r.payload && r.payload.event === "chat.message").length, 1);
+	assert.equal(t.logText(), "");
+});
+
+test("idle: no watcher in `opencode run` (it disposes at the first idle: a wake would reach no model)", async () => {
+	const t = await setup({ mode: "nothing", idle: "continue", procArgv: RUN });
+	await t.h.event(idleEvent());
+	await new Promise((r) => setTimeout(r, 300));
+	assert.equal(idles(t).length, 0);
+	assert.equal(t.wakes.length, 0);
+});
+
+test("idle: one watcher per session, stopped when a run starts (session.status busy, chat.message) and at dispose", async () => {
+	const t = await setup({ mode: "nothing", idle: "sleep", procArgv: SERVE });
+	const stops = () => t.logText().match(/idle shim stopped by SIGTERM/g)?.length ?? 0;
+	await t.h.event(idleEvent());
+	await until("the watcher runs", () => idles(t).length === 1);
+	await t.h.event(idleEvent());
+	await new Promise((r) => setTimeout(r, 200));
+	assert.equal(idles(t).length, 1, "a second session.idle started no second watcher");
+	await t.h.event(idleEvent("ses_other"));
+	await until("another session has its own", () => idles(t).length === 2);
+	await t.h.event({ event: { type: "session.status", properties: { sessionID: S, status: { type: "busy" } } } });
+	await until("stopped by busy", () => stops() === 1);
+	await t.h.event(idleEvent());
+	await until("a new watcher after the run", () => idles(t).length === 3);
+	await t.h["chat.message"]({ sessionID: S }, chatOutput());
+	await until("stopped by a prompt", () => stops() === 2);
+	await t.h.event(idleEvent());
+	await until("a new watcher after the run", () => idles(t).length === 4);
+	await t.h.dispose();
+	await until("stopped at dispose, both sessions", () => stops() === 4);
+	assert.equal(t.wakes.length, 0);
+});
+
+test("idle: a wake OpenCode refuses is not confirmed (the watcher keeps the note)", async () => {
+	const t = await setup({ mode: "nothing", idle: "continue", procArgv: SERVE, refuse: true });
+	await t.h.event(idleEvent());
+	assert.deepEqual(await confirmations(t), [""]);
+	assert.match(t.logText(), /idle shim OpenCode refused the note: session.promptAsync/);
+});
+
+test("idle: a wake that arrives after the session ended is not sent", async () => {
+	const t = await setup({ mode: "nothing", idle: "continue", procArgv: SERVE });
+	await t.h.event(idleEvent());
+	// dispose before the watcher's answer is read: it is stopped, or its answer is dropped.
+	await t.h.dispose();
+	await new Promise((r) => setTimeout(r, 300));
+	assert.equal(t.wakes.length, 0);
+	for (const c of t.records().filter((r) => "confirm" in r)) assert.equal(c.confirm, "");
+});
+
+test("Bun.spawn: chosen when a Bun global exists (OpenCode), child_process.spawn under Node", () => {
+	assert.equal(defaultSpawn({}), nodeSpawn);
+	const bun = fakeBun();
+	assert.notEqual(defaultSpawn({ Bun: bun }), nodeSpawn);
+	assert.equal(defaultSpawn({ Bun: {} }), nodeSpawn, "a Bun without spawn is not used");
+});
+
+test("Bun.spawn: each answer kind applied and confirmed as under child_process", async () => {
+	const bun = fakeBun();
+	const t = await setup({ mode: "context", bun });
+	const out = chatOutput();
+	await t.h["chat.message"]({ sessionID: S }, out);
+	assert.equal(out.parts[1].text, "<operator-notes>NOTE</operator-notes>");
+	assert.deepEqual(await confirmations(t), ["applied"]);
+	assert.equal(bun.calls.length, 1, "the hook ran through Bun.spawn");
+	assert.deepEqual(bun.calls[0].opts, { stdin: "pipe", stdout: "pipe", stderr: "ignore" });
+	const d = await setup({ mode: "deny", bun: fakeBun() });
+	await assert.rejects(d.h["tool.execute.before"]({ tool: "bash", sessionID: S }, { args: {} }), { message: "DENIED: policy" });
+	assert.deepEqual(await confirmations(d), ["applied"]);
+	const n = await setup({ mode: "nothing", bun: fakeBun() });
+	assert.equal(await n.h["tool.execute.before"]({ tool: "bash", sessionID: S }, { args: {} }), undefined);
+	assert.equal(n.logText(), "");
+});
+
+test("Bun.spawn: the idle watcher's wake, applied; stopped by SIGTERM when a run starts", async () => {
+	const t = await setup({ mode: "nothing", idle: "continue", procArgv: SERVE, bun: fakeBun() });
+	await t.h.event(idleEvent());
+	await until("the wake", () => t.wakes.length === 1);
+	assert.deepEqual(await confirmations(t), ["applied"]);
+	const u = await setup({ mode: "nothing", idle: "sleep", procArgv: SERVE, bun: fakeBun() });
+	await u.h.event(idleEvent());
+	await until("the watcher runs", () => idles(u).length === 1);
+	await u.h.event({ event: { type: "session.status", properties: { sessionID: S, status: { type: "busy" } } } });
+	await until("stopped", () => /idle shim stopped by SIGTERM/.test(u.logText()));
+});
+
+for (const [name, opts, why] of [
+	["a timeout", { mode: "sleep", timeout: 300 }, /no answer within 300 ms/],
+	["bad JSON", { mode: "badjson" }, /not JSON/],
+	["an answer without its newline", { mode: "nonewline" }, /without its newline/],
+	["a missing executable", { argv: ["/nonexistent/preloop-hooks", "hook", "preloop-opencode-tool-execute-before"] }, /cannot run .*ENOENT/],
+]) {
+	test(`Bun.spawn: ${name}: the tool call follows on_error, and one line is logged`, async () => {
+		const open = await setup({ ...opts, onError: "allow", bun: fakeBun() });
+		assert.equal(await open.h["tool.execute.before"]({ tool: "bash", sessionID: S }, { args: {} }), undefined);
+		assert.match(open.logText(), why);
+		assert.equal(open.logText().trim().split("\n").length, 1);
+		const closed = await setup({ ...opts, onError: "deny", bun: fakeBun() });
+		await assert.rejects(closed.h["tool.execute.before"]({ tool: "bash", sessionID: S }, { args: {} }), {
+			message: /Preloop could not check this tool call .*pre_tool_use_on_error is deny/,
+		});
+	});
+}
+
+test("Bun.spawn: ask over a hook that exits non-zero with no answer is an error", async () => {
+	const r = await ask({ argv: [process.execPath, "-e", "process.exit(3)"], timeout: 5000 }, { v: 1 }, bunSpawner(fakeBun()));
+	assert.deepEqual(r, { error: "exit 3 with no answer" });
+});
+
+test("idle: no watcher for a sub-agent's session (the task tool's child)", async () => {
+	const t = await setup({ mode: "nothing", idle: "continue", procArgv: SERVE });
+	await t.h.event({ event: { type: "session.created", properties: { info: { id: "ses_child", parentID: S } } } });
+	await t.h.event(idleEvent("ses_child"));
+	await new Promise((r) => setTimeout(r, 300));
+	assert.equal(idles(t).length, 0);
+	assert.equal(t.wakes.length, 0);
 });

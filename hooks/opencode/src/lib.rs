@@ -19,6 +19,7 @@
 //! | `tool.execute.after` | appended to `output.output`, the tool result the model gets | context |
 //! | `experimental.text.complete` | `client.session.prompt({noReply: true})`: a user message the loop answers | continue |
 //! | `dispose` | none (awaited), once per session the plugin saw: pending notes become `undeliverable` | nothing |
+//! | `idle` (ours: the [`watch`]er, started on the event `session.idle` where OpenCode stays alive: `serve`, TUI) | `client.session.promptAsync`: a new turn | continue |
 
 // Shipped code never panics on a value it did not check: an `unwrap` or
 // `expect` outside tests is refused, and each true invariant is allowed by
@@ -33,6 +34,7 @@ use preloop_shared::runner::{Adapter, Parsed};
 use preloop_shared::wire::Decision;
 use serde_json::Value;
 
+pub mod watch;
 pub mod wire;
 
 pub use preloop_shared::registry::event::OpenCode as Event;
@@ -58,6 +60,9 @@ impl Adapter for OpenCode {
 
 /// Run one hook command under the plugin; returns its exit code.
 pub fn main(event: Event) -> i32 {
+    if event == Event::Watch {
+        return watch::main();
+    }
     preloop_shared::entry::plugin_main::<OpenCode>(event)
 }
 
@@ -100,6 +105,8 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         // our per-session cap is the only brake.
         Event::TextComplete => InputKind::Stop { may_continue: !p.stop_hook_active },
         Event::Dispose => InputKind::SessionEnd { reason: p.reason.unwrap_or_else(|| "dispose".into()) },
+        // Never reached: [`main`] runs the watcher's own loop.
+        Event::Watch => return Err("the watcher is not a hook".into()),
     };
     let non_blank = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
     Ok(Parsed::Run(Input { session_id, cwd: non_blank(p.cwd), transcript_path: None, kind }))
@@ -117,7 +124,7 @@ pub fn render(event: Event, o: &Outcome) -> Option<Answer> {
             (true, Some(text)) => Some(Answer::Continue { text }),
             _ => None,
         },
-        Event::SessionCreated | Event::Dispose => None,
+        Event::SessionCreated | Event::Dispose | Event::Watch => None,
     }
 }
 

@@ -29,7 +29,7 @@ pub struct Payload {
     #[serde(default)]
     pub cwd: Option<String>,
     /// How OpenCode runs: `run` (one prompt, then it disposes), `serve`,
-    /// or `tui`.
+    /// or `tui`. The idle watcher stands down in `run`.
     pub mode: String,
     /// dispose: why the session ends (`dispose`).
     #[serde(default)]
@@ -75,7 +75,8 @@ pub enum Answer {
         reason: String,
     },
     /// text.complete: a user message with `text`, which the session's
-    /// loop answers (a late note).
+    /// loop answers (a late note); idle (the watcher): a new turn with
+    /// `text` (`promptAsync`).
     Continue {
         #[cfg_attr(test, schemars(length(min = 1, max = 10000)))]
         text: String,

@@ -271,6 +271,6 @@ impl Dialect for OpenCode {
     }
 
     fn limits(&self, _s: &Settings) -> Vec<String> {
-        vec!["opencode: a late note continues the turn through `experimental.text.complete` (an experimental hook), at most once per stop and stop_rescue_cap times per session; idle wake (a note while no turn runs) is not done: the note waits for the next prompt or tool".into()]
+        vec!["opencode: a late note continues the turn through `experimental.text.complete` (an experimental hook), at most once per stop and stop_rescue_cap times per session; a note while the session sits idle starts a turn (the idle watcher, `client.session.promptAsync`) in `opencode serve` and the TUI, not in `opencode run`, which ends at the first idle".into()]
     }
 }

@@ -975,7 +975,10 @@ fn opencode_gets_a_plugin_its_manifest_and_no_npm_install_at_start() {
     let manifest = config.join("plugins/preloop.json");
     assert_eq!(read(&shim), preloop_opencode::shim::text(), "this build's plugin, byte for byte");
     let v: Value = serde_json::from_str(&read(&manifest)).unwrap();
-    assert_eq!(v["hooks"].as_object().unwrap().len(), 6);
+    assert_eq!(v["hooks"].as_object().unwrap().len(), 7, "six hooks and the idle watcher");
+    let idle = &v["hooks"]["idle"][0];
+    assert_eq!(idle["argv"][2], "preloop-opencode-watch");
+    assert!(idle["timeout"].as_u64().unwrap() > 3600 * 1000, "the watcher outlives watch_max_secs: {idle}");
     let tc = &v["hooks"]["tool.execute.before"][0];
     let argv: Vec<&str> = tc["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     assert!(argv[0].ends_with("/preloop-hooks") && argv[1..] == ["hook", "preloop-opencode-tool-execute-before"]);
@@ -988,7 +991,7 @@ fn opencode_gets_a_plugin_its_manifest_and_no_npm_install_at_start() {
     assert!(!config.join("package.json").exists(), "OpenCode does not need one");
     let (rc, d) = e.doctor();
     assert_eq!(rc, 0, "{:?}", problems(&d));
-    assert!(stdout(&e.install("opencode")).contains("already installed (6 hooks)"));
+    assert!(stdout(&e.install("opencode")).contains("already installed (7 hooks)"));
     // A second scope would be loaded too: refused.
     let out = e.run(&["install", "--harness", "opencode", "--scope", "project", "--bin-dir", &e.bin_arg()]);
     assert_ne!(code(&out), 0);

@@ -12,6 +12,11 @@ preloop_testkit::hooks! {
     /// OpenCode 1.18.33's hooks through our plugin, for `preloop_testkit::hooks`.
     pub OpenCode(OpenCodeHome) = preloop_opencode, "opencode-1.18.33";
     const PLUGIN: bool = true;
+    /// The hooks OpenCode's events run: not the idle watcher
+    /// (`preloop_opencode::watch`, a loop of its own with its own tests).
+    fn events() -> Vec<preloop_opencode::Event> {
+        preloop_opencode::Event::ALL.into_iter().filter(|e| *e != preloop_opencode::Event::Watch).collect()
+    }
 }
 
 /// A payload or capture, by its path under the fixtures.

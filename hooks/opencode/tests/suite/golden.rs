@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 fn event_of(name: &str) -> Option<Event> {
     let stem = name.trim_end_matches(".json").trim_end_matches(".stop_hook_active");
-    Event::ALL.into_iter().find(|e| e.name() == stem)
+    OpenCode::events().into_iter().find(|e| e.name() == stem)
 }
 
 #[test]
@@ -34,7 +34,7 @@ fn payloads_parse_to_the_golden_inputs() {
 fn payloads_follow_the_captures() {
     let created = fixture("events/session.created.json");
     let session = created["properties"]["info"]["id"].clone();
-    for event in Event::ALL {
+    for event in OpenCode::events() {
         assert_eq!(fixture(&format!("{}.json", event.name()))["session_id"], session, "{}", event.name());
     }
     let chat = fixture("plugin-hooks/chat.message.json");
@@ -74,7 +74,7 @@ fn parse_details() {
     assert!(
         matches!(parse(Event::ChatMessage, &p), Ok(Parsed::Run(i)) if i.kind == InputKind::Prompt { prompt: String::new(), pull: true })
     );
-    for event in Event::ALL {
+    for event in OpenCode::events() {
         assert!(parse(event, &json!({})).is_err());
         assert!(parse(event, &json!("x")).is_err());
         let mut blank = fixture(&format!("{}.json", event.name()));
