@@ -83,6 +83,94 @@ pub fn process_exists(pid: i32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
+/// A plugin's `idle` payload, read: the session id, and whether the
+/// harness stays alive after a run there.
+pub type IdleSession = (String, bool);
+
+/// A harness that loads our plugin (Pi, OpenCode): what its watcher
+/// (`preloop-<harness>-watch`, the plugin's `idle` entry) owns. The rest
+/// is [`PluginWatcher::main`]: read the payload, stand down where the
+/// harness does not stay alive or `watch` is off, watch with the harness
+/// (our parent) as the host, and hand a block over as one `continue` answer
+/// that counts only once the plugin wrote `applied`.
+pub struct PluginWatcher {
+    pub harness: crate::Harness,
+    /// The harness's watch row.
+    pub def: &'static HookDef,
+    /// The session id of the plugin's `idle` payload, and whether the
+    /// harness stays alive after a run there.
+    pub session_of: fn(&[u8]) -> Result<IdleSession, String>,
+    /// Why there is nothing to wake where it does not stay alive.
+    pub no_idle: &'static str,
+    /// The adapter's `continue` answer for a block, as one line.
+    pub answer: fn(&str) -> Vec<u8>,
+    /// What the harness calls our plugin ("extension", "plugin").
+    pub plugin: &'static str,
+}
+
+impl PluginWatcher {
+    /// Run the watcher under the plugin; always exits 0 (an answer on
+    /// stdout is the only signal).
+    pub fn main(&self) -> i32 {
+        crate::runner::prepare_process();
+        let env = crate::config::Env::process();
+        let started = Instant::now();
+        let config = Config::load_from(&env, Some(self.harness));
+        let payload = crate::plugin::read_payload(Duration::from_secs(5));
+        let (session, end) = match payload.as_deref().map_err(String::clone).and_then(self.session_of) {
+            Err(why) => (None, End::StandDown(why)),
+            Ok((_, false)) => (None, End::StandDown(self.no_idle.into())),
+            Ok(_) if !config.settings.watch => (None, End::StandDown("watch is off".into())),
+            Ok((sid, true)) => {
+                let mut out = crate::plugin::Confirmed::stdout(crate::plugin::CONFIRM_WAIT);
+                let end = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.watch(&config, &sid, &mut out, started, Parent::now())
+                }))
+                .unwrap_or_else(|_| End::Stopped("panic".into()));
+                (Some(sid), end)
+            }
+        };
+        log(&config, self.harness.slug(), session.as_deref(), &end, started);
+        0
+    }
+
+    /// Watch session `sid` until a note is applied or a reason to stop.
+    /// `out` is the confirmed stdout (tests: any writer whose `flush` says
+    /// whether the answer was applied); `parent` is the harness's process.
+    pub fn watch(
+        &self,
+        config: &Config,
+        sid: &str,
+        out: &mut dyn std::io::Write,
+        started: Instant,
+        parent: Parent,
+    ) -> End {
+        watch(config, self.def, sid, started, &mut PluginHost { watcher: self, parent, out })
+    }
+}
+
+/// A plugin harness as the watcher's host: alive while it (our parent) is;
+/// takes a block as one `continue` answer, confirmed once applied.
+struct PluginHost<'a> {
+    watcher: &'a PluginWatcher,
+    parent: Parent,
+    out: &'a mut dyn std::io::Write,
+}
+
+impl Host for PluginHost<'_> {
+    fn gone(&self) -> Option<String> {
+        self.parent.gone().then(|| "parent process gone".into())
+    }
+
+    fn hand_over(&mut self, block: &str) -> Result<(), String> {
+        let line = (self.watcher.answer)(block);
+        self.out
+            .write_all(&line)
+            .and_then(|_| self.out.flush())
+            .map_err(|_| format!("the {} did not apply the answer", self.watcher.plugin))
+    }
+}
+
 /// Watch session `sid` for `def` (the harness's watch row) until a block is
 /// handed over or a reason to stop; `started` is when the process started.
 pub fn watch(config: &Config, def: &'static HookDef, sid: &str, started: Instant, host: &mut dyn Host) -> End {

@@ -29,37 +29,33 @@
 
 use crate::wire::{self, Answer, Payload};
 use preloop_shared::Harness;
-use preloop_shared::config::{Config, Env};
-use preloop_shared::plugin;
-use preloop_shared::watch::{self as shared_watch, Host, Parent};
-use std::io::Write;
-use std::time::{Duration, Instant};
+use preloop_shared::watch::PluginWatcher;
 
 pub use preloop_shared::watch::End;
 
-/// Run the watcher under the extension; always exits 0 (an answer on
-/// stdout is the only signal).
+/// The watcher's parts; the rest is [`PluginWatcher::main`].
+pub fn watcher() -> PluginWatcher {
+    PluginWatcher {
+        harness: Harness::Pi,
+        def: preloop_shared::registry::def_of(crate::Event::Watch),
+        session_of,
+        no_idle: "no UI: Pi does not stay idle (-p, json)",
+        answer: continue_line,
+        plugin: "extension",
+    }
+}
+
+/// Run the watcher under Pi's extension; always exits 0 (an answer on stdout is the
+/// only signal).
 pub fn main() -> i32 {
-    preloop_shared::runner::prepare_process();
-    let env = Env::process();
-    let started = Instant::now();
-    let config = Config::load_from(&env, Some(Harness::Pi));
-    let payload = plugin::read_payload(Duration::from_secs(5));
-    let (session, end) = match payload.as_deref().map_err(String::clone).and_then(session_of) {
-        Err(why) => (None, End::StandDown(why)),
-        Ok((_, false)) => (None, End::StandDown("no UI: Pi does not stay idle (-p, json)".into())),
-        Ok(_) if !config.settings.watch => (None, End::StandDown("watch is off".into())),
-        Ok((sid, true)) => {
-            let mut out = plugin::Confirmed::stdout(plugin::CONFIRM_WAIT);
-            let end = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                watch(&config, &sid, &mut out, started, Parent::now())
-            }))
-            .unwrap_or_else(|_| End::Stopped("panic".into()));
-            (Some(sid), end)
-        }
-    };
-    shared_watch::log(&config, "pi", session.as_deref(), &end, started);
-    0
+    watcher().main()
+}
+
+/// One `continue` answer carrying `block`, as a line.
+fn continue_line(block: &str) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&Answer::Continue { text: block.to_string() }).unwrap_or_default();
+    line.push(b'\n');
+    line
 }
 
 /// The session id and `has_ui` of the extension's `idle` payload.
@@ -76,36 +72,6 @@ pub fn session_of(buf: &[u8]) -> Result<(String, bool), String> {
         return Err("no session_id".into());
     }
     Ok((sid.to_string(), p.has_ui))
-}
-
-/// Watch session `sid` until a note is applied or a reason to stop. `out`
-/// is the confirmed stdout (tests: any writer whose `flush` says whether the
-/// answer was applied); `parent` is Pi's Node process.
-pub fn watch(config: &Config, sid: &str, out: &mut dyn Write, started: Instant, parent: Parent) -> End {
-    let def = preloop_shared::registry::def_of(crate::Event::Watch);
-    shared_watch::watch(config, def, sid, started, &mut Extension { parent, out })
-}
-
-/// Pi's extension as the watcher's host: alive while Pi (our parent) is;
-/// takes a block as one `continue` answer, confirmed once applied.
-struct Extension<'a> {
-    parent: Parent,
-    out: &'a mut dyn Write,
-}
-
-impl Host for Extension<'_> {
-    fn gone(&self) -> Option<String> {
-        self.parent.gone().then(|| "parent process gone".into())
-    }
-
-    fn hand_over(&mut self, block: &str) -> Result<(), String> {
-        let mut line = serde_json::to_vec(&Answer::Continue { text: block.to_string() }).unwrap_or_default();
-        line.push(b'\n');
-        self.out
-            .write_all(&line)
-            .and_then(|_| self.out.flush())
-            .map_err(|_| "the extension did not apply the answer".into())
-    }
 }
 
 #[cfg(test)]
