@@ -4,6 +4,8 @@ pi` lays it down, in SERVER mode (a fresh managed agent per test, its agt_ token
 PRELOOP_URL / PRELOOP_TOKEN in Pi's, so the hooks', environment), notes sent as the human
 operator (POST /api/v1/operator-notes), receipts read from GET /api/v1/operator-notes/{id}.
 
+  before    a note sent to the managed agent before the run goes with the first prompt;
+            the receipt on the server is `delivered` by session_start
   deny      a central deny rule (bash disabled in an account of its own): the tool does not
             run, the model's tool message is the server's reason
   note      a note mid-run (sent by external_session_id while the mock answers with a bash
@@ -69,6 +71,27 @@ class PiRealServer(unittest.TestCase):
         sent = request.get("before_reply") or {}
         self.assertEqual(sent.get("rc"), 0, sent)
         return json.loads(sent["stdout"])["note_id"]
+
+    def test_before_a_note_sent_before_the_run_goes_with_the_first_prompt(self):
+        agent = self.server.new_agent(kind="pi")
+        before = self.server.send_note("MARK-pi-srv-before deploy to eu-west-1", agent_id=agent["agent_id"])
+        self.assertEqual(before.get("state"), "pending", before)
+        env = {"PRELOOP_URL": PREREQ["creds"]["base_url"], "PRELOOP_TOKEN": agent["agent_token"],
+               **self.server.server_note_env()}
+        w = PiWorld("srv-before", {"turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo one"}}]},
+                                             {"text": "All done."}]}, env)
+        self.addCleanup(w.close)
+        p = w.run_pi("Run echo one")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        reqs = w.requests()
+        self.assertEqual(len(reqs), 2, [r["reply"] for r in reqs])
+        self.assertIn("Run echo one", texts(reqs[0]["body"]["messages"][1]))
+        # Its own user message right after the prompt's, in every request of the run.
+        self.assertEqual(where(reqs[0], "MARK-pi-srv-before"), [(2, "user")])
+        self.assertEqual(where(reqs[1], "MARK-pi-srv-before"), [(2, "user")])
+        r = self.server.wait_receipt(before["note_id"], ("delivered",))
+        self.assertEqual((r["state"], r.get("delivery_event")), ("delivered", "session_start"), r)
+        self.assertEqual(r.get("managed_agent_id"), agent["agent_id"], r)
 
     def test_deny_a_central_deny_stops_the_tool_and_shows_the_reason(self):
         other = self.server.new_account("e2epideny")
