@@ -27,6 +27,7 @@ mod cursor;
 mod gemini;
 mod opencode;
 mod pi;
+mod plugin;
 
 use preloop_shared::Harness;
 

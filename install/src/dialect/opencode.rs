@@ -17,29 +17,33 @@
 //! byte for byte. An existing lock file is the user's and stays as it is
 //! (doctor says when it would make OpenCode install).
 //!
-//! The manifest is a flat hooks file (`{"version": 1, "hooks": {event:
-//! [entry]}}`, what install, uninstall and doctor read for every harness)
-//! plus what the shim needs: each entry's `argv` (`preloop-hooks hook
-//! <command>`) and `timeout` (ms), the gate's fail policy (`on_error`),
+//! The manifest and the shim are written, checked and refused as every
+//! plugin harness's are ([`super::plugin`]); OpenCode's manifest adds
 //! `stop_rescue_cap` (the shim's own brake on continuations, beside the
-//! hook's: OpenCode has none) and the shim's log.
+//! hook's: OpenCode has none).
 
 use super::api::{Dialect, Layout, Note};
-use crate::context::{Ctx, FileEdit, Scope, read_opt, refuse};
-use crate::edit::{self, Desired, Owner};
+use super::plugin::{MANIFEST, Plugin};
+use crate::context::{Ctx, FileEdit, Scope, read_opt};
+use crate::edit::{Desired, Owner};
 use crate::table::HookDef;
-use preloop_shared::config::{FailPolicy, Settings};
-use preloop_shared::registry::FailKey;
+use preloop_shared::config::Settings;
 use preloop_shared::{Harness, Result};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 pub struct OpenCode;
 
-/// The manifest's file name (the hooks file).
-pub const MANIFEST: &str = "preloop.json";
-/// The plugin's file name, beside the manifest.
-pub const SHIM: &str = "preloop.js";
+/// What tells OpenCode's plugin apart.
+const PLUGIN: Plugin = Plugin {
+    name: "OpenCode",
+    kind: "plugin",
+    text: preloop_opencode::shim::text,
+    header: preloop_opencode::shim::HEADER,
+    version_of: preloop_opencode::shim::version_of,
+    gate_event: "tool.execute.before",
+    log: "opencode-plugin.log",
+};
 /// The package OpenCode installs in each config folder unless its lock
 /// file lists it.
 pub const PLUGIN_PACKAGE: &str = "@opencode-ai/plugin";
@@ -71,16 +75,6 @@ pub fn config_dir(ctx: &Ctx) -> PathBuf {
         .join("opencode")
 }
 
-/// The plugin this build writes (the template with its version).
-pub fn shim_text() -> String {
-    preloop_opencode::shim::text()
-}
-
-/// Whether `text` is a plugin of ours (any version).
-fn is_our_shim(text: &str) -> bool {
-    text.starts_with(preloop_opencode::shim::HEADER)
-}
-
 /// Whether a lock file lists the package OpenCode would install (its own test).
 fn lock_lists_plugin(text: &str) -> bool {
     serde_json::from_str::<Value>(text).ok().and_then(|v| v.pointer("/packages/").cloned()).is_some_and(|root| {
@@ -91,11 +85,6 @@ fn lock_lists_plugin(text: &str) -> bool {
 }
 
 impl OpenCode {
-    fn other_scope(ctx: &Ctx, manifest: &Path) -> PathBuf {
-        let user = OpenCode.hooks_file(ctx, Scope::User);
-        if manifest == user { OpenCode.hooks_file(ctx, Scope::Project) } else { user }
-    }
-
     /// The config folder a manifest's plugins folder is in.
     fn config_of(manifest: &Path) -> PathBuf {
         manifest.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default()
@@ -159,36 +148,11 @@ impl Dialect for OpenCode {
     }
 
     fn entry(&self, d: &HookDef, command: String, timeout: u64) -> Value {
-        // The shim runs `preloop-hooks hook <command>` (no shell, no link
-        // needed); `command` is the link beside it, as for every harness.
-        let exe = edit::words(&command)
-            .and_then(|w| w.into_iter().next())
-            .map(|link| Path::new(&link).with_file_name(crate::names::CLI_NAME).to_string_lossy().into_owned())
-            .unwrap_or_else(|| crate::names::CLI_NAME.to_string());
-        json!({"command": command, "argv": [exe, crate::names::HOOK_ARG, d.binary], "timeout": timeout})
+        PLUGIN.entry(d, command, timeout)
     }
 
     fn own_file(&self, ctx: &Ctx, desired: &Desired) -> String {
-        if desired.is_empty() {
-            return String::new();
-        }
-        let mut hooks = serde_json::Map::new();
-        for (e, w) in desired {
-            hooks.insert(e.clone(), json!([w]));
-        }
-        let on_error = match ctx.settings.fail_policy(FailKey::PreToolUse) {
-            FailPolicy::Deny => "deny",
-            FailPolicy::Open => "allow",
-        };
-        let doc = json!({
-            "version": 1,
-            "preloop_hooks": env!("CARGO_PKG_VERSION"),
-            "on_error": {"tool.execute.before": on_error},
-            "stop_rescue_cap": ctx.settings.stop_rescue_cap,
-            "log": ctx.preloop_home.join("log").join("opencode-plugin.log"),
-            "hooks": Value::Object(hooks),
-        });
-        serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+        PLUGIN.own_file(ctx, desired, &[("stop_rescue_cap", json!(ctx.settings.stop_rescue_cap))])
     }
 
     fn companion_edits(
@@ -199,32 +163,8 @@ impl Dialect for OpenCode {
         after: &Value,
         owner: &Owner,
     ) -> Result<Vec<FileEdit>> {
-        let shim = path.with_file_name(SHIM);
-        let before = read_opt(ctx, &shim)?;
-        if let Some(b) = &before
-            && !is_our_shim(b)
-        {
-            return Err(refuse(ctx, &shim, "it is not our OpenCode plugin"));
-        }
-        let installing = !edit::our_entries(after, owner).is_empty();
-        if installing {
-            let other = OpenCode::other_scope(ctx, path);
-            let other_doc = read_opt(ctx, &other)?.and_then(|t| edit::parse_config(&t, OpenCode.syntax()).ok());
-            if other_doc.is_some_and(|d| !edit::our_entries(&d, owner).is_empty()) {
-                return Err(refuse(
-                    ctx,
-                    path,
-                    format!(
-                        "our OpenCode plugin is already installed in {}, and OpenCode would load both (every hook twice); uninstall that scope first",
-                        crate::util::tilde(&ctx.env, &other)
-                    ),
-                ));
-            }
-        }
-        let mut e = FileEdit::new(shim, before.clone(), if installing { shim_text() } else { String::new() });
-        e.backup = false;
-        e.delete = !installing && before.is_some();
-        let mut out = vec![e];
+        let (shim, installing) = PLUGIN.shim_edit(self, ctx, path, after, owner)?;
+        let mut out = vec![shim];
         out.extend(OpenCode::npm_edits(ctx, &OpenCode::config_of(path), installing)?);
         Ok(out)
     }
@@ -234,27 +174,11 @@ impl Dialect for OpenCode {
     }
 
     fn entry_problem(&self, d: &HookDef, entry: &Value, label: &str) -> Option<String> {
-        let argv: Vec<&str> =
-            entry.get("argv").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-        let ok = matches!(argv.as_slice(), [exe, arg, bin]
-            if exe.ends_with(crate::names::CLI_NAME) && *arg == crate::names::HOOK_ARG && *bin == d.binary);
-        (!ok).then(|| format!("{label}: the {} entry's argv is not `preloop-hooks hook {}`", d.on, d.binary))
+        PLUGIN.entry_problem(d, entry, label)
     }
 
     fn companion_problems(&self, ctx: &Ctx, path: &Path) -> Vec<Note> {
-        let shim = path.with_file_name(SHIM);
-        let shown = crate::util::tilde(&ctx.env, &shim);
-        let mut notes = match std::fs::read_to_string(&shim) {
-            Err(_) => vec![Note::problem(
-                format!("opencode: {shown} is missing, so OpenCode runs none of our hooks"),
-                "run `preloop-hooks install --harness opencode`",
-            )],
-            Ok(t) if t != shim_text() => vec![Note::problem(
-                format!("opencode: {shown} is not this build's plugin ({})", preloop_opencode::shim::version_of(&t)),
-                "run `preloop-hooks install --harness opencode` to write this build's",
-            )],
-            Ok(_) => Vec::new(),
-        };
+        let mut notes = PLUGIN.shim_problems(self, ctx, path);
         let config = OpenCode::config_of(path);
         let lock = config.join("package-lock.json");
         let listed = std::fs::read_to_string(&lock).is_ok_and(|t| lock_lists_plugin(&t));
