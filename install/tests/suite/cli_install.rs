@@ -567,7 +567,8 @@ fn usage_errors_exit_2_and_name_the_valid_values() {
     assert!(one_error_line(&out).contains("\"http://\""));
     let out = e.run(&["install", "--harness", "claude"]);
     assert_eq!(code(&out), 2);
-    for v in ["claude-code", "codex", "cursor", "gemini", "copilot", "pi", "opencode", "all"] {
+    // Every harness of the registry, so a new one is checked without a line here.
+    for v in preloop_shared::Harness::ALL.iter().map(|h| h.slug()).chain(["all"]) {
         assert!(stderr(&out).contains(v), "{v} listed: {}", stderr(&out));
     }
     let out = e.run(&["install", "--scope", "global"]);
@@ -626,7 +627,7 @@ fn install_says_once_when_a_harness_is_not_on_path_and_diffs_show_real_paths() {
     assert!(!e.home.join(".cursor").exists() && !e.preloop.exists(), "a dry run writes nothing");
     let out = e.install("all");
     let text = stdout(&out);
-    for p in ["claude", "codex", "cursor-agent", "gemini", "copilot", "pi", "opencode"] {
+    for p in preloop_shared::Harness::ALL.iter().map(|h| h.def().program) {
         assert_eq!(text.matches(&format!("note: {p} not found on PATH; installed anyway")).count(), 1, "{p}:\n{text}");
     }
     assert_eq!(text.matches("headless `cursor-agent -p`").count(), 1, "{text}");
