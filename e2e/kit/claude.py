@@ -9,11 +9,13 @@ import json
 import os
 import re
 import shlex
+import signal
 import time
 from dataclasses import dataclass
 
 from .common import HOOK_TIMEOUT_S, hook_binaries, quote_path, shorten
 from .mock import main_requests
+from .tty import Tty
 
 MOCK_API_KEY = "sk-ant-mock-key"
 
@@ -225,14 +227,12 @@ def seed_claude_json(home, proj, api_key=MOCK_API_KEY):
     return path
 
 
-class PtyClaude:
-    """An interactive (TTY) Claude Code session on a pseudo-terminal (120x40), driven
-    by typing: sandbox.start_mock() first. Everything the terminal shows is appended
+class PtyClaude(Tty):
+    """An interactive (TTY) Claude Code session on a pseudo-terminal (kit.tty.Tty, 120x40),
+    driven by typing: sandbox.start_mock() first. Everything the terminal shows is appended
     to <root>/screen.log; close() ends it (and kills it if it does not go)."""
 
     def __init__(self, sandbox, session_id, model=None, extra_args=(), env=None):
-        import pty
-        import threading
         assert sandbox.mock, "start_mock() first"
         self.sb = sandbox
         seed_claude_json(sandbox.home, sandbox.proj)
@@ -249,70 +249,7 @@ class PtyClaude:
                 " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in self.env.items()),
                 " ".join(shlex.quote(a) for a in self.argv)))
         self.screen_path = os.path.join(sandbox.root, "screen.log")
-        self._screen = open(self.screen_path, "ab")
-        self.t0 = time.time()
-        self.exit_status = None
-        pid, fd = pty.fork()
-        if pid == 0:   # child: a session leader with the pty as its terminal
-            try:
-                os.chdir(sandbox.proj)
-                os.execve(self.argv[0], self.argv, self.env)
-            finally:
-                os._exit(127)
-        self.pid, self.fd = pid, fd
-        import fcntl
-        import struct
-        import termios
-        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        self._lock = threading.Lock()
-        self._reader = threading.Thread(target=self._pump, daemon=True)
-        self._reader.start()
-
-    def _pump(self):
-        while True:
-            try:
-                data = os.read(self.fd, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            with self._lock:
-                self._screen.write(data)
-                self._screen.flush()
-
-    def mark(self, what):
-        with self._lock:
-            self._screen.write(("\n<<<%s at +%.2fs>>>\n" % (what, time.time() - self.t0)).encode())
-            self._screen.flush()
-
-    def type(self, text, enter=True):
-        """Type text (one key at a time), then Enter."""
-        for ch in text:
-            os.write(self.fd, ch.encode())
-            time.sleep(0.01)
-        if enter:
-            time.sleep(0.4)
-            os.write(self.fd, b"\r")
-        self.mark("TYPED %r" % text)
-
-    def alive(self):
-        if self.exit_status is not None:
-            return False
-        wp, st = os.waitpid(self.pid, os.WNOHANG)
-        if wp == self.pid:
-            self.exit_status = os.waitstatus_to_exitcode(st)
-            return False
-        return True
-
-    def wait_until(self, pred, timeout, step=0.1):
-        """Poll pred() until it is truthy (returned) or timeout (None)."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            v = pred()
-            if v:
-                return v
-            time.sleep(step)
-        return None
+        super().__init__(self.argv, self.env, sandbox.proj, log_path=self.screen_path)
 
     def exit(self, timeout=20):
         """Leave with /exit (then Ctrl-C twice if it lingers); the exit status or None."""
@@ -321,31 +258,12 @@ class PtyClaude:
         self.type("/exit")
         if self.wait_until(lambda: not self.alive(), timeout / 2):
             return self.exit_status
-        for _ in range(2):
-            os.write(self.fd, b"\x03")
-            time.sleep(0.3)
-        self.mark("CTRL-C")
+        self.ctrl_c(2)
         self.wait_until(lambda: not self.alive(), timeout / 2)
         return self.exit_status
 
     def close(self):
-        if self.alive():
-            self.mark("KILL")
-            try:
-                os.killpg(self.pid, 9)
-            except OSError:
-                pass
-            try:
-                _, st = os.waitpid(self.pid, 0)
-                self.exit_status = os.waitstatus_to_exitcode(st)
-            except ChildProcessError:
-                pass
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
-        self._reader.join(2)
-        self._screen.close()
+        super().close(sig=signal.SIGKILL, secs=10)
 
     def requests(self):
         """Bodies of the main conversation's /v1/messages requests so far."""
