@@ -345,20 +345,6 @@ pub fn list_hooks_via_app_server(
     Ok((hooks, problems))
 }
 
-/// Find a Codex binary: `PRELOOP_E2E_CODEX`, then `PATH`, then the e2e
-/// suite's harness cache (`$PRELOOP_E2E_HARNESS_DIR`, else `e2e/.harness`
-/// in this repository), then `/tmp/harness`.
-pub fn find_codex() -> Option<PathBuf> {
-    let repo_cache = concat!(env!("CARGO_MANIFEST_DIR"), "/../e2e/.harness/node_modules/.bin");
-    let env_cache = std::env::var("PRELOOP_E2E_HARNESS_DIR").ok().map(|d| format!("{d}/node_modules/.bin"));
-    let mut dirs: Vec<&str> = Vec::new();
-    if let Some(d) = env_cache.as_deref() {
-        dirs.push(d);
-    }
-    dirs.extend([repo_cache, "/tmp/harness/node_modules/.bin"]);
-    crate::util::find_program("codex", &["PRELOOP_E2E_CODEX"], &dirs)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

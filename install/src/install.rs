@@ -652,7 +652,7 @@ pub fn run(ctx: &Ctx, req: &Request) -> Result<()> {
         let mut notes = plan.notes.clone();
         if req.action == Action::Install {
             let program = h.def().program;
-            if util::find_program(program, &[], &[]).is_none() {
+            if util::find_program(program).is_none() {
                 let how = if req.dry_run { "it would be installed anyway" } else { "installed anyway" };
                 notes.insert(0, format!("{program} not found on PATH; {how}"));
             }

@@ -115,8 +115,8 @@ pub fn collect(ctx: &Ctx, config: &Config, ask_harness: bool) -> Facts {
 
 fn harness(ctx: &Ctx, config: &Config, d: &dyn Dialect, hook_dir: &Path, ask_harness: bool) -> HarnessFacts {
     let h = d.harness();
-    let env_key = format!("PRELOOP_E2E_{}", h.slug().replace('-', "_").to_uppercase());
-    let program = util::find_program(h.def().program, &[env_key.as_str()], &[]);
+    // The harness the user runs: the one on PATH (no test-only override).
+    let program = util::find_program(h.def().program);
     let version = program.as_deref().and_then(|p| d.version(p));
     let mut scopes = Vec::new();
     let user = d.hooks_file(ctx, Scope::User);

@@ -6,13 +6,15 @@
 //! Codex is found through `PRELOOP_E2E_CODEX`, then `PATH`, then the e2e
 //! suite's harness cache (`$PRELOOP_E2E_HARNESS_DIR`, `e2e/.harness`), then
 //! `/tmp/harness`; without it the tests fail and say how to get it
-//! (`scripts/test` installs it first).
+//! (`scripts/test` installs it first). The search is this test's: the
+//! shipped doctor looks on `PATH` only, so its run here gets Codex's folder
+//! first on `PATH`.
 
 use crate::common::*;
 use preloop_hooks::codex_trust::{self, ListedHook};
 use preloop_shared::Harness;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -31,12 +33,31 @@ const USER_HOOKS: &str = r#"{
 
 const USER_CONFIG: &str = "# my codex config\nmodel = \"o3\" # favourite\ncheck_for_update_on_startup = false\n\n[profiles.fast]\nmodel = \"o4-mini\"\n";
 
-fn codex() -> std::path::PathBuf {
-    codex_trust::find_codex().unwrap_or_else(|| {
+/// Codex for these tests: `PRELOOP_E2E_CODEX`, `PATH`, the e2e harness caches.
+fn find_codex() -> Option<PathBuf> {
+    let named = std::env::var_os("PRELOOP_E2E_CODEX").filter(|p| !p.is_empty()).map(PathBuf::from);
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let cache = std::env::var_os("PRELOOP_E2E_HARNESS_DIR").map(|d| PathBuf::from(d).join("node_modules/.bin"));
+    let dirs = std::env::split_paths(&path).chain(cache).chain([
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../e2e/.harness/node_modules/.bin")),
+        PathBuf::from("/tmp/harness/node_modules/.bin"),
+    ]);
+    named.into_iter().chain(dirs.map(|d| d.join("codex"))).find(|p| preloop_hooks::util::is_executable(p))
+}
+
+fn codex() -> PathBuf {
+    find_codex().unwrap_or_else(|| {
         panic!(
             "no codex binary, so the Codex trust proof cannot run: install it with `python3 -c 'import sys; sys.path.insert(0, \"e2e\"); import kit; kit.ensure_codex()'` (or set PRELOOP_E2E_CODEX, or put codex 0.169.0 on PATH)"
         )
     })
+}
+
+/// `PATH` with `program`'s folder first: where doctor finds the harness.
+fn path_with(program: &Path) -> std::ffi::OsString {
+    let dir = program.parent().map(Path::to_path_buf).unwrap_or_default();
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(&rest))).unwrap()
 }
 
 fn ours(bin: &Path, command: &str) -> bool {
@@ -138,7 +159,7 @@ fn codex_reports_our_hooks_trusted() {
         .env("HOME", &home)
         .env("CODEX_HOME", &codex_home)
         .env("PRELOOP_HOME", home.join(".preloop"))
-        .env("PRELOOP_E2E_CODEX", &codex)
+        .env("PATH", path_with(&codex))
         .env_remove("PRELOOP_URL")
         .env_remove("PRELOOP_TOKEN")
         .output()
