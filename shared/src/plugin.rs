@@ -1,7 +1,8 @@
 //! The protocol between a plugin shim and a hook command, for harnesses
 //! that load a JS/TS plugin of ours instead of running hook commands from
-//! a config file (Pi's extension; `docs/adding-a-harness.md`, "A
-//! plugin-carried harness").
+//! a config file (Pi's extension, OpenCode's plugin;
+//! `docs/adding-a-harness.md`, "A plugin-carried harness"), and the shim
+//! as an adapter crate ships it ([`Shim`]).
 //!
 //! The shim spawns `preloop-hooks hook <command>` once per event and:
 //!
@@ -35,6 +36,42 @@ pub const APPLIED: &str = "applied";
 /// The shim applies an answer at once (a timer of 0 ms for a
 /// continuation), so this only bounds a shim that went away.
 pub const CONFIRM_WAIT: Duration = Duration::from_secs(5);
+
+/// A plugin shim of ours as its adapter crate ships it: the static template
+/// `hooks/<harness>/shim/preloop.js` (its `source.js` with the core all
+/// shims share, `shared/plugin/core.js`, where the source says
+/// [`CORE_MARKER`]; a test here holds each to it), stamped with this
+/// build's version and written byte for byte by `preloop-hooks install`.
+pub struct Shim {
+    /// The template, `include_str!`'d by the adapter crate.
+    pub template: &'static str,
+    /// How every version of the shim starts (its first line up to the version).
+    pub header: &'static str,
+}
+
+/// The line of a shim's `source.js` where the shared core goes.
+pub const CORE_MARKER: &str = "// @@PRELOOP_CORE@@\n";
+const STAMP: &str = "@@PRELOOP_VERSION@@";
+
+impl Shim {
+    /// The shim of this build.
+    pub fn text(&self) -> String {
+        self.template.replace(STAMP, env!("CARGO_PKG_VERSION"))
+    }
+
+    /// Whether `text` is a shim of ours (any version).
+    pub fn is_ours(&self, text: &str) -> bool {
+        text.starts_with(self.header)
+    }
+
+    /// The version a shim of ours says it is, for messages.
+    pub fn version_of(&self, text: &str) -> String {
+        text.strip_prefix(self.header)
+            .and_then(|t| t.split_whitespace().next())
+            .map(|v| format!("version {}", v.trim_end_matches('.')))
+            .unwrap_or_else(|| "not ours".into())
+    }
+}
 
 /// The payload: stdin's first line, read within `deadline`.
 pub fn read_payload(deadline: Duration) -> Result<Vec<u8>, String> {
@@ -96,6 +133,52 @@ impl<W: Write, R: FnMut(Duration) -> Result<Vec<u8>, String>> Write for Confirme
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::{Declaration, Harness};
+
+    /// Each plugin harness's shim is its `source.js` with the shared core
+    /// where the marker is (PRELOOP_BLESS=1 writes it), and is stamped in
+    /// its header and its `VERSION` only.
+    #[test]
+    fn every_plugin_shim_is_its_source_with_the_shared_core() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let core = std::fs::read_to_string(root.join("shared/plugin/core.js")).unwrap();
+        let bless = std::env::var_os("PRELOOP_BLESS").is_some();
+        let plugins: Vec<Harness> =
+            Harness::ALL.into_iter().filter(|h| h.def().declaration == Declaration::Plugin).collect();
+        assert!(plugins.len() >= 2, "{plugins:?}");
+        for h in plugins {
+            let dir = root.join("hooks").join(h.slug()).join("shim");
+            let source = std::fs::read_to_string(dir.join("source.js")).unwrap();
+            assert_eq!(source.matches(CORE_MARKER).count(), 1, "{}: one core marker line", h.slug());
+            let want = source.replace(CORE_MARKER, &core);
+            assert_eq!(want.matches(STAMP).count(), 2, "{}: the header and VERSION are stamped", h.slug());
+            let header = format!("// preloop-hooks {} ", h.def().name);
+            assert!(want.starts_with(&header), "{}: the shim starts with {header:?}", h.slug());
+            let shim = dir.join("preloop.js");
+            if std::fs::read_to_string(&shim).ok().as_deref() != Some(want.as_str()) {
+                assert!(
+                    bless,
+                    "{} is not its source.js with shared/plugin/core.js (PRELOOP_BLESS=1 rewrites it)",
+                    shim.display()
+                );
+                std::fs::write(&shim, &want).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn a_shim_is_stamped_with_this_build_and_knows_its_version() {
+        let s = Shim {
+            template: "// x plugin @@PRELOOP_VERSION@@. more\nconst VERSION = \"@@PRELOOP_VERSION@@\";\n",
+            header: "// x plugin ",
+        };
+        let t = s.text();
+        assert!(s.is_ours(&t) && !t.contains(STAMP));
+        assert_eq!(s.version_of(&t), format!("version {}", env!("CARGO_PKG_VERSION")));
+        assert_eq!(s.version_of("// x plugin 0.0.9 (old)"), "version 0.0.9");
+        assert_eq!(s.version_of("x"), "not ours");
+        assert!(!s.is_ours("// y plugin 1"));
+    }
 
     fn run(answer: Result<Vec<u8>, String>) -> (io::Result<()>, Vec<u8>) {
         let mut buf = Vec::new();

@@ -1,5 +1,5 @@
 // preloop-hooks OpenCode plugin @@PRELOOP_VERSION@@. Written by `preloop-hooks install --harness opencode`
-// from hooks/opencode/shim/preloop.js; do not edit (`preloop-hooks doctor` compares it byte for byte).
+// from hooks/opencode/shim/source.js and shared/plugin/core.js; do not edit (`preloop-hooks doctor` compares it byte for byte).
 //
 // A shim, nothing more: on each OpenCode hook it runs the hook command our manifest `preloop.json`
 // (beside this file) names, `preloop-hooks hook preloop-opencode-<event>`, with one line of JSON on
@@ -21,10 +21,21 @@ import { fileURLToPath } from "node:url";
 const VERSION = "@@PRELOOP_VERSION@@";
 const PROTOCOL = 1;
 const LOG_MAX = 1 << 20;
+const HARNESS = "opencode";
 const GUARD = Symbol.for("preloop-hooks.opencode-plugin");
 const B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-/** The manifest: `{version, on_error, stop_rescue_cap, log, hooks: {event: [{argv, timeout}]}}`. */
+// The core every plugin shim of ours shares (Pi's extension, OpenCode's plugin): the manifest
+// read, the log line, and the one hook run of the protocol (preloop_shared::plugin: our payload
+// as one line on stdin, one answer line back, `applied` on stdin once the harness has the note).
+// Not a module of its own: `cargo test -p preloop-shared plugin` checks that each shim,
+// hooks/<harness>/shim/preloop.js, is its source.js with this file where the source says
+// `// @@PRELOOP_CORE@@` (PRELOOP_BLESS=1 writes it). The shim defines `HARNESS` (its log's
+// name) and `defaultSpawn()` (the spawner `ask` uses unless given one), and imports
+// `readFileSync`, `appendFileSync`, `mkdirSync`, `renameSync`, `statSync` (node:fs) and `dirname`
+// (node:path).
+
+/** The manifest beside the shim: `{version, on_error, log, hooks: {event: [{argv, timeout}]}, ...}`. */
 function readManifest(path, read = readFileSync) {
 	try {
 		const m = JSON.parse(read(path, "utf8"));
@@ -39,19 +50,21 @@ function readManifest(path, read = readFileSync) {
 function logLine(file, event, text, fs = { appendFileSync, mkdirSync, renameSync, statSync }) {
 	if (!file) return;
 	try {
+		// The log's folder may not exist yet: no hook ran before this line.
 		fs.mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
 		try {
 			if (fs.statSync(file).size > LOG_MAX) fs.renameSync(file, file + ".1");
 		} catch {}
 		const clean = String(text).replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 400);
-		fs.appendFileSync(file, `${new Date().toISOString()} opencode ${event} shim ${clean}\n`, { mode: 0o600 });
+		fs.appendFileSync(file, `${new Date().toISOString()} ${HARNESS} ${event} shim ${clean}\n`, { mode: 0o600 });
 	} catch {}
 }
 
 /**
- * Run one hook: payload line in, answer line out. Resolves `{answer, confirm}` (answer null: the
- * hook had nothing to say) or `{error}`. `confirm(true)` writes `applied` and closes the hook's
- * stdin; `confirm(false)` closes it without (the hook then keeps its notes).
+ * Run one hook: payload line in, answer line out (`started` gets the child). Resolves
+ * `{answer, confirm}` (answer null: the hook had nothing to say) or `{error}`. `confirm(true)`
+ * writes `applied` and closes the hook's stdin; `confirm(false)` closes it without (the hook then
+ * keeps its notes).
  */
 function ask(hook, payload, spawn = defaultSpawn(), started = () => {}) {
 	return new Promise((resolve) => {

@@ -1,5 +1,5 @@
 // preloop-hooks Pi extension @@PRELOOP_VERSION@@. Written by `preloop-hooks install --harness pi`
-// from hooks/pi/shim/preloop.js; do not edit (`preloop-hooks doctor` compares it byte for byte).
+// from hooks/pi/shim/source.js and shared/plugin/core.js; do not edit (`preloop-hooks doctor` compares it byte for byte).
 //
 // A shim, nothing more: on each Pi event it runs the hook command our manifest `preloop.json`
 // (beside this file) names, `preloop-hooks hook preloop-pi-<event>`, with one line of JSON on
@@ -16,13 +16,24 @@ export const VERSION = "@@PRELOOP_VERSION@@";
 export const PROTOCOL = 1;
 export const NOTE_TYPE = "preloop-operator-notes";
 const LOG_MAX = 1 << 20;
+const HARNESS = "pi";
 const GUARD = Symbol.for("preloop-hooks.pi-extension");
 
-/** The manifest beside this file: `{version, on_error, log, hooks: {event: [{argv, timeout}]}}`. */
-export function readManifest(path, read = readFileSync) {
+// The core every plugin shim of ours shares (Pi's extension, OpenCode's plugin): the manifest
+// read, the log line, and the one hook run of the protocol (preloop_shared::plugin: our payload
+// as one line on stdin, one answer line back, `applied` on stdin once the harness has the note).
+// Not a module of its own: `cargo test -p preloop-shared plugin` checks that each shim,
+// hooks/<harness>/shim/preloop.js, is its source.js with this file where the source says
+// `// @@PRELOOP_CORE@@` (PRELOOP_BLESS=1 writes it). The shim defines `HARNESS` (its log's
+// name) and `defaultSpawn()` (the spawner `ask` uses unless given one), and imports
+// `readFileSync`, `appendFileSync`, `mkdirSync`, `renameSync`, `statSync` (node:fs) and `dirname`
+// (node:path).
+
+/** The manifest beside the shim: `{version, on_error, log, hooks: {event: [{argv, timeout}]}, ...}`. */
+function readManifest(path, read = readFileSync) {
 	try {
 		const m = JSON.parse(read(path, "utf8"));
-		if (!m || typeof m !== "object" || typeof m.hooks !== "object") throw new Error("no hooks");
+		if (!m || typeof m !== "object" || !m.hooks || typeof m.hooks !== "object") throw new Error("no hooks");
 		return { manifest: m };
 	} catch (e) {
 		return { manifest: null, error: `manifest ${path}: ${e && e.message}` };
@@ -30,7 +41,7 @@ export function readManifest(path, read = readFileSync) {
 }
 
 /** One line in the shim's log (rotated at 1 MiB); never throws. */
-export function logLine(file, event, text, fs = { appendFileSync, mkdirSync, renameSync, statSync }) {
+function logLine(file, event, text, fs = { appendFileSync, mkdirSync, renameSync, statSync }) {
 	if (!file) return;
 	try {
 		// The log's folder may not exist yet: no hook ran before this line.
@@ -39,16 +50,17 @@ export function logLine(file, event, text, fs = { appendFileSync, mkdirSync, ren
 			if (fs.statSync(file).size > LOG_MAX) fs.renameSync(file, file + ".1");
 		} catch {}
 		const clean = String(text).replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 400);
-		fs.appendFileSync(file, `${new Date().toISOString()} pi ${event} shim ${clean}\n`, { mode: 0o600 });
+		fs.appendFileSync(file, `${new Date().toISOString()} ${HARNESS} ${event} shim ${clean}\n`, { mode: 0o600 });
 	} catch {}
 }
 
 /**
  * Run one hook: payload line in, answer line out (`started` gets the child). Resolves
- * `{answer, confirm}` (answer null: the hook had nothing to say) or `{error}`. `confirm(true)` writes `applied` and closes the
- * hook's stdin; `confirm(false)` closes it without (the hook then keeps its notes).
+ * `{answer, confirm}` (answer null: the hook had nothing to say) or `{error}`. `confirm(true)`
+ * writes `applied` and closes the hook's stdin; `confirm(false)` closes it without (the hook then
+ * keeps its notes).
  */
-export function ask(hook, payload, spawn = nodeSpawn, started = () => {}) {
+function ask(hook, payload, spawn = defaultSpawn(), started = () => {}) {
 	return new Promise((resolve) => {
 		let done = false;
 		let out = "";
@@ -113,6 +125,13 @@ export function ask(hook, payload, spawn = nodeSpawn, started = () => {}) {
 		} catch {}
 	});
 }
+
+/** Pi runs extensions under Node. */
+function defaultSpawn() {
+	return nodeSpawn;
+}
+
+export { readManifest, logLine, ask };
 
 /** The extension over a manifest (`load` returns `{manifest, error}`) and a spawner: tests give fakes. */
 export function createExtension({ load, spawn = nodeSpawn, fs } = {}) {

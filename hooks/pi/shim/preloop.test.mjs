@@ -182,6 +182,9 @@ test("a manifest that is not one is refused", () => {
 	const dir = mkdtempSync(join(tmpdir(), "preloop-pi-manifest-"));
 	writeFileSync(join(dir, "preloop.json"), "[]");
 	assert.match(readManifest(join(dir, "preloop.json")).error, /no hooks/);
+	// `typeof null` is "object": a null `hooks` is no hooks too (it once passed and failed later).
+	writeFileSync(join(dir, "preloop.json"), '{"version": 1, "hooks": null}');
+	assert.match(readManifest(join(dir, "preloop.json")).error, /no hooks/);
 });
 
 test("idle: the watcher's continuation starts a turn, confirmed once applied", async () => {

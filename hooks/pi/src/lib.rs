@@ -124,39 +124,10 @@ pub fn render(event: Event, o: &Outcome) -> Option<Answer> {
 }
 
 /// The extension Pi loads: one static template in this crate
-/// (`shim/preloop.js`), stamped with this build's version and written
-/// byte for byte by `preloop-hooks install --harness pi`.
-pub mod shim {
-    /// The template.
-    pub const TEMPLATE: &str = include_str!("../shim/preloop.js");
-    /// How every version of our extension starts.
-    pub const HEADER: &str = "// preloop-hooks Pi extension ";
-    const STAMP: &str = "@@PRELOOP_VERSION@@";
-
-    /// The extension of this build.
-    pub fn text() -> String {
-        TEMPLATE.replace(STAMP, env!("CARGO_PKG_VERSION"))
-    }
-
-    /// The version an extension of ours says it is, for messages.
-    pub fn version_of(text: &str) -> String {
-        text.strip_prefix(HEADER)
-            .and_then(|t| t.split(['.', ' ']).next().map(|_| t))
-            .and_then(|t| t.split_whitespace().next())
-            .map(|v| format!("version {}", v.trim_end_matches('.')))
-            .unwrap_or_else(|| "not ours".into())
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn the_extension_is_stamped_once_and_starts_with_its_header() {
-            let t = super::text();
-            assert!(t.starts_with(super::HEADER));
-            assert!(!t.contains(super::STAMP));
-            assert_eq!(super::TEMPLATE.matches(super::STAMP).count(), 2, "the header and VERSION");
-            assert_eq!(super::version_of(&t), format!("version {}", env!("CARGO_PKG_VERSION")));
-            assert_eq!(super::version_of("x"), "not ours");
-        }
-    }
-}
+/// (`shim/preloop.js`, generated from `shim/source.js` and the core all
+/// shims share), stamped with this build's version and written byte for
+/// byte by `preloop-hooks install --harness pi`.
+pub const SHIM: preloop_shared::plugin::Shim = preloop_shared::plugin::Shim {
+    template: include_str!("../shim/preloop.js"),
+    header: "// preloop-hooks Pi extension ",
+};

@@ -38,9 +38,7 @@ pub struct OpenCode;
 const PLUGIN: Plugin = Plugin {
     name: "OpenCode",
     kind: "plugin",
-    text: preloop_opencode::shim::text,
-    header: preloop_opencode::shim::HEADER,
-    version_of: preloop_opencode::shim::version_of,
+    shim: &preloop_opencode::SHIM,
     gate_event: "tool.execute.before",
     log: "opencode-plugin.log",
 };

@@ -22,15 +22,8 @@ use std::path::{Path, PathBuf};
 pub struct Pi;
 
 /// What tells Pi's extension apart.
-const PLUGIN: Plugin = Plugin {
-    name: "Pi",
-    kind: "extension",
-    text: preloop_pi::shim::text,
-    header: preloop_pi::shim::HEADER,
-    version_of: preloop_pi::shim::version_of,
-    gate_event: "tool_call",
-    log: "pi-extension.log",
-};
+const PLUGIN: Plugin =
+    Plugin { name: "Pi", kind: "extension", shim: &preloop_pi::SHIM, gate_event: "tool_call", log: "pi-extension.log" };
 
 /// `$PI_CODING_AGENT_DIR` (default `~/.pi/agent`).
 pub fn agent_dir(ctx: &Ctx) -> PathBuf {

@@ -16,6 +16,7 @@ use crate::edit::{self, Desired, Owner};
 use crate::table::HookDef;
 use preloop_shared::Result;
 use preloop_shared::config::FailPolicy;
+use preloop_shared::plugin::Shim;
 use preloop_shared::registry::FailKey;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
@@ -31,12 +32,8 @@ pub struct Plugin {
     pub name: &'static str,
     /// What the harness calls the module ("extension", "plugin").
     pub kind: &'static str,
-    /// The shim this build writes (the template with its version).
-    pub text: fn() -> String,
-    /// The first bytes of every shim of ours, any version.
-    pub header: &'static str,
-    /// What a shim's header says of its version, for doctor.
-    pub version_of: fn(&str) -> String,
+    /// The shim as the adapter crate ships it.
+    pub shim: &'static Shim,
     /// The event the gate's fail policy is keyed by in `on_error`.
     pub gate_event: &'static str,
     /// The shim's log, under `~/.preloop/log/`.
@@ -44,11 +41,6 @@ pub struct Plugin {
 }
 
 impl Plugin {
-    /// Whether `text` is a shim of ours (any version).
-    pub fn is_ours(&self, text: &str) -> bool {
-        text.starts_with(self.header)
-    }
-
     /// The entry for one hook: the link as every harness has it, and the
     /// `argv` the shim spawns (`preloop-hooks hook <command>`: no shell, no
     /// link needed).
@@ -102,7 +94,7 @@ impl Plugin {
         let shim = path.with_file_name(SHIM);
         let before = read_opt(ctx, &shim)?;
         if let Some(b) = &before
-            && !self.is_ours(b)
+            && !self.shim.is_ours(b)
         {
             return Err(refuse(ctx, &shim, format!("it is not our {} {}", self.name, self.kind)));
         }
@@ -124,7 +116,7 @@ impl Plugin {
                 ));
             }
         }
-        let mut e = FileEdit::new(shim, before.clone(), if installing { (self.text)() } else { String::new() });
+        let mut e = FileEdit::new(shim, before.clone(), if installing { self.shim.text() } else { String::new() });
         e.backup = false;
         e.delete = !installing && before.is_some();
         Ok((e, installing))
@@ -149,8 +141,8 @@ impl Plugin {
                 format!("{slug}: {shown} is missing, so {} runs none of our hooks", self.name),
                 format!("run `preloop-hooks install --harness {slug}`"),
             )],
-            Ok(t) if t != (self.text)() => vec![Note::problem(
-                format!("{slug}: {shown} is not this build's {} ({})", self.kind, (self.version_of)(&t)),
+            Ok(t) if t != self.shim.text() => vec![Note::problem(
+                format!("{slug}: {shown} is not this build's {} ({})", self.kind, self.shim.version_of(&t)),
                 format!("run `preloop-hooks install --harness {slug}` to write this build's"),
             )],
             Ok(_) => Vec::new(),

@@ -914,7 +914,7 @@ fn pi_gets_an_extension_and_its_manifest() {
     e.install("pi");
     let shim = agent.join("extensions/preloop.js");
     let manifest = agent.join("extensions/preloop.json");
-    assert_eq!(read(&shim), preloop_pi::shim::text(), "this build's extension, byte for byte");
+    assert_eq!(read(&shim), preloop_pi::SHIM.text(), "this build's extension, byte for byte");
     let v: Value = serde_json::from_str(&read(&manifest)).unwrap();
     assert_eq!(v["hooks"].as_object().unwrap().len(), 7, "six events and the idle watcher");
     let idle = &v["hooks"]["idle"][0];
@@ -941,7 +941,7 @@ fn pi_gets_an_extension_and_its_manifest() {
     let (_, d) = e.doctor();
     assert!(problems(&d).iter().any(|p| p.contains("preloop.js is missing")), "{:?}", problems(&d));
     e.install("pi");
-    assert_eq!(read(&shim), preloop_pi::shim::text(), "install puts it back");
+    assert_eq!(read(&shim), preloop_pi::SHIM.text(), "install puts it back");
     let out = e.run(&["uninstall", "--harness", "pi"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(!shim.exists() && !manifest.exists());
@@ -974,7 +974,7 @@ fn opencode_gets_a_plugin_its_manifest_and_no_npm_install_at_start() {
     e.install("opencode");
     let shim = config.join("plugins/preloop.js");
     let manifest = config.join("plugins/preloop.json");
-    assert_eq!(read(&shim), preloop_opencode::shim::text(), "this build's plugin, byte for byte");
+    assert_eq!(read(&shim), preloop_opencode::SHIM.text(), "this build's plugin, byte for byte");
     let v: Value = serde_json::from_str(&read(&manifest)).unwrap();
     assert_eq!(v["hooks"].as_object().unwrap().len(), 7, "six hooks and the idle watcher");
     let idle = &v["hooks"]["idle"][0];
