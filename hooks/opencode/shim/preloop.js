@@ -97,7 +97,7 @@ function ask(hook, payload, spawn = defaultSpawn(), started = () => {}) {
 			} catch {
 				return finish({ error: "an answer that is not JSON" });
 			}
-			if (!answer || typeof answer !== "object" || !["context", "deny", "continue"].includes(answer.kind)) {
+			if (!answer || typeof answer !== "object" || !["context", "deny", "continue", "args"].includes(answer.kind)) {
 				return finish({ error: `an answer this shim does not know: ${out.slice(0, i).slice(0, 120)}` });
 			}
 			const confirm = (applied) => {
@@ -244,6 +244,8 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } 
 		 * the last prompt's agent and model, and the idle watcher (at most one).
 		 */
 		const sessions = new Map();
+		/** The MCP servers OpenCode's config names (its `config` hook): the hook tells MCP tools by them. */
+		let mcpServers = [];
 		const sess = (id) => {
 			let s = sessions.get(id);
 			if (!s) {
@@ -385,17 +387,38 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } 
 					output.parts.push({ id: partIdAfter(prev), sessionID: id, messageID, type: "text", text });
 				});
 			},
+			config: async (cfg) => {
+				const mcp = cfg && cfg.mcp && typeof cfg.mcp === "object" ? cfg.mcp : {};
+				mcpServers = Object.keys(mcp);
+			},
 			"tool.execute.before": async (input = {}, output = {}) => {
 				const r = await run("tool.execute.before", input.sessionID, {
 					tool_name: String(input.tool || ""),
 					call_id: input.callID ? String(input.callID) : undefined,
 					tool_input: output.args && typeof output.args === "object" ? output.args : {},
+					mcp_servers: mcpServers,
 				});
 				if (r.error) {
 					if (!denyOnError) return;
 					throw new Error(`Preloop could not check this tool call (${r.error}); pre_tool_use_on_error is deny`);
 				}
 				if (!r.answer) return;
+				if (r.answer.kind === "args") {
+					// The hook's arguments (Preloop's send_note with the caller's session id), set in the
+					// object OpenCode hands the tool: replacing `output.args` itself would reach nothing.
+					const args = r.answer.args;
+					const target = output.args;
+					if (!args || typeof args !== "object" || Array.isArray(args) || !target || typeof target !== "object") {
+						logLine(log, "tool.execute.before", "an args answer with no arguments to set", fs);
+						r.confirm(false);
+						return;
+					}
+					for (const k of Object.keys(target)) if (!Object.prototype.hasOwnProperty.call(args, k)) delete target[k];
+					Object.assign(target, args);
+					r.confirm(true);
+					// No decision: OpenCode's own permission check runs next, on the tool's name.
+					return;
+				}
 				if (r.answer.kind !== "deny") {
 					logLine(log, "tool.execute.before", `a ${r.answer.kind} answer to a tool call`, fs);
 					r.confirm(false);

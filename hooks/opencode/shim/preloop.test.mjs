@@ -170,6 +170,33 @@ test("tool.execute.before: a deny throws the hook's reason (the tool's result), 
 	assert.equal(t.records()[0].payload.tool_name, "bash");
 });
 
+test("tool.execute.before: an args answer replaces the arguments in the very object OpenCode hands the tool", async () => {
+	const t = await setup({ mode: "args" });
+	await t.h.config({ mcp: { preloop: { type: "local", command: ["x"] }, other: { type: "remote", url: "u" } } });
+	const output = { args: { text: "hello child", preloop_caller_session_id: "FORGED", extra: 1 } };
+	const same = output.args;
+	assert.equal(await t.h["tool.execute.before"]({ tool: "preloop_send_note", sessionID: S, callID: "c1" }, output), undefined);
+	// In place: OpenCode 1.18.33 calls the MCP server with the object it passed as `output.args`.
+	assert.equal(output.args, same);
+	assert.deepEqual(output.args, { text: "hello child", preloop_caller_session_id: "ses_caller" });
+	assert.deepEqual(await confirmations(t), ["applied"]);
+	const p = t.records()[0].payload;
+	assert.deepEqual(p.mcp_servers, ["preloop", "other"]);
+	assert.equal(p.tool_name, "preloop_send_note");
+	assert.deepEqual(p.tool_input, { text: "hello child", preloop_caller_session_id: "FORGED", extra: 1 });
+});
+
+test("tool.execute.before: an args answer that is no object changes nothing and is not confirmed", async () => {
+	const t = await setup({ mode: "badargs" });
+	const output = { args: { text: "t" } };
+	assert.equal(await t.h["tool.execute.before"]({ tool: "preloop_send_note", sessionID: S }, output), undefined);
+	assert.deepEqual(output.args, { text: "t" });
+	assert.deepEqual(await confirmations(t), [""]);
+	assert.match(t.logText(), /an args answer with no arguments to set/);
+	// With no config hook call, the payload names no MCP server.
+	assert.deepEqual(t.records()[0].payload.mcp_servers, []);
+});
+
 test("experimental.text.complete: a continuation is a noReply prompt with the prompt's agent and model", async () => {
 	const t = await setup({ mode: "continue" });
 	await t.h["chat.message"]({ sessionID: S }, chatOutput());
@@ -296,7 +323,7 @@ test("no manifest: no hooks, one line is logged, OpenCode starts", async () => {
 test("a second copy in the same OpenCode registers nothing", async () => {
 	const t = await setup();
 	const more = await createPlugin({ load: () => ({ manifest: { hooks: {} } }) })({});
-	assert.deepEqual(Object.keys(t.h).sort(), ["chat.message", "dispose", "event", "experimental.text.complete", "tool.execute.after", "tool.execute.before"]);
+	assert.deepEqual(Object.keys(t.h).sort(), ["chat.message", "config", "dispose", "event", "experimental.text.complete", "tool.execute.after", "tool.execute.before"]);
 	assert.deepEqual(more, {});
 });
 

@@ -1,3 +1,4 @@
 mod golden;
 mod plugin;
+mod send_note;
 mod shared;
