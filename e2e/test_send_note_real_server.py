@@ -203,6 +203,55 @@ class TestSendNoteRealServer(unittest.TestCase):
         got = self.send(model_only)
         self.assertIn("pending_approval", json.dumps(got), got)
 
+class TestSendNoteRealServerOpenCode(TestSendNoteRealServer):
+    """The same three answers with an OpenCode 1.18.33 conductor: its session registered by our
+    real `preloop-opencode-session-created` hook, and the `send_note` arguments what our real
+    `preloop-opencode-tool-execute-before` answers (`{"kind": "args"}`) for a
+    `preloop_send_note` call whose model forged the caller field, run as our plugin runs it
+    (one payload line in, one answer line out, `applied`). The child and the stranger are
+    other runs of the same human (Claude Code sessions, as above)."""
+
+    OC_SID = None
+
+    def plugin_hook(self, command, agent, payload, home, env=None):
+        e = self.sb.base_env()
+        e.update(PRELOOP_URL=self.base_url, PRELOOP_TOKEN=agent["agent_token"], PRELOOP_HOME=home)
+        e.update(env or {})
+        p = subprocess.run([self.sb.bin("preloop-hooks"), "hook", command],
+                           input=json.dumps(payload) + "\napplied\n", env=e, cwd=self.sb.proj,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, "%s: %s" % (command, p.stderr))
+        line = p.stdout.split("\n", 1)[0]
+        return json.loads(line) if line.strip() else None
+
+    def start_session(self, who, agent, sid, env=None):
+        if who != "conductor":
+            return super().start_session(who, agent, sid, env)
+        home = os.path.join(self.sb.root, "ph-" + who)
+        os.makedirs(home, mode=0o700, exist_ok=True)
+        self.c_sid = sid = "ses_%s" % uuid.uuid4().hex[:26]
+        self.plugin_hook("preloop-opencode-session-created", agent,
+                         {"v": 1, "event": "session.created", "session_id": sid, "cwd": self.sb.proj,
+                          "mode": "serve"}, home, env)
+        for name in os.listdir(os.path.join(home, "sessions")):
+            with open(os.path.join(home, "sessions", name)) as f:
+                s = json.load(f)
+            if s.get("external_session_id") == sid and s.get("runtime_session_id"):
+                return s["runtime_session_id"]
+        self.fail("%s: the session.created hook registered no runtime session" % who)
+
+    def conductor_input(self, target_rt):
+        forged = {"text": "e2e note %s" % uuid.uuid4().hex[:8], "runtime_session_id": target_rt,
+                  "preloop_caller_session_id": "FORGED"}
+        out = self.plugin_hook("preloop-opencode-tool-execute-before", self.conductor, {
+            "v": 1, "event": "tool.execute.before", "session_id": self.c_sid, "cwd": self.sb.proj,
+            "mode": "serve", "tool_name": "preloop_send_note", "call_id": "call_1",
+            "tool_input": forged, "mcp_servers": ["preloop"]}, os.path.join(self.sb.root, "ph-conductor"))
+        self.assertEqual(out, {"kind": "args", "args": dict(forged, preloop_caller_session_id=self.c_sid)},
+                         "the hook's rewrite, no decision")
+        return forged, out["args"]
+
+
 class TestSendNoteRealServerGemini(unittest.TestCase):
     """The whole path on real binaries: the real Gemini CLI 0.61.0 (mock model) calls the real
     server's `send_note` over HTTP MCP (`mcp_preloop_send_note`, the conductor's agt_ key in

@@ -258,6 +258,9 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } 
 		async function run(event, sessionID, fields, started) {
 			const payload = { v: PROTOCOL, event, session_id: String(sessionID || ""), mode, ...fields };
 			if (cwd) payload.cwd = cwd;
+			// A sub-agent's session: every hook names its parent, and the hook records the lineage.
+			const known = sessions.get(payload.session_id);
+			if (known && known.parent && !payload.parent_session_id) payload.parent_session_id = known.parent;
 			const hooks = manifest.hooks[event];
 			const r = await ask(Array.isArray(hooks) ? hooks[0] : undefined, payload, spawn, started);
 			if (r.error) logLine(log, event, r.error, fs);
@@ -338,8 +341,9 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } 
 		}
 		async function end(sessionID, reason) {
 			unwatch(sessionID);
+			const s = sessions.get(sessionID);
 			sessions.delete(sessionID);
-			const r = await run("dispose", sessionID, { reason });
+			const r = await run("dispose", sessionID, s && s.parent ? { reason, parent_session_id: s.parent } : { reason });
 			if (r.answer) r.confirm(false);
 		}
 
@@ -350,9 +354,10 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } 
 					const id = (props.info && props.info.id) || props.sessionID;
 					if (!id) return;
 					// A sub-agent's session (the task tool's): never woken, its parent reads its result.
-					if (props.info && props.info.parentID) sess(id).child = true;
+					const parent = props.info && props.info.parentID;
+					if (parent) Object.assign(sess(id), { child: true, parent: String(parent) });
 					else sess(id);
-					const r = await run("session.created", id, {});
+					const r = await run("session.created", id, parent ? { parent_session_id: String(parent) } : {});
 					if (r.answer) r.confirm(false);
 				} else if (event && event.type === "session.deleted") {
 					const id = (props.info && props.info.id) || props.sessionID;

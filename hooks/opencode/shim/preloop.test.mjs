@@ -484,3 +484,29 @@ test("idle: no watcher for a sub-agent's session (the task tool's child)", async
 	assert.equal(idles(t).length, 0);
 	assert.equal(t.wakes.length, 0);
 });
+
+test("a sub-agent's session names its parent on every hook it runs, its end too; the parent's names none", async () => {
+	const t = await setup({ mode: "nothing" });
+	await t.h.event({ event: { type: "session.created", properties: { info: { id: S } } } });
+	await t.h.event({ event: { type: "session.created", properties: { info: { id: "ses_child", parentID: S } } } });
+	await t.h["chat.message"]({ sessionID: "ses_child" }, { message: { id: "msg_c" }, parts: [{ type: "text", text: "do it" }] });
+	await t.h["tool.execute.before"]({ tool: "bash", sessionID: "ses_child" }, { args: { command: "x" } });
+	await t.h["tool.execute.after"]({ tool: "bash", sessionID: "ses_child" }, { output: "" });
+	await t.h["chat.message"]({ sessionID: S }, chatOutput());
+	await t.h.dispose();
+	const payloads = t.records().filter((r) => r.payload).map((r) => r.payload);
+	const child = payloads.filter((p) => p.session_id === "ses_child");
+	assert.deepEqual(
+		child.map((p) => [p.event, p.parent_session_id]),
+		[
+			["session.created", S],
+			["chat.message", S],
+			["tool.execute.before", S],
+			["tool.execute.after", S],
+			["dispose", S],
+		],
+	);
+	const parent = payloads.filter((p) => p.session_id === S);
+	assert.deepEqual(parent.map((p) => p.event), ["session.created", "chat.message", "dispose"]);
+	assert.ok(parent.every((p) => !("parent_session_id" in p)), JSON.stringify(parent));
+});

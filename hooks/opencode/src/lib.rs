@@ -13,7 +13,7 @@
 //!
 //! | hook or event | carrier (what the plugin does with the answer) | answer |
 //! |---|---|---|
-//! | event `session.created` | none: registers the session (not awaited by OpenCode) | nothing |
+//! | event `session.created` | none: registers the session (not awaited by OpenCode); a sub-agent's (`parentID`) as a child of its parent | nothing |
 //! | `chat.message` | a synthetic text part pushed into the prompt's user message | context |
 //! | `tool.execute.before` | `throw new Error(reason)`: the tool does not run, its result is the reason; Preloop's `send_note` (an MCP tool, `<server>_send_note`): `output.args` replaced in place, before OpenCode's own permission check | deny, args |
 //! | `tool.execute.after` | appended to `output.output`, the tool result the model gets | context |
@@ -111,7 +111,8 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         Event::Watch => return Err("the watcher is not a hook".into()),
     };
     let non_blank = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
-    Ok(Parsed::Run(Input { session_id, cwd: non_blank(p.cwd), transcript_path: None, kind }))
+    let parent_session_id = non_blank(p.parent_session_id).map(|s| s.trim().to_string());
+    Ok(Parsed::Run(Input { session_id, cwd: non_blank(p.cwd), transcript_path: None, parent_session_id, kind }))
 }
 
 /// Outcome → the answer (`None`: print nothing).

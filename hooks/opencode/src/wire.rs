@@ -31,6 +31,11 @@ pub struct Payload {
     /// How OpenCode runs: `run` (one prompt, then it disposes), `serve`,
     /// or `tui`. The idle watcher stands down in `run`.
     pub mode: String,
+    /// A sub-agent's session (the `task` tool's): OpenCode's id of the
+    /// session that started it (`session.created`'s `parentID`), on every
+    /// payload of that session. The hook records it as the parent run.
+    #[serde(default)]
+    pub parent_session_id: Option<String>,
     /// dispose: why the session ends (`dispose`).
     #[serde(default)]
     pub reason: Option<String>,

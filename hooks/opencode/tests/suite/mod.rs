@@ -1,4 +1,5 @@
 mod golden;
 mod plugin;
+mod lineage;
 mod send_note;
 mod shared;
