@@ -137,6 +137,28 @@ def where(request, marker):
     return [(i, m["role"]) for i, m in enumerate(request["body"]["messages"]) if marker in texts(m)]
 
 
+# Run by the mock before the sub-agent's first reply: the conductor is the one live session
+# of this world's project with no parent; send to its children.
+SEND_TO_CHILDREN = r"""
+import json, os, subprocess, sys
+exe = sys.argv[1]
+env = dict(os.environ)
+if env.get("PRELOOP_E2E_USER_TOKEN"):  # server mode: operator commands take the human's token
+    env["PRELOOP_USER_TOKEN"] = env["PRELOOP_E2E_USER_TOKEN"]
+rows = json.loads(subprocess.run([exe, "sessions", "list", "--json"], capture_output=True, text=True,
+                                 check=True, env=env).stdout)
+rows = rows if isinstance(rows, list) else rows.get("sessions", [])
+proj = sys.argv[2]
+top = [r for r in rows if not r.get("parent_session_id") and not r.get("ended_at") and r.get("cwd") == proj]
+assert len(top) == 1, rows
+parent = top[0].get("runtime_session_id")
+p = subprocess.run([exe, "notes", "send", "--children", "all", "--parent", parent,
+                    "MARK-oc-children stop after this"], capture_output=True, text=True, env=env)
+sys.stdout.write(p.stdout)
+sys.stderr.write(p.stderr)
+sys.exit(p.returncode)
+"""
+
 SHELL_THEN_DONE = {"turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo one",
                                                                        "description": "say one"}}]},
                              {"text": "All done."}]}
@@ -287,6 +309,57 @@ class OpenCodeLocal(unittest.TestCase):
         conductor = [r for r in rows if r is not child][0]
         ids = {conductor.get("runtime_session_id"), conductor.get("session_id"), conductor.get("id")} - {None}
         self.assertIn(child["parent_session_id"], ids, rows)
+
+    def test_a_sub_agents_session_is_its_parents_child_and_children_reach_it(self):
+        # The task tool runs a sub-agent in a child session of the conductor's (session.created
+        # with parentID), in the same OpenCode process. It is registered as the conductor's
+        # child, so `notes send --children all --parent <conductor>`, sent while the sub-agent
+        # works, reaches it at its next tool boundary (issue 32).
+        helper = os.path.join(self.tmp(), "send_children.py")
+        with open(helper, "w") as f:
+            f.write(SEND_TO_CHILDREN)
+
+        def script(w):
+            return {"turns": [{"calls": [{"name": "task", "arguments": {
+                                  "description": "sub work", "prompt": "SUBAGENT-TASK run echo sub",
+                                  "subagent_type": "general"}}]},
+                              {"text": "All done."}],
+                    "overflow": {"text": "Again."},
+                    "agents": [{"name": "sub", "match": "SUBAGENT-TASK",
+                                "turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo sub",
+                                                                                    "description": "say sub"}}],
+                                           "before_reply_cmd": [sys.executable, helper, w.exe, w.proj]},
+                                          {"text": "Sub done."}],
+                                "overflow": {"text": "Sub again."}}]}
+        w = self.world("subagent", script)
+        p, _ = w.run_opencode("Delegate the work")
+        self.assertRan(p)
+        reqs = w.requests()
+        sub = [r for r in reqs if r["reply"].get("agent") == "sub"]
+        self.assertGreaterEqual(len(sub), 2, [r["reply"] for r in reqs])
+        sent = sub[0].get("before_reply") or {}
+        self.assertEqual(sent.get("rc"), 0, sent)
+        note_id = sent["stdout"].split()[0]
+        # In the sub-agent's own context: appended to its bash result.
+        hits = where(sub[1], "MARK-oc-children")
+        self.assertEqual([role for _, role in hits], ["tool"], [texts(m) for m in sub[1]["body"]["messages"]])
+        rc = w.receipt(note_id)
+        self.assertEqual(rc["state"], "delivered", rc)
+        main = [r for r in reqs if r["reply"].get("agent") != "sub"]
+        self.assertFalse(any(where(r, "MARK-oc-children") for r in main), "not the conductor's")
+        rows = json.loads(w.cli("sessions", "list", "--json").stdout)
+        rows = rows if isinstance(rows, list) else rows.get("sessions", [])
+        self.assertEqual(len(rows), 2, rows)
+        child = [r for r in rows if r.get("parent_session_id")]
+        self.assertEqual(len(child), 1, rows)
+        conductor = [r for r in rows if r is not child[0]][0]
+        self.assertEqual(child[0]["parent_session_id"], conductor.get("runtime_session_id"), rows)
+        self.assertEqual(w.shim_log(), "", "the plugin logged a failure")
+
+    def tmp(self):
+        d = tempfile.mkdtemp(prefix="preloop-oc-helper-")
+        self.addCleanup(shutil.rmtree, d, True)
+        return d
 
     def test_a_missing_executable_never_stops_opencode(self):
         w = self.world("missing", SHELL_THEN_DONE)
