@@ -483,5 +483,59 @@ class OpenCodeServe(unittest.TestCase):
         self.assertEqual(w.shim_log(), "", "the plugin logged a failure")
 
 
+class OpenCodeServeSignals(unittest.TestCase):
+    """`opencode serve` stopped by a signal runs no `dispose` of its own: our plugin ends every
+    session it saw (bounded), then raises the signal again with its default action, so OpenCode
+    dies of it as it did before (status -SIG), and a note still pending becomes undeliverable."""
+
+    def stop_with(self, sig, group):
+        w = OpenCodeWorld("serve-%s" % sig.name.lower(), IDLE_SCRIPT)
+        self.addCleanup(w.close)
+        # No idle watcher here: a note sent to the idle session stays pending (no wake).
+        manifest = os.path.join(w.config, "plugins", "preloop.json")
+        with open(manifest) as f:
+            m = json.load(f)
+        m["hooks"].pop("idle", None)
+        with open(manifest, "w") as f:
+            json.dump(m, f)
+        srv = OpenCodeServer(w)
+        self.addCleanup(srv.stop)
+        sid = srv.prompted_session()
+        sent = w.cli("notes", "send", "--alias", "oc-e2e", "MARK-oc-sig never read", "--json")
+        note_id = json.loads(sent.stdout)["note_id"]
+        self.assertEqual(w.receipt(note_id)["state"], "pending")
+        t = time.monotonic()
+        (os.killpg if group else os.kill)(srv.proc.pid, sig)
+        rc = srv.proc.wait(timeout=20)
+        secs = time.monotonic() - t
+        self.assertEqual(rc, -sig, "OpenCode died of the signal, as without our plugin")
+        self.assertLess(secs, 4, "OpenCode took %.1f s to exit (the plugin's grace is 2 s)" % secs)
+        deadline = time.monotonic() + 15
+        while True:
+            rc_ = w.receipt(note_id)
+            if rc_["state"] != "pending" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual((rc_["state"], rc_.get("undeliverable_reason")), ("undeliverable", "session_ended"), rc_)
+        rows = json.loads(w.cli("sessions", "list", "--json").stdout)
+        rows = rows if isinstance(rows, list) else rows.get("sessions", [])
+        mine = [r for r in rows if sid in (r.get("id"), r.get("external_session_id"))]
+        self.assertEqual(len(mine), 1, rows)
+        self.assertTrue(mine[0].get("ended_at"), mine[0])
+        self.assertEqual(w.shim_log(), "", "the plugin logged a failure")
+
+    def test_sigterm_to_the_process_group_ends_the_sessions(self):
+        self.stop_with(signal.SIGTERM, group=True)
+
+    def test_sigterm_to_opencode_alone_ends_the_sessions(self):
+        self.stop_with(signal.SIGTERM, group=False)
+
+    def test_sigint_ends_the_sessions(self):
+        self.stop_with(signal.SIGINT, group=False)
+
+    def test_sighup_ends_the_sessions(self):
+        self.stop_with(signal.SIGHUP, group=False)
+
+
 if __name__ == "__main__":
     unittest.main()

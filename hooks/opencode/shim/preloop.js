@@ -218,8 +218,53 @@ function partIdAfter(prev, now = Date.now()) {
 	return "prt_" + n.toString(16).padStart(12, "0") + tail;
 }
 
+/** The signals that stop OpenCode without its `dispose` (`opencode serve` has no handler of its own). */
+const EXIT_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"];
+/** How long a signal waits for the sessions' ends before OpenCode goes on exiting. */
+const SIGNAL_GRACE_MS = 2000;
+const SIGNAL_NUMBERS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 };
+
+/**
+ * On SIGTERM, SIGINT or SIGHUP: `endAll(signal)` (the end hook of every session seen), for at most
+ * `graceMs`; then, unless OpenCode listens to that signal itself (it then exits its own way, as it
+ * would have), the signal again with its default action, so OpenCode dies of it as it would have,
+ * with the same status. Once: the first signal removes our listeners. Returns the uninstaller.
+ */
+function onExitSignals(endAll, { proc = process, graceMs = SIGNAL_GRACE_MS, log = () => {} } = {}) {
+	const handlers = new Map();
+	const uninstall = () => {
+		for (const [sig, h] of handlers) proc.removeListener(sig, h);
+		handlers.clear();
+	};
+	for (const sig of EXIT_SIGNALS) {
+		const h = () => {
+			uninstall();
+			const theirs = proc.listenerCount(sig) > 0;
+			let timer;
+			const ends = Promise.resolve()
+				.then(() => endAll(sig))
+				.catch((e) => log(`ending the sessions on ${sig}: ${e && e.message}`));
+			const bounded = Promise.race([ends, new Promise((r) => (timer = setTimeout(() => r("late"), graceMs)))]);
+			bounded.then((late) => {
+				clearTimeout(timer);
+				if (late === "late") log(`the sessions' ends took over ${graceMs} ms on ${sig}; OpenCode exits anyway`);
+				if (theirs) return;
+				try {
+					proc.kill(proc.pid, sig);
+				} catch {}
+				// A runtime that kept the signal ignored once no listener is left: exit as the signal would.
+				const t = setTimeout(() => proc.exit(128 + (SIGNAL_NUMBERS[sig] || 15)), 1000);
+				if (t && typeof t.unref === "function") t.unref();
+			});
+		};
+		handlers.set(sig, h);
+		proc.on(sig, h);
+	}
+	return uninstall;
+}
+
 /** The plugin over a manifest (`load` returns `{manifest, error}`), a spawner and argv: tests give fakes. */
-function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } = {}) {
+function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv, proc = process, signalGraceMs = SIGNAL_GRACE_MS } = {}) {
 	return async function preloop(ctx) {
 		if (globalThis[GUARD]) {
 			// OpenCode loads a global and a project copy both (no de-duplication of plugin files).
@@ -339,6 +384,13 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } 
 				if (w.child) w.child.kill("SIGTERM");
 			} catch {}
 		}
+		// `opencode serve` stopped by a signal runs no `dispose`: end the sessions here (bounded), then
+		// let the signal do what it would have done.
+		onExitSignals((sig) => Promise.all([...sessions.keys()].map((id) => end(id, sig))), {
+			proc,
+			graceMs: signalGraceMs,
+			log: (text) => logLine(log, "signal", text, fs),
+		});
 		async function end(sessionID, reason) {
 			unwatch(sessionID);
 			const s = sessions.get(sessionID);
@@ -505,4 +557,6 @@ preloop.internals = {
 	partIdAfter,
 	createPlugin,
 	manifestPath,
+	onExitSignals,
+	EXIT_SIGNALS,
 };
