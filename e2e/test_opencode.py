@@ -486,7 +486,8 @@ class OpenCodeServe(unittest.TestCase):
 class OpenCodeServeSignals(unittest.TestCase):
     """`opencode serve` stopped by a signal runs no `dispose` of its own: our plugin ends every
     session it saw (bounded), then raises the signal again with its default action, so OpenCode
-    dies of it as it did before (status -SIG), and a note still pending becomes undeliverable."""
+    dies of it as it did before (status -SIG), and a note still pending becomes undeliverable.
+    SIGKILL runs nothing in OpenCode: an idle session's watcher, finding OpenCode gone, ends it."""
 
     def stop_with(self, sig, group):
         w = OpenCodeWorld("serve-%s" % sig.name.lower(), IDLE_SCRIPT)
@@ -535,6 +536,35 @@ class OpenCodeServeSignals(unittest.TestCase):
 
     def test_sighup_ends_the_sessions(self):
         self.stop_with(signal.SIGHUP, group=False)
+
+    def test_sigkill_the_idle_watcher_ends_the_session(self):
+        # SIGKILL runs nothing in OpenCode. The idle session's watcher (OpenCode's child, left
+        # alive by a kill of OpenCode alone) finds its parent gone and ends the session.
+        w = OpenCodeWorld("serve-sigkill", IDLE_SCRIPT)
+        self.addCleanup(w.close)
+        srv = OpenCodeServer(w)
+        self.addCleanup(srv.stop)
+        sid = srv.prompted_session()
+        time.sleep(1.5)  # the session.idle event starts the watcher
+        os.kill(srv.proc.pid, signal.SIGKILL)
+        self.assertEqual(srv.proc.wait(timeout=20), -signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while True:
+            rows = json.loads(w.cli("sessions", "list", "--json").stdout)
+            rows = rows if isinstance(rows, list) else rows.get("sessions", [])
+            mine = [r for r in rows if sid in (r.get("id"), r.get("external_session_id"))]
+            if (mine and mine[0].get("ended_at")) or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        self.assertTrue(mine and mine[0].get("ended_at"), "%s\nhooks.log: %s" % (mine, self.hooks_log(w)))
+        self.assertIn("parent process gone: session ended", self.hooks_log(w))
+
+    def hooks_log(self, w):
+        try:
+            with open(os.path.join(w.home, ".preloop", "log", "hooks.log")) as f:
+                return f.read()[-3000:]
+        except FileNotFoundError:
+            return ""
 
 
 if __name__ == "__main__":

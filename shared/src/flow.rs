@@ -373,7 +373,8 @@ impl Engine {
         let harness_parent = self.harness_parent.clone().and_then(|p| {
             let found = self.live_session_runtime_id(&p).filter(|id| own_runtime_id.as_deref() != Some(id.as_str()));
             if found.is_none() {
-                self.warnings.push(format!("parent session {} is not a live session here: not recorded", cut_chars(&p, 80)));
+                self.warnings
+                    .push(format!("parent session {} is not a live session here: not recorded", cut_chars(&p, 80)));
             }
             found
         });

@@ -10,7 +10,10 @@
 // stays alive (`serve`, the TUI; never `run`) one more child, the idle watcher (the manifest's
 // `idle`), waits for a note and answers with a continuation, sent with `promptAsync`. Hooks are
 // spawned with `Bun.spawn` inside OpenCode (a Bun binary), `child_process.spawn` elsewhere (the unit
-// tests under Node). No dependencies (OpenCode installs nothing for it); a failure here is logged in
+// tests under Node). On SIGTERM, SIGINT or SIGHUP (`opencode serve` runs no `dispose` then) it ends
+// the sessions it saw for at most 2 s and lets the signal act as it would have. The one answer that
+// changes a tool's arguments (`args`: Preloop's send_note with the caller's session id) is applied
+// in place, never with a decision. No dependencies (OpenCode installs nothing for it); a failure here is logged in
 // one line and never stops OpenCode. The default export is the only export: OpenCode calls every
 // exported value as a plugin.
 import { spawn as nodeSpawn } from "node:child_process";

@@ -1,5 +1,6 @@
 mod golden;
-mod plugin;
 mod lineage;
+mod orphan;
+mod plugin;
 mod send_note;
 mod shared;
