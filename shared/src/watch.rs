@@ -309,14 +309,13 @@ pub fn end_orphaned(config: &Config, def: &'static HookDef, sid: &str) -> String
         parent_session_id: None,
         kind: crate::flow::InputKind::SessionEnd { reason: "harness gone".into() },
     };
-    let why = match engine.handle(&input) {
+    match engine.handle(&input) {
         Ok((_, after)) => {
             engine.finish(after, true);
             format!("{PARENT_GONE}: session ended")
         }
         Err(e) => format!("{PARENT_GONE}: ending the session failed: {e}"),
-    };
-    why
+    }
 }
 
 /// ±10 % around `d` when `on` (server mode), so a fleet started together
