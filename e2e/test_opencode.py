@@ -137,6 +137,28 @@ def where(request, marker):
     return [(i, m["role"]) for i, m in enumerate(request["body"]["messages"]) if marker in texts(m)]
 
 
+# Run by the mock before the sub-agent's first reply: the conductor is the one live session
+# of this world's project with no parent; send to its children.
+SEND_TO_CHILDREN = r"""
+import json, os, subprocess, sys
+exe = sys.argv[1]
+env = dict(os.environ)
+if env.get("PRELOOP_E2E_USER_TOKEN"):  # server mode: operator commands take the human's token
+    env["PRELOOP_USER_TOKEN"] = env["PRELOOP_E2E_USER_TOKEN"]
+rows = json.loads(subprocess.run([exe, "sessions", "list", "--json"], capture_output=True, text=True,
+                                 check=True, env=env).stdout)
+rows = rows if isinstance(rows, list) else rows.get("sessions", [])
+proj = sys.argv[2]
+top = [r for r in rows if not r.get("parent_session_id") and not r.get("ended_at") and r.get("cwd") == proj]
+assert len(top) == 1, rows
+parent = top[0].get("runtime_session_id")
+p = subprocess.run([exe, "notes", "send", "--children", "all", "--parent", parent,
+                    "MARK-oc-children stop after this"], capture_output=True, text=True, env=env)
+sys.stdout.write(p.stdout)
+sys.stderr.write(p.stderr)
+sys.exit(p.returncode)
+"""
+
 SHELL_THEN_DONE = {"turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo one",
                                                                        "description": "say one"}}]},
                              {"text": "All done."}]}
@@ -288,6 +310,57 @@ class OpenCodeLocal(unittest.TestCase):
         ids = {conductor.get("runtime_session_id"), conductor.get("session_id"), conductor.get("id")} - {None}
         self.assertIn(child["parent_session_id"], ids, rows)
 
+    def test_a_sub_agents_session_is_its_parents_child_and_children_reach_it(self):
+        # The task tool runs a sub-agent in a child session of the conductor's (session.created
+        # with parentID), in the same OpenCode process. It is registered as the conductor's
+        # child, so `notes send --children all --parent <conductor>`, sent while the sub-agent
+        # works, reaches it at its next tool boundary (issue 32).
+        helper = os.path.join(self.tmp(), "send_children.py")
+        with open(helper, "w") as f:
+            f.write(SEND_TO_CHILDREN)
+
+        def script(w):
+            return {"turns": [{"calls": [{"name": "task", "arguments": {
+                                  "description": "sub work", "prompt": "SUBAGENT-TASK run echo sub",
+                                  "subagent_type": "general"}}]},
+                              {"text": "All done."}],
+                    "overflow": {"text": "Again."},
+                    "agents": [{"name": "sub", "match": "SUBAGENT-TASK",
+                                "turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo sub",
+                                                                                    "description": "say sub"}}],
+                                           "before_reply_cmd": [sys.executable, helper, w.exe, w.proj]},
+                                          {"text": "Sub done."}],
+                                "overflow": {"text": "Sub again."}}]}
+        w = self.world("subagent", script)
+        p, _ = w.run_opencode("Delegate the work")
+        self.assertRan(p)
+        reqs = w.requests()
+        sub = [r for r in reqs if r["reply"].get("agent") == "sub"]
+        self.assertGreaterEqual(len(sub), 2, [r["reply"] for r in reqs])
+        sent = sub[0].get("before_reply") or {}
+        self.assertEqual(sent.get("rc"), 0, sent)
+        note_id = sent["stdout"].split()[0]
+        # In the sub-agent's own context: appended to its bash result.
+        hits = where(sub[1], "MARK-oc-children")
+        self.assertEqual([role for _, role in hits], ["tool"], [texts(m) for m in sub[1]["body"]["messages"]])
+        rc = w.receipt(note_id)
+        self.assertEqual(rc["state"], "delivered", rc)
+        main = [r for r in reqs if r["reply"].get("agent") != "sub"]
+        self.assertFalse(any(where(r, "MARK-oc-children") for r in main), "not the conductor's")
+        rows = json.loads(w.cli("sessions", "list", "--json").stdout)
+        rows = rows if isinstance(rows, list) else rows.get("sessions", [])
+        self.assertEqual(len(rows), 2, rows)
+        child = [r for r in rows if r.get("parent_session_id")]
+        self.assertEqual(len(child), 1, rows)
+        conductor = [r for r in rows if r is not child[0]][0]
+        self.assertEqual(child[0]["parent_session_id"], conductor.get("runtime_session_id"), rows)
+        self.assertEqual(w.shim_log(), "", "the plugin logged a failure")
+
+    def tmp(self):
+        d = tempfile.mkdtemp(prefix="preloop-oc-helper-")
+        self.addCleanup(shutil.rmtree, d, True)
+        return d
+
     def test_a_missing_executable_never_stops_opencode(self):
         w = self.world("missing", SHELL_THEN_DONE)
         manifest = os.path.join(w.config, "plugins", "preloop.json")
@@ -408,6 +481,90 @@ class OpenCodeServe(unittest.TestCase):
         time.sleep(3)
         self.assertEqual(len(w.requests()), 2, [r["reply"] for r in w.requests()])
         self.assertEqual(w.shim_log(), "", "the plugin logged a failure")
+
+
+class OpenCodeServeSignals(unittest.TestCase):
+    """`opencode serve` stopped by a signal runs no `dispose` of its own: our plugin ends every
+    session it saw (bounded), then raises the signal again with its default action, so OpenCode
+    dies of it as it did before (status -SIG), and a note still pending becomes undeliverable.
+    SIGKILL runs nothing in OpenCode: an idle session's watcher, finding OpenCode gone, ends it."""
+
+    def stop_with(self, sig, group):
+        w = OpenCodeWorld("serve-%s" % sig.name.lower(), IDLE_SCRIPT)
+        self.addCleanup(w.close)
+        # No idle watcher here: a note sent to the idle session stays pending (no wake).
+        manifest = os.path.join(w.config, "plugins", "preloop.json")
+        with open(manifest) as f:
+            m = json.load(f)
+        m["hooks"].pop("idle", None)
+        with open(manifest, "w") as f:
+            json.dump(m, f)
+        srv = OpenCodeServer(w)
+        self.addCleanup(srv.stop)
+        sid = srv.prompted_session()
+        sent = w.cli("notes", "send", "--alias", "oc-e2e", "MARK-oc-sig never read", "--json")
+        note_id = json.loads(sent.stdout)["note_id"]
+        self.assertEqual(w.receipt(note_id)["state"], "pending")
+        t = time.monotonic()
+        (os.killpg if group else os.kill)(srv.proc.pid, sig)
+        rc = srv.proc.wait(timeout=20)
+        secs = time.monotonic() - t
+        self.assertEqual(rc, -sig, "OpenCode died of the signal, as without our plugin")
+        self.assertLess(secs, 4, "OpenCode took %.1f s to exit (the plugin's grace is 2 s)" % secs)
+        deadline = time.monotonic() + 15
+        while True:
+            rc_ = w.receipt(note_id)
+            if rc_["state"] != "pending" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual((rc_["state"], rc_.get("undeliverable_reason")), ("undeliverable", "session_ended"), rc_)
+        rows = json.loads(w.cli("sessions", "list", "--json").stdout)
+        rows = rows if isinstance(rows, list) else rows.get("sessions", [])
+        mine = [r for r in rows if sid in (r.get("id"), r.get("external_session_id"))]
+        self.assertEqual(len(mine), 1, rows)
+        self.assertTrue(mine[0].get("ended_at"), mine[0])
+        self.assertEqual(w.shim_log(), "", "the plugin logged a failure")
+
+    def test_sigterm_to_the_process_group_ends_the_sessions(self):
+        self.stop_with(signal.SIGTERM, group=True)
+
+    def test_sigterm_to_opencode_alone_ends_the_sessions(self):
+        self.stop_with(signal.SIGTERM, group=False)
+
+    def test_sigint_ends_the_sessions(self):
+        self.stop_with(signal.SIGINT, group=False)
+
+    def test_sighup_ends_the_sessions(self):
+        self.stop_with(signal.SIGHUP, group=False)
+
+    def test_sigkill_the_idle_watcher_ends_the_session(self):
+        # SIGKILL runs nothing in OpenCode. The idle session's watcher (OpenCode's child, left
+        # alive by a kill of OpenCode alone) finds its parent gone and ends the session.
+        w = OpenCodeWorld("serve-sigkill", IDLE_SCRIPT)
+        self.addCleanup(w.close)
+        srv = OpenCodeServer(w)
+        self.addCleanup(srv.stop)
+        sid = srv.prompted_session()
+        time.sleep(1.5)  # the session.idle event starts the watcher
+        os.kill(srv.proc.pid, signal.SIGKILL)
+        self.assertEqual(srv.proc.wait(timeout=20), -signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while True:
+            rows = json.loads(w.cli("sessions", "list", "--json").stdout)
+            rows = rows if isinstance(rows, list) else rows.get("sessions", [])
+            mine = [r for r in rows if sid in (r.get("id"), r.get("external_session_id"))]
+            if (mine and mine[0].get("ended_at")) or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        self.assertTrue(mine and mine[0].get("ended_at"), "%s\nhooks.log: %s" % (mine, self.hooks_log(w)))
+        self.assertIn("parent process gone: session ended", self.hooks_log(w))
+
+    def hooks_log(self, w):
+        try:
+            with open(os.path.join(w.home, ".preloop", "log", "hooks.log")) as f:
+                return f.read()[-3000:]
+        except FileNotFoundError:
+            return ""
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ GET /api/v1/operator-notes/{id}.
   late   a note sent during the final answer continues the turn once (delivered / stop); one
          sent during the continuation's answer is pending when `opencode run` disposes:
          undeliverable / session_ended on the server
+  sub    the task tool's sub-agent: its child session is the conductor's child on the server,
+         and the conductor's `notes send --children all` reaches it
   idle   `opencode serve`: a note sent by the operator while the session sits idle starts a
          turn that carries it (the idle watcher, polling faster than its defaults here);
          receipt `delivered` / stop on the server
@@ -23,6 +25,7 @@ GET /api/v1/operator-notes/{id}.
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -32,7 +35,7 @@ E2E = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, E2E)
 
 import kit  # noqa: E402
-from test_opencode import IDLE_SCRIPT, OpenCodeServer, OpenCodeWorld, texts, where  # noqa: E402
+from test_opencode import IDLE_SCRIPT, SEND_TO_CHILDREN, OpenCodeServer, OpenCodeWorld, texts, where  # noqa: E402
 
 PREREQ = kit.Prereq()
 DENY_REASON = "Tool blocked in Preloop"
@@ -94,6 +97,54 @@ class OpenCodeRealServer(unittest.TestCase):
         main = [r for r in w.requests() if r["reply"].get("agent") != "worker"]
         tool = [m for m in main[-1]["body"]["messages"] if m["role"] == "tool"]
         self.assertTrue(tool and "worker-rc=0" in texts(tool[0]), [texts(m) for m in tool])
+        sessions = os.path.join(w.home, ".preloop", "sessions")
+        files = []
+        for n in sorted(os.listdir(sessions)):
+            if n.endswith(".json"):
+                with open(os.path.join(sessions, n)) as f:
+                    files.append(json.load(f))
+        children = [f for f in files if f.get("parent_session_id")]
+        self.assertEqual((len(files), len(children)), (2, 1), files)
+        conductor = [f for f in files if f is not children[0]][0]
+        self.assertEqual(children[0]["parent_session_id"], conductor["runtime_session_id"], files)
+        rec = server.must((200,), "GET", "/runtime-sessions/%s" % children[0]["runtime_session_id"])
+        rec = rec.get("session", rec)
+        self.assertEqual(rec.get("parent_session_id"), conductor["runtime_session_id"], rec)
+
+    def test_a_sub_agents_session_is_the_conductors_child_on_the_server(self):
+        # The task tool's sub-agent runs in a child session of the conductor's, in the same
+        # OpenCode process: registered on the server with the conductor's runtime session as
+        # its parent, so `notes send --children all --parent <conductor>` reaches it
+        # at the sub-agent's next tool boundary (issue 32).
+        server = self.server()
+        agent = server.new_agent(kind="opencode")
+        tmp = tempfile.mkdtemp(prefix="preloop-oc-srv-helper-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        helper = os.path.join(tmp, "send_children.py")
+        with open(helper, "w") as f:
+            f.write(SEND_TO_CHILDREN)
+
+        def script(w):
+            return {"turns": [{"calls": [{"name": "task", "arguments": {
+                                  "description": "sub work", "prompt": "SUBAGENT-TASK run echo sub",
+                                  "subagent_type": "general"}}]},
+                              {"text": "All done."}],
+                    "overflow": {"text": "Again."},
+                    "agents": [{"name": "sub", "match": "SUBAGENT-TASK",
+                                "turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo sub",
+                                                                                    "description": "say sub"}}],
+                                           "before_reply_cmd": [sys.executable, helper, w.exe, w.proj]},
+                                          {"text": "Sub done."}],
+                                "overflow": {"text": "Sub again."}}]}
+        w = self.world("srv-subagent", script, server, agent)
+        p, _ = w.run_opencode("Delegate the work")
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        sub = [r for r in w.requests() if r["reply"].get("agent") == "sub"]
+        self.assertGreaterEqual(len(sub), 2, [r["reply"] for r in w.requests()])
+        sent = sub[0].get("before_reply") or {}
+        self.assertEqual(sent.get("rc"), 0, sent)
+        hits = where(sub[1], "MARK-oc-children")
+        self.assertEqual([role for _, role in hits], ["tool"], [texts(m) for m in sub[1]["body"]["messages"]])
         sessions = os.path.join(w.home, ".preloop", "sessions")
         files = []
         for n in sorted(os.listdir(sessions)):

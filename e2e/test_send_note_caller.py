@@ -1,5 +1,5 @@
 """End-to-end: Preloop's `send_note` MCP tool gets the caller's session id on the real
-Claude Code 2.1.328, Gemini CLI 0.61.0 and Copilot CLI 1.0.102 (issue 33, part 1;
+Claude Code 2.1.328, Gemini CLI 0.61.0, Copilot CLI 1.0.102 and OpenCode 1.18.33 (issue 33, part 1;
 docs/event-matrix.md "send_note caller session").
 
 Gemini (`mcp_preloop_send_note`, named by `mcp_context`) and Copilot (`preloop-send_note`):
@@ -218,6 +218,119 @@ class TestSendNoteCallerCopilot(_OtherHarness, unittest.TestCase):
                         "the model was told the permission was denied: %s\n%s" % (tool_msgs, self.explain(run)))
         self.assertTrue(self.hook_ran(sid), "our preToolUse hook ran (its log names the session)\n"
                         + self.explain(run))
+
+
+class TestSendNoteCallerOpenCode(unittest.TestCase):
+    """OpenCode 1.18.33 (`preloop_send_note`: `<server>_<tool>`), our plugin installed by
+    `preloop-hooks install --harness opencode` (local mode), the recording MCP server as an
+    `mcp` entry of opencode.json. tool.execute.before answers `args`; the plugin sets them in
+    the object OpenCode hands the MCP server, and OpenCode's own permission check runs after:
+
+      default (MCP tools allowed)                   the tool runs with the caller's id
+      permission {"preloop_send_note": "ask"}       the hook ran and rewrote, then `opencode run`
+                                                    rejects what it would ask about: the tool
+                                                    does NOT run
+      permission {"preloop_send_note": "deny"}      the tool is not offered to the model at all"""
+
+    def setUp(self):
+        from test_opencode import OpenCodeWorld
+        self.record = None
+
+        def script(w):
+            self.record = os.path.join(w.root, "mcp.jsonl")
+            return {"turns": [{"calls": [{"name": "preloop_send_note", "arguments": FORGED}]},
+                              {"text": "Done."}],
+                    "overflow": {"text": "Done again."}}
+        self.w = OpenCodeWorld(self.id().rsplit(".", 1)[-1], script)
+        self.addCleanup(self.w.close)
+
+    def configure(self, permission=None):
+        path = os.path.join(self.w.proj, "opencode.json")
+        with open(path) as f:
+            cfg = json.load(f)
+        cfg["mcp"] = {"preloop": {"type": "local", "command": ["python3", os.path.join(HERE, "mcp_recorder.py")],
+                                  "environment": {"MCP_RECORD": self.record}}}
+        if permission is not None:
+            cfg["permission"] = {"preloop_send_note": permission}
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+
+    def run_oc(self):
+        p, _ = self.w.run_opencode("send the note")
+        sids = {json.loads(l).get("sessionID") for l in p.stdout.splitlines() if l.startswith("{")} - {None}
+        calls = []
+        if os.path.exists(self.record):
+            with open(self.record) as f:
+                calls = [json.loads(line) for line in f if line.strip()]
+        return p, sids, calls
+
+    def explain(self, p):
+        return "rc %s\nstdout: %s\nstderr: %s\nshim log: %s" % (
+            p.returncode, p.stdout[-1500:], p.stderr[-2500:], self.w.shim_log())
+
+    def hook_log(self):
+        try:
+            with open(os.path.join(self.w.home, ".preloop", "log", "hooks.log")) as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def tool_results(self):
+        return [texts_of(m) for r in self.w.requests() for m in r["body"]["messages"] if m["role"] == "tool"]
+
+    def test_default_the_tool_gets_the_callers_session_id(self):
+        self.configure()
+        p, sids, calls = self.run_oc()
+        self.assertEqual(p.returncode, 0, self.explain(p))
+        self.assertEqual(len(sids), 1, self.explain(p))
+        sid = sids.pop()
+        self.assertTrue(sid.startswith("ses_"), sid)
+        self.assertEqual(len(calls), 1, "the MCP tool ran once\n" + self.explain(p))
+        self.assertEqual(calls[0]["name"], "send_note")
+        self.assertEqual(calls[0]["arguments"], dict(FORGED, preloop_caller_session_id=sid),
+                         "the forged caller id is replaced by the harness session id, the rest kept")
+        self.assertTrue(any("NOTE-QUEUED" in t for t in self.tool_results()), self.tool_results())
+        self.assertEqual(self.w.shim_log(), "", "the plugin logged a failure")
+
+    def tool_uses(self, p):
+        """OpenCode's own record of each tool call (`--format json` tool_use events)."""
+        events = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+        return [e["part"] for e in events if e.get("type") == "tool_use"]
+
+    def refused(self, permission):
+        self.configure(permission)
+        p, sids, calls = self.run_oc()
+        self.assertEqual(p.returncode, 0, self.explain(p))
+        self.assertEqual(calls, [], "OpenCode would have refused: the rewrite must not make the tool run\n"
+                         + self.explain(p))
+        return p, sids.pop()
+
+    def test_permission_ask_the_rewrite_grants_nothing(self):
+        # `opencode run` rejects whatever would ask. Our hook ran for the call (and rewrote
+        # it), then OpenCode's own check refused it: the rewrite answers no permission.
+        p, sid = self.refused("ask")
+        uses = self.tool_uses(p)
+        self.assertEqual([(u["tool"], u["state"]["status"]) for u in uses], [("preloop_send_note", "error")],
+                         self.explain(p))
+        self.assertIn("rejected permission", uses[0]["state"]["error"])
+        before = [l for l in self.hook_log().splitlines() if " tool.execute.before " in l]
+        self.assertEqual(len(before), 1, self.hook_log())
+        self.assertIn(sid, before[0])
+        self.assertEqual(self.w.shim_log(), "", "the plugin logged a failure")
+
+    def test_permission_deny_the_tool_is_never_offered(self):
+        # A denied tool is not in the model's tool list at all: the call never reaches a hook
+        # as preloop_send_note (OpenCode answers it as the `invalid` tool).
+        p, _ = self.refused("deny")
+        results = self.tool_results()
+        self.assertTrue(results and "unavailable tool 'preloop_send_note'" in results[0], results)
+
+
+def texts_of(message):
+    c = message.get("content")
+    if isinstance(c, list):
+        return "\n".join(p.get("text", "") for p in c if isinstance(p, dict))
+    return c or ""
 
 
 if __name__ == "__main__":

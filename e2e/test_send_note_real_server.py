@@ -27,6 +27,11 @@ harness in test_send_note_caller.py). Then:
      0.17.1's seeded rules ask before any note outside self and descendants when the
      human can steer the target (docs/contracts/preloop-server-mcp.md §4)
 
+The same three answers with an OpenCode conductor (TestSendNoteRealServerOpenCode: our
+`preloop-opencode-tool-execute-before`'s `args`), and the whole path on the real Gemini CLI and
+the real OpenCode calling the server's HTTP MCP endpoint (TestSendNoteRealServerGemini,
+TestSendNoteRealServerOpenCodeBinary).
+
 Run from the repository root:
   python3 -m unittest -v e2e.test_send_note_real_server
 """
@@ -203,6 +208,55 @@ class TestSendNoteRealServer(unittest.TestCase):
         got = self.send(model_only)
         self.assertIn("pending_approval", json.dumps(got), got)
 
+class TestSendNoteRealServerOpenCode(TestSendNoteRealServer):
+    """The same three answers with an OpenCode 1.18.33 conductor: its session registered by our
+    real `preloop-opencode-session-created` hook, and the `send_note` arguments what our real
+    `preloop-opencode-tool-execute-before` answers (`{"kind": "args"}`) for a
+    `preloop_send_note` call whose model forged the caller field, run as our plugin runs it
+    (one payload line in, one answer line out, `applied`). The child and the stranger are
+    other runs of the same human (Claude Code sessions, as above)."""
+
+    OC_SID = None
+
+    def plugin_hook(self, command, agent, payload, home, env=None):
+        e = self.sb.base_env()
+        e.update(PRELOOP_URL=self.base_url, PRELOOP_TOKEN=agent["agent_token"], PRELOOP_HOME=home)
+        e.update(env or {})
+        p = subprocess.run([self.sb.bin("preloop-hooks"), "hook", command],
+                           input=json.dumps(payload) + "\napplied\n", env=e, cwd=self.sb.proj,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, "%s: %s" % (command, p.stderr))
+        line = p.stdout.split("\n", 1)[0]
+        return json.loads(line) if line.strip() else None
+
+    def start_session(self, who, agent, sid, env=None):
+        if who != "conductor":
+            return super().start_session(who, agent, sid, env)
+        home = os.path.join(self.sb.root, "ph-" + who)
+        os.makedirs(home, mode=0o700, exist_ok=True)
+        self.c_sid = sid = "ses_%s" % uuid.uuid4().hex[:26]
+        self.plugin_hook("preloop-opencode-session-created", agent,
+                         {"v": 1, "event": "session.created", "session_id": sid, "cwd": self.sb.proj,
+                          "mode": "serve"}, home, env)
+        for name in os.listdir(os.path.join(home, "sessions")):
+            with open(os.path.join(home, "sessions", name)) as f:
+                s = json.load(f)
+            if s.get("external_session_id") == sid and s.get("runtime_session_id"):
+                return s["runtime_session_id"]
+        self.fail("%s: the session.created hook registered no runtime session" % who)
+
+    def conductor_input(self, target_rt):
+        forged = {"text": "e2e note %s" % uuid.uuid4().hex[:8], "runtime_session_id": target_rt,
+                  "preloop_caller_session_id": "FORGED"}
+        out = self.plugin_hook("preloop-opencode-tool-execute-before", self.conductor, {
+            "v": 1, "event": "tool.execute.before", "session_id": self.c_sid, "cwd": self.sb.proj,
+            "mode": "serve", "tool_name": "preloop_send_note", "call_id": "call_1",
+            "tool_input": forged, "mcp_servers": ["preloop"]}, os.path.join(self.sb.root, "ph-conductor"))
+        self.assertEqual(out, {"kind": "args", "args": dict(forged, preloop_caller_session_id=self.c_sid)},
+                         "the hook's rewrite, no decision")
+        return forged, out["args"]
+
+
 class TestSendNoteRealServerGemini(unittest.TestCase):
     """The whole path on real binaries: the real Gemini CLI 0.61.0 (mock model) calls the real
     server's `send_note` over HTTP MCP (`mcp_preloop_send_note`, the conductor's agt_ key in
@@ -270,6 +324,80 @@ class TestSendNoteRealServerGemini(unittest.TestCase):
     def test_without_our_hooks_the_server_asks_the_human(self):
         _, answer = self.run_gemini(with_hooks=False)
         self.assertEqual(answer.get("status"), "pending_approval", answer)
+
+class TestSendNoteRealServerOpenCodeBinary(unittest.TestCase):
+    """The whole path on real binaries: the real OpenCode 1.18.33 (mock model) with our plugin in
+    server mode calls the real server's `send_note` over HTTP MCP (`preloop_send_note`, a
+    `remote` entry with the agent's agt_ key in its headers). The conductor's `task` tool first
+    runs a sub-agent, whose child session our hooks register as the conductor's child (issue 32);
+    then the conductor sends `children: "latest"` with a forged caller field. With our plugin the
+    server sees the caller (the rewrite) and its child: the note is written. Without our plugin
+    (the runs registered by our hooks, as below, but no tool hook) the server knows no caller:
+    `note_scope_no_lineage`. The answer is read where the model reads it: the tool's result."""
+
+    def setUp(self):
+        PREREQ.require(self, "bin_dir", "creds", "server")
+        self.srv = PREREQ["server"]
+        self.base_url = PREREQ["creds"]["base_url"]
+        tool = [t for t in self.srv.must((200,), "GET", "/tools") if t.get("name") == "send_note"][0]
+        if not tool.get("is_enabled"):
+            self.srv.must((200,), "PUT", "/tool-configurations/%s" % tool["config_id"], {"is_enabled": True})
+        self.agent = self.srv.new_agent("e2e opencode conductor %s" % uuid.uuid4().hex[:8], kind="opencode")
+
+    def run_opencode(self, with_plugin):
+        from test_opencode import OpenCodeWorld, texts
+        text = "e2e child note %s" % uuid.uuid4().hex[:8]
+        script = {"turns": [{"calls": [{"name": "task", "arguments": {
+                                "description": "sub work", "prompt": "SUBAGENT-TASK say hi",
+                                "subagent_type": "general"}}]},
+                            {"calls": [{"name": "preloop_send_note", "arguments": {
+                                "text": text, "children": "latest", "preloop_caller_session_id": "FORGED"}}]},
+                            {"text": "Done."}],
+                  "overflow": {"text": "Done again."},
+                  "agents": [{"name": "sub", "match": "SUBAGENT-TASK", "turns": [{"text": "Sub done."}],
+                              "overflow": {"text": "Sub again."}}]}
+        w = OpenCodeWorld(self.id().rsplit(".", 1)[-1], script,
+                          {"PRELOOP_URL": self.base_url, "PRELOOP_TOKEN": self.agent["agent_token"]})
+        self.addCleanup(w.close)
+        path = os.path.join(w.proj, "opencode.json")
+        with open(path) as f:
+            cfg = json.load(f)
+        cfg["mcp"] = {"preloop": {"type": "remote", "url": self.base_url.rstrip("/") + "/mcp/v1",
+                                  "headers": {"Authorization": "Bearer " + self.agent["agent_token"]},
+                                  "oauth": False}}
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        if not with_plugin:
+            # The hooks register every session (the sub-agent as the child too), but no tool
+            # hook touches the call: the plugin keeps only its event handler.
+            manifest = os.path.join(w.config, "plugins", "preloop.json")
+            with open(manifest) as f:
+                m = json.load(f)
+            m["hooks"].pop("tool.execute.before")
+            with open(manifest, "w") as f:
+                json.dump(m, f)
+        p, _ = w.run_opencode("Delegate, then steer the worker")
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        results = [texts(m) for r in w.requests() if r["reply"].get("agent") != "sub"
+                   for m in r["body"]["messages"] if m["role"] == "tool"]
+        answers = [t for t in results if "ok" in t or "note_scope" in t or "pending" in t]
+        self.assertTrue(answers, "the tool answered the model: %s\n%s\nshim: %s" % (
+            results, p.stderr[-2000:], w.shim_log()))
+        try:
+            return text, json.loads(answers[-1])
+        except ValueError:
+            return text, {"text": answers[-1]}
+
+    def test_with_our_plugin_the_note_to_its_sub_agent_is_written(self):
+        text, answer = self.run_opencode(with_plugin=True)
+        self.assertTrue(answer.get("ok"), answer)
+        notes = [answer["note"]] if answer.get("note") else answer.get("notes") or []
+        self.assertEqual([n.get("text") for n in notes], [text], answer)
+
+    def test_without_the_tool_hook_there_is_no_lineage(self):
+        _, answer = self.run_opencode(with_plugin=False)
+        self.assertIn("note_scope_no_lineage", json.dumps(answer), answer)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -105,7 +105,7 @@ pub fn parse_claude_style(on: &str, event: ClaudeStyle, v: &Value) -> Result<Par
         ClaudeStyle::Stop => InputKind::Stop { may_continue: may_continue(v) },
         ClaudeStyle::SessionEnd => InputKind::SessionEnd { reason: some_text("reason").unwrap_or("other").to_string() },
     };
-    Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
+    Ok(Parsed::Run(Input { session_id, cwd, transcript_path, parent_session_id: None, kind }))
 }
 
 /// The reason a deny gives when the outcome has none.

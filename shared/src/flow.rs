@@ -83,6 +83,13 @@ pub struct Input {
     /// The harness's transcript of the session, if the payload names it
     /// (recorded in the session file for `sessions attach`).
     pub transcript_path: Option<String>,
+    /// The harness's own id of the session that started this one, where the
+    /// harness itself says so (OpenCode's sub-agent: `session.created`'s
+    /// `parentID`, the session whose `task` tool runs it). Resolved at
+    /// registration to that session's runtime id through its session file
+    /// (ours, live, this mode) and recorded as the parent; it outranks
+    /// `PRELOOP_PARENT_SESSION_ID` and ancestry (docs/guarantees.md, "Lineage").
+    pub parent_session_id: Option<String>,
     pub kind: InputKind,
 }
 
@@ -290,6 +297,8 @@ pub struct Engine {
     pub never_read: Option<NeverRead>,
     /// The input's transcript path, recorded at registration.
     transcript_path: Option<String>,
+    /// The input's parent session, by the harness's id ([`Input::parent_session_id`]).
+    harness_parent: Option<String>,
     /// The run's flow execution, read once ([`crate::config::execution_id`]).
     execution_id: Option<String>,
 }
@@ -315,6 +324,7 @@ impl Engine {
             warnings: Vec::new(),
             never_read: None,
             transcript_path: None,
+            harness_parent: None,
             execution_id: crate::config::execution_id(),
         }
     }
@@ -334,6 +344,7 @@ impl Engine {
     /// Run the flow for one input.
     pub fn handle(&mut self, input: &Input) -> Result<(Outcome, AfterFlush)> {
         self.transcript_path = input.transcript_path.clone();
+        self.harness_parent = input.parent_session_id.clone();
         match &input.kind {
             InputKind::SessionStart { pull } => self.on_session_start(input, *pull),
             InputKind::Prompt { prompt, pull } => self.on_prompt(input, prompt, *pull),
@@ -356,7 +367,18 @@ impl Engine {
         let own_runtime_id = registered.or_else(|| {
             session::read_session_file(&self.config.home, &self.session_id).ok().flatten().map(|f| f.runtime_session_id)
         });
-        let parent = env.get("PRELOOP_PARENT_SESSION_ID").filter(|p| !p.is_empty());
+        // The parent the harness names (a sub-agent's session), where it
+        // is a live session of ours: it outranks the variable, which names
+        // the run the whole harness process was started from.
+        let harness_parent = self.harness_parent.clone().and_then(|p| {
+            let found = self.live_session_runtime_id(&p).filter(|id| own_runtime_id.as_deref() != Some(id.as_str()));
+            if found.is_none() {
+                self.warnings
+                    .push(format!("parent session {} is not a live session here: not recorded", cut_chars(&p, 80)));
+            }
+            found
+        });
+        let parent = env.get("PRELOOP_PARENT_SESSION_ID").filter(|p| !p.is_empty() && harness_parent.is_none());
         let parent = match parent {
             Some(p) if own_runtime_id.as_deref() == Some(p.as_str()) => None,
             Some(p) if !is_uuid(&p) => {
@@ -374,6 +396,7 @@ impl Engine {
         // Where no variable arrived, the parent by process ancestry, looked
         // for at the session's first registration only (docs/guarantees.md,
         // "Lineage"); every registration records the harness process.
+        let parent = harness_parent.or(parent);
         let ancestry = crate::lineage::Ancestry::here(parent.is_none() && first_registration);
         let parent = parent.or_else(|| {
             crate::lineage::find_parent(&self.config.home, &ancestry, self.mode(), own_runtime_id.as_deref())
@@ -416,6 +439,20 @@ impl Engine {
             self.run.write(&state)?;
         }
         Ok(resp)
+    }
+
+    /// The runtime id of the live session of ours the harness calls
+    /// `harness_id`: its session file, owned by us, not ended, of this mode.
+    fn live_session_runtime_id(&self, harness_id: &str) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        if harness_id.is_empty() || harness_id == self.session_id {
+            return None;
+        }
+        let path = session::session_file_path(&self.config.home, harness_id);
+        let owned = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.uid() == crate::fsutil::euid());
+        let file = session::read_session_file(&self.config.home, harness_id).ok().flatten().filter(|_| owned)?;
+        (file.ended_at.is_none() && file.mode == self.mode() && is_uuid(&file.runtime_session_id))
+            .then_some(file.runtime_session_id)
     }
 
     /// The public session file. The local inbox keeps it itself; in server

@@ -26,6 +26,10 @@ use std::time::{Duration, Instant};
 pub const MAX_STDIN: usize = 64 << 20;
 
 /// What an adapter's parse step decided.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one value per hook process, moved once: boxing the input would buy nothing"
+)]
 pub enum Parsed {
     /// Run the engine.
     Run(Input),

@@ -106,7 +106,15 @@ pub struct PluginWatcher {
     pub answer: fn(&str) -> Vec<u8>,
     /// What the harness calls our plugin ("extension", "plugin").
     pub plugin: &'static str,
+    /// The harness's session-end row, where a watcher that finds its parent
+    /// gone (the harness killed with no end of its own: SIGKILL, a crash)
+    /// ends the session it watched, still live ([`PARENT_GONE`]); `None`:
+    /// it only stops.
+    pub end_when_parent_gone: Option<&'static HookDef>,
 }
+
+/// Why a plugin watcher stops when the harness process (its parent) is gone.
+pub const PARENT_GONE: &str = "parent process gone";
 
 impl PluginWatcher {
     /// Run the watcher under the plugin; always exits 0 (an answer on
@@ -127,6 +135,12 @@ impl PluginWatcher {
                     self.watch(&config, &sid, &mut out, started, Parent::now())
                 }))
                 .unwrap_or_else(|_| End::Stopped("panic".into()));
+                let end = match (end, self.end_when_parent_gone) {
+                    (End::Stopped(why), Some(def)) if why == PARENT_GONE => {
+                        End::Stopped(end_orphaned(&config, def, &sid))
+                    }
+                    (end, _) => end,
+                };
                 (Some(sid), end)
             }
         };
@@ -159,7 +173,7 @@ struct PluginHost<'a> {
 
 impl Host for PluginHost<'_> {
     fn gone(&self) -> Option<String> {
-        self.parent.gone().then(|| "parent process gone".into())
+        self.parent.gone().then(|| PARENT_GONE.into())
     }
 
     fn hand_over(&mut self, block: &str) -> Result<(), String> {
@@ -275,6 +289,32 @@ fn session_state(home: &Path, sid: &str, started_at: Timestamp) -> SessionState 
             None => SessionState::Live,
         },
         _ => SessionState::Live, // not registered yet: the poll claims nothing
+    }
+}
+
+/// The harness died without ending the session this watcher watched (its
+/// end hook never ran): end it here with `def` (the harness's session-end
+/// row), as that hook would have, when it is registered and still live.
+/// Returns the watcher's stop reason for the log.
+pub fn end_orphaned(config: &Config, def: &'static HookDef, sid: &str) -> String {
+    let live = matches!(session::read_session_file(&config.home, sid), Ok(Some(f)) if f.ended_at.is_none());
+    if !live {
+        return PARENT_GONE.into();
+    }
+    let mut engine = Engine::new(def, config.clone(), sid);
+    let input = crate::flow::Input {
+        session_id: sid.to_string(),
+        cwd: None,
+        transcript_path: None,
+        parent_session_id: None,
+        kind: crate::flow::InputKind::SessionEnd { reason: "harness gone".into() },
+    };
+    match engine.handle(&input) {
+        Ok((_, after)) => {
+            engine.finish(after, true);
+            format!("{PARENT_GONE}: session ended")
+        }
+        Err(e) => format!("{PARENT_GONE}: ending the session failed: {e}"),
     }
 }
 

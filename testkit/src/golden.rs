@@ -143,7 +143,7 @@ pub fn check_expected<H: Hooks>(rel: &str, actual: &Value) {
 
 /// A parse as the input goldens hold it; `transcript_path` only `with_transcript`.
 pub fn input_json(p: &Parsed, with_transcript: bool) -> Value {
-    let Input { session_id, cwd, kind, transcript_path } = match p {
+    let Input { session_id, cwd, kind, transcript_path, parent_session_id } = match p {
         Parsed::StandDown(why) => return json!({"stand_down": why}),
         Parsed::Run(i) => i,
     };
@@ -166,6 +166,10 @@ pub fn input_json(p: &Parsed, with_transcript: bool) -> Value {
     let mut v = json!({"session_id": session_id, "cwd": cwd, "kind": kind});
     if with_transcript {
         v["transcript_path"] = json!(transcript_path);
+    }
+    // Only where a harness names one (an OpenCode sub-agent): the other goldens stay as they were.
+    if let Some(parent) = parent_session_id {
+        v["parent_session_id"] = json!(parent);
     }
     v
 }

@@ -177,7 +177,7 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
             InputKind::SessionEnd { reason: text(v, "reason", "reason").unwrap_or("other").to_string() }
         }
     };
-    Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
+    Ok(Parsed::Run(Input { session_id, cwd, transcript_path, parent_session_id: None, kind }))
 }
 
 /// The MCP tool's own name in Copilot's spelling of an MCP tool,

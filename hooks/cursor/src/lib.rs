@@ -193,7 +193,7 @@ pub fn parse_with(event: Event, v: &Value, project_dir: Option<&str>) -> Result<
             InputKind::SessionEnd { reason: non_blank(v, "reason").unwrap_or("session_end").to_string() }
         }
     };
-    Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
+    Ok(Parsed::Run(Input { session_id, cwd, transcript_path, parent_session_id: None, kind }))
 }
 
 /// A runtime session id we are willing to export (a UUID).

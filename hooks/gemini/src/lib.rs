@@ -75,7 +75,7 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         Event::AfterAgent => InputKind::Stop { may_continue: may_continue(v) },
         Event::SessionEnd => InputKind::SessionEnd { reason: non_blank(v, "reason").unwrap_or("other").to_string() },
     };
-    Ok(Parsed::Run(Input { session_id, cwd, transcript_path, kind }))
+    Ok(Parsed::Run(Input { session_id, cwd, transcript_path, parent_session_id: None, kind }))
 }
 
 /// The MCP tool's own name, from `mcp_context` (Gemini names an MCP tool

@@ -22,6 +22,10 @@ process.stdin.on("data", (d) => {
 			return out({ kind: "continue", text: "<operator-notes>LATE</operator-notes>" });
 		case "deny":
 			return out({ kind: "deny", reason: "DENIED: policy" });
+		case "args":
+			return out({ kind: "args", args: { text: "hello child", preloop_caller_session_id: "ses_caller" } });
+		case "badargs":
+			return out({ kind: "args", args: ["not", "an", "object"] });
 		case "badjson":
 			return process.stdout.write("{not json\n");
 		case "unknown":

@@ -4,6 +4,7 @@
 // executable, the fail policy, the rescue cap, session ends, a missing manifest, a second copy, the
 // idle watcher, and the same through `Bun.spawn` (a fake `Bun` global over Node's child_process).
 import assert from "node:assert/strict";
+import { EventEmitter } from "node:events";
 import { spawn as nodeSpawn } from "node:child_process";
 import { mkdtempSync, readFileSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -56,7 +57,18 @@ function fakeBun() {
 	};
 }
 
-async function setup({ mode = "context", onError = "allow", timeout = 5000, argv, cap, refuse = false, idle, procArgv = RUN, bun } = {}) {
+/** A stand-in for `process` as the signal handling uses it: listeners, `pid`, `kill`, `exit`. */
+function fakeProc() {
+	const em = new EventEmitter();
+	em.pid = 4242;
+	em.killed = [];
+	em.exits = [];
+	em.kill = (pid, sig) => em.killed.push([pid, sig, Date.now()]);
+	em.exit = (code) => em.exits.push(code);
+	return em;
+}
+
+async function setup({ mode = "context", onError = "allow", timeout = 5000, argv, cap, refuse = false, idle, procArgv = RUN, bun, proc = fakeProc(), grace } = {}) {
 	delete globalThis[GUARD];
 	const dir = mkdtempSync(join(tmpdir(), "preloop-opencode-shim-"));
 	const record = join(dir, "record.jsonl");
@@ -90,14 +102,14 @@ async function setup({ mode = "context", onError = "allow", timeout = 5000, argv
 	if (bun) globalThis.Bun = bun;
 	let h;
 	try {
-		h = await createPlugin({ load: () => ({ manifest }), argv: procArgv })({ client, directory: "/proj" });
+		h = await createPlugin({ load: () => ({ manifest }), argv: procArgv, proc, signalGraceMs: grace })({ client, directory: "/proj" });
 	} finally {
 		delete globalThis.Bun;
 	}
 	const records = () =>
 		existsSync(record) ? readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l)) : [];
 	const logText = () => (existsSync(log) ? readFileSync(log, "utf8") : "");
-	return { h, prompts, wakes, records, logText, dir };
+	return { h, prompts, wakes, records, logText, dir, proc };
 }
 /** Until the stand-in recorded `n` confirmations (it exits right after each). */
 async function confirmations(t, n = 1) {
@@ -168,6 +180,33 @@ test("tool.execute.before: a deny throws the hook's reason (the tool's result), 
 	assert.deepEqual(await confirmations(t), ["applied"]);
 	assert.deepEqual(t.records()[0].payload.tool_input, { command: "rm -rf build" });
 	assert.equal(t.records()[0].payload.tool_name, "bash");
+});
+
+test("tool.execute.before: an args answer replaces the arguments in the very object OpenCode hands the tool", async () => {
+	const t = await setup({ mode: "args" });
+	await t.h.config({ mcp: { preloop: { type: "local", command: ["x"] }, other: { type: "remote", url: "u" } } });
+	const output = { args: { text: "hello child", preloop_caller_session_id: "FORGED", extra: 1 } };
+	const same = output.args;
+	assert.equal(await t.h["tool.execute.before"]({ tool: "preloop_send_note", sessionID: S, callID: "c1" }, output), undefined);
+	// In place: OpenCode 1.18.33 calls the MCP server with the object it passed as `output.args`.
+	assert.equal(output.args, same);
+	assert.deepEqual(output.args, { text: "hello child", preloop_caller_session_id: "ses_caller" });
+	assert.deepEqual(await confirmations(t), ["applied"]);
+	const p = t.records()[0].payload;
+	assert.deepEqual(p.mcp_servers, ["preloop", "other"]);
+	assert.equal(p.tool_name, "preloop_send_note");
+	assert.deepEqual(p.tool_input, { text: "hello child", preloop_caller_session_id: "FORGED", extra: 1 });
+});
+
+test("tool.execute.before: an args answer that is no object changes nothing and is not confirmed", async () => {
+	const t = await setup({ mode: "badargs" });
+	const output = { args: { text: "t" } };
+	assert.equal(await t.h["tool.execute.before"]({ tool: "preloop_send_note", sessionID: S }, output), undefined);
+	assert.deepEqual(output.args, { text: "t" });
+	assert.deepEqual(await confirmations(t), [""]);
+	assert.match(t.logText(), /an args answer with no arguments to set/);
+	// With no config hook call, the payload names no MCP server.
+	assert.deepEqual(t.records()[0].payload.mcp_servers, []);
 });
 
 test("experimental.text.complete: a continuation is a noReply prompt with the prompt's agent and model", async () => {
@@ -296,7 +335,7 @@ test("no manifest: no hooks, one line is logged, OpenCode starts", async () => {
 test("a second copy in the same OpenCode registers nothing", async () => {
 	const t = await setup();
 	const more = await createPlugin({ load: () => ({ manifest: { hooks: {} } }) })({});
-	assert.deepEqual(Object.keys(t.h).sort(), ["chat.message", "dispose", "event", "experimental.text.complete", "tool.execute.after", "tool.execute.before"]);
+	assert.deepEqual(Object.keys(t.h).sort(), ["chat.message", "config", "dispose", "event", "experimental.text.complete", "tool.execute.after", "tool.execute.before"]);
 	assert.deepEqual(more, {});
 });
 
@@ -456,4 +495,97 @@ test("idle: no watcher for a sub-agent's session (the task tool's child)", async
 	await new Promise((r) => setTimeout(r, 300));
 	assert.equal(idles(t).length, 0);
 	assert.equal(t.wakes.length, 0);
+});
+
+test("a sub-agent's session names its parent on every hook it runs, its end too; the parent's names none", async () => {
+	const t = await setup({ mode: "nothing" });
+	await t.h.event({ event: { type: "session.created", properties: { info: { id: S } } } });
+	await t.h.event({ event: { type: "session.created", properties: { info: { id: "ses_child", parentID: S } } } });
+	await t.h["chat.message"]({ sessionID: "ses_child" }, { message: { id: "msg_c" }, parts: [{ type: "text", text: "do it" }] });
+	await t.h["tool.execute.before"]({ tool: "bash", sessionID: "ses_child" }, { args: { command: "x" } });
+	await t.h["tool.execute.after"]({ tool: "bash", sessionID: "ses_child" }, { output: "" });
+	await t.h["chat.message"]({ sessionID: S }, chatOutput());
+	await t.h.dispose();
+	const payloads = t.records().filter((r) => r.payload).map((r) => r.payload);
+	const child = payloads.filter((p) => p.session_id === "ses_child");
+	assert.deepEqual(
+		child.map((p) => [p.event, p.parent_session_id]),
+		[
+			["session.created", S],
+			["chat.message", S],
+			["tool.execute.before", S],
+			["tool.execute.after", S],
+			["dispose", S],
+		],
+	);
+	const parent = payloads.filter((p) => p.session_id === S);
+	assert.deepEqual(parent.map((p) => p.event), ["session.created", "chat.message", "dispose"]);
+	assert.ok(parent.every((p) => !("parent_session_id" in p)), JSON.stringify(parent));
+});
+
+const created = (id, parentID) => ({ event: { type: "session.created", properties: { info: parentID ? { id, parentID } : { id } } } });
+const until_ = async (what, cond, ms = 3000) => {
+	for (let i = 0; i < ms / 10; i++) {
+		if (cond()) return;
+		await new Promise((r) => setTimeout(r, 10));
+	}
+	throw new Error(`timed out: ${what}`);
+};
+
+test("SIGTERM (no listener of OpenCode's): every session's end hook runs, then the signal again with its default action", async () => {
+	const t = await setup({ mode: "nothing", procArgv: SERVE });
+	await t.h.event(created(S));
+	await t.h.event(created("ses_child", S));
+	assert.equal(t.proc.listenerCount("SIGTERM"), 1);
+	t.proc.emit("SIGTERM");
+	// Our listeners are gone at once: the re-raised signal meets the default action.
+	for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"]) assert.equal(t.proc.listenerCount(sig), 0, sig);
+	await until_("the re-raise", () => t.proc.killed.length === 1);
+	assert.deepEqual(t.proc.killed[0].slice(0, 2), [4242, "SIGTERM"]);
+	const ends = t.records().filter((r) => r.payload && r.payload.event === "dispose").map((r) => r.payload);
+	assert.deepEqual(ends.map((p) => [p.session_id, p.reason]).sort(), [["ses_child", "SIGTERM"], [S, "SIGTERM"]].sort());
+	// A later dispose (were OpenCode to run one) ends nothing twice.
+	await t.h.dispose();
+	assert.equal(t.records().filter((r) => r.payload && r.payload.event === "dispose").length, 2);
+	assert.deepEqual(t.proc.exits, []);
+});
+
+test("a signal OpenCode listens to itself: the ends run, the signal is not raised again (OpenCode exits its own way)", async () => {
+	const t = await setup({ mode: "nothing", procArgv: ["bun", "/$bunfs/root/src/index.js"] });
+	let theirs = 0;
+	t.proc.on("SIGHUP", () => theirs++);
+	await t.h.event(created(S));
+	t.proc.emit("SIGHUP");
+	assert.equal(theirs, 1);
+	await until_("the end", () => t.records().some((r) => r.payload && r.payload.event === "dispose"));
+	await new Promise((r) => setTimeout(r, 100));
+	assert.deepEqual(t.proc.killed, []);
+	assert.equal(t.records().find((r) => r.payload && r.payload.event === "dispose").payload.reason, "SIGHUP");
+});
+
+test("a signal waits for the ends a bounded moment only: a hook that never answers does not keep OpenCode alive", async () => {
+	const t = await setup({ mode: "sleep", procArgv: SERVE, grace: 300 });
+	await t.h.event(created(S));
+	const t0 = Date.now();
+	t.proc.emit("SIGINT");
+	await until_("the re-raise", () => t.proc.killed.length === 1);
+	const waited = t.proc.killed[0][2] - t0;
+	assert.ok(waited >= 250 && waited < 1500, `${waited} ms`);
+	assert.equal(t.proc.killed[0][1], "SIGINT");
+	assert.match(t.logText(), /signal shim the sessions' ends took over 300 ms on SIGINT/);
+});
+
+test("a signal with no session: the signal again at once", async () => {
+	const t = await setup({ mode: "nothing", procArgv: SERVE });
+	t.proc.emit("SIGTERM");
+	await until_("the re-raise", () => t.proc.killed.length === 1);
+	assert.equal(t.records().length, 0);
+});
+
+test("no manifest, no signal handling: OpenCode's signals stay as they were", async () => {
+	delete globalThis[GUARD];
+	const proc = fakeProc();
+	const dir = mkdtempSync(join(tmpdir(), "preloop-opencode-nomanifest-"));
+	await createPlugin({ load: () => readManifest(join(dir, "preloop.json")), proc })({});
+	assert.equal(proc.listenerCount("SIGTERM"), 0);
 });

@@ -10,7 +10,10 @@
 // stays alive (`serve`, the TUI; never `run`) one more child, the idle watcher (the manifest's
 // `idle`), waits for a note and answers with a continuation, sent with `promptAsync`. Hooks are
 // spawned with `Bun.spawn` inside OpenCode (a Bun binary), `child_process.spawn` elsewhere (the unit
-// tests under Node). No dependencies (OpenCode installs nothing for it); a failure here is logged in
+// tests under Node). On SIGTERM, SIGINT or SIGHUP (`opencode serve` runs no `dispose` then) it ends
+// the sessions it saw for at most 2 s and lets the signal act as it would have. The one answer that
+// changes a tool's arguments (`args`: Preloop's send_note with the caller's session id) is applied
+// in place, never with a decision. No dependencies (OpenCode installs nothing for it); a failure here is logged in
 // one line and never stops OpenCode. The default export is the only export: OpenCode calls every
 // exported value as a plugin.
 import { spawn as nodeSpawn } from "node:child_process";
@@ -22,6 +25,8 @@ const VERSION = "@@PRELOOP_VERSION@@";
 const PROTOCOL = 1;
 const LOG_MAX = 1 << 20;
 const HARNESS = "opencode";
+/** The answers this plugin applies (`args`: Preloop's send_note with the caller's session id). */
+const ANSWER_KINDS = ["context", "deny", "continue", "args"];
 const GUARD = Symbol.for("preloop-hooks.opencode-plugin");
 const B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -126,8 +131,53 @@ function partIdAfter(prev, now = Date.now()) {
 	return "prt_" + n.toString(16).padStart(12, "0") + tail;
 }
 
+/** The signals that stop OpenCode without its `dispose` (`opencode serve` has no handler of its own). */
+const EXIT_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"];
+/** How long a signal waits for the sessions' ends before OpenCode goes on exiting. */
+const SIGNAL_GRACE_MS = 2000;
+const SIGNAL_NUMBERS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 };
+
+/**
+ * On SIGTERM, SIGINT or SIGHUP: `endAll(signal)` (the end hook of every session seen), for at most
+ * `graceMs`; then, unless OpenCode listens to that signal itself (it then exits its own way, as it
+ * would have), the signal again with its default action, so OpenCode dies of it as it would have,
+ * with the same status. Once: the first signal removes our listeners. Returns the uninstaller.
+ */
+function onExitSignals(endAll, { proc = process, graceMs = SIGNAL_GRACE_MS, log = () => {} } = {}) {
+	const handlers = new Map();
+	const uninstall = () => {
+		for (const [sig, h] of handlers) proc.removeListener(sig, h);
+		handlers.clear();
+	};
+	for (const sig of EXIT_SIGNALS) {
+		const h = () => {
+			uninstall();
+			const theirs = proc.listenerCount(sig) > 0;
+			let timer;
+			const ends = Promise.resolve()
+				.then(() => endAll(sig))
+				.catch((e) => log(`ending the sessions on ${sig}: ${e && e.message}`));
+			const bounded = Promise.race([ends, new Promise((r) => (timer = setTimeout(() => r("late"), graceMs)))]);
+			bounded.then((late) => {
+				clearTimeout(timer);
+				if (late === "late") log(`the sessions' ends took over ${graceMs} ms on ${sig}; OpenCode exits anyway`);
+				if (theirs) return;
+				try {
+					proc.kill(proc.pid, sig);
+				} catch {}
+				// A runtime that kept the signal ignored once no listener is left: exit as the signal would.
+				const t = setTimeout(() => proc.exit(128 + (SIGNAL_NUMBERS[sig] || 15)), 1000);
+				if (t && typeof t.unref === "function") t.unref();
+			});
+		};
+		handlers.set(sig, h);
+		proc.on(sig, h);
+	}
+	return uninstall;
+}
+
 /** The plugin over a manifest (`load` returns `{manifest, error}`), a spawner and argv: tests give fakes. */
-function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } = {}) {
+function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv, proc = process, signalGraceMs = SIGNAL_GRACE_MS } = {}) {
 	return async function preloop(ctx) {
 		if (globalThis[GUARD]) {
 			// OpenCode loads a global and a project copy both (no de-duplication of plugin files).
@@ -152,6 +202,8 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } 
 		 * the last prompt's agent and model, and the idle watcher (at most one).
 		 */
 		const sessions = new Map();
+		/** The MCP servers OpenCode's config names (its `config` hook): the hook tells MCP tools by them. */
+		let mcpServers = [];
 		const sess = (id) => {
 			let s = sessions.get(id);
 			if (!s) {
@@ -164,6 +216,9 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } 
 		async function run(event, sessionID, fields, started) {
 			const payload = { v: PROTOCOL, event, session_id: String(sessionID || ""), mode, ...fields };
 			if (cwd) payload.cwd = cwd;
+			// A sub-agent's session: every hook names its parent, and the hook records the lineage.
+			const known = sessions.get(payload.session_id);
+			if (known && known.parent && !payload.parent_session_id) payload.parent_session_id = known.parent;
 			const hooks = manifest.hooks[event];
 			const r = await ask(Array.isArray(hooks) ? hooks[0] : undefined, payload, spawn, started);
 			if (r.error) logLine(log, event, r.error, fs);
@@ -242,10 +297,18 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } 
 				if (w.child) w.child.kill("SIGTERM");
 			} catch {}
 		}
+		// `opencode serve` stopped by a signal runs no `dispose`: end the sessions here (bounded), then
+		// let the signal do what it would have done.
+		onExitSignals((sig) => Promise.all([...sessions.keys()].map((id) => end(id, sig))), {
+			proc,
+			graceMs: signalGraceMs,
+			log: (text) => logLine(log, "signal", text, fs),
+		});
 		async function end(sessionID, reason) {
 			unwatch(sessionID);
+			const s = sessions.get(sessionID);
 			sessions.delete(sessionID);
-			const r = await run("dispose", sessionID, { reason });
+			const r = await run("dispose", sessionID, s && s.parent ? { reason, parent_session_id: s.parent } : { reason });
 			if (r.answer) r.confirm(false);
 		}
 
@@ -256,9 +319,10 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } 
 					const id = (props.info && props.info.id) || props.sessionID;
 					if (!id) return;
 					// A sub-agent's session (the task tool's): never woken, its parent reads its result.
-					if (props.info && props.info.parentID) sess(id).child = true;
+					const parent = props.info && props.info.parentID;
+					if (parent) Object.assign(sess(id), { child: true, parent: String(parent) });
 					else sess(id);
-					const r = await run("session.created", id, {});
+					const r = await run("session.created", id, parent ? { parent_session_id: String(parent) } : {});
 					if (r.answer) r.confirm(false);
 				} else if (event && event.type === "session.deleted") {
 					const id = (props.info && props.info.id) || props.sessionID;
@@ -293,17 +357,38 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv } 
 					output.parts.push({ id: partIdAfter(prev), sessionID: id, messageID, type: "text", text });
 				});
 			},
+			config: async (cfg) => {
+				const mcp = cfg && cfg.mcp && typeof cfg.mcp === "object" ? cfg.mcp : {};
+				mcpServers = Object.keys(mcp);
+			},
 			"tool.execute.before": async (input = {}, output = {}) => {
 				const r = await run("tool.execute.before", input.sessionID, {
 					tool_name: String(input.tool || ""),
 					call_id: input.callID ? String(input.callID) : undefined,
 					tool_input: output.args && typeof output.args === "object" ? output.args : {},
+					mcp_servers: mcpServers,
 				});
 				if (r.error) {
 					if (!denyOnError) return;
 					throw new Error(`Preloop could not check this tool call (${r.error}); pre_tool_use_on_error is deny`);
 				}
 				if (!r.answer) return;
+				if (r.answer.kind === "args") {
+					// The hook's arguments (Preloop's send_note with the caller's session id), set in the
+					// object OpenCode hands the tool: replacing `output.args` itself would reach nothing.
+					const args = r.answer.args;
+					const target = output.args;
+					if (!args || typeof args !== "object" || Array.isArray(args) || !target || typeof target !== "object") {
+						logLine(log, "tool.execute.before", "an args answer with no arguments to set", fs);
+						r.confirm(false);
+						return;
+					}
+					for (const k of Object.keys(target)) if (!Object.prototype.hasOwnProperty.call(args, k)) delete target[k];
+					Object.assign(target, args);
+					r.confirm(true);
+					// No decision: OpenCode's own permission check runs next, on the tool's name.
+					return;
+				}
 				if (r.answer.kind !== "deny") {
 					logLine(log, "tool.execute.before", `a ${r.answer.kind} answer to a tool call`, fs);
 					r.confirm(false);
@@ -385,4 +470,6 @@ preloop.internals = {
 	partIdAfter,
 	createPlugin,
 	manifestPath,
+	onExitSignals,
+	EXIT_SIGNALS,
 };

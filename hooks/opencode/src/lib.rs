@@ -13,9 +13,9 @@
 //!
 //! | hook or event | carrier (what the plugin does with the answer) | answer |
 //! |---|---|---|
-//! | event `session.created` | none: registers the session (not awaited by OpenCode) | nothing |
+//! | event `session.created` | none: registers the session (not awaited by OpenCode); a sub-agent's (`parentID`) as a child of its parent | nothing |
 //! | `chat.message` | a synthetic text part pushed into the prompt's user message | context |
-//! | `tool.execute.before` | `throw new Error(reason)`: the tool does not run, its result is the reason | deny |
+//! | `tool.execute.before` | `throw new Error(reason)`: the tool does not run, its result is the reason; Preloop's `send_note` (an MCP tool, `<server>_send_note`): `output.args` replaced in place, before OpenCode's own permission check | deny, args |
 //! | `tool.execute.after` | appended to `output.output`, the tool result the model gets | context |
 //! | `experimental.text.complete` | `client.session.prompt({noReply: true})`: a user message the loop answers | continue |
 //! | `dispose` | none (awaited), once per session the plugin saw: pending notes become `undeliverable` | nothing |
@@ -28,7 +28,7 @@
 
 use preloop_shared::adapter::{deny_reason, prompt_input, tool_input};
 use preloop_shared::config::Env;
-use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
+use preloop_shared::flow::{Carry, Input, InputKind, McpTool, Outcome};
 use preloop_shared::registry::def_of;
 use preloop_shared::runner::{Adapter, Parsed};
 use preloop_shared::wire::Decision;
@@ -89,13 +89,15 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         Event::ChatMessage => prompt_input(p.prompt.as_deref().unwrap_or_default()),
         Event::ToolExecuteBefore => {
             let tool_name = p.tool_name.filter(|t| !t.trim().is_empty()).ok_or("no tool_name")?;
+            // An MCP tool only by the servers OpenCode's config names: a
+            // built-in or a plugin's tool is never one (docs/event-matrix.md,
+            // "send_note caller session").
+            let mcp_tool = Some(mcp_tool(&tool_name, p.mcp_servers.as_deref().unwrap_or_default()));
             InputKind::Tool {
                 tool_name,
                 tool_input: tool_input(p.tool_input.as_ref()),
                 model: None,
-                // The send_note caller rewrite is not built for OpenCode
-                // (docs/event-matrix.md, "send_note caller session").
-                mcp_tool: None,
+                mcp_tool,
                 carry: Carry::of(def.carrier),
             }
         }
@@ -109,7 +111,8 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         Event::Watch => return Err("the watcher is not a hook".into()),
     };
     let non_blank = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
-    Ok(Parsed::Run(Input { session_id, cwd: non_blank(p.cwd), transcript_path: None, kind }))
+    let parent_session_id = non_blank(p.parent_session_id).map(|s| s.trim().to_string());
+    Ok(Parsed::Run(Input { session_id, cwd: non_blank(p.cwd), transcript_path: None, parent_session_id, kind }))
 }
 
 /// Outcome → the answer (`None`: print nothing).
@@ -118,7 +121,16 @@ pub fn render(event: Event, o: &Outcome) -> Option<Answer> {
     match event {
         Event::ChatMessage | Event::ToolExecuteAfter => ctx.map(|text| Answer::Context { text }),
         Event::ToolExecuteBefore => {
-            (o.decision == Some(Decision::Deny)).then(|| Answer::Deny { reason: deny_reason(o) })
+            if o.decision == Some(Decision::Deny) {
+                return Some(Answer::Deny { reason: deny_reason(o) });
+            }
+            // Preloop's `send_note` with the caller's session id; no
+            // decision: OpenCode's own permission check runs after the
+            // plugin, on the tool's name, whatever the arguments.
+            match &o.tool_input {
+                Some(Value::Object(args)) => Some(Answer::Args { args: args.clone() }),
+                _ => None,
+            }
         }
         Event::TextComplete => match (o.continue_turn, ctx) {
             (true, Some(text)) => Some(Answer::Continue { text }),
@@ -126,6 +138,33 @@ pub fn render(event: Event, o: &Outcome) -> Option<Answer> {
         },
         Event::SessionCreated | Event::Dispose | Event::Watch => None,
     }
+}
+
+/// Which MCP tool `tool_name` is, given the MCP servers OpenCode's config
+/// names (`mcp` in opencode.json, as the plugin's `config` hook reads it):
+/// OpenCode 1.18.33 names an MCP tool `<server>_<tool>`, each part with
+/// every character but `[A-Za-z0-9_-]` made `_` (one per UTF-16 unit, as
+/// its JavaScript does). A server name may hold `_`, so a tool is Preloop's
+/// `send_note` when some configured server's prefix leaves exactly
+/// `send_note`; any other name is [`McpTool::Other`] (a built-in or a
+/// plugin's tool called `x_send_note` is not one).
+pub fn mcp_tool(tool_name: &str, servers: &[String]) -> McpTool {
+    let hit = servers.iter().any(|server| {
+        let prefix = format!("{}_", sanitize(server));
+        !server.is_empty() && tool_name.strip_prefix(&prefix) == Some("send_note")
+    });
+    if hit { McpTool::SendNote } else { McpTool::Other }
+}
+
+/// OpenCode's `name.replace(/[^a-zA-Z0-9_-]/g, "_")`.
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .flat_map(|c| {
+            let keep = c.is_ascii_alphanumeric() || c == '_' || c == '-';
+            let n = if keep { 1 } else { c.len_utf16() };
+            std::iter::repeat_n(if keep { c } else { '_' }, n)
+        })
+        .collect()
 }
 
 /// The plugin OpenCode loads: one static template in this crate

@@ -25,7 +25,9 @@
 //!   then exits (the turn it started ends in `session.idle`, which starts
 //!   the next watcher);
 //! * exits without output when its session ended, when its parent
-//!   (OpenCode's process) is gone, after `watch_max_secs`, or when the
+//!   (OpenCode's process) is gone (then, the session still live, it ends
+//!   it as `dispose` would have: OpenCode was killed with no end of its
+//!   own), after `watch_max_secs`, or when the
 //!   server refuses its token. The plugin stops it (SIGTERM) when a run
 //!   starts (`chat.message`, `session.status` busy), at `session.deleted`
 //!   and at `dispose`; from the claim to the exit SIGTERM is held off.
@@ -48,6 +50,8 @@ pub fn watcher() -> PluginWatcher {
         no_idle: "opencode run disposes at the first idle: nothing to wake",
         answer: continue_line,
         plugin: "plugin",
+        // OpenCode killed with no `dispose` (SIGKILL, a crash): the session it sat idle in ends.
+        end_when_parent_gone: Some(preloop_shared::registry::def_of(crate::Event::Dispose)),
     }
 }
 

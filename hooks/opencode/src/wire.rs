@@ -31,6 +31,11 @@ pub struct Payload {
     /// How OpenCode runs: `run` (one prompt, then it disposes), `serve`,
     /// or `tui`. The idle watcher stands down in `run`.
     pub mode: String,
+    /// A sub-agent's session (the `task` tool's): OpenCode's id of the
+    /// session that started it (`session.created`'s `parentID`), on every
+    /// payload of that session. The hook records it as the parent run.
+    #[serde(default)]
+    pub parent_session_id: Option<String>,
     /// dispose: why the session ends (`dispose`).
     #[serde(default)]
     pub reason: Option<String>,
@@ -49,6 +54,11 @@ pub struct Payload {
     /// tool.execute.before: the call's arguments (`{"command": "…"}` for bash).
     #[serde(default)]
     pub tool_input: Option<Value>,
+    /// tool.execute.before: the MCP servers OpenCode's config names (the
+    /// keys of `mcp`, read by the plugin's `config` hook), so the hook can
+    /// tell an MCP tool (`<server>_<tool>`) from a built-in one.
+    #[serde(default)]
+    pub mcp_servers: Option<Vec<String>>,
     /// text.complete: this text part follows a continuation of ours in the
     /// session with no prompt in between (one continuation per stop, as
     /// `stop_hook_active` elsewhere).
@@ -74,6 +84,12 @@ pub enum Answer {
         #[cfg_attr(test, schemars(length(min = 1)))]
         reason: String,
     },
+    /// tool.execute.before: the call runs with `args` instead of the
+    /// model's (Preloop's `send_note` with `preloop_caller_session_id` =
+    /// this session); the plugin replaces `output.args`'s keys in place
+    /// (OpenCode hands the MCP server that same object). No decision:
+    /// OpenCode's own permission check still runs.
+    Args { args: serde_json::Map<String, Value> },
     /// text.complete: a user message with `text`, which the session's
     /// loop answers (a late note); idle (the watcher): a new turn with
     /// `text` (`promptAsync`).

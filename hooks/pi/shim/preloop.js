@@ -17,6 +17,8 @@ export const PROTOCOL = 1;
 export const NOTE_TYPE = "preloop-operator-notes";
 const LOG_MAX = 1 << 20;
 const HARNESS = "pi";
+/** The answers this extension applies. */
+const ANSWER_KINDS = ["context", "deny", "continue"];
 const GUARD = Symbol.for("preloop-hooks.pi-extension");
 
 // The core every plugin shim of ours shares (Pi's extension, OpenCode's plugin): the manifest
@@ -25,7 +27,8 @@ const GUARD = Symbol.for("preloop-hooks.pi-extension");
 // Not a module of its own: `cargo test -p preloop-shared plugin` checks that each shim,
 // hooks/<harness>/shim/preloop.js, is its source.js with this file where the source says
 // `// @@PRELOOP_CORE@@` (PRELOOP_BLESS=1 writes it). The shim defines `HARNESS` (its log's
-// name) and `defaultSpawn()` (the spawner `ask` uses unless given one), and imports
+// name), `ANSWER_KINDS` (the answers it applies) and `defaultSpawn()` (the spawner `ask` uses
+// unless given one), and imports
 // `readFileSync`, `appendFileSync`, `mkdirSync`, `renameSync`, `statSync` (node:fs) and `dirname`
 // (node:path).
 
@@ -104,7 +107,7 @@ function ask(hook, payload, spawn = defaultSpawn(), started = () => {}) {
 			} catch {
 				return finish({ error: "an answer that is not JSON" });
 			}
-			if (!answer || typeof answer !== "object" || !["context", "deny", "continue"].includes(answer.kind)) {
+			if (!answer || typeof answer !== "object" || !ANSWER_KINDS.includes(answer.kind)) {
 				return finish({ error: `an answer this shim does not know: ${out.slice(0, i).slice(0, 120)}` });
 			}
 			const confirm = (applied) => {

@@ -17,6 +17,8 @@ export const PROTOCOL = 1;
 export const NOTE_TYPE = "preloop-operator-notes";
 const LOG_MAX = 1 << 20;
 const HARNESS = "pi";
+/** The answers this extension applies. */
+const ANSWER_KINDS = ["context", "deny", "continue"];
 const GUARD = Symbol.for("preloop-hooks.pi-extension");
 
 // @@PRELOOP_CORE@@

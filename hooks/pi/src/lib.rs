@@ -106,7 +106,13 @@ pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
         Event::Watch => return Err("the watcher is not a hook".into()),
     };
     let non_blank = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
-    Ok(Parsed::Run(Input { session_id, cwd: non_blank(p.cwd), transcript_path: non_blank(p.session_file), kind }))
+    Ok(Parsed::Run(Input {
+        session_id,
+        cwd: non_blank(p.cwd),
+        transcript_path: non_blank(p.session_file),
+        parent_session_id: None,
+        kind,
+    }))
 }
 
 /// Outcome → the answer (`None`: print nothing).

@@ -42,6 +42,9 @@ pub fn watcher() -> PluginWatcher {
         no_idle: "no UI: Pi does not stay idle (-p, json)",
         answer: continue_line,
         plugin: "extension",
+        // Not built for Pi: its watcher only stops when Pi is gone (a Pi killed with no
+        // session_shutdown leaves its session live until the operator ends it).
+        end_when_parent_gone: None,
     }
 }
 

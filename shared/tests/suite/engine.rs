@@ -60,7 +60,13 @@ impl Rig {
         written: bool,
     ) -> (Outcome, Vec<String>, Vec<String>) {
         let mut e = self.engine(def);
-        let input = Input { session_id: self.session.clone(), cwd: Some("/tmp".into()), transcript_path: None, kind };
+        let input = Input {
+            session_id: self.session.clone(),
+            cwd: Some("/tmp".into()),
+            transcript_path: None,
+            parent_session_id: None,
+            kind,
+        };
         let (out, after) = e.handle(&input).unwrap_or_else(|err| panic!("{}: {err}", def.binary));
         let ids = out.context.as_deref().map(ids_in).unwrap_or_default();
         assert_eq!(after.carried_ids(), ids, "{}: the block is what will be acked", def.binary);
@@ -76,7 +82,8 @@ impl Rig {
 
     fn handle_only(&self, def: &'static HookDef, kind: InputKind) -> (Engine, Outcome, AfterFlush) {
         let mut e = self.engine(def);
-        let input = Input { session_id: self.session.clone(), cwd: None, transcript_path: None, kind };
+        let input =
+            Input { session_id: self.session.clone(), cwd: None, transcript_path: None, parent_session_id: None, kind };
         let (o, a) = e.handle(&input).unwrap();
         (e, o, a)
     }
@@ -478,7 +485,13 @@ fn an_oversized_note_is_never_shown_and_a_deferred_one_is_reported_dropped() {
     // An immediate one is the server's `delivered` already: not shown, logged.
     let immediate = rig.mem.queue(&"é".repeat(30_000));
     let mut e = rig.engine(cx(event::Codex::PreToolUse));
-    let input = Input { session_id: rig.session.clone(), cwd: None, transcript_path: None, kind: tool(Carry::All) };
+    let input = Input {
+        session_id: rig.session.clone(),
+        cwd: None,
+        transcript_path: None,
+        parent_session_id: None,
+        kind: tool(Carry::All),
+    };
     let (out, after) = e.handle(&input).unwrap();
     assert!(out.context.is_none() && after.dropped_ids().is_empty());
     assert!(e.warnings.iter().any(|w| w.contains(&immediate)), "{:?}", e.warnings);
@@ -746,6 +759,7 @@ fn d1_immediate_claims_no_output_carried_are_recorded_at_session_end() {
         session_id: rig.session.clone(),
         cwd: None,
         transcript_path: None,
+        parent_session_id: None,
         kind: InputKind::SessionEnd { reason: "exit".into() },
     };
     let (_, after) = e.handle(&input).unwrap();

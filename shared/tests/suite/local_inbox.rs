@@ -24,7 +24,13 @@ fn engine(home: &Home, def: &'static HookDef, session: &str) -> Engine {
 /// Run a hook through the engine; returns the carried note ids.
 fn hook(home: &Home, def: &'static HookDef, session: &str, kind: InputKind) -> Vec<String> {
     let mut e = engine(home, def, session);
-    let input = Input { session_id: session.into(), cwd: Some("/tmp".into()), transcript_path: None, kind };
+    let input = Input {
+        session_id: session.into(),
+        cwd: Some("/tmp".into()),
+        transcript_path: None,
+        parent_session_id: None,
+        kind,
+    };
     let (out, after) = e.handle(&input).unwrap();
     e.finish(after, true);
     out.context.as_deref().map(ids_in).unwrap_or_default()
@@ -137,6 +143,7 @@ fn session_end_ends_pending_and_claimed_notes() {
         session_id: "s".into(),
         cwd: None,
         transcript_path: None,
+        parent_session_id: None,
         kind: InputKind::Prompt { prompt: "p".into(), pull: true },
     };
     let (_, after) = e.handle(&input).unwrap();

@@ -1,3 +1,6 @@
 mod golden;
+mod lineage;
+mod orphan;
 mod plugin;
+mod send_note;
 mod shared;
