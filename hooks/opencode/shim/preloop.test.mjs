@@ -1,5 +1,5 @@
 // The plugin's unit tests (`node --test hooks/opencode/shim/`), against a fake OpenCode host (its
-// hook arguments and `client.session.prompt`) and a stand-in hook (fake-hook.mjs) run as a real
+// hook arguments and `client.session.prompt`) and a stand-in hook (shared/plugin/fake-hook.mjs) run as a real
 // process: each answer kind, the confirmation that acks a note, a timeout, bad JSON, a missing
 // executable, the fail policy, the rescue cap, session ends, a missing manifest, a second copy, the
 // idle watcher, and the same through `Bun.spawn` (a fake `Bun` global over Node's child_process).
@@ -16,6 +16,8 @@ import * as mod from "./preloop.js";
 const preloop = mod.default;
 const { GUARD, createPlugin, readManifest, manifestPath, modeOf, partIdAfter, ask, bunSpawner, defaultSpawn } = preloop.internals;
 const HERE = dirname(fileURLToPath(import.meta.url));
+/** The stand-in hook every shim's tests share. */
+const FAKE_HOOK = join(HERE, "..", "..", "..", "shared", "plugin", "fake-hook.mjs");
 const EVENTS = ["session.created", "chat.message", "tool.execute.before", "tool.execute.after", "experimental.text.complete", "dispose"];
 const S = "ses_dc0f1327dffehIInU0Fzi1o4KZ";
 
@@ -74,9 +76,9 @@ async function setup({ mode = "context", onError = "allow", timeout = 5000, argv
 	const record = join(dir, "record.jsonl");
 	const log = join(dir, "log", "shim.log"); // a folder no hook made yet
 	const hooks = {};
-	for (const e of EVENTS) hooks[e] = [{ argv: argv ?? [process.execPath, join(HERE, "fake-hook.mjs"), mode, record], timeout }];
+	for (const e of EVENTS) hooks[e] = [{ argv: argv ?? [process.execPath, FAKE_HOOK, mode, record], timeout }];
 	// `idle`: the watcher's mode (no `idle` entry otherwise, as in a manifest without one).
-	if (idle) hooks.idle = [{ argv: [process.execPath, join(HERE, "fake-hook.mjs"), idle, record], timeout }];
+	if (idle) hooks.idle = [{ argv: [process.execPath, FAKE_HOOK, idle, record], timeout }];
 	const manifest = { version: 1, on_error: { "tool.execute.before": onError }, log, hooks };
 	if (cap !== undefined) manifest.stop_rescue_cap = cap;
 	const prompts = [];

@@ -1,5 +1,5 @@
 // The extension's unit tests (`node --test hooks/pi/shim/`), against a fake Pi host and a
-// stand-in hook (fake-hook.mjs) run as a real process: each answer kind, the confirmation that
+// stand-in hook (shared/plugin/fake-hook.mjs) run as a real process: each answer kind, the confirmation that
 // acks a note, a timeout, bad JSON, a missing executable, the fail policy, a missing manifest,
 // and a second copy of the extension.
 import assert from "node:assert/strict";
@@ -11,6 +11,8 @@ import { fileURLToPath } from "node:url";
 import preloop, { createExtension, readManifest, manifestPath, NOTE_TYPE } from "./preloop.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
+/** The stand-in hook every shim's tests share. */
+const FAKE_HOOK = join(HERE, "..", "..", "..", "shared", "plugin", "fake-hook.mjs");
 const GUARD = Symbol.for("preloop-hooks.pi-extension");
 const EVENTS = ["session_start", "before_agent_start", "tool_call", "tool_result", "agent_end", "session_shutdown"];
 
@@ -20,9 +22,9 @@ function setup({ mode = "context", onError = "allow", timeout = 5000, argv, idle
 	const record = join(dir, "record.jsonl");
 	const log = join(dir, "log", "shim.log"); // a folder no hook made yet
 	const hooks = {};
-	for (const e of EVENTS) hooks[e] = [{ argv: argv ?? [process.execPath, join(HERE, "fake-hook.mjs"), mode, record], timeout }];
+	for (const e of EVENTS) hooks[e] = [{ argv: argv ?? [process.execPath, FAKE_HOOK, mode, record], timeout }];
 	// `idle`: the watcher's mode (no `idle` entry otherwise, as in a manifest without one).
-	if (idle) hooks.idle = [{ argv: [process.execPath, join(HERE, "fake-hook.mjs"), idle, record], timeout }];
+	if (idle) hooks.idle = [{ argv: [process.execPath, FAKE_HOOK, idle, record], timeout }];
 	const manifest = { version: 1, on_error: { tool_call: onError }, log, hooks };
 	const handlers = {};
 	const sent = [];

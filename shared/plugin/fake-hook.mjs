@@ -1,4 +1,4 @@
-// A stand-in for `preloop-hooks hook <command>` in the extension's tests: reads the payload
+// A stand-in for `preloop-hooks hook <command>` in the plugin shims' tests (hooks/*/shim/): reads the payload
 // line, answers per its mode, and records the payload and the confirmation it got back.
 import { appendFileSync } from "node:fs";
 
@@ -22,10 +22,14 @@ process.stdin.on("data", (d) => {
 			return out({ kind: "continue", text: "<operator-notes>LATE</operator-notes>" });
 		case "deny":
 			return out({ kind: "deny", reason: "DENIED: policy" });
+		case "args":
+			return out({ kind: "args", args: { text: "hello child", preloop_caller_session_id: "ses_caller" } });
+		case "badargs":
+			return out({ kind: "args", args: ["not", "an", "object"] });
 		case "badjson":
 			return process.stdout.write("{not json\n");
 		case "unknown":
-			return out({ kind: "unknown_command", command: "preloop-pi-nope" });
+			return out({ kind: "unknown_command", command: "preloop-shim-nope" });
 		case "nonewline":
 			process.stdout.write('{"kind":"deny","reason":"x"}');
 			return process.exit(0);
