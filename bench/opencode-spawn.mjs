@@ -1,5 +1,5 @@
 // What one OpenCode hook costs through our plugin, measured in OpenCode's own Bun runtime as the
-// plugin runs it (`ask` of hooks/opencode/shim/preloop.js: an async spawn, the payload line, the
+// plugin runs it (`ask` of the OpenCode plugin, hooks/opencode/shim/source.js: an async spawn, the payload line, the
 // answer line), through `Bun.spawn` (what the plugin uses inside OpenCode) and through
 // `child_process.spawn` (what it used before, and uses under Node):
 //
@@ -16,7 +16,9 @@ import { spawn as nodeSpawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import plugin from "../hooks/opencode/shim/preloop.js";
+import { loadShim } from "../shared/plugin/assemble.mjs";
+
+const { default: plugin } = await loadShim("opencode");
 
 const { ask, bunSpawner } = plugin.internals;
 if (!globalThis.Bun) {

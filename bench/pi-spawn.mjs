@@ -1,5 +1,5 @@
 // What one Pi event costs through our extension, measured from Node as the extension runs it
-// (`ask` of hooks/pi/shim/preloop.js: an async spawn, the payload line, the answer line):
+// (`ask` of the Pi extension, hooks/pi/shim/source.js: an async spawn, the payload line, the answer line):
 //
 //   node bench/pi-spawn.mjs <dir of the release preloop-hooks> [runs]
 //
@@ -16,7 +16,9 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ask } from "../hooks/pi/shim/preloop.js";
+import { loadShim } from "../shared/plugin/assemble.mjs";
+
+const { ask } = await loadShim("pi");
 
 const [dir, runsArg] = process.argv.slice(2);
 if (!dir) {

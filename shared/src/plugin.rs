@@ -37,26 +37,30 @@ pub const APPLIED: &str = "applied";
 /// continuation), so this only bounds a shim that went away.
 pub const CONFIRM_WAIT: Duration = Duration::from_secs(5);
 
-/// A plugin shim of ours as its adapter crate ships it: the static template
-/// `hooks/<harness>/shim/preloop.js` (its `source.js` with the core all
-/// shims share, `shared/plugin/core.js`, where the source says
-/// [`CORE_MARKER`]; a test here holds each to it), stamped with this
-/// build's version and written byte for byte by `preloop-hooks install`.
+/// A plugin shim of ours as its adapter crate ships it: the harness's
+/// `hooks/<harness>/shim/source.js` with the core all shims share ([`CORE`],
+/// `shared/plugin/core.js`) where the source says [`CORE_MARKER`], stamped
+/// with this build's version: static, written byte for byte by
+/// `preloop-hooks install` and compared so by `doctor`.
 pub struct Shim {
-    /// The template, `include_str!`'d by the adapter crate.
-    pub template: &'static str,
+    /// The harness's part, `include_str!`'d by the adapter crate.
+    pub source: &'static str,
     /// How every version of the shim starts (its first line up to the version).
     pub header: &'static str,
 }
 
 /// The line of a shim's `source.js` where the shared core goes.
 pub const CORE_MARKER: &str = "// @@PRELOOP_CORE@@\n";
+/// The core every shim shares: the manifest read, the log line, the
+/// protocol's hook run (`shared/plugin/core.js`; under Node the tests load a
+/// shim through `shared/plugin/assemble.mjs`, which splices it the same way).
+pub const CORE: &str = include_str!("../plugin/core.js");
 const STAMP: &str = "@@PRELOOP_VERSION@@";
 
 impl Shim {
     /// The shim of this build.
     pub fn text(&self) -> String {
-        self.template.replace(STAMP, env!("CARGO_PKG_VERSION"))
+        self.source.replacen(CORE_MARKER, CORE, 1).replace(STAMP, env!("CARGO_PKG_VERSION"))
     }
 
     /// Whether `text` is a shim of ours (any version).
@@ -135,45 +139,37 @@ mod tests {
     use super::*;
     use crate::registry::{Declaration, Harness};
 
-    /// Each plugin harness's shim is its `source.js` with the shared core
-    /// where the marker is (PRELOOP_BLESS=1 writes it), and is stamped in
-    /// its header and its `VERSION` only.
+    /// Each plugin harness's source has one core marker, and its shim is
+    /// stamped in its header and its `VERSION` only.
     #[test]
-    fn every_plugin_shim_is_its_source_with_the_shared_core() {
+    fn every_plugin_source_takes_the_shared_core_once() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let core = std::fs::read_to_string(root.join("shared/plugin/core.js")).unwrap();
-        let bless = std::env::var_os("PRELOOP_BLESS").is_some();
         let plugins: Vec<Harness> =
             Harness::ALL.into_iter().filter(|h| h.def().declaration == Declaration::Plugin).collect();
         assert!(plugins.len() >= 2, "{plugins:?}");
+        assert!(!CORE.contains(STAMP) && !CORE.contains(CORE_MARKER));
         for h in plugins {
-            let dir = root.join("hooks").join(h.slug()).join("shim");
-            let source = std::fs::read_to_string(dir.join("source.js")).unwrap();
-            assert_eq!(source.matches(CORE_MARKER).count(), 1, "{}: one core marker line", h.slug());
-            let want = source.replace(CORE_MARKER, &core);
-            assert_eq!(want.matches(STAMP).count(), 2, "{}: the header and VERSION are stamped", h.slug());
+            let path = root.join("hooks").join(h.slug()).join("shim/source.js");
+            let source = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(source.matches(CORE_MARKER).count(), 1, "{}: one core marker line", path.display());
+            assert_eq!(source.matches(STAMP).count(), 2, "{}: the header and VERSION are stamped", path.display());
+            let shim = Shim { source: Box::leak(source.into_boxed_str()), header: "" };
             let header = format!("// preloop-hooks {} ", h.def().name);
-            assert!(want.starts_with(&header), "{}: the shim starts with {header:?}", h.slug());
-            let shim = dir.join("preloop.js");
-            if std::fs::read_to_string(&shim).ok().as_deref() != Some(want.as_str()) {
-                assert!(
-                    bless,
-                    "{} is not its source.js with shared/plugin/core.js (PRELOOP_BLESS=1 rewrites it)",
-                    shim.display()
-                );
-                std::fs::write(&shim, &want).unwrap();
-            }
+            let text = shim.text();
+            let first = text.lines().next().unwrap_or_default();
+            assert!(first.starts_with(&header) && first.contains(env!("CARGO_PKG_VERSION")), "{first}");
+            assert!(text.contains(CORE), "{}", path.display());
         }
     }
 
     #[test]
     fn a_shim_is_stamped_with_this_build_and_knows_its_version() {
         let s = Shim {
-            template: "// x plugin @@PRELOOP_VERSION@@. more\nconst VERSION = \"@@PRELOOP_VERSION@@\";\n",
+            source: "// x plugin @@PRELOOP_VERSION@@. more\n// @@PRELOOP_CORE@@\nconst VERSION = \"@@PRELOOP_VERSION@@\";\n",
             header: "// x plugin ",
         };
         let t = s.text();
-        assert!(s.is_ours(&t) && !t.contains(STAMP));
+        assert!(s.is_ours(&t) && !t.contains(STAMP) && !t.contains(CORE_MARKER) && t.contains(CORE));
         assert_eq!(s.version_of(&t), format!("version {}", env!("CARGO_PKG_VERSION")));
         assert_eq!(s.version_of("// x plugin 0.0.9 (old)"), "version 0.0.9");
         assert_eq!(s.version_of("x"), "not ours");

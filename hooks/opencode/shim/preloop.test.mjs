@@ -11,7 +11,10 @@ import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import * as mod from "./preloop.js";
+import { loadShim } from "../../../shared/plugin/assemble.mjs";
+
+// The plugin as OpenCode gets it: source.js with the shared core (shared/plugin/assemble.mjs).
+const mod = await loadShim("opencode");
 
 const preloop = mod.default;
 const { GUARD, createPlugin, readManifest, manifestPath, modeOf, partIdAfter, ask, bunSpawner, defaultSpawn } = preloop.internals;

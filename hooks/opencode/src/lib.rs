@@ -3,7 +3,7 @@
 //! and from an [`Outcome`] to the [`Answer`] the plugin applies. Everything
 //! else is the shared engine.
 //!
-//! OpenCode runs no hook commands: it loads our plugin (`shim/preloop.js`,
+//! OpenCode runs no hook commands: it loads our plugin (`shim/source.js`,
 //! installed as `preloop.js` in one of OpenCode's plugin folders) in its
 //! own process, which spawns `preloop-hooks hook preloop-opencode-<event>`
 //! per hook and speaks [`preloop_shared::plugin`]'s protocol: our payload
@@ -168,10 +168,9 @@ fn sanitize(name: &str) -> String {
 }
 
 /// The plugin OpenCode loads: one static template in this crate
-/// (`shim/preloop.js`, generated from `shim/source.js` and the core all
-/// shims share), stamped with this build's version and written byte for
+/// (`shim/source.js` with the core all shims share), stamped with this build's version and written byte for
 /// byte by `preloop-hooks install --harness opencode`.
 pub const SHIM: preloop_shared::plugin::Shim = preloop_shared::plugin::Shim {
-    template: include_str!("../shim/preloop.js"),
+    source: include_str!("../shim/source.js"),
     header: "// preloop-hooks OpenCode plugin ",
 };

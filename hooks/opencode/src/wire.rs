@@ -3,7 +3,7 @@
 //! [`preloop_shared::plugin`]'s). The schemas, generated from these types,
 //! are `schemas/opencode-1.18.33/payload.schema.json` and
 //! `schemas/opencode-1.18.33/<event>.output.schema.json`; a unit test fails
-//! when they drift. The plugin (`shim/preloop.js`) builds [`Payload`] from
+//! when they drift. The plugin (`shim/source.js`) builds [`Payload`] from
 //! OpenCode's hook input and output and applies [`Answer`].
 
 use serde::{Deserialize, Serialize};

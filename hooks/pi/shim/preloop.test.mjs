@@ -8,7 +8,10 @@ import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import preloop, { createExtension, readManifest, manifestPath, NOTE_TYPE } from "./preloop.js";
+import { loadShim } from "../../../shared/plugin/assemble.mjs";
+
+// The extension as Pi gets it: source.js with the shared core (shared/plugin/assemble.mjs).
+const { default: preloop, createExtension, readManifest, manifestPath, NOTE_TYPE } = await loadShim("pi");
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** The stand-in hook every shim's tests share. */

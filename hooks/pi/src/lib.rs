@@ -4,7 +4,7 @@
 //! else is the shared engine.
 //!
 //! Pi runs no hook commands from a config file: it loads our extension
-//! (`shim/preloop.js`, installed as `preloop.js` in one of Pi's extension
+//! (`shim/source.js`, installed as `preloop.js` in one of Pi's extension
 //! folders), which spawns `preloop-hooks hook preloop-pi-<event>` per
 //! event and speaks [`preloop_shared::plugin`]'s protocol: our payload as
 //! one line on stdin, our answer as one line on stdout, and `applied`
@@ -130,10 +130,9 @@ pub fn render(event: Event, o: &Outcome) -> Option<Answer> {
 }
 
 /// The extension Pi loads: one static template in this crate
-/// (`shim/preloop.js`, generated from `shim/source.js` and the core all
-/// shims share), stamped with this build's version and written byte for
+/// (`shim/source.js` with the core all shims share), stamped with this build's version and written byte for
 /// byte by `preloop-hooks install --harness pi`.
 pub const SHIM: preloop_shared::plugin::Shim = preloop_shared::plugin::Shim {
-    template: include_str!("../shim/preloop.js"),
+    source: include_str!("../shim/source.js"),
     header: "// preloop-hooks Pi extension ",
 };

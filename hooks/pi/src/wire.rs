@@ -3,7 +3,7 @@
 //! [`preloop_shared::plugin`]'s). The schemas, generated from these types,
 //! are `schemas/pi-0.73.1/payload.schema.json` and
 //! `schemas/pi-0.73.1/<event>.output.schema.json`; a unit test fails when
-//! they drift. The extension (`shim/preloop.js`) builds [`Payload`] from
+//! they drift. The extension (`shim/source.js`) builds [`Payload`] from
 //! Pi's event and `ctx` and applies [`Answer`].
 
 use serde::{Deserialize, Serialize};

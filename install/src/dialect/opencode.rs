@@ -1,5 +1,5 @@
 //! OpenCode: no hook commands. Our plugin, `preloop.js` (the shim, written
-//! from `preloop_opencode::shim`, byte for byte this build's), and its
+//! from `preloop_opencode::SHIM`, byte for byte this build's), and its
 //! manifest `preloop.json` beside it, both ours alone, in
 //! `$XDG_CONFIG_HOME/opencode/plugins/` (default
 //! `~/.config/opencode/plugins/`) or `./.opencode/plugins/`. OpenCode loads

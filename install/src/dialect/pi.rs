@@ -1,5 +1,5 @@
 //! Pi: no hook config. Our extension, `preloop.js` (the shim, written from
-//! `preloop_pi::shim`, byte for byte this build's), and its manifest
+//! `preloop_pi::SHIM`, byte for byte this build's), and its manifest
 //! `preloop.json` beside it, both ours alone, in
 //! `$PI_CODING_AGENT_DIR/extensions/` (default `~/.pi/agent/extensions/`)
 //! or `./.pi/extensions/`. Pi loads every `*.js` there (not `*.json`), with
