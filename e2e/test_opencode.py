@@ -26,54 +26,29 @@ E2E = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, E2E)
 
 from kit import ensure_opencode  # noqa: E402
-from kit.common import BASE_PATH  # noqa: E402
+from kit.plugin_world import PluginWorld, texts, where  # noqa: E402
 
 OPENCODE_TIMEOUT_S = 180
 
 
-def bin_dir():
-    d = os.environ.get("PRELOOP_BIN_DIR")
-    if not d or not os.path.isfile(os.path.join(d, "preloop-hooks")):
-        raise RuntimeError("set PRELOOP_BIN_DIR to the directory of the release preloop-hooks "
-                           "(scripts/build-release -p preloop-hooks --bin preloop-hooks prints it)")
-    return os.path.abspath(d)
+class OpenCodeWorld(PluginWorld):
+    """A PluginWorld for OpenCode: a project with opencode.json for mock_copilot.py, our plugin
+    in ~/.config/opencode/plugins/."""
 
+    harness = "opencode"
+    alias = "oc-e2e"
+    mock = "mock_copilot.py"
+    shim_log_name = "opencode-plugin.log"
 
-class OpenCodeWorld:
-    """A temp HOME, a project with opencode.json for the mock, PRELOOP_HOME, our plugin installed
-    (user scope: ~/.config/opencode/plugins/), and mock_copilot.py on 127.0.0.1 (started with this
-    world's environment, so a turn's before_reply_cmd sends notes into this world's inbox)."""
-
-    def __init__(self, name, script, extra_env=None):
-        self.root = tempfile.mkdtemp(prefix="preloop-opencode-e2e-%s-" % name)
-        self.home = os.path.join(self.root, "home")
+    def harness_env(self):
         self.config = os.path.join(self.home, ".config", "opencode")
-        self.proj = os.path.join(self.root, "proj")
-        os.makedirs(self.home)
-        os.makedirs(self.proj)
-        self.exe = os.path.join(bin_dir(), "preloop-hooks")
-        self.env = {"PATH": BASE_PATH, "HOME": self.home, "PRELOOP_HOME": os.path.join(self.home, ".preloop"),
-                    "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1", "PRELOOP_SESSION_ALIAS": "oc-e2e",
-                    "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
-                    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
-                    "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_CLAUDE_CODE": "1",
-                    # A backstop: were OpenCode to run its npm install, it would fail at once.
-                    "npm_config_registry": "http://127.0.0.1:9/"}
-        self.env.update(extra_env or {})
-        self.log = os.path.join(self.root, "mock.jsonl")
-        port_file = os.path.join(self.root, "port")
-        with open(os.path.join(self.root, "script.json"), "w") as f:
-            json.dump(script(self) if callable(script) else script, f)
-        self.mock = subprocess.Popen(
-            [sys.executable, os.path.join(E2E, "mock_copilot.py"), "--port", "0", "--port-file", port_file,
-             "--script", os.path.join(self.root, "script.json"), "--log", self.log],
-            env=self.env, cwd=self.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(200):
-            if os.path.exists(port_file) and os.path.getsize(port_file):
-                break
-            time.sleep(0.05)
-        with open(port_file) as f:
-            port = self.port = int(f.read())
+        return {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+                "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+                # A backstop: were OpenCode to run its npm install, it would fail at once.
+                "npm_config_registry": "http://127.0.0.1:9/"}
+
+    def configure(self, port):
         with open(os.path.join(self.proj, "opencode.json"), "w") as f:
             json.dump({"$schema": "https://opencode.ai/config.json",
                        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
@@ -84,26 +59,6 @@ class OpenCodeWorld:
                                                                                  "output": 4096}}}}},
                        "model": "mock/mock-model", "small_model": "mock/mock-model",
                        "autoupdate": False, "share": "disabled"}, f)
-        self.cli("install", "--harness", "opencode", "--bin-dir", bin_dir())
-
-    def close(self):
-        self.mock.kill()
-        self.mock.wait()
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    def cli(self, *args, check=True):
-        p = subprocess.run([self.exe, *args], env=self.env, cwd=self.proj, capture_output=True, text=True,
-                           timeout=60, stdin=subprocess.DEVNULL)
-        if check and p.returncode != 0:
-            raise AssertionError("preloop-hooks %s: rc %d\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
-        return p
-
-    def send_cmd(self, text):
-        """argv that sends `text` to this world's live OpenCode session (by its alias)."""
-        return [self.exe, "notes", "send", "--alias", "oc-e2e", text]
-
-    def receipt(self, note_id):
-        return json.loads(self.cli("notes", "status", note_id, "--json").stdout)
 
     def run_opencode(self, prompt, wrap=()):
         """`opencode run` (optionally under `wrap`, e.g. a network namespace); (process, seconds)."""
@@ -112,29 +67,6 @@ class OpenCodeWorld:
                            env=self.env, cwd=self.proj, capture_output=True, text=True,
                            timeout=OPENCODE_TIMEOUT_S, stdin=subprocess.DEVNULL)
         return p, time.monotonic() - t
-
-    def requests(self):
-        with open(self.log) as f:
-            return [r for r in map(json.loads, f) if r.get("route") == "agent"]
-
-    def shim_log(self):
-        try:
-            with open(os.path.join(self.home, ".preloop", "log", "opencode-plugin.log")) as f:
-                return f.read()
-        except FileNotFoundError:
-            return ""
-
-
-def texts(message):
-    c = message.get("content")
-    if isinstance(c, list):
-        return "\n".join(p.get("text", "") for p in c if isinstance(p, dict))
-    return c or ""
-
-
-def where(request, marker):
-    """(index, role) of every message of a request body that holds `marker`."""
-    return [(i, m["role"]) for i, m in enumerate(request["body"]["messages"]) if marker in texts(m)]
 
 
 # Run by the mock before the sub-agent's first reply: the conductor is the one live session
@@ -158,6 +90,25 @@ sys.stdout.write(p.stdout)
 sys.stderr.write(p.stderr)
 sys.exit(p.returncode)
 """
+
+def subagent_script(helper):
+    """The mock's script (a function of the world) for a conductor whose `task` tool runs a
+    sub-agent (answered as agent `sub`) whose bash call is preceded by `helper`
+    (SEND_TO_CHILDREN written to a file): the conductor's children get a note mid-task."""
+    def script(w):
+        return {"turns": [{"calls": [{"name": "task", "arguments": {
+                              "description": "sub work", "prompt": "SUBAGENT-TASK run echo sub",
+                              "subagent_type": "general"}}]},
+                          {"text": "All done."}],
+                "overflow": {"text": "Again."},
+                "agents": [{"name": "sub", "match": "SUBAGENT-TASK",
+                            "turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo sub",
+                                                                                "description": "say sub"}}],
+                                       "before_reply_cmd": [sys.executable, helper, w.exe, w.proj]},
+                                      {"text": "Sub done."}],
+                            "overflow": {"text": "Sub again."}}]}
+    return script
+
 
 SHELL_THEN_DONE = {"turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo one",
                                                                        "description": "say one"}}]},
@@ -264,8 +215,8 @@ class OpenCodeLocal(unittest.TestCase):
         if subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode != 0:
             self.fail("`unshare -rn` (a user and network namespace) is needed for the offline test")
         w = self.world("offline", {"turns": [{"text": "Hello."}]})
-        w.mock.kill()
-        w.mock.wait()
+        w.mock_proc.kill()
+        w.mock_proc.wait()
         port_file = os.path.join(w.root, "port-offline")
         inside = ('py=$0 mock=$1 port=$2 pf=$3 sc=$4 lg=$5; shift 5; ip link set lo up; '
                   '"$py" "$mock" --port "$port" --port-file "$pf" --script "$sc" --log "$lg" & m=$!; '
@@ -319,18 +270,7 @@ class OpenCodeLocal(unittest.TestCase):
         with open(helper, "w") as f:
             f.write(SEND_TO_CHILDREN)
 
-        def script(w):
-            return {"turns": [{"calls": [{"name": "task", "arguments": {
-                                  "description": "sub work", "prompt": "SUBAGENT-TASK run echo sub",
-                                  "subagent_type": "general"}}]},
-                              {"text": "All done."}],
-                    "overflow": {"text": "Again."},
-                    "agents": [{"name": "sub", "match": "SUBAGENT-TASK",
-                                "turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo sub",
-                                                                                    "description": "say sub"}}],
-                                           "before_reply_cmd": [sys.executable, helper, w.exe, w.proj]},
-                                          {"text": "Sub done."}],
-                                "overflow": {"text": "Sub again."}}]}
+        script = subagent_script(helper)
         w = self.world("subagent", script)
         p, _ = w.run_opencode("Delegate the work")
         self.assertRan(p)

@@ -8,10 +8,8 @@ note landed in the model requests and what its receipt says.
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -19,79 +17,31 @@ E2E = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, E2E)
 
 from kit import ensure_pi  # noqa: E402
-from kit.common import BASE_PATH  # noqa: E402
+from kit.plugin_world import PluginWorld, texts, where  # noqa: E402
 from pi_rpc import PiRpc  # noqa: E402
 
 PI_TIMEOUT_S = 180
 
 
-def bin_dir():
-    d = os.environ.get("PRELOOP_BIN_DIR")
-    if not d or not os.path.isfile(os.path.join(d, "preloop-hooks")):
-        raise RuntimeError("set PRELOOP_BIN_DIR to the directory of the release preloop-hooks "
-                           "(scripts/build-release -p preloop-hooks --bin preloop-hooks prints it)")
-    return os.path.abspath(d)
+class PiWorld(PluginWorld):
+    """A PluginWorld for Pi: Pi's agent dir with models.json for mock_pi.py, our extension in
+    ~/.pi/agent/extensions/."""
 
+    harness = "pi"
+    alias = "pi-e2e"
+    mock = "mock_pi.py"
+    shim_log_name = "pi-extension.log"
 
-class PiWorld:
-    """A temp HOME with Pi's agent dir, a project, PRELOOP_HOME, our extension installed, and
-    mock_pi.py on 127.0.0.1 (started with this world's environment, so a turn's
-    before_reply_cmd sends notes into this world's inbox)."""
-
-    def __init__(self, name, script, extra_env=None):
-        """`script`: the mock's script, or a function of this world that returns it (to name
-        this world's executable in a turn's before_reply_cmd). `extra_env`: more environment
-        for Pi, its hooks and the mock (server mode: PRELOOP_URL, PRELOOP_TOKEN)."""
-        self.root = tempfile.mkdtemp(prefix="preloop-pi-e2e-%s-" % name)
-        self.home = os.path.join(self.root, "home")
+    def harness_env(self):
         self.agent = os.path.join(self.home, ".pi", "agent")
-        self.proj = os.path.join(self.root, "proj")
         os.makedirs(self.agent)
-        os.makedirs(self.proj)
-        self.exe = os.path.join(bin_dir(), "preloop-hooks")
-        self.env = {"PATH": BASE_PATH, "HOME": self.home, "PRELOOP_HOME": os.path.join(self.home, ".preloop"),
-                    "PI_CODING_AGENT_DIR": self.agent, "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1",
-                    "PI_OFFLINE": "1", "PI_TELEMETRY": "0", "PRELOOP_SESSION_ALIAS": "pi-e2e",
-                    **(extra_env or {})}
-        self.log = os.path.join(self.root, "mock.jsonl")
-        port_file = os.path.join(self.root, "port")
-        self.exe = os.path.join(bin_dir(), "preloop-hooks")
-        with open(os.path.join(self.root, "script.json"), "w") as f:
-            json.dump(script(self) if callable(script) else script, f)
-        self.mock = subprocess.Popen(
-            [sys.executable, os.path.join(E2E, "mock_pi.py"), "--port", "0", "--port-file", port_file,
-             "--script", os.path.join(self.root, "script.json"), "--log", self.log],
-            env=self.env, cwd=self.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(200):
-            if os.path.exists(port_file):
-                break
-            time.sleep(0.05)
-        with open(port_file) as f:
-            port = int(f.read())
+        return {"PI_CODING_AGENT_DIR": self.agent, "PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
+
+    def configure(self, port):
         with open(os.path.join(self.agent, "models.json"), "w") as f:
             json.dump({"providers": {"mock": {"baseUrl": "http://127.0.0.1:%d/v1" % port,
                                               "api": "openai-completions", "apiKey": "mock-key",
                                               "models": [{"id": "mock-model", "name": "Mock Model"}]}}}, f)
-        self.cli("install", "--harness", "pi", "--bin-dir", bin_dir())
-
-    def close(self):
-        self.mock.kill()
-        self.mock.wait()
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    def cli(self, *args, check=True):
-        p = subprocess.run([self.exe, *args], env=self.env, cwd=self.proj, capture_output=True, text=True,
-                           timeout=60, stdin=subprocess.DEVNULL)
-        if check and p.returncode != 0:
-            raise AssertionError("preloop-hooks %s: rc %d\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
-        return p
-
-    def send_cmd(self, text):
-        """argv that sends `text` to this world's live Pi session (by its alias)."""
-        return [self.exe, "notes", "send", "--alias", "pi-e2e", text]
-
-    def receipt(self, note_id):
-        return json.loads(self.cli("notes", "status", note_id, "--json").stdout)
 
     def run_pi(self, prompt, mode_args=("-p",), stdin=None):
         p = subprocess.run([ensure_pi(), *mode_args, "--provider", "mock", "--model", "mock-model", "--offline",
@@ -112,29 +62,6 @@ class PiWorld:
         if p.returncode != 0:
             raise AssertionError("notes send: rc %d\n%s%s" % (p.returncode, p.stdout, p.stderr))
         return p.stdout.split()[0]
-
-    def requests(self):
-        with open(self.log) as f:
-            return [r for r in map(json.loads, f) if r.get("route") == "agent"]
-
-    def hook_log(self):
-        try:
-            with open(os.path.join(self.home, ".preloop", "log", "hooks.log")) as f:
-                return f.read()
-        except FileNotFoundError:
-            return ""
-
-
-def texts(message):
-    c = message.get("content")
-    if isinstance(c, list):
-        return "\n".join(p.get("text", "") for p in c if isinstance(p, dict))
-    return c or ""
-
-
-def where(request, marker):
-    """(index, role) of every message of a request body that holds `marker`."""
-    return [(i, m["role"]) for i, m in enumerate(request["body"]["messages"]) if marker in texts(m)]
 
 
 SHELL_THEN_DONE = {"turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo one"}}]},

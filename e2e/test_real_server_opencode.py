@@ -35,7 +35,8 @@ E2E = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, E2E)
 
 import kit  # noqa: E402
-from test_opencode import IDLE_SCRIPT, SEND_TO_CHILDREN, OpenCodeServer, OpenCodeWorld, texts, where  # noqa: E402
+from test_opencode import (IDLE_SCRIPT, SEND_TO_CHILDREN, OpenCodeServer, OpenCodeWorld,  # noqa: E402
+                           subagent_script, texts, where)
 
 PREREQ = kit.Prereq()
 DENY_REASON = "Tool blocked in Preloop"
@@ -97,19 +98,8 @@ class OpenCodeRealServer(unittest.TestCase):
         main = [r for r in w.requests() if r["reply"].get("agent") != "worker"]
         tool = [m for m in main[-1]["body"]["messages"] if m["role"] == "tool"]
         self.assertTrue(tool and "worker-rc=0" in texts(tool[0]), [texts(m) for m in tool])
-        sessions = os.path.join(w.home, ".preloop", "sessions")
-        files = []
-        for n in sorted(os.listdir(sessions)):
-            if n.endswith(".json"):
-                with open(os.path.join(sessions, n)) as f:
-                    files.append(json.load(f))
-        children = [f for f in files if f.get("parent_session_id")]
-        self.assertEqual((len(files), len(children)), (2, 1), files)
-        conductor = [f for f in files if f is not children[0]][0]
-        self.assertEqual(children[0]["parent_session_id"], conductor["runtime_session_id"], files)
-        rec = server.must((200,), "GET", "/runtime-sessions/%s" % children[0]["runtime_session_id"])
-        rec = rec.get("session", rec)
-        self.assertEqual(rec.get("parent_session_id"), conductor["runtime_session_id"], rec)
+        conductor, child = w.conductor_and_child()
+        self.assertEqual(server.parent_of(child["runtime_session_id"]), conductor["runtime_session_id"])
 
     def test_a_sub_agents_session_is_the_conductors_child_on_the_server(self):
         # The task tool's sub-agent runs in a child session of the conductor's, in the same
@@ -124,18 +114,7 @@ class OpenCodeRealServer(unittest.TestCase):
         with open(helper, "w") as f:
             f.write(SEND_TO_CHILDREN)
 
-        def script(w):
-            return {"turns": [{"calls": [{"name": "task", "arguments": {
-                                  "description": "sub work", "prompt": "SUBAGENT-TASK run echo sub",
-                                  "subagent_type": "general"}}]},
-                              {"text": "All done."}],
-                    "overflow": {"text": "Again."},
-                    "agents": [{"name": "sub", "match": "SUBAGENT-TASK",
-                                "turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo sub",
-                                                                                    "description": "say sub"}}],
-                                           "before_reply_cmd": [sys.executable, helper, w.exe, w.proj]},
-                                          {"text": "Sub done."}],
-                                "overflow": {"text": "Sub again."}}]}
+        script = subagent_script(helper)
         w = self.world("srv-subagent", script, server, agent)
         p, _ = w.run_opencode("Delegate the work")
         self.assertEqual(p.returncode, 0, p.stderr[-3000:])
@@ -145,19 +124,8 @@ class OpenCodeRealServer(unittest.TestCase):
         self.assertEqual(sent.get("rc"), 0, sent)
         hits = where(sub[1], "MARK-oc-children")
         self.assertEqual([role for _, role in hits], ["tool"], [texts(m) for m in sub[1]["body"]["messages"]])
-        sessions = os.path.join(w.home, ".preloop", "sessions")
-        files = []
-        for n in sorted(os.listdir(sessions)):
-            if n.endswith(".json"):
-                with open(os.path.join(sessions, n)) as f:
-                    files.append(json.load(f))
-        children = [f for f in files if f.get("parent_session_id")]
-        self.assertEqual((len(files), len(children)), (2, 1), files)
-        conductor = [f for f in files if f is not children[0]][0]
-        self.assertEqual(children[0]["parent_session_id"], conductor["runtime_session_id"], files)
-        rec = server.must((200,), "GET", "/runtime-sessions/%s" % children[0]["runtime_session_id"])
-        rec = rec.get("session", rec)
-        self.assertEqual(rec.get("parent_session_id"), conductor["runtime_session_id"], rec)
+        conductor, child = w.conductor_and_child()
+        self.assertEqual(server.parent_of(child["runtime_session_id"]), conductor["runtime_session_id"])
 
     def test_notes_before_and_mid_run_are_delivered_and_the_receipts_say_so(self):
         server = self.server()

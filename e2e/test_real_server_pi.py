@@ -167,20 +167,8 @@ class PiRealServer(unittest.TestCase):
         main = [r for r in w.requests() if r["reply"].get("agent") != "worker"]
         tool = [m for m in main[-1]["body"]["messages"] if m["role"] == "tool"]
         self.assertTrue(tool and "worker-rc=0" in texts(tool[0]), [texts(m) for m in tool])
-        sessions = os.path.join(w.home, ".preloop", "sessions")
-        files = []
-        for n in sorted(os.listdir(sessions)):
-            if n.endswith(".json"):
-                with open(os.path.join(sessions, n)) as f:
-                    files.append(json.load(f))
-        self.assertEqual(len(files), 2, files)
-        children = [f for f in files if f.get("parent_session_id")]
-        self.assertEqual(len(children), 1, files)
-        conductor = [f for f in files if f is not children[0]][0]
-        self.assertEqual(children[0]["parent_session_id"], conductor["runtime_session_id"], files)
-        rec = self.server.must((200,), "GET", "/runtime-sessions/%s" % children[0]["runtime_session_id"])
-        rec = rec.get("session", rec)
-        self.assertEqual(rec.get("parent_session_id"), conductor["runtime_session_id"], rec)
+        conductor, child = w.conductor_and_child()
+        self.assertEqual(self.server.parent_of(child["runtime_session_id"]), conductor["runtime_session_id"])
 
     def test_idle_a_note_sent_while_pi_sits_idle_starts_a_turn(self):
         w = self.world("idle", {"turns": [{"text": "All done."}, {"text": "Woken and noted."}]})
@@ -190,11 +178,9 @@ class PiRealServer(unittest.TestCase):
         rpc.wait(type="agent_end")
         time.sleep(2.5)
         self.assertEqual(len(w.requests()), 1, "nothing is woken while nothing is pending")
-        sessions = os.path.join(w.home, ".preloop", "sessions")
-        files = [os.path.join(sessions, n) for n in os.listdir(sessions) if n.endswith(".json")]
+        files = w.session_files()
         self.assertEqual(len(files), 1, files)
-        with open(files[0]) as f:
-            sid = json.load(f)["external_session_id"]
+        sid = files[0]["external_session_id"]
         sent = self.server.send_note("MARK-pi-srv-idle deploy is frozen", external_session_id=sid)
         self.assertTrue(sent.get("runtime_session_id"), sent)
         rpc.wait(type="agent_start", timeout=15)

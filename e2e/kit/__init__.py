@@ -31,6 +31,7 @@ re-exported here, `kit.Sandbox`, never the modules):
   landing.py     Landing: where a string landed in a Gemini or Copilot request body
   claude.py      Claude Code: hook commands, labels, find_marker, turns, runner, PtyClaude
   tty.py         Tty: a TUI on a pseudo-terminal (PtyClaude's base; e2e/test_tui.py)
+  plugin_world.py  PluginWorld: a plugin-carried harness's world (PiWorld, OpenCodeWorld)
   codex.py, gemini.py, copilot.py
                  each harness: hook commands, marker search, runner (a Sandbox mixin)
   binaries.py    the preloop-hooks build, its hook-command links, the release packages

@@ -10,7 +10,6 @@ import os
 import re
 import shlex
 import signal
-import time
 from dataclasses import dataclass
 
 from .common import HOOK_TIMEOUT_S, hook_binaries, quote_path, shorten

@@ -7,7 +7,6 @@ graph, so any module can use it without a cycle."""
 
 import json
 import os
-import re
 import sys
 import time
 import uuid

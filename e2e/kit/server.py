@@ -189,6 +189,11 @@ class ServerClient:
     def receipt(self, note_id):
         return self.must((200,), "GET", "/operator-notes/%s" % note_id)
 
+    def parent_of(self, runtime_session_id):
+        """The parent the server recorded for a runtime session (None: none)."""
+        rec = self.must((200,), "GET", "/runtime-sessions/%s" % runtime_session_id)
+        return rec.get("session", rec).get("parent_session_id")
+
     def wait_receipt(self, note_id, states, timeout=8.0):
         """Poll GET /operator-notes/{id} until its state is in `states`; the last one."""
         return poll_state(lambda: self.receipt(note_id), states, timeout)
