@@ -326,3 +326,49 @@ macro_rules! pure_adapter {
         }
     };
 }
+
+/// A plugin-carried harness's adapter (Pi, OpenCode): the [`pure_adapter!`]
+/// of a harness whose hooks run under our shim (`crate::plugin`): its `main`
+/// runs the shim's protocol ([`crate::entry::plugin_main`]: the answer
+/// counts as written once applied), and its `Watch` event the crate's idle
+/// watcher (`watch::main`). The crate root names `Event`, `Output`, `parse`,
+/// `render` and the module `watch`; the literal says what the harness calls
+/// our shim.
+///
+/// ```ignore
+/// preloop_shared::plugin_adapter! {
+///     /// The Pi adapter.
+///     Pi, "extension"
+/// }
+/// ```
+#[macro_export]
+macro_rules! plugin_adapter {
+    ($(#[$doc:meta])* $name:ident, $shim:literal) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl $crate::runner::Adapter for $name {
+            type Event = Event;
+            type Output = Output;
+
+            fn parse(
+                event: Event,
+                stdin: &serde_json::Value,
+                _env: &$crate::config::Env,
+            ) -> Result<$crate::runner::Parsed, String> {
+                parse(event, stdin)
+            }
+            fn render(event: Event, outcome: &$crate::flow::Outcome) -> Option<Output> {
+                render(event, outcome)
+            }
+        }
+
+        #[doc = concat!("Run one hook command under the ", $shim, " (the idle watcher for `Watch`); returns its exit code.")]
+        pub fn main(event: Event) -> i32 {
+            if event == Event::Watch {
+                return watch::main();
+            }
+            $crate::entry::plugin_main::<$name>(event)
+        }
+    };
+}

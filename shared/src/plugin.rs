@@ -77,6 +77,24 @@ impl Shim {
     }
 }
 
+/// The fields every payload of ours starts with, checked for the hook that
+/// reads it: the protocol version (`protocol`, against `speaks`), the event
+/// it was made for (`event`, against the hook's `on`) and a session id. The
+/// session id, trimmed; an error for the log otherwise.
+pub fn payload_header(protocol: u32, speaks: u32, event: &str, on: &str, session_id: &str) -> Result<String, String> {
+    if protocol != speaks {
+        return Err(format!("protocol {protocol} (this build speaks {speaks})"));
+    }
+    if event != on {
+        return Err(format!("a {event} payload given to the {on} hook"));
+    }
+    let session_id = session_id.trim();
+    if session_id.is_empty() {
+        return Err("no session_id".into());
+    }
+    Ok(session_id.to_string())
+}
+
 /// The payload: stdin's first line, read within `deadline`.
 pub fn read_payload(deadline: Duration) -> Result<Vec<u8>, String> {
     crate::fsutil::read_line_with_deadline(0, crate::runner::MAX_STDIN, deadline)
@@ -160,6 +178,20 @@ mod tests {
             assert!(first.starts_with(&header) && first.contains(env!("CARGO_PKG_VERSION")), "{first}");
             assert!(text.contains(CORE), "{}", path.display());
         }
+    }
+
+    #[test]
+    fn a_payload_is_for_this_protocol_this_hook_and_a_session() {
+        assert_eq!(payload_header(1, 1, "tool_call", "tool_call", " s1 "), Ok("s1".into()));
+        assert_eq!(
+            payload_header(2, 1, "tool_call", "tool_call", "s1"),
+            Err("protocol 2 (this build speaks 1)".into())
+        );
+        assert_eq!(
+            payload_header(1, 1, "agent_end", "tool_call", "s1"),
+            Err("a agent_end payload given to the tool_call hook".into())
+        );
+        assert_eq!(payload_header(1, 1, "idle", "idle", "  "), Err("no session_id".into()));
     }
 
     #[test]

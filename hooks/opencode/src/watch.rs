@@ -72,17 +72,8 @@ fn continue_line(block: &str) -> Vec<u8> {
 /// stays alive after a run there (every `mode` but `run`).
 pub fn session_of(buf: &[u8]) -> Result<(String, bool), String> {
     let p: Payload = serde_json::from_slice(buf).map_err(|e| format!("payload: {e}"))?;
-    if p.v != wire::PROTOCOL {
-        return Err(format!("protocol {} (this build speaks {})", p.v, wire::PROTOCOL));
-    }
-    if p.event != "idle" {
-        return Err(format!("a {} payload given to the watcher", p.event));
-    }
-    let sid = p.session_id.trim();
-    if sid.is_empty() {
-        return Err("no session_id".into());
-    }
-    Ok((sid.to_string(), p.mode.trim() != "run"))
+    let sid = preloop_shared::plugin::payload_header(p.v, wire::PROTOCOL, &p.event, "idle", &p.session_id)?;
+    Ok((sid, p.mode.trim() != "run"))
 }
 
 #[cfg(test)]

@@ -27,10 +27,9 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use preloop_shared::adapter::{deny_reason, prompt_input, tool_input};
-use preloop_shared::config::Env;
 use preloop_shared::flow::{Carry, Input, InputKind, Outcome};
 use preloop_shared::registry::def_of;
-use preloop_shared::runner::{Adapter, Parsed};
+use preloop_shared::runner::Parsed;
 use preloop_shared::wire::Decision;
 use serde_json::Value;
 
@@ -43,27 +42,9 @@ pub use wire::{Answer, Payload};
 /// What the hooks print: one [`Answer`] line.
 pub type Output = Answer;
 
-/// The Pi adapter.
-pub struct Pi;
-
-impl Adapter for Pi {
-    type Event = Event;
-    type Output = Answer;
-
-    fn parse(event: Event, stdin: &Value, _env: &Env) -> Result<Parsed, String> {
-        parse(event, stdin)
-    }
-    fn render(event: Event, outcome: &Outcome) -> Option<Answer> {
-        render(event, outcome)
-    }
-}
-
-/// Run one hook command under the extension; returns its exit code.
-pub fn main(event: Event) -> i32 {
-    if event == Event::Watch {
-        return watch::main();
-    }
-    preloop_shared::entry::plugin_main::<Pi>(event)
+preloop_shared::plugin_adapter! {
+    /// The Pi adapter.
+    Pi, "extension"
 }
 
 /// The extension's payload → input. Our own format, so it is read
@@ -72,16 +53,7 @@ pub fn main(event: Event) -> i32 {
 pub fn parse(event: Event, v: &Value) -> Result<Parsed, String> {
     let def = def_of(event);
     let p: Payload = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
-    if p.v != wire::PROTOCOL {
-        return Err(format!("protocol {} (this build speaks {})", p.v, wire::PROTOCOL));
-    }
-    if p.event != def.on {
-        return Err(format!("a {} payload given to the {} hook", p.event, def.on));
-    }
-    let session_id = p.session_id.trim().to_string();
-    if session_id.is_empty() {
-        return Err("no session_id".into());
-    }
+    let session_id = preloop_shared::plugin::payload_header(p.v, wire::PROTOCOL, &p.event, def.on, &p.session_id)?;
     let kind = match event {
         Event::SessionStart => InputKind::SessionStart { pull: true },
         Event::BeforeAgentStart => prompt_input(p.prompt.as_deref().unwrap_or_default()),

@@ -64,17 +64,8 @@ fn continue_line(block: &str) -> Vec<u8> {
 /// The session id and `has_ui` of the extension's `idle` payload.
 pub fn session_of(buf: &[u8]) -> Result<(String, bool), String> {
     let p: Payload = serde_json::from_slice(buf).map_err(|e| format!("payload: {e}"))?;
-    if p.v != wire::PROTOCOL {
-        return Err(format!("protocol {} (this build speaks {})", p.v, wire::PROTOCOL));
-    }
-    if p.event != "idle" {
-        return Err(format!("a {} payload given to the watcher", p.event));
-    }
-    let sid = p.session_id.trim();
-    if sid.is_empty() {
-        return Err("no session_id".into());
-    }
-    Ok((sid.to_string(), p.has_ui))
+    let sid = preloop_shared::plugin::payload_header(p.v, wire::PROTOCOL, &p.event, "idle", &p.session_id)?;
+    Ok((sid, p.has_ui))
 }
 
 #[cfg(test)]
