@@ -351,7 +351,10 @@ impl Engine {
         // A session is never its own parent: Cursor merges sessionStart's
         // `env` (our PRELOOP_PARENT_SESSION_ID export) into the same
         // session's later hooks, which register again.
-        let registered = self.run.read().0.runtime_session_id;
+        // The run state, read once here: after the server's answer it also
+        // says whether anything changed (below).
+        let (before, _) = self.run.read();
+        let registered = before.runtime_session_id.clone();
         let first_registration = registered.is_none();
         let own_runtime_id = registered.or_else(|| {
             session::read_session_file(&self.config.home, &self.session_id).ok().flatten().map(|f| f.runtime_session_id)
@@ -406,11 +409,21 @@ impl Engine {
         {
             self.warnings.push(format!("lineage: harness process not recorded: {e}"));
         }
+        // Nothing to record (the run already holds this runtime id, and the
+        // first prompt if this is one): no lock, no second read, no write
+        // (docs/performance.md, "Round five"). A hook of the same session
+        // that changes the state meanwhile is ordered after this one, as it
+        // would be had this one taken the lock first.
+        let changes = |state: &RunState| {
+            state.runtime_session_id.as_deref() != Some(resp.runtime_session_id.as_str())
+                || (first_prompt.is_some() && !state.first_prompt_registered)
+        };
+        if !changes(&before) {
+            return Ok(resp);
+        }
         let _g = self.run.lock(RUN_LOCK_WAIT)?;
         let (mut state, _) = self.run.read();
-        if state.runtime_session_id.as_deref() != Some(resp.runtime_session_id.as_str())
-            || (first_prompt.is_some() && !state.first_prompt_registered)
-        {
+        if changes(&state) {
             state.runtime_session_id = Some(resp.runtime_session_id.clone());
             state.first_prompt_registered |= first_prompt.is_some();
             self.run.write(&state)?;
