@@ -292,6 +292,11 @@ pub struct Engine {
     transcript_path: Option<String>,
     /// The run's flow execution, read once ([`crate::config::execution_id`]).
     execution_id: Option<String>,
+    /// The run state as this hook read it at its start, while the hook has
+    /// written none: the pull and the no-note check use it instead of
+    /// reading the file again (docs/performance.md, "Round five"). A hook
+    /// of the same session that spools meanwhile is ordered after this one.
+    seen: Option<RunState>,
 }
 
 impl Engine {
@@ -316,6 +321,7 @@ impl Engine {
             never_read: None,
             transcript_path: None,
             execution_id: crate::config::execution_id(),
+            seen: None,
         }
     }
 
@@ -334,6 +340,7 @@ impl Engine {
     /// Run the flow for one input.
     pub fn handle(&mut self, input: &Input) -> Result<(Outcome, AfterFlush)> {
         self.transcript_path = input.transcript_path.clone();
+        self.seen = None;
         match &input.kind {
             InputKind::SessionStart { pull } => self.on_session_start(input, *pull),
             InputKind::Prompt { prompt, pull } => self.on_prompt(input, prompt, *pull),
@@ -419,6 +426,7 @@ impl Engine {
                 || (first_prompt.is_some() && !state.first_prompt_registered)
         };
         if !changes(&before) {
+            self.seen = Some(before);
             return Ok(resp);
         }
         let _g = self.run.lock(RUN_LOCK_WAIT)?;
@@ -488,6 +496,9 @@ impl Engine {
                 return Ok(false);
             }
             self.register(cwd, None)?;
+            // A tool hook may write the state before it carries: no
+            // remembered state past here.
+            self.seen = None;
         }
         Ok(true)
     }
@@ -546,6 +557,8 @@ impl Engine {
         if !state.first_prompt_registered || state.runtime_session_id.is_none() {
             let first = Some(prompt).filter(|p| !p.trim().is_empty());
             self.register(input.cwd.as_deref(), first)?;
+        } else {
+            self.seen = Some(state);
         }
         let mut out = Outcome::default();
         let mut after = AfterFlush::default();
@@ -856,7 +869,10 @@ impl Engine {
         // claimed now could not go out in this output, would be carried by
         // another hook, and the server records the claiming hook as the
         // receipt's `delivery_event`; it stays pending for a later hook).
-        let spool = self.run.read().0.spool;
+        let spool = match &self.seen {
+            Some(seen) => seen.spool.clone(),
+            None => self.run.read().0.spool,
+        };
         let (limit, largest) = (self.limit, self.largest());
         if !spool.is_empty() {
             let Split { take, rest, .. } = split_to_fit(limit, largest, spool.clone());
@@ -889,7 +905,7 @@ impl Engine {
     /// rest spooled. Never fails: what is in hand goes out whatever happens
     /// to the session state, and what cannot be kept is reported.
     fn carry_into(&mut self, claimed: Option<Claimed>, out: &mut Outcome, after: &mut AfterFlush) {
-        let (peek, _) = self.run.read();
+        let peek = self.seen.take().unwrap_or_else(|| self.run.read().0);
         if claimed.is_none() && peek.spool.is_empty() && peek.owed_acks.is_empty() {
             return; // the no-note path: no lock, no write
         }
