@@ -301,6 +301,11 @@ pub struct Engine {
     harness_parent: Option<String>,
     /// The run's flow execution, read once ([`crate::config::execution_id`]).
     execution_id: Option<String>,
+    /// The run state as this hook read it at its start, while the hook has
+    /// written none: the pull and the no-note check use it instead of
+    /// reading the file again (docs/performance.md, "Round five"). A hook
+    /// of the same session that spools meanwhile is ordered after this one.
+    seen: Option<RunState>,
 }
 
 impl Engine {
@@ -326,6 +331,7 @@ impl Engine {
             transcript_path: None,
             harness_parent: None,
             execution_id: crate::config::execution_id(),
+            seen: None,
         }
     }
 
@@ -345,6 +351,7 @@ impl Engine {
     pub fn handle(&mut self, input: &Input) -> Result<(Outcome, AfterFlush)> {
         self.transcript_path = input.transcript_path.clone();
         self.harness_parent = input.parent_session_id.clone();
+        self.seen = None;
         match &input.kind {
             InputKind::SessionStart { pull } => self.on_session_start(input, *pull),
             InputKind::Prompt { prompt, pull } => self.on_prompt(input, prompt, *pull),
@@ -362,7 +369,10 @@ impl Engine {
         // A session is never its own parent: Cursor merges sessionStart's
         // `env` (our PRELOOP_PARENT_SESSION_ID export) into the same
         // session's later hooks, which register again.
-        let registered = self.run.read().0.runtime_session_id;
+        // The run state, read once here: after the server's answer it also
+        // says whether anything changed (below).
+        let (before, _) = self.run.read();
+        let registered = before.runtime_session_id.clone();
         let first_registration = registered.is_none();
         let own_runtime_id = registered.or_else(|| {
             session::read_session_file(&self.config.home, &self.session_id).ok().flatten().map(|f| f.runtime_session_id)
@@ -429,11 +439,22 @@ impl Engine {
         {
             self.warnings.push(format!("lineage: harness process not recorded: {e}"));
         }
+        // Nothing to record (the run already holds this runtime id, and the
+        // first prompt if this is one): no lock, no second read, no write
+        // (docs/performance.md, "Round five"). A hook of the same session
+        // that changes the state meanwhile is ordered after this one, as it
+        // would be had this one taken the lock first.
+        let changes = |state: &RunState| {
+            state.runtime_session_id.as_deref() != Some(resp.runtime_session_id.as_str())
+                || (first_prompt.is_some() && !state.first_prompt_registered)
+        };
+        if !changes(&before) {
+            self.seen = Some(before);
+            return Ok(resp);
+        }
         let _g = self.run.lock(RUN_LOCK_WAIT)?;
         let (mut state, _) = self.run.read();
-        if state.runtime_session_id.as_deref() != Some(resp.runtime_session_id.as_str())
-            || (first_prompt.is_some() && !state.first_prompt_registered)
-        {
+        if changes(&state) {
             state.runtime_session_id = Some(resp.runtime_session_id.clone());
             state.first_prompt_registered |= first_prompt.is_some();
             self.run.write(&state)?;
@@ -512,6 +533,9 @@ impl Engine {
                 return Ok(false);
             }
             self.register(cwd, None)?;
+            // A tool hook may write the state before it carries: no
+            // remembered state past here.
+            self.seen = None;
         }
         Ok(true)
     }
@@ -570,6 +594,8 @@ impl Engine {
         if !state.first_prompt_registered || state.runtime_session_id.is_none() {
             let first = Some(prompt).filter(|p| !p.trim().is_empty());
             self.register(input.cwd.as_deref(), first)?;
+        } else {
+            self.seen = Some(state);
         }
         let mut out = Outcome::default();
         let mut after = AfterFlush::default();
@@ -880,7 +906,10 @@ impl Engine {
         // claimed now could not go out in this output, would be carried by
         // another hook, and the server records the claiming hook as the
         // receipt's `delivery_event`; it stays pending for a later hook).
-        let spool = self.run.read().0.spool;
+        let spool = match &self.seen {
+            Some(seen) => seen.spool.clone(),
+            None => self.run.read().0.spool,
+        };
         let (limit, largest) = (self.limit, self.largest());
         if !spool.is_empty() {
             let Split { take, rest, .. } = split_to_fit(limit, largest, spool.clone());
@@ -913,7 +942,7 @@ impl Engine {
     /// rest spooled. Never fails: what is in hand goes out whatever happens
     /// to the session state, and what cannot be kept is reported.
     fn carry_into(&mut self, claimed: Option<Claimed>, out: &mut Outcome, after: &mut AfterFlush) {
-        let (peek, _) = self.run.read();
+        let peek = self.seen.take().unwrap_or_else(|| self.run.read().0);
         if claimed.is_none() && peek.spool.is_empty() && peek.owed_acks.is_empty() {
             return; // the no-note path: no lock, no write
         }

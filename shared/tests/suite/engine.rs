@@ -200,6 +200,38 @@ fn notes_that_fit_the_output_leave_the_session_state_unwritten() {
     assert!(rig.spool_ids().is_empty());
 }
 
+/// A SessionStart that changes nothing (the run already holds the
+/// runtime id the server answers) neither takes the session lock nor
+/// rewrites the state: with the lock held elsewhere it returns at once
+/// instead of waiting out `RUN_LOCK_WAIT` (docs/performance.md, "Round
+/// five"). Where the state changes (a new runtime id), the lock is taken.
+#[test]
+fn a_session_start_that_changes_nothing_takes_no_lock_and_writes_nothing() {
+    for rig in [Rig::server(), Rig::local()] {
+        let def = cc(event::ClaudeCode::SessionStart);
+        rig.start(def);
+        let before = rig.state();
+        assert!(before.runtime_session_id.is_some());
+        let witness = StateWitness::new(&rig);
+        let held = rig.run_files().lock(std::time::Duration::ZERO).unwrap();
+        let t = std::time::Instant::now();
+        rig.start(def); // panics on the lock's `Busy` after 5 s were it taken
+        assert!(t.elapsed() < std::time::Duration::from_secs(4), "waited for the lock: {:?}", t.elapsed());
+        assert!(!witness.rewritten(), "{}: nothing changed, nothing written", rig.mem.lock().mode.as_str());
+        assert_eq!(rig.state().runtime_session_id, before.runtime_session_id);
+        drop(held);
+        // A changed state still goes through the lock: a stale runtime id is rewritten.
+        let mut stale = rig.state();
+        stale.runtime_session_id = Some("00000000-0000-4000-8000-000000000000".into());
+        {
+            let _g = rig.run_files().lock(std::time::Duration::ZERO).unwrap();
+            rig.run_files().write(&stale).unwrap();
+        }
+        rig.start(def);
+        assert_eq!(rig.state().runtime_session_id, before.runtime_session_id, "the server's id is recorded again");
+    }
+}
+
 /// `RunFiles::write` pays an `fdatasync` only for a state that keeps a
 /// note or an ack nothing else has: the with-note Stop, which only counts a
 /// rescue, writes its state unsynced; a gate that spools writes it synced.
