@@ -47,7 +47,7 @@ pub mod words;
 
 pub use error::{Error, Exit, Result};
 
-pub use registry::{Harness, HarnessDef, HookDef};
+pub use registry::{AgentKind, Harness, HarnessDef, HookDef};
 
 /// The C `main` of the executable, without std's runtime start-up: the
 /// binary says `#![cfg_attr(not(test), no_main)]` and

@@ -22,7 +22,7 @@
 //! empty it returns without taking the lock. Every transition happens under
 //! `inbox/lock`, so two hooks never claim the same note.
 
-use crate::Harness;
+use crate::AgentKind;
 use crate::backend::{Backend, Claimed, Fits, PermissionAnswer};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, LockGuard};
@@ -568,8 +568,7 @@ impl LocalInbox {
     ) -> Result<Option<Claimed>> {
         let sq = self.session_queue(session_id);
         let file = session::read_session_file(&self.home, session_id)?;
-        let harness_dir =
-            file.as_ref().and_then(|f| Harness::from_source(&f.agent_kind)).map(|h| self.harness_queue(h.slug()));
+        let harness_dir = file.as_ref().and_then(|f| f.agent_kind.harness()).map(|h| self.harness_queue(h.slug()));
         let candidates = |dirs: &[&PathBuf]| -> Vec<(String, PathBuf)> {
             let mut v: Vec<(String, PathBuf)> = dirs
                 .iter()
@@ -657,7 +656,7 @@ impl Backend for LocalInbox {
             None => SessionFile::new(
                 &req.session_id,
                 &fsutil::uuid_v4(),
-                req.source.as_deref().unwrap_or_default(),
+                AgentKind::from(req.source.as_deref().unwrap_or_default()),
                 crate::backend::HookMode::Local,
                 now,
             ),

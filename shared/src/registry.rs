@@ -1315,8 +1315,9 @@ impl Harness {
         HARNESSES.iter().find(|h| h.slug == s || h.source == s).map(|h| h.harness)
     }
 
+    /// A slug, a source or one of its aliases ([`AgentKind`]'s rule).
     pub fn from_source(s: &str) -> Option<Harness> {
-        Harness::from_slug(s).or_else(|| HARNESSES.iter().find(|h| h.source_aliases.contains(&s)).map(|h| h.harness))
+        AgentKind::from(s).harness()
     }
 
     /// Whether an onboarding file's `source` is meant for this harness.
@@ -1327,6 +1328,92 @@ impl Harness {
     /// Our hooks for this harness, in registry order (the watcher twice).
     pub fn hooks(self) -> impl Iterator<Item = &'static HookDef> {
         HOOKS.iter().filter(move |d| d.harness() == self)
+    }
+}
+
+/// Who runs a session, as a session file, a hook's registration or the
+/// server names it (`agent_kind`): one of our harnesses under the word it
+/// came as, or a word no harness of this build answers to (a newer build's
+/// harness, a custom managed agent's kind on the server). It travels as that
+/// word, unchanged both ways: `codex` (a managed agent's kind) stays `codex`
+/// though it is [`Harness::Codex`]'s `codex_cli`, and an unknown word never
+/// makes a session file unreadable.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum AgentKind {
+    /// One of ours, and the registry's word it came as (its `source`, a
+    /// `source_aliases` entry or its slug).
+    Harness(Harness, &'static str),
+    /// A word this build does not know, kept as it came.
+    Other(String),
+}
+
+impl AgentKind {
+    /// What our hooks write for `h`: its `source`.
+    pub fn of(h: Harness) -> AgentKind {
+        AgentKind::Harness(h, h.source())
+    }
+
+    /// The harness, when the word is one of ours ([`Harness::from_source`]).
+    pub fn harness(&self) -> Option<Harness> {
+        match self {
+            AgentKind::Harness(h, _) => Some(*h),
+            AgentKind::Other(_) => None,
+        }
+    }
+
+    /// The word as it came.
+    pub fn as_str(&self) -> &str {
+        match self {
+            AgentKind::Harness(_, w) => w,
+            AgentKind::Other(w) => w,
+        }
+    }
+}
+
+impl From<&str> for AgentKind {
+    fn from(s: &str) -> AgentKind {
+        // In `Harness::from_source`'s order: a slug or source, then an alias.
+        let own = |h: &'static HarnessDef| [h.slug, h.source].into_iter().find(|w| *w == s);
+        let alias = |h: &'static HarnessDef| h.source_aliases.iter().copied().find(|w| *w == s);
+        (HARNESSES.iter().find_map(|h| own(h).map(|w| AgentKind::Harness(h.harness, w))))
+            .or_else(|| HARNESSES.iter().find_map(|h| alias(h).map(|w| AgentKind::Harness(h.harness, w))))
+            .unwrap_or_else(|| AgentKind::Other(s.to_string()))
+    }
+}
+
+impl From<String> for AgentKind {
+    fn from(s: String) -> AgentKind {
+        match AgentKind::from(s.as_str()) {
+            AgentKind::Other(_) => AgentKind::Other(s),
+            known => known,
+        }
+    }
+}
+
+impl From<AgentKind> for String {
+    fn from(k: AgentKind) -> String {
+        match k {
+            AgentKind::Harness(_, w) => w.to_string(),
+            AgentKind::Other(w) => w,
+        }
+    }
+}
+
+impl serde::Serialize for AgentKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for AgentKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<AgentKind, D::Error> {
+        String::deserialize(d).map(AgentKind::from)
+    }
+}
+
+impl std::fmt::Display for AgentKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -56,7 +56,7 @@ pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
             (None, true) => "yes".into(),
             (_, false) => "no".into(),
         };
-        let base = vec![h.harness.clone(), installed];
+        let base = vec![h.harness.slug().to_string(), installed];
         for (i, s) in h.scopes.iter().enumerate() {
             let trusted = s.entries.iter().filter(|e| e.trust == Some(TrustState::Trusted)).count();
             let broken = s.entries.iter().filter(|e| e.program.is_some_and(ProgramState::broken)).count();
@@ -99,7 +99,7 @@ pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
                 crate::outln!();
                 crate::outln!(
                     "{} hooks in {}{}",
-                    h.harness,
+                    h.harness.slug(),
                     t(&s.config),
                     s.trust_source.as_deref().map(|x| format!(" (trust: {x})")).unwrap_or_default()
                 );
