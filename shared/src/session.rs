@@ -308,9 +308,9 @@ mod runtime_index_tests {
     fn a_session_files_agent_kind_reads_and_writes_as_its_word() {
         let words = crate::Harness::all().map(|h| h.source()).chain(["codex", "someday_cli", ""]);
         for word in words {
-            let mut v = serde_json::to_value(file("e1", "r1")).unwrap();
-            v["agent_kind"] = serde_json::json!(word);
-            let text = serde_json::to_string(&v).unwrap();
+            let text = serde_json::to_string(&file("e1", "r1"))
+                .unwrap()
+                .replace(r#""agent_kind":"claude_code""#, &format!(r#""agent_kind":{}"#, serde_json::json!(word)));
             let read: SessionFile = serde_json::from_str(&text).unwrap();
             assert_eq!(read.agent_kind.as_str(), word);
             assert_eq!(serde_json::to_string(&read).unwrap(), text, "{word}");
