@@ -45,7 +45,7 @@ pub mod watch;
 pub mod wire;
 pub mod words;
 
-pub use error::{Error, Exit, Result};
+pub use error::{Error, Result};
 
 pub use registry::{AgentKind, Harness, HarnessDef, HookDef};
 

@@ -11,12 +11,13 @@ use crate::codex_trust;
 use crate::context::{Ctx, Scope};
 use crate::dialect::{self, Dialect, FolderTrust, Note, TrustState};
 use crate::edit::{self, Entry, Owner};
+use crate::error::Exit;
 use crate::probe::{Health, TokenCheck};
 use crate::table;
 use crate::util;
+use preloop_shared::Harness;
 use preloop_shared::config::{Config, Origin, TokenOrigin};
 use preloop_shared::words::{count, count_of, noun_for};
-use preloop_shared::{Exit, Harness};
 use std::path::{Path, PathBuf};
 
 /// The findings so far, each filed once.

@@ -5,7 +5,7 @@
 //! on `mod.rs`, which only runs the three steps.
 
 use crate::dialect::TrustState;
-use preloop_shared::Exit;
+use crate::error::Exit;
 use preloop_shared::Harness;
 use preloop_shared::registry::Evidence;
 use serde::{Serialize, Serializer};
