@@ -839,9 +839,8 @@ pub fn hook_activity(home: &Path) -> std::collections::HashMap<String, HookActiv
             if t > e.last {
                 e.last = t;
             }
-            // One tool gate per tool call: PreToolUse (Claude Code, Codex),
-            // preToolUse (Cursor, Copilot CLI), BeforeTool (Gemini CLI).
-            if event.eq_ignore_ascii_case("PreToolUse") || event == "BeforeTool" {
+            // One tool gate per tool call (the registry's, `is_tool_gate`).
+            if crate::HookDef::logged(entry.harness, event).is_some_and(crate::HookDef::is_tool_gate) {
                 e.tool_calls += 1;
             }
         }

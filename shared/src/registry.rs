@@ -351,10 +351,26 @@ macro_rules! harnesses {
             /// Every event of every harness, by harness in registry order.
             pub const ALL: [Event; count!($($($ev)+)+)] = [$($(Event::$harness(event::$harness::$ev)),+),+];
 
-            pub fn harness(self) -> Harness {
+            pub const fn harness(self) -> Harness {
                 match self {
                     $(Event::$harness(_) => Harness::$harness),+
                 }
+            }
+
+            /// Its place in `Event::ALL`: the events of the harnesses before
+            /// its own, then its place among its harness's.
+            pub const fn index(self) -> usize {
+                const COUNTS: [usize; count!($($harness)+)] = [$(count!($($ev)+)),+];
+                let (h, e) = match self {
+                    $(Event::$harness(e) => (Harness::$harness as usize, e as usize)),+
+                };
+                let mut before = 0;
+                let mut i = 0;
+                while i < h {
+                    before += COUNTS[i];
+                    i += 1;
+                }
+                before + e
             }
 
             /// Our name for the event, the variant's (`PreToolUse`); our
@@ -389,11 +405,28 @@ pub trait HarnessEvent: Copy + Eq + std::hash::Hash + std::fmt::Debug + Into<Eve
     }
 }
 
+/// Each event's row in [`HOOKS`] (the first, for the watcher installed on
+/// two events), by [`Event::index`], found when the crate is compiled: an
+/// event without a row does not build.
+const ROW_OF: [usize; Event::ALL.len()] = {
+    let mut rows = [0; Event::ALL.len()];
+    let mut i = 0;
+    while i < Event::ALL.len() {
+        let mut j = 0;
+        while Event::ALL[i].index() != HOOKS[j].event.index() {
+            j += 1;
+            assert!(j < HOOKS.len(), "an event has no row in HOOKS");
+        }
+        rows[i] = j;
+        i += 1;
+    }
+    rows
+};
+
 impl Event {
     /// The event's row (the first, for the watcher installed on two events).
-    #[allow(clippy::expect_used, reason = "an invariant: `every_event_has_a_row` checks each event has its row")]
     pub fn def(self) -> &'static HookDef {
-        HOOKS.iter().find(|d| d.event == self).expect("every event has a registry row")
+        &HOOKS[ROW_OF[self.index()]]
     }
     /// The harness's own name for the event.
     pub fn name(self) -> &'static str {
@@ -435,6 +468,21 @@ pub struct HookDef {
 }
 
 impl HookDef {
+    /// The one gate each tool call passes (a pre-tool check: Claude Code's
+    /// and Codex's PreToolUse, Cursor's and Copilot CLI's preToolUse, Gemini
+    /// CLI's BeforeTool, Pi's tool_call, OpenCode's tool.execute.before),
+    /// which `sessions list` counts as the session's tool calls. A
+    /// permission-request gate (Codex's PermissionRequest, Cursor's shell
+    /// and MCP gates) comes on top of it, so it is not one.
+    pub fn is_tool_gate(&self) -> bool {
+        matches!(self.does, Does::Check) && self.gate.is_some_and(|g| g.phase == EvaluationPhase::PreToolUse)
+    }
+
+    /// The row of a hook the log names by harness slug and event name (`on`).
+    pub fn logged(harness: &str, on: &str) -> Option<&'static HookDef> {
+        HOOKS.iter().find(|d| d.on == on && d.harness().slug() == harness)
+    }
+
     pub fn harness(&self) -> Harness {
         self.event.harness()
     }
@@ -1696,8 +1744,10 @@ mod tests {
     /// rows are grouped by harness in registry order.
     #[test]
     fn every_event_has_a_row() {
-        for e in Event::ALL {
+        for (i, e) in Event::ALL.into_iter().enumerate() {
             let d = HOOKS.iter().find(|d| d.event == e).unwrap_or_else(|| panic!("{e:?} has no HookDef row"));
+            // `def` (a table made at compile time) is the first row, as a scan finds it.
+            assert_eq!((e.index(), e.def().event, e.def().binary), (i, e, d.binary), "{e:?}");
             let slug = e.harness().slug();
             assert_eq!(d.binary, format!("preloop-{slug}-{}", lower_words(e.ident(), '-')), "{e:?}");
             assert_eq!(Event::from_binary(d.binary), Some(e));
@@ -1855,6 +1905,18 @@ mod tests {
             unlisted.is_empty(),
             "these files name every harness, so a new one goes there too: list them in docs/adding-a-harness.md: {unlisted:?}"
         );
+    }
+
+    /// Every harness has exactly one gate per tool call, which `sessions
+    /// list` counts ([`HookDef::is_tool_gate`]), found again by the name the
+    /// hook log gives it.
+    #[test]
+    fn each_harness_has_one_tool_gate() {
+        for h in Harness::ALL {
+            let gates: Vec<&HookDef> = h.hooks().filter(|d| d.is_tool_gate()).collect();
+            assert_eq!(gates.len(), 1, "{}: {gates:?}", h.name());
+            assert_eq!(HookDef::logged(h.slug(), gates[0].on).map(|d| d.binary), Some(gates[0].binary));
+        }
     }
 
     #[test]

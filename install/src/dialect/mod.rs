@@ -49,10 +49,19 @@ pub fn all() -> impl Iterator<Item = &'static dyn Dialect> {
     ALL.iter().copied()
 }
 
-/// The dialect of `h`.
+/// The dialect of `h`: one arm per harness, so a new harness without a
+/// dialect does not build (`dialects_cover_the_registry_in_its_order` holds
+/// [`ALL`] to the same order).
 pub fn of(h: Harness) -> &'static dyn Dialect {
-    // `dialects_cover_the_registry_in_its_order` proves every harness has one.
-    all().find(|d| d.harness() == h).unwrap_or(ALL[0])
+    match h {
+        Harness::ClaudeCode => &claude_code::ClaudeCode,
+        Harness::Codex => &codex::Codex,
+        Harness::Cursor => &cursor::Cursor,
+        Harness::Gemini => &gemini::Gemini,
+        Harness::Copilot => &copilot::Copilot,
+        Harness::Pi => &pi::Pi,
+        Harness::OpenCode => &opencode::OpenCode,
+    }
 }
 
 #[cfg(test)]
