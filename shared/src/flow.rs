@@ -814,7 +814,7 @@ impl Engine {
             // The server holds the end; this file only mirrors it.
             let _ = session::write_session_mirror(&self.config.home, &f);
         }
-        self.run.remove();
+        self.run.remove(RUN_LOCK_WAIT);
         Ok((Outcome::default(), AfterFlush::default()))
     }
 

@@ -273,10 +273,18 @@ impl RunFiles {
         }
     }
 
-    /// Forget the session's private state (SessionEnd).
-    pub fn remove(&self) {
+    /// Forget the session's private state (SessionEnd): the state, then the
+    /// lock file, both while holding the lock, so no hook still writing the
+    /// state loses its write to the removal, and one that waited for the
+    /// lock locks a new file ([`fsutil::lock`]) rather than one it shares
+    /// with a later locker. When the lock cannot be had in time, the state
+    /// goes and the lock file stays.
+    pub fn remove(&self, wait: Duration) {
+        let guard = self.lock(wait).ok();
         let _ = std::fs::remove_file(&self.state);
-        let _ = std::fs::remove_file(&self.lock);
+        if guard.is_some() {
+            let _ = std::fs::remove_file(&self.lock);
+        }
     }
 }
 
@@ -335,6 +343,39 @@ mod runtime_index_tests {
             .collect();
         let sources: Vec<&str> = crate::Harness::all().map(|h| h.source()).collect();
         assert_eq!(listed, sources, "{}: agent_kind's enum is not the registry's sources", p.display());
+    }
+
+    /// `RunFiles::remove` unlinks the lock file while holding it: a hook
+    /// that waited on the unlinked file must not hold it beside one that
+    /// locked the new file at the same path (two holders, the state
+    /// written by both), and once that one lets go it gets the lock.
+    #[test]
+    fn a_lock_file_removed_while_held_never_gives_two_holders() {
+        let home = std::env::temp_dir().join(format!("preloop-run-lock-{}", fsutil::note_id()));
+        fsutil::private_dir(&home).unwrap();
+        let run = RunFiles::new(&home, "s");
+        let first = run.lock(Duration::from_secs(1)).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let home = home.clone();
+            std::thread::spawn(move || {
+                let g = RunFiles::new(&home, "s").lock(Duration::from_secs(10)).unwrap();
+                tx.send(()).unwrap();
+                drop(g);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(100)); // the waiter waits on the first file
+        std::fs::remove_file(&run.lock).unwrap(); // as `remove` does, under the lock
+        let newcomer = run.lock(Duration::ZERO).expect("the path names a new, free file");
+        drop(first);
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the waiter holds the unlinked file while the newcomer holds the new one"
+        );
+        drop(newcomer);
+        rx.recv_timeout(Duration::from_secs(5)).expect("the waiter gets the lock once the newcomer lets go");
+        waiter.join().unwrap();
+        let _ = std::fs::remove_dir_all(&home);
     }
 
     fn file(external: &str, runtime: &str) -> SessionFile {

@@ -12,8 +12,11 @@
 //! from there.
 //!
 //! `install`, `uninstall` and `doctor` iterate [`all`] or look one up with
-//! [`of`]; none of them branches on a harness. Adding a harness is one file
-//! here and one line in [`ALL`].
+//! [`of`], whose `match` is the one place here that names each harness.
+//! Adding a harness is one file here, its arm in [`of`] and its line in
+//! [`ALL`]. Still outside the dialects: Codex's trust store
+//! (`crate::codex_trust`, whose event keys `doctor` reads) and Copilot
+//! CLI's file format (`crate::edit::copilot_file`, which its dialect calls).
 //!
 //! The [`Dialect`] trait and the types it speaks live in `api.rs`, which
 //! each dialect file imports; this file only lists the dialects and
