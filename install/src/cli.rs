@@ -1,4 +1,4 @@
-//! The command line. Exit codes ([`preloop_shared::Exit`]): 0 ok; 1 failure
+//! The command line. Exit codes ([`crate::error::Exit`], one table): 0 ok; 1 failure
 //! (refused, not found, I/O, server error); 2 usage; 3 note not deliverable
 //! (`--wait`: undeliverable, expired, cancelled, or its session ended); 4
 //! `--wait` ran out or was interrupted; `doctor`: 5 not installed, 6
@@ -7,12 +7,13 @@
 //! as the work did ([`output::out_line`]).
 
 use crate::context::{Ctx, Scope};
+use crate::error::{CliError, CliResult, Exit};
 use crate::install::{self, Action};
 use crate::{demo, doctor, login, notes, output, sessions};
 use clap::{Args, Parser, Subcommand};
 use preloop_shared::config::{Config, Env};
 use preloop_shared::words::{count, noun_for};
-use preloop_shared::{Exit, Harness, Result};
+use preloop_shared::{Harness, Result};
 use std::path::PathBuf;
 
 /// `preloop-hooks --version`: the version and the commit it was built from.
@@ -241,6 +242,14 @@ fn run_install(target: &InstallTarget, bin_dir: Option<PathBuf>, action: Action)
     install::run(&c, &install::Request { harnesses, all, scope, action, dry_run })
 }
 
+/// `--help`'s text after the commands (its "Exit codes:" line is held to
+/// [`Exit::ALL`] by `crate::error`'s tests).
+#[cfg(test)]
+pub(crate) fn after_help() -> String {
+    use clap::CommandFactory;
+    Cli::command().get_after_help().map(|h| h.to_string()).unwrap_or_default()
+}
+
 /// The CLI: parse the arguments ([`preloop_shared::args`]), run the
 /// command, return the exit code.
 pub fn main_code() -> i32 {
@@ -260,9 +269,9 @@ fn run() -> Exit {
         Command::Links { list: false, .. } => Some("links"),
         _ => None,
     };
-    let result = match cli.command {
-        Command::Install(a) => run_install(&a.target, a.bin_dir, Action::Install),
-        Command::Uninstall(a) => run_install(&a.target, None, Action::Uninstall),
+    let result: CliResult<()> = match cli.command {
+        Command::Install(a) => run_install(&a.target, a.bin_dir, Action::Install).map_err(CliError::from),
+        Command::Uninstall(a) => run_install(&a.target, None, Action::Uninstall).map_err(CliError::from),
         Command::Doctor(a) => {
             let config = Config::load(None);
             match ctx(a.bin_dir, &config) {
@@ -271,17 +280,19 @@ fn run() -> Exit {
                     // A report read through `| head`: what was read is enough.
                     return if output::stdout_closed() { Exit::Ok } else { exit };
                 }
-                Err(e) => Err(e),
+                Err(e) => Err(e.into()),
             }
         }
-        Command::Login(a) => login::login(login::LoginArgs { url: a.url, user: a.user, no_verify: a.no_verify }),
-        Command::Logout { user } => login::logout(user),
+        Command::Login(a) => {
+            login::login(login::LoginArgs { url: a.url, user: a.user, no_verify: a.no_verify }).map_err(CliError::from)
+        }
+        Command::Logout { user } => login::logout(user).map_err(CliError::from),
         Command::Notes(c) => notes::run_notes(c),
-        Command::Sessions(c) => sessions::run(c),
-        Command::Demo { bin_dir, keep } => demo::run(bin_dir.as_deref(), keep),
-        Command::Links { dir, list } => links(dir, list),
+        Command::Sessions(c) => sessions::run(c).map_err(CliError::from),
+        Command::Demo { bin_dir, keep } => demo::run(bin_dir.as_deref(), keep).map_err(CliError::from),
+        Command::Links { dir, list } => links(dir, list).map_err(CliError::from),
         // `preloop-hooks version`, as in gh, git and kubectl (newcomer 4, P14).
-        Command::Version => output::line(&format!("preloop-hooks {VERSION}")),
+        Command::Version => output::line(&format!("preloop-hooks {VERSION}")).map_err(CliError::from),
     };
     if let Some(verb) = changes
         && output::stdout_closed()
@@ -295,7 +306,7 @@ fn run() -> Exit {
     match result {
         Ok(()) => Exit::Ok,
         // `… -o id | head -1`: stdout went away; that is not a failure.
-        Err(e) if output::is_broken_pipe(&e) => Exit::Ok,
+        Err(e) if e.engine().is_some_and(output::is_broken_pipe) => Exit::Ok,
         Err(e) => {
             // A server (or a proxy) may echo a token in its answer: never print one.
             let secrets = crate::util::secrets(&Config::load(None));

@@ -133,7 +133,8 @@ pub fn plan(ctx: &Ctx, h: Harness, scope: Scope, action: Action) -> Result<Plan>
                 let orig = ctx.restore_for(&path, before).unwrap_or_else(|| before.clone());
                 let undo = match d.layout() {
                     Layout::Grouped => edit::edit_grouped(&main.after, &owner, &Vec::new(), d.syntax()),
-                    _ => edit::edit_flat(&main.after, &owner, &Vec::new(), d.syntax()),
+                    // (`OwnFile` is not in this branch: its file is all ours.)
+                    Layout::Flat | Layout::OwnFile => edit::edit_flat(&main.after, &owner, &Vec::new(), d.syntax()),
                 };
                 if undo.ok().as_deref() != Some(orig.as_str()) {
                     main.restore = Some(orig);

@@ -18,6 +18,7 @@ pub mod demo;
 pub mod dialect;
 pub mod doctor;
 pub mod edit;
+pub mod error;
 pub mod install;
 pub mod links;
 pub mod login;

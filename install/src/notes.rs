@@ -2,6 +2,7 @@
 //! routes (server mode, user token) or the local inbox (local mode), with
 //! the same targets, rules, messages and `--json` shapes in both modes.
 
+use crate::error::{CliError, CliResult};
 use crate::operator::{NewNote, NotesOf, Operator, Sent, SessionRef, To, ids};
 use crate::ops::Ops;
 use crate::output::{self, clip, safe, safe_line, time};
@@ -215,12 +216,12 @@ pub struct IdArgs {
     json: bool,
 }
 
-pub fn run_notes(cmd: NotesCmd) -> Result<()> {
+pub fn run_notes(cmd: NotesCmd) -> CliResult<()> {
     match cmd {
         NotesCmd::Send(a) => send(a),
-        NotesCmd::List(a) => list(a),
-        NotesCmd::Status(a) => status(a),
-        NotesCmd::Cancel(a) => cancel(a),
+        NotesCmd::List(a) => Ok(list(a)?),
+        NotesCmd::Status(a) => Ok(status(a)?),
+        NotesCmd::Cancel(a) => Ok(cancel(a)?),
     }
 }
 
@@ -550,12 +551,12 @@ fn mode_mismatch(ops: &Ops, id: &str, found: Option<&SessionRef>) {
     }
 }
 
-fn send(a: SendArgs) -> Result<()> {
+fn send(a: SendArgs) -> CliResult<()> {
     let expires_in_secs = a.expires_in.as_deref().map(|d| output::parse_duration("--expires-in", d)).transpose()?;
     if let Some(e) = expires_in_secs
         && e < 60
     {
-        return Err(Error::Usage(format!("--expires-in {e}s: a note lives 60s to 7d")));
+        return Err(Error::Usage(format!("--expires-in {e}s: a note lives 60s to 7d")).into());
     }
     let wait = a.wait.as_deref().map(|d| output::parse_duration("--wait", d)).transpose()?;
     let ops = Ops::load()?;
@@ -587,7 +588,7 @@ fn send(a: SendArgs) -> Result<()> {
     let Some(wait) = wait else {
         if a.json {
             let first = receipts.first().map(|r| r.note_id.clone()).unwrap_or_default();
-            return output::json(&SendOut {
+            return Ok(output::json(&SendOut {
                 schema: JSON_SCHEMA_VERSION,
                 note_id: first,
                 target,
@@ -600,7 +601,7 @@ fn send(a: SendArgs) -> Result<()> {
                         runtime_session_id: r.runtime_session_id.clone(),
                     })
                     .collect(),
-            });
+            })?);
         }
         for r in &receipts {
             output::line(&format!("{} {} for {}{typed}", r.note_id, r.state, to_of(r)))?;
@@ -737,14 +738,14 @@ fn refresh(op: &dyn Operator, receipts: &mut [Receipt]) -> Result<()> {
 
 /// The exit of a wait: 0 delivered, 3 (`Undelivered`) lost or its session
 /// ended, 4 (`WaitTimeout`) still pending when the time ran out or on Ctrl-C.
-fn wait_verdict(w: &Waited) -> Result<()> {
+fn wait_verdict(w: &Waited) -> CliResult<()> {
     let lost: Vec<&Receipt> = w.receipts.iter().filter(|r| r.is_lost()).collect();
     let pending: Vec<&Receipt> = w.receipts.iter().filter(|r| !r.is_final()).collect();
     let cancel_hint = |p: &[&Receipt]| {
         p.iter().map(|r| format!("preloop-hooks notes cancel {}", r.note_id)).collect::<Vec<_>>().join("; ")
     };
     if !lost.is_empty() {
-        return Err(Error::Undelivered(
+        return Err(CliError::Undelivered(
             lost.iter()
                 .map(|r| {
                     format!(
@@ -760,13 +761,13 @@ fn wait_verdict(w: &Waited) -> Result<()> {
     }
     let notes = || pending.iter().map(|r| format!("note {}", r.note_id)).collect::<Vec<_>>().join(", ");
     match w.end {
-        WaitEnd::Ended(at) => Err(Error::Undelivered(format!(
+        WaitEnd::Ended(at) => Err(CliError::Undelivered(format!(
             "the session ended{}; {} still pending in case it is resumed (cancel: {})",
             at.map(|t| format!(" at {}", time(Some(t)))).unwrap_or_default(),
             notes(),
             cancel_hint(&pending)
         ))),
-        WaitEnd::Timeout | WaitEnd::Interrupted(_) if !pending.is_empty() => Err(Error::WaitTimeout(format!(
+        WaitEnd::Timeout | WaitEnd::Interrupted(_) if !pending.is_empty() => Err(CliError::WaitTimeout(format!(
             "{} still {} after {}{} (cancel: {})",
             notes(),
             pending[0].state,
@@ -783,7 +784,7 @@ fn wait_verdict(w: &Waited) -> Result<()> {
 
 /// `typed`: ` (you typed X)` when the id typed is not the one resolved, as
 /// without `--wait` (newcomer 4, P10).
-fn wait_for(ops: &Ops, receipts: Vec<Receipt>, wait: u64, json: bool, typed: &str) -> Result<()> {
+fn wait_for(ops: &Ops, receipts: Vec<Receipt>, wait: u64, json: bool, typed: &str) -> CliResult<()> {
     catch_interrupt();
     let tty = output::stderr_is_tty() && !json;
     if !json {
@@ -1060,7 +1061,7 @@ mod tests {
         // An id no known session has or starts with is refused (exit 1)
         // unless the user says the session has not started yet.
         let err = resolve(&ops, &session("nobody"), false, false).unwrap_err();
-        assert_eq!(err.exit().code(), 1);
+        assert_eq!(crate::error::exit_of(&err).code(), 1);
         assert_eq!(
             err.to_string(),
             "no session nobody on this machine (no session id is or starts with it; `preloop-hooks sessions list` shows them)"
@@ -1075,7 +1076,7 @@ mod tests {
         // not) would wait for a session that never comes (newcomer-ux-4, P4).
         for short in ["nobody", "ext-", "daa2b8c4", "22222222-2222-3333-4444"] {
             let err = resolve(&ops, &session(short), false, true).unwrap_err();
-            assert_eq!(err.exit().code(), 2, "{short}");
+            assert_eq!(crate::error::exit_of(&err).code(), 2, "{short}");
             assert!(err.to_string().starts_with("--not-started takes a session's full id"), "{err}");
         }
         let To::Session { found: Some(s), .. } = resolve(&ops, &session("ext-"), false, false).unwrap() else {
@@ -1163,7 +1164,7 @@ mod tests {
         let err = wait_verdict(&w).unwrap_err();
         assert_eq!(err.exit().code(), 4);
         assert!(
-            matches!(&err, Error::WaitTimeout(m) if m.starts_with(&format!("note {N1} still pending after")) && m.ends_with(&format!("(cancel: preloop-hooks notes cancel {N1})"))),
+            matches!(&err, CliError::WaitTimeout(m) if m.starts_with(&format!("note {N1} still pending after")) && m.ends_with(&format!("(cancel: preloop-hooks notes cancel {N1})"))),
             "{err}"
         );
     }
@@ -1220,7 +1221,7 @@ mod tests {
         let w = wait_until(ops.op.as_ref(), pending(&ops, N1), Duration::from_secs(10), |_, _| Ok(())).unwrap();
         assert_eq!(w.end, WaitEnd::Final);
         let err = wait_verdict(&w).unwrap_err();
-        assert!(matches!(&err, Error::Undelivered(m) if m == &format!("note {N1} is expired")), "{err}");
+        assert!(matches!(&err, CliError::Undelivered(m) if m == &format!("note {N1} is expired")), "{err}");
     }
 
     #[test]
@@ -1239,7 +1240,7 @@ mod tests {
         let of = notes_of(&ops, &a).unwrap();
         assert!(matches!(&of, NotesOf::Session(s) if s.name() == "ext-1"));
         let unknown = ListArgs { session: Some("nobody".into()), ..ListArgs::default() };
-        assert_eq!(notes_of(&ops, &unknown).unwrap_err().exit().code(), 1, "not an empty list");
+        assert_eq!(crate::error::exit_of(&notes_of(&ops, &unknown).unwrap_err()).code(), 1, "not an empty list");
         assert_eq!(list_notes(ops.op.as_ref(), &of, None).unwrap().len(), 3);
     }
 

@@ -25,7 +25,6 @@ use preloop_shared::operator::{
     RuntimeSessionPage, SendAnswer, SendNoteBody,
 };
 use preloop_shared::redact::redact;
-use preloop_shared::wire::SessionEventRequest;
 use preloop_shared::{Error, Result};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -351,48 +350,6 @@ pub fn health(base: &str, timeout: Duration, proxy: Option<&http::ProxyUrl>) -> 
             status: st,
             detail: http::not_preloop(&base, "GET", "/api/v1/health", st, ct.as_deref()),
         })
-    }
-}
-
-/// A hook-route call with the runtime token that changes nothing: a
-/// session-event for a session id no run uses (204 when the token is
-/// accepted, 401 when not).
-pub fn probe_runtime(base: &str, token: &Secret, timeout: Duration, proxy: Option<&http::ProxyUrl>) -> Result<()> {
-    let base = preloop_shared::config::normalize_url(base);
-    let agent = http::agent(timeout, false, proxy);
-    let url = format!("{base}/api/v1/agents/session-event");
-    let body = SessionEventRequest {
-        session_id: "preloop-doctor-probe".into(),
-        hook_event_name: "Stop".into(),
-        source: "preloop-doctor".into(),
-    };
-    let payload = serde_json::to_vec(&body).unwrap_or_default();
-    let mut resp = agent
-        .post(&url)
-        .config()
-        .timeout_global(Some(timeout))
-        .build()
-        .header("Authorization", &format!("Bearer {}", token.expose()))
-        .header("Content-Type", "application/json")
-        .send(&payload[..])
-        .map_err(|e| Error::Unreachable {
-            route: "session-event",
-            detail: format!("{} (is the server running at {base}?)", http::describe(&e)),
-        })?;
-    let st = resp.status().as_u16();
-    let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
-    let text = redact(&resp.body_mut().with_config().limit(MAX_BODY).read_to_string().unwrap_or_default(), &[token]);
-    match st {
-        200..=299 => Ok(()),
-        _ if !text.trim().is_empty() && !http::looks_like_json(&text) => Err(Error::Status {
-            route: "session-event",
-            status: st,
-            detail: http::not_preloop(&base, "POST", "/api/v1/agents/session-event", st, ct.as_deref()),
-        }),
-        401 | 403 => {
-            Err(Error::Config(format!("the server rejected the runtime token ({st}: {})", detail_text(&text))))
-        }
-        _ => Err(Error::Status { route: "session-event", status: st, detail: detail_text(&text) }),
     }
 }
 

@@ -244,7 +244,7 @@ fn print_table(rows: &[SessionRow], ids: &[String], wide: bool) -> Result<()> {
             let mut row = vec![
                 output::safe_line(id),
                 clip(r.agent_name.as_deref().unwrap_or("-"), 24),
-                r.kind.clone().or(r.agent_kind.clone()).unwrap_or_else(|| "-".into()),
+                r.kind.clone().or(r.agent_kind.as_ref().map(|k| k.to_string())).unwrap_or_else(|| "-".into()),
                 ago(r.started_at, now),
                 ago(r.last_activity_at, now),
                 r.state.clone(),

@@ -11,11 +11,6 @@ pub fn hooks_for(harness: Harness) -> impl Iterator<Item = &'static HookDef> {
     harness.hooks()
 }
 
-/// Whether `file_name` is one of our binaries for `harness`.
-pub fn is_our_binary(harness: Harness, file_name: &str) -> bool {
-    hooks_for(harness).any(|d| d.binary == file_name)
-}
-
 /// The `timeout` to write for a hook, in its harness's unit (Gemini:
 /// milliseconds; everyone else: seconds).
 pub fn timeout_value(def: &HookDef, s: &Settings) -> u64 {

@@ -95,16 +95,17 @@ pub fn take_resized() -> bool {
     RESIZED.swap(false, Ordering::SeqCst)
 }
 
-/// The terminal's width in columns (80 when unknown).
+/// The width to wrap and clip to, the one rule of every command
+/// (install/README.md, "doctor"): `COLUMNS` when set, else the terminal's
+/// (stdout's, read again after a resize), else 80.
 pub fn width() -> usize {
-    // SAFETY: TIOCGWINSZ fills a winsize struct we own.
-    unsafe {
-        let mut ws: libc::winsize = std::mem::zeroed();
-        if libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) == 0 && ws.ws_col > 0 {
-            return ws.ws_col as usize;
-        }
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse::<usize>().ok()).filter(|c| *c > 0) {
+        return c;
     }
-    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).filter(|c| *c > 0).unwrap_or(80)
+    let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCGWINSZ writes one winsize through a valid pointer to ours.
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col > 0 { usize::from(ws.ws_col) } else { 80 }
 }
 
 /// Raw input on stdin while alive: no echo, no line buffering, Ctrl-C and

@@ -328,11 +328,6 @@ impl Config {
     pub fn log_dir(&self) -> PathBuf {
         self.home.join("log")
     }
-
-    /// The operator's user token, if any.
-    pub fn user_secret(&self) -> Option<&Secret> {
-        self.user_token.as_ref().map(|(t, _)| t)
-    }
 }
 
 /// The fix for a config or onboarding file we refused: for one others can

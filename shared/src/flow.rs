@@ -28,7 +28,7 @@ use crate::config::{Config, FailPolicy};
 use crate::error::Result;
 use crate::local::LocalInbox;
 pub use crate::log::NeverRead;
-use crate::registry::{Carrier, Does, HookDef, ServerClaim};
+use crate::registry::{AgentKind, Carrier, Does, HookDef, ServerClaim};
 use crate::render::{self, NoteElement};
 use crate::server::ServerBackend;
 use crate::session::{self, OwedAck, RunFiles, RunState, SessionFile, SpoolEntry};
@@ -494,7 +494,7 @@ impl Engine {
         let file = SessionFile {
             runtime_session_id: resp.runtime_session_id.clone(),
             started_at: same_run.map(|e| e.started_at).unwrap_or(started_at),
-            agent_kind: self.source(),
+            agent_kind: AgentKind::of(self.def.harness()),
             cwd: existing.as_ref().and_then(|e| e.cwd.clone()).or(cwd.map(str::to_string)),
             external_session_id: self.session_id.clone(),
             mode: HookMode::Server,
@@ -877,7 +877,7 @@ impl Engine {
             // The server holds the end; this file only mirrors it.
             let _ = session::write_session_mirror(&self.config.home, &f);
         }
-        self.run.remove();
+        self.run.remove(RUN_LOCK_WAIT);
         Ok((Outcome::default(), AfterFlush::default()))
     }
 

@@ -245,14 +245,31 @@ pub struct LockGuard {
 }
 
 /// Take an exclusive lock on `path` (created 0600), waiting at most `wait`.
+/// The lock is on the file `path` names once it is held: a holder may
+/// unlink it ([`crate::session::RunFiles::remove`]), and whoever waited on
+/// the unlinked file opens `path` again rather than holding a lock that no
+/// longer excludes anyone.
 pub fn lock(path: &Path, wait: Duration) -> Result<LockGuard> {
-    let file =
-        create_private().read(true).open(path).map_err(|e| Error::io(format!("open lock {}", path.display()), e))?;
+    use std::os::unix::fs::MetadataExt;
+    let open =
+        || create_private().read(true).open(path).map_err(|e| Error::io(format!("open lock {}", path.display()), e));
+    let mut file = open()?;
     let deadline = Instant::now() + wait;
     let mut pause = Duration::from_micros(200);
     loop {
         match file.try_lock() {
-            Ok(()) => return Ok(LockGuard { _file: file }),
+            Ok(()) => {
+                let held = file.metadata().map_err(|e| Error::io(format!("lock {}", path.display()), e))?;
+                let named = fs::symlink_metadata(path).ok();
+                if named.is_some_and(|n| (n.dev(), n.ino()) == (held.dev(), held.ino())) {
+                    return Ok(LockGuard { _file: file });
+                }
+                // Unlinked (or replaced) while we waited: lock what it names now.
+                if Instant::now() >= deadline {
+                    return Err(Error::Busy(format!("lock {} was removed while we waited", path.display())));
+                }
+                file = open()?;
+            }
             Err(fs::TryLockError::WouldBlock) => {
                 if Instant::now() >= deadline {
                     return Err(Error::Busy(format!("lock {} still held after {:?}", path.display(), wait)));

@@ -45,9 +45,16 @@ pub mod watch;
 pub mod wire;
 pub mod words;
 
-pub use error::{Error, Exit, Result};
+pub use error::{Error, Result};
 
-pub use registry::{Harness, HarnessDef, HookDef};
+pub use registry::{AgentKind, Harness, HarnessDef, HookDef};
+
+/// Whether this test run rewrites the files a test generates
+/// (`PRELOOP_BLESS` set and not `0`, as `preloop_testkit::golden::blessing`).
+#[cfg(test)]
+pub(crate) fn blessing() -> bool {
+    std::env::var_os("PRELOOP_BLESS").is_some_and(|v| v != "0")
+}
 
 /// The C `main` of the executable, without std's runtime start-up: the
 /// binary says `#![cfg_attr(not(test), no_main)]` and

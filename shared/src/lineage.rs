@@ -318,7 +318,7 @@ mod tests {
     fn session(home: &Path, id: &str, runtime: &str, hp: Option<HarnessProcess>, mode: HookMode) {
         let f = SessionFile {
             harness_process: hp.clone(),
-            ..SessionFile::new(id, runtime, "codex_cli", mode, Timestamp::now())
+            ..SessionFile::new(id, runtime, crate::AgentKind::of(crate::Harness::Codex), mode, Timestamp::now())
         };
         session::write_session_file(home, &f).unwrap();
         if let Some(p) = hp {

@@ -22,7 +22,7 @@
 //! empty it returns without taking the lock. Every transition happens under
 //! `inbox/lock`, so two hooks never claim the same note.
 
-use crate::Harness;
+use crate::AgentKind;
 use crate::backend::{Backend, Claimed, Fits, PermissionAnswer};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, LockGuard};
@@ -48,30 +48,6 @@ const LOCK_WAIT: Duration = Duration::from_secs(5);
 /// an hour ago count).
 const RATE_WINDOW_SECS: i64 = 3600;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NoteState {
-    Pending,
-    Claimed,
-    Delivered,
-    Expired,
-    Cancelled,
-    Undeliverable,
-}
-
-impl NoteState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NoteState::Pending => "pending",
-            NoteState::Claimed => "claimed",
-            NoteState::Delivered => "delivered",
-            NoteState::Expired => "expired",
-            NoteState::Cancelled => "cancelled",
-            NoteState::Undeliverable => "undeliverable",
-        }
-    }
-}
-
 /// Whom a local note is for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -83,87 +59,73 @@ pub enum Addressee {
     Harness { harness: String },
 }
 
-/// A stored note: its addressee, body and receipt.
+/// A stored note (`inbox/notes/<id>.json`): whom it is for, and its
+/// receipt, which `notes status --json` prints as it is. The harness
+/// session that claimed it (or that it was addressed to) is the receipt's
+/// `external_session_id`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StoredNote")]
 pub struct NoteRecord {
-    pub note_id: String,
-    pub state: NoteState,
-    pub text: String,
     pub to: Addressee,
+    #[serde(flatten)]
+    pub receipt: Receipt,
+}
+
+/// A note file as it reads: one this build wrote, or one written before the
+/// record was its receipt (the claiming session under `session_id`, no
+/// `harness`). `created_at` and `expires_at` are required, as they always
+/// were: a file without them is no note.
+#[derive(Deserialize)]
+struct StoredNote {
+    to: Addressee,
     #[serde(default)]
-    pub next_session: bool,
-    /// The harness session that claimed it (or that it was addressed to).
-    #[serde(default)]
-    pub session_id: Option<String>,
-    #[serde(default)]
-    pub runtime_session_id: Option<String>,
-    pub author: Author,
-    pub created_at: Timestamp,
-    pub expires_at: Timestamp,
-    #[serde(default)]
-    pub claimed_at: Option<Timestamp>,
-    #[serde(default)]
-    pub delivered_at: Option<Timestamp>,
-    #[serde(default)]
-    pub delivery_channel: Option<String>,
-    #[serde(default)]
-    pub delivery_event: Option<String>,
-    #[serde(default)]
-    pub undeliverable_at: Option<Timestamp>,
-    #[serde(default)]
-    pub undeliverable_reason: Option<UndeliverableReason>,
-    #[serde(default)]
-    pub cancelled_at: Option<Timestamp>,
-    #[serde(default)]
-    pub expired_at: Option<Timestamp>,
+    session_id: Option<String>,
+    created_at: Timestamp,
+    expires_at: Timestamp,
+    #[serde(flatten)]
+    receipt: Receipt,
+}
+
+impl From<StoredNote> for NoteRecord {
+    fn from(s: StoredNote) -> NoteRecord {
+        let mut receipt = s.receipt;
+        receipt.created_at = Some(s.created_at);
+        receipt.expires_at = Some(s.expires_at);
+        if receipt.external_session_id.is_none() {
+            receipt.external_session_id = s.session_id;
+        }
+        if let Addressee::Harness { harness } = &s.to {
+            receipt.harness.get_or_insert_with(|| harness.clone());
+        }
+        NoteRecord { to: s.to, receipt }
+    }
 }
 
 impl NoteRecord {
     pub fn element(&self) -> NoteElement {
+        let r = &self.receipt;
         render::render_element(
-            &self.note_id,
-            self.author.display.as_deref().unwrap_or(""),
-            self.author.auth_method.as_deref().unwrap_or(""),
-            self.created_at,
-            &self.text,
+            &r.note_id,
+            r.author.display.as_deref().unwrap_or(""),
+            r.author.auth_method.as_deref().unwrap_or(""),
+            self.created_at(),
+            &r.text,
         )
     }
 
-    pub fn receipt(&self) -> Receipt {
-        Receipt {
-            note_id: self.note_id.clone(),
-            state: ReceiptState::from(self.state.as_str()),
-            text: self.text.clone(),
-            managed_agent_id: None,
-            runtime_session_id: self.runtime_session_id.clone(),
-            external_session_id: self.session_id.clone(),
-            harness: match &self.to {
-                Addressee::Harness { harness } => Some(harness.clone()),
-                Addressee::Session { .. } => None,
-            },
-            next_session: self.next_session,
-            author: self.author.clone(),
-            created_at: Some(self.created_at),
-            expires_at: Some(self.expires_at),
-            claimed_at: self.claimed_at,
-            delivered_at: self.delivered_at,
-            delivery_channel: self.delivery_channel.clone(),
-            delivery_event: self.delivery_event.clone(),
-            undeliverable_at: self.undeliverable_at,
-            undeliverable_reason: self.undeliverable_reason.map(|r| match r {
-                UndeliverableReason::SpoolDropped => "spool_dropped".to_string(),
-                UndeliverableReason::SessionEnded => "session_ended".to_string(),
-            }),
-            cancelled_at: self.cancelled_at,
-            expired_at: self.expired_at,
-            // The local inbox records a note delivered only once an output
-            // carried it.
-            never_carried: false,
-        }
+    /// When it was sent (every note file has it, [`StoredNote`]).
+    fn created_at(&self) -> Timestamp {
+        self.receipt.created_at.unwrap_or(Timestamp(0))
     }
 
     fn is_past_expiry(&self, now: Timestamp) -> bool {
-        matches!(self.state, NoteState::Pending | NoteState::Claimed) && self.expires_at <= now
+        matches!(self.receipt.state, ReceiptState::Pending | ReceiptState::Claimed)
+            && self.receipt.expires_at.is_some_and(|e| e <= now)
+    }
+
+    /// The claiming session (or the one it was addressed to).
+    fn session_id(&self) -> Option<&str> {
+        self.receipt.external_session_id.as_deref()
     }
 }
 
@@ -260,11 +222,11 @@ impl LocalInbox {
 
     fn write_note(&self, note: &NoteRecord) -> Result<()> {
         self.private(&self.dir.join("notes"))?;
-        fsutil::write_json(&self.note_path(&note.note_id), note)
+        fsutil::write_json(&self.note_path(&note.receipt.note_id), note)
     }
 
     fn queue_entry_name(note: &NoteRecord) -> String {
-        format!("{:020}-{}", note.created_at.0.max(0), note.note_id)
+        format!("{:020}-{}", note.created_at().0.max(0), note.receipt.note_id)
     }
 
     fn queue_dir_for(&self, note: &NoteRecord) -> PathBuf {
@@ -284,13 +246,13 @@ impl LocalInbox {
         if !note.is_past_expiry(now) {
             return Ok(false);
         }
-        let was_claimed = note.state == NoteState::Claimed;
-        note.state = NoteState::Expired;
-        note.expired_at = Some(now);
+        let was_claimed = note.receipt.state == ReceiptState::Claimed;
+        note.receipt.state = ReceiptState::Expired;
+        note.receipt.expired_at = Some(now);
         self.write_note(note)?;
         self.unqueue(note);
-        if was_claimed && let Some(s) = &note.session_id {
-            let _ = std::fs::remove_file(self.claimed_dir(s).join(&note.note_id));
+        if was_claimed && let Some(s) = note.session_id() {
+            let _ = std::fs::remove_file(self.claimed_dir(s).join(&note.receipt.note_id));
         }
         Ok(true)
     }
@@ -401,29 +363,26 @@ impl LocalInbox {
         for (to, session_id, runtime_session_id) in addressees {
             let now = Timestamp::now();
             let note = NoteRecord {
-                note_id: fsutil::note_id(),
-                state: NoteState::Pending,
-                text: req.text.clone(),
+                receipt: Receipt {
+                    text: req.text.clone(),
+                    runtime_session_id,
+                    external_session_id: session_id,
+                    harness: match &to {
+                        Addressee::Harness { harness } => Some(harness.clone()),
+                        Addressee::Session { .. } => None,
+                    },
+                    next_session: req.next_session,
+                    author: req.author.clone(),
+                    created_at: Some(now),
+                    expires_at: Some(now.add_secs(ttl)),
+                    ..Receipt::new(&fsutil::note_id(), ReceiptState::Pending)
+                },
                 to,
-                next_session: req.next_session,
-                session_id,
-                runtime_session_id,
-                author: req.author.clone(),
-                created_at: now,
-                expires_at: now.add_secs(ttl),
-                claimed_at: None,
-                delivered_at: None,
-                delivery_channel: None,
-                delivery_event: None,
-                undeliverable_at: None,
-                undeliverable_reason: None,
-                cancelled_at: None,
-                expired_at: None,
             };
             // Counted before it exists: a failure in between costs a place
             // in the window, never lets a note past the limit.
             if let Some((path, mut window)) = windows.next() {
-                window.push(Sent { at: note.created_at, by: sender.clone(), note_id: note.note_id.clone() });
+                window.push(Sent { at: note.created_at(), by: sender.clone(), note_id: note.receipt.note_id.clone() });
                 self.private(path.parent().unwrap_or(&self.dir))?;
                 fsutil::write_json(&path, &window)?;
             }
@@ -433,7 +392,7 @@ impl LocalInbox {
             let q = self.queue_dir_for(&note);
             self.private(&q)?;
             fsutil::write_atomic(&q.join(Self::queue_entry_name(&note)), b"")?;
-            out.push(note.receipt());
+            out.push(note.receipt);
         }
         Ok(out)
     }
@@ -477,10 +436,10 @@ impl LocalInbox {
             let _g = self.lock()?;
             if let Some(mut n) = self.read_note(note_id)? {
                 self.expire_if_due(&mut n, Timestamp::now())?;
-                return Ok(n.receipt());
+                return Ok(n.receipt);
             }
         }
-        Ok(note.receipt())
+        Ok(note.receipt)
     }
 
     /// Every note, newest first, expiring stale ones first.
@@ -495,14 +454,14 @@ impl LocalInbox {
         if notes.iter().any(|n| n.is_past_expiry(now)) {
             let _g = self.lock()?;
             for n in notes.iter_mut().filter(|n| n.is_past_expiry(now)) {
-                if let Some(mut fresh) = self.read_note(&n.note_id)? {
+                if let Some(mut fresh) = self.read_note(&n.receipt.note_id)? {
                     self.expire_if_due(&mut fresh, now)?;
                     *n = fresh;
                 }
             }
         }
-        notes.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.note_id.cmp(&a.note_id)));
-        Ok(notes.iter().map(NoteRecord::receipt).collect())
+        notes.sort_by(|a, b| b.created_at().cmp(&a.created_at()).then(b.receipt.note_id.cmp(&a.receipt.note_id)));
+        Ok(notes.into_iter().map(|n| n.receipt).collect())
     }
 
     /// Withdraw a pending note. Any other state is returned unchanged, as the
@@ -511,13 +470,13 @@ impl LocalInbox {
         let _g = self.lock()?;
         let mut note = self.read_note(note_id)?.ok_or_else(|| Error::NotFound(format!("note {note_id} not found")))?;
         let now = Timestamp::now();
-        if !self.expire_if_due(&mut note, now)? && note.state == NoteState::Pending {
-            note.state = NoteState::Cancelled;
-            note.cancelled_at = Some(now);
+        if !self.expire_if_due(&mut note, now)? && note.receipt.state == ReceiptState::Pending {
+            note.receipt.state = ReceiptState::Cancelled;
+            note.receipt.cancelled_at = Some(now);
             self.write_note(&note)?;
             self.unqueue(&note);
         }
-        Ok(note.receipt())
+        Ok(note.receipt)
     }
 
     fn live_sessions(&self) -> Vec<SessionFile> {
@@ -568,8 +527,7 @@ impl LocalInbox {
     ) -> Result<Option<Claimed>> {
         let sq = self.session_queue(session_id);
         let file = session::read_session_file(&self.home, session_id)?;
-        let harness_dir =
-            file.as_ref().and_then(|f| Harness::from_source(&f.agent_kind)).map(|h| self.harness_queue(h.slug()));
+        let harness_dir = file.as_ref().and_then(|f| f.agent_kind.harness()).map(|h| self.harness_queue(h.slug()));
         let candidates = |dirs: &[&PathBuf]| -> Vec<(String, PathBuf)> {
             let mut v: Vec<(String, PathBuf)> = dirs
                 .iter()
@@ -601,14 +559,14 @@ impl LocalInbox {
                 let _ = std::fs::remove_file(&entry);
                 continue;
             };
-            if note.state != NoteState::Pending {
+            if note.receipt.state != ReceiptState::Pending {
                 let _ = std::fs::remove_file(&entry); // stale entry
                 continue;
             }
             if self.expire_if_due(&mut note, now)? {
                 continue;
             }
-            if note.next_session && file.started_at <= note.created_at {
+            if note.receipt.next_session && file.started_at <= note.created_at() {
                 continue; // §4.3: only a session started after the note.
             }
             if let Some(fits) = fits {
@@ -618,21 +576,22 @@ impl LocalInbox {
                     break; // Oldest first: nothing younger jumps ahead of it.
                 }
             }
-            note.state = if defer { NoteState::Claimed } else { NoteState::Delivered };
-            note.session_id = Some(session_id.to_string());
-            note.runtime_session_id = Some(file.runtime_session_id.clone());
-            note.claimed_at = Some(now);
-            note.delivery_channel = Some("hook".into());
-            note.delivery_event = Some(event.as_str().into());
+            let r = &mut note.receipt;
+            r.state = if defer { ReceiptState::Claimed } else { ReceiptState::Delivered };
+            r.external_session_id = Some(session_id.to_string());
+            r.runtime_session_id = Some(file.runtime_session_id.clone());
+            r.claimed_at = Some(now);
+            r.delivery_channel = Some("hook".into());
+            r.delivery_event = Some(event.as_str().into());
             if !defer {
-                note.delivered_at = Some(now);
+                r.delivered_at = Some(now);
             }
             if defer {
                 let cd = self.claimed_dir(session_id);
                 self.private(&cd)?;
                 // Before the note's synced write, whose journal commit then
                 // carries the marker too: one sync for both.
-                fsutil::create_marker(&cd.join(&note.note_id))?;
+                fsutil::create_marker(&cd.join(&note.receipt.note_id))?;
             }
             self.write_note(&note)?;
             let _ = std::fs::remove_file(&entry);
@@ -657,7 +616,7 @@ impl Backend for LocalInbox {
             None => SessionFile::new(
                 &req.session_id,
                 &fsutil::uuid_v4(),
-                req.source.as_deref().unwrap_or_default(),
+                AgentKind::from(req.source.as_deref().unwrap_or_default()),
                 crate::backend::HookMode::Local,
                 now,
             ),
@@ -757,18 +716,19 @@ impl Backend for LocalInbox {
                 continue;
             }
             // §4.4: only a claimed note of this very session moves.
-            if note.state != NoteState::Claimed || note.session_id.as_deref() != Some(req.session_id.as_str()) {
+            if note.receipt.state != ReceiptState::Claimed || note.session_id() != Some(req.session_id.as_str()) {
                 continue;
             }
+            let r = &mut note.receipt;
             match req.undeliverable_reason {
                 None => {
-                    note.state = NoteState::Delivered;
-                    note.delivered_at = Some(now);
+                    r.state = ReceiptState::Delivered;
+                    r.delivered_at = Some(now);
                 }
                 Some(reason) => {
-                    note.state = NoteState::Undeliverable;
-                    note.undeliverable_at = Some(now);
-                    note.undeliverable_reason = Some(reason);
+                    r.state = ReceiptState::Undeliverable;
+                    r.undeliverable_at = Some(now);
+                    r.undeliverable_reason = Some(reason.as_str().into());
                 }
             }
             self.write_note(&note)?;
@@ -799,13 +759,14 @@ impl Backend for LocalInbox {
         for (entry, id) in ids {
             if let Some(mut note) = self.read_note(&id)?
                 && !self.expire_if_due(&mut note, now)?
-                && matches!(note.state, NoteState::Pending | NoteState::Claimed)
+                && matches!(note.receipt.state, ReceiptState::Pending | ReceiptState::Claimed)
             {
-                note.state = NoteState::Undeliverable;
-                note.undeliverable_at = Some(now);
-                note.undeliverable_reason = Some(UndeliverableReason::SessionEnded);
-                note.session_id = Some(req.external_session_id.clone());
-                note.runtime_session_id = Some(file.runtime_session_id.clone());
+                let r = &mut note.receipt;
+                r.state = ReceiptState::Undeliverable;
+                r.undeliverable_at = Some(now);
+                r.undeliverable_reason = Some(UndeliverableReason::SessionEnded.as_str().into());
+                r.external_session_id = Some(req.external_session_id.clone());
+                r.runtime_session_id = Some(file.runtime_session_id.clone());
                 self.write_note(&note)?;
                 marked += 1;
                 marked_note_ids.push(id);
@@ -878,9 +839,8 @@ pub fn hook_activity(home: &Path) -> std::collections::HashMap<String, HookActiv
             if t > e.last {
                 e.last = t;
             }
-            // One tool gate per tool call: PreToolUse (Claude Code, Codex),
-            // preToolUse (Cursor, Copilot CLI), BeforeTool (Gemini CLI).
-            if event.eq_ignore_ascii_case("PreToolUse") || event == "BeforeTool" {
+            // One tool gate per tool call (the registry's, `is_tool_gate`).
+            if crate::HookDef::logged(entry.harness, event).is_some_and(crate::HookDef::is_tool_gate) {
                 e.tool_calls += 1;
             }
         }

@@ -3,9 +3,9 @@
 //! the CLI prints both the same way, plus the typed requests and answers of
 //! every operator route the CLI calls (docs/contracts/preloop-server.md §5): no untyped JSON bodies.
 
-use crate::Harness;
 use crate::session::SessionFile;
 use crate::time::Timestamp;
+use crate::{AgentKind, Harness};
 use serde::{Deserialize, Serialize};
 
 /// The version of every `--json` output of the operator commands (the
@@ -297,7 +297,7 @@ pub struct SessionRow {
     /// The harness slug (`claude-code`, `codex`, `cursor`, …) when known.
     pub kind: Option<String>,
     /// What the hooks or the server call the kind (`claude_code`, `codex_cli`, …).
-    pub agent_kind: Option<String>,
+    pub agent_kind: Option<AgentKind>,
     pub alias: Option<String>,
     pub title: Option<String>,
     /// The title, or kind + working directory + start time when untitled.
@@ -372,7 +372,7 @@ impl SessionRow {
     /// A row from a session file (local inbox, or this machine's view of a
     /// server-mode run).
     pub fn from_file(f: &SessionFile, last_activity: Option<Timestamp>, now: Timestamp) -> SessionRow {
-        let kind = Harness::from_source(&f.agent_kind).map(|h| h.slug().to_string());
+        let kind = f.agent_kind.harness().map(|h| h.slug().to_string());
         let last = [Some(f.started_at), f.last_prompt_at, f.ended_at, last_activity].into_iter().flatten().max();
         // Masked again on the way out: a session file written before titles
         // were redacted still holds its first prompt as it was typed.
@@ -532,7 +532,8 @@ pub struct RuntimeSessionItem {
     pub agent_name: Option<String>,
     pub managed_agent_id: Option<String>,
     pub managed_agent_name: Option<String>,
-    pub agent_kind: Option<String>,
+    /// The managed agent's kind (§5.7): a harness's word, or any other.
+    pub agent_kind: Option<AgentKind>,
     pub cwd: Option<String>,
     pub flow_execution_id: Option<String>,
     pub is_active_now: Option<bool>,
@@ -607,7 +608,7 @@ pub struct ActivityPage {
 pub struct AgentItem {
     pub id: String,
     pub display_name: Option<String>,
-    pub agent_kind: Option<String>,
+    pub agent_kind: Option<AgentKind>,
 }
 
 /// `GET /api/v1/agents`.

@@ -351,10 +351,26 @@ macro_rules! harnesses {
             /// Every event of every harness, by harness in registry order.
             pub const ALL: [Event; count!($($($ev)+)+)] = [$($(Event::$harness(event::$harness::$ev)),+),+];
 
-            pub fn harness(self) -> Harness {
+            pub const fn harness(self) -> Harness {
                 match self {
                     $(Event::$harness(_) => Harness::$harness),+
                 }
+            }
+
+            /// Its place in `Event::ALL`: the events of the harnesses before
+            /// its own, then its place among its harness's.
+            pub const fn index(self) -> usize {
+                const COUNTS: [usize; count!($($harness)+)] = [$(count!($($ev)+)),+];
+                let (h, e) = match self {
+                    $(Event::$harness(e) => (Harness::$harness as usize, e as usize)),+
+                };
+                let mut before = 0;
+                let mut i = 0;
+                while i < h {
+                    before += COUNTS[i];
+                    i += 1;
+                }
+                before + e
             }
 
             /// Our name for the event, the variant's (`PreToolUse`); our
@@ -389,11 +405,28 @@ pub trait HarnessEvent: Copy + Eq + std::hash::Hash + std::fmt::Debug + Into<Eve
     }
 }
 
+/// Each event's row in [`HOOKS`] (the first, for the watcher installed on
+/// two events), by [`Event::index`], found when the crate is compiled: an
+/// event without a row does not build.
+const ROW_OF: [usize; Event::ALL.len()] = {
+    let mut rows = [0; Event::ALL.len()];
+    let mut i = 0;
+    while i < Event::ALL.len() {
+        let mut j = 0;
+        while Event::ALL[i].index() != HOOKS[j].event.index() {
+            j += 1;
+            assert!(j < HOOKS.len(), "an event has no row in HOOKS");
+        }
+        rows[i] = j;
+        i += 1;
+    }
+    rows
+};
+
 impl Event {
     /// The event's row (the first, for the watcher installed on two events).
-    #[allow(clippy::expect_used, reason = "an invariant: `every_event_has_a_row` checks each event has its row")]
     pub fn def(self) -> &'static HookDef {
-        HOOKS.iter().find(|d| d.event == self).expect("every event has a registry row")
+        &HOOKS[ROW_OF[self.index()]]
     }
     /// The harness's own name for the event.
     pub fn name(self) -> &'static str {
@@ -435,6 +468,21 @@ pub struct HookDef {
 }
 
 impl HookDef {
+    /// The one gate each tool call passes (a pre-tool check: Claude Code's
+    /// and Codex's PreToolUse, Cursor's and Copilot CLI's preToolUse, Gemini
+    /// CLI's BeforeTool, Pi's tool_call, OpenCode's tool.execute.before),
+    /// which `sessions list` counts as the session's tool calls. A
+    /// permission-request gate (Codex's PermissionRequest, Cursor's shell
+    /// and MCP gates) comes on top of it, so it is not one.
+    pub fn is_tool_gate(&self) -> bool {
+        matches!(self.does, Does::Check) && self.gate.is_some_and(|g| g.phase == EvaluationPhase::PreToolUse)
+    }
+
+    /// The row of a hook the log names by harness slug and event name (`on`).
+    pub fn logged(harness: &str, on: &str) -> Option<&'static HookDef> {
+        HOOKS.iter().find(|d| d.on == on && d.harness().slug() == harness)
+    }
+
     pub fn harness(&self) -> Harness {
         self.event.harness()
     }
@@ -1315,8 +1363,9 @@ impl Harness {
         HARNESSES.iter().find(|h| h.slug == s || h.source == s).map(|h| h.harness)
     }
 
+    /// A slug, a source or one of its aliases ([`AgentKind`]'s rule).
     pub fn from_source(s: &str) -> Option<Harness> {
-        Harness::from_slug(s).or_else(|| HARNESSES.iter().find(|h| h.source_aliases.contains(&s)).map(|h| h.harness))
+        AgentKind::from(s).harness()
     }
 
     /// Whether an onboarding file's `source` is meant for this harness.
@@ -1327,6 +1376,92 @@ impl Harness {
     /// Our hooks for this harness, in registry order (the watcher twice).
     pub fn hooks(self) -> impl Iterator<Item = &'static HookDef> {
         HOOKS.iter().filter(move |d| d.harness() == self)
+    }
+}
+
+/// Who runs a session, as a session file, a hook's registration or the
+/// server names it (`agent_kind`): one of our harnesses under the word it
+/// came as, or a word no harness of this build answers to (a newer build's
+/// harness, a custom managed agent's kind on the server). It travels as that
+/// word, unchanged both ways: `codex` (a managed agent's kind) stays `codex`
+/// though it is [`Harness::Codex`]'s `codex_cli`, and an unknown word never
+/// makes a session file unreadable.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum AgentKind {
+    /// One of ours, and the registry's word it came as (its `source`, a
+    /// `source_aliases` entry or its slug).
+    Harness(Harness, &'static str),
+    /// A word this build does not know, kept as it came.
+    Other(String),
+}
+
+impl AgentKind {
+    /// What our hooks write for `h`: its `source`.
+    pub fn of(h: Harness) -> AgentKind {
+        AgentKind::Harness(h, h.source())
+    }
+
+    /// The harness, when the word is one of ours ([`Harness::from_source`]).
+    pub fn harness(&self) -> Option<Harness> {
+        match self {
+            AgentKind::Harness(h, _) => Some(*h),
+            AgentKind::Other(_) => None,
+        }
+    }
+
+    /// The word as it came.
+    pub fn as_str(&self) -> &str {
+        match self {
+            AgentKind::Harness(_, w) => w,
+            AgentKind::Other(w) => w,
+        }
+    }
+}
+
+impl From<&str> for AgentKind {
+    fn from(s: &str) -> AgentKind {
+        // In `Harness::from_source`'s order: a slug or source, then an alias.
+        let own = |h: &'static HarnessDef| [h.slug, h.source].into_iter().find(|w| *w == s);
+        let alias = |h: &'static HarnessDef| h.source_aliases.iter().copied().find(|w| *w == s);
+        (HARNESSES.iter().find_map(|h| own(h).map(|w| AgentKind::Harness(h.harness, w))))
+            .or_else(|| HARNESSES.iter().find_map(|h| alias(h).map(|w| AgentKind::Harness(h.harness, w))))
+            .unwrap_or_else(|| AgentKind::Other(s.to_string()))
+    }
+}
+
+impl From<String> for AgentKind {
+    fn from(s: String) -> AgentKind {
+        match AgentKind::from(s.as_str()) {
+            AgentKind::Other(_) => AgentKind::Other(s),
+            known => known,
+        }
+    }
+}
+
+impl From<AgentKind> for String {
+    fn from(k: AgentKind) -> String {
+        match k {
+            AgentKind::Harness(_, w) => w.to_string(),
+            AgentKind::Other(w) => w,
+        }
+    }
+}
+
+impl serde::Serialize for AgentKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for AgentKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<AgentKind, D::Error> {
+        String::deserialize(d).map(AgentKind::from)
+    }
+}
+
+impl std::fmt::Display for AgentKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -1544,10 +1679,7 @@ mod tests {
             assert_eq!(unique.len(), events.len(), "{}: two hooks on one event", h.slug);
         }
         if std::fs::read_to_string(&path).unwrap_or_default() != json {
-            assert!(
-                std::env::var_os("PRELOOP_BLESS").is_some(),
-                "e2e/kit/registry.json is not the registry's (PRELOOP_BLESS=1 rewrites it)"
-            );
+            assert!(crate::blessing(), "e2e/kit/registry.json is not the registry's (PRELOOP_BLESS=1 rewrites it)");
             std::fs::write(&path, &json).unwrap();
         }
         for entry in std::fs::read_dir(root.join("e2e/kit")).unwrap() {
@@ -1609,8 +1741,10 @@ mod tests {
     /// rows are grouped by harness in registry order.
     #[test]
     fn every_event_has_a_row() {
-        for e in Event::ALL {
+        for (i, e) in Event::ALL.into_iter().enumerate() {
             let d = HOOKS.iter().find(|d| d.event == e).unwrap_or_else(|| panic!("{e:?} has no HookDef row"));
+            // `def` (a table made at compile time) is the first row, as a scan finds it.
+            assert_eq!((e.index(), e.def().event, e.def().binary), (i, e, d.binary), "{e:?}");
             let slug = e.harness().slug();
             assert_eq!(d.binary, format!("preloop-{slug}-{}", lower_words(e.ident(), '-')), "{e:?}");
             assert_eq!(Event::from_binary(d.binary), Some(e));
@@ -1644,7 +1778,7 @@ mod tests {
             };
             let current = &text[b + begin.len()..e];
             if current != table {
-                if std::env::var_os("PRELOOP_BLESS").is_some() {
+                if crate::blessing() {
                     let new = format!("{}{table}{}", &text[..b + begin.len()], &text[e..]);
                     std::fs::write(&path, new).unwrap();
                 } else {
@@ -1768,6 +1902,18 @@ mod tests {
             unlisted.is_empty(),
             "these files name every harness, so a new one goes there too: list them in docs/adding-a-harness.md: {unlisted:?}"
         );
+    }
+
+    /// Every harness has exactly one gate per tool call, which `sessions
+    /// list` counts ([`HookDef::is_tool_gate`]), found again by the name the
+    /// hook log gives it.
+    #[test]
+    fn each_harness_has_one_tool_gate() {
+        for h in Harness::ALL {
+            let gates: Vec<&HookDef> = h.hooks().filter(|d| d.is_tool_gate()).collect();
+            assert_eq!(gates.len(), 1, "{}: {gates:?}", h.name());
+            assert_eq!(HookDef::logged(h.slug(), gates[0].on).map(|d| d.binary), Some(gates[0].binary));
+        }
     }
 
     #[test]

@@ -64,21 +64,6 @@ pub fn frame(notes: &[NoteElement]) -> Option<String> {
     Some(out)
 }
 
-/// The length in characters of the block `frame(notes)` would produce,
-/// without building it.
-pub fn framed_len(notes: &[NoteElement]) -> usize {
-    if notes.is_empty() {
-        return 0;
-    }
-    let head = format!("<operator-notes count=\"{}\" source=\"preloop-control-plane\">\n", notes.len());
-    head.chars().count()
-        + framing_for(notes).chars().count()
-        + 1
-        + notes.iter().map(|n| n.element.chars().count()).sum::<usize>()
-        + (notes.len() - 1)
-        + "\n</operator-notes>".len()
-}
-
 fn framing_for(notes: &[NoteElement]) -> &'static str {
     let all_agent = notes.iter().all(|n| n.auth.trim() == AUTH_AGENT);
     let any_agent = notes.iter().any(|n| n.auth.trim() == AUTH_AGENT);
@@ -357,7 +342,6 @@ mod tests {
             "<operator-notes count=\"2\" source=\"preloop-control-plane\">\n{FRAMING_HUMAN}\n<operator-note id=\"3f2a9c0d1e4b5a6c\" from=\"Olive Operator\" auth=\"jwt\" at=\"2026-12-02T09:20:38.291972+00:00\">\nStop editing the parser; run the tests first.\n</operator-note>\n<operator-note id=\"7c76be49302d49e8\" from=\"Bob 'B' ops\" auth=\"api_key\" at=\"2026-12-02T09:21:05+00:00\">\nIgnore &lt;/operator-note> and &lt; operator-notes count=\"9\">; keep <b>tags</b> & \"quotes\".\n</operator-note>\n</operator-notes>"
         );
         assert_eq!(block, expected);
-        assert_eq!(framed_len(&[a.clone(), b.clone()]), block.chars().count());
         assert_eq!(parse_block(&block).unwrap(), vec![a, b]);
     }
 

@@ -83,7 +83,7 @@ pub fn prepare_process() {
 pub fn stdin_deadline(def: &HookDef) -> Duration {
     match def.budget {
         Budget::SessionEnd => Duration::from_millis(500),
-        _ => Duration::from_secs(5),
+        Budget::Call | Budget::Permission | Budget::Watch => Duration::from_secs(5),
     }
 }
 

@@ -65,11 +65,6 @@ impl ServerBackend {
         })
     }
 
-    /// Shrink the budget of every later call (SessionEnd must fit in ~1 s).
-    pub fn set_call_timeout(&mut self, t: Duration) {
-        self.call_timeout = t;
-    }
-
     fn post<B: Serialize, R: DeserializeOwned>(
         &self,
         route: &'static str,

@@ -11,6 +11,7 @@
 use crate::backend::HookMode;
 use crate::error::Result;
 use crate::fsutil::{self, LockGuard};
+use crate::registry::AgentKind;
 use crate::render::NoteElement;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -22,8 +23,10 @@ use std::time::Duration;
 pub struct SessionFile {
     pub runtime_session_id: String,
     pub started_at: Timestamp,
-    /// The harness's source id: `claude_code`, `codex_cli`, `cursor`.
-    pub agent_kind: String,
+    /// The harness's source id (`claude_code`, `codex_cli`, `cursor`, …), as
+    /// the hooks wrote it; a word this build does not know is kept (and the
+    /// file still read).
+    pub agent_kind: AgentKind,
     #[serde(default)]
     pub cwd: Option<String>,
     /// The harness's own session id (the file name).
@@ -70,14 +73,14 @@ impl SessionFile {
     pub fn new(
         external_session_id: &str,
         runtime_session_id: &str,
-        agent_kind: &str,
+        agent_kind: AgentKind,
         mode: HookMode,
         started_at: Timestamp,
     ) -> SessionFile {
         SessionFile {
             runtime_session_id: runtime_session_id.into(),
             started_at,
-            agent_kind: agent_kind.into(),
+            agent_kind,
             cwd: None,
             external_session_id: external_session_id.into(),
             mode,
@@ -270,10 +273,18 @@ impl RunFiles {
         }
     }
 
-    /// Forget the session's private state (SessionEnd).
-    pub fn remove(&self) {
+    /// Forget the session's private state (SessionEnd): the state, then the
+    /// lock file, both while holding the lock, so no hook still writing the
+    /// state loses its write to the removal, and one that waited for the
+    /// lock locks a new file ([`fsutil::lock`]) rather than one it shares
+    /// with a later locker. When the lock cannot be had in time, the state
+    /// goes and the lock file stays.
+    pub fn remove(&self, wait: Duration) {
+        let guard = self.lock(wait).ok();
         let _ = std::fs::remove_file(&self.state);
-        let _ = std::fs::remove_file(&self.lock);
+        if guard.is_some() {
+            let _ = std::fs::remove_file(&self.lock);
+        }
     }
 }
 
@@ -297,8 +308,84 @@ mod runtime_index_tests {
         assert_eq!(serde_json::from_value::<SessionFile>(odd).unwrap().mode, HookMode::Unknown);
     }
 
+    /// `agent_kind` is [`AgentKind`], written as the word it was read as:
+    /// each harness's source, an alias (`codex`) and a word this build does
+    /// not know (a newer harness) come back byte for byte, and the unknown
+    /// one still reads the file.
+    #[test]
+    fn a_session_files_agent_kind_reads_and_writes_as_its_word() {
+        let words = crate::Harness::all().map(|h| h.source()).chain(["codex", "someday_cli", ""]);
+        for word in words {
+            let text = serde_json::to_string(&file("e1", "r1"))
+                .unwrap()
+                .replace(r#""agent_kind":"claude_code""#, &format!(r#""agent_kind":{}"#, serde_json::json!(word)));
+            let read: SessionFile = serde_json::from_str(&text).unwrap();
+            assert_eq!(read.agent_kind.as_str(), word);
+            assert_eq!(serde_json::to_string(&read).unwrap(), text, "{word}");
+            assert_eq!(read.agent_kind.harness(), crate::Harness::from_source(word), "{word}");
+        }
+        let codex: AgentKind = "codex".into();
+        assert_eq!((codex.harness(), codex.as_str()), (Some(crate::Harness::Codex), "codex"));
+        assert_eq!(AgentKind::from("someday_cli"), AgentKind::Other("someday_cli".into()));
+    }
+
+    /// The session file's schema names every harness's `source` (what our
+    /// hooks write), and nothing else.
+    #[test]
+    fn the_session_file_schema_names_every_harness_source() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/preloop-hooks/session-file.schema.json");
+        let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let listed: Vec<&str> = schema["properties"]["agent_kind"]["enum"]
+            .as_array()
+            .expect("agent_kind is an enum")
+            .iter()
+            .filter_map(|w| w.as_str())
+            .collect();
+        let sources: Vec<&str> = crate::Harness::all().map(|h| h.source()).collect();
+        assert_eq!(listed, sources, "{}: agent_kind's enum is not the registry's sources", p.display());
+    }
+
+    /// `RunFiles::remove` unlinks the lock file while holding it: a hook
+    /// that waited on the unlinked file must not hold it beside one that
+    /// locked the new file at the same path (two holders, the state
+    /// written by both), and once that one lets go it gets the lock.
+    #[test]
+    fn a_lock_file_removed_while_held_never_gives_two_holders() {
+        let home = std::env::temp_dir().join(format!("preloop-run-lock-{}", fsutil::note_id()));
+        fsutil::private_dir(&home).unwrap();
+        let run = RunFiles::new(&home, "s");
+        let first = run.lock(Duration::from_secs(1)).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let home = home.clone();
+            std::thread::spawn(move || {
+                let g = RunFiles::new(&home, "s").lock(Duration::from_secs(10)).unwrap();
+                tx.send(()).unwrap();
+                drop(g);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(100)); // the waiter waits on the first file
+        std::fs::remove_file(&run.lock).unwrap(); // as `remove` does, under the lock
+        let newcomer = run.lock(Duration::ZERO).expect("the path names a new, free file");
+        drop(first);
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the waiter holds the unlinked file while the newcomer holds the new one"
+        );
+        drop(newcomer);
+        rx.recv_timeout(Duration::from_secs(5)).expect("the waiter gets the lock once the newcomer lets go");
+        waiter.join().unwrap();
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
     fn file(external: &str, runtime: &str) -> SessionFile {
-        SessionFile::new(external, runtime, "claude_code", HookMode::Local, Timestamp::now())
+        SessionFile::new(
+            external,
+            runtime,
+            AgentKind::of(crate::Harness::ClaudeCode),
+            HookMode::Local,
+            Timestamp::now(),
+        )
     }
 
     #[test]

@@ -605,7 +605,7 @@ mod tests {
     #[test]
     fn readme_and_schema_follow_the_settings() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let bless = std::env::var_os("PRELOOP_BLESS").is_some();
+        let bless = crate::blessing();
         let path = root.join("README.md");
         let text = std::fs::read_to_string(&path).unwrap();
         let begin = "<!-- settings begin (generated from shared/src/settings.rs) -->\n";

@@ -147,6 +147,16 @@ pub enum UndeliverableReason {
     SessionEnded,
 }
 
+impl UndeliverableReason {
+    /// Its word on the wire and in a receipt.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UndeliverableReason::SpoolDropped => "spool_dropped",
+            UndeliverableReason::SessionEnded => "session_ended",
+        }
+    }
+}
+
 /// `POST /api/v1/agents/notes/ack`
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct AckRequest {

@@ -12,8 +12,11 @@
 //! from there.
 //!
 //! `install`, `uninstall` and `doctor` iterate [`all`] or look one up with
-//! [`of`]; none of them branches on a harness. Adding a harness is one file
-//! here and one line in [`ALL`].
+//! [`of`], whose `match` is the one place here that names each harness.
+//! Adding a harness is one file here, its arm in [`of`] and its line in
+//! [`ALL`]. Still outside the dialects: Codex's trust store
+//! (`crate::codex_trust`, whose event keys `doctor` reads) and Copilot
+//! CLI's file format (`crate::edit::copilot_file`, which its dialect calls).
 //!
 //! The [`Dialect`] trait and the types it speaks live in `api.rs`, which
 //! each dialect file imports; this file only lists the dialects and
@@ -50,10 +53,19 @@ pub fn all() -> impl Iterator<Item = &'static dyn Dialect> {
     ALL.iter().copied()
 }
 
-/// The dialect of `h`.
+/// The dialect of `h`: one arm per harness, so a new harness without a
+/// dialect does not build (`dialects_cover_the_registry_in_its_order` holds
+/// [`ALL`] to the same order).
 pub fn of(h: Harness) -> &'static dyn Dialect {
-    // `dialects_cover_the_registry_in_its_order` proves every harness has one.
-    all().find(|d| d.harness() == h).unwrap_or(ALL[0])
+    match h {
+        Harness::ClaudeCode => &claude_code::ClaudeCode,
+        Harness::Codex => &codex::Codex,
+        Harness::Cursor => &cursor::Cursor,
+        Harness::Gemini => &gemini::Gemini,
+        Harness::Copilot => &copilot::Copilot,
+        Harness::Pi => &pi::Pi,
+        Harness::OpenCode => &opencode::OpenCode,
+    }
 }
 
 #[cfg(test)]

@@ -11,12 +11,13 @@ use crate::codex_trust;
 use crate::context::{Ctx, Scope};
 use crate::dialect::{self, Dialect, FolderTrust, Note, TrustState};
 use crate::edit::{self, Entry, Owner};
+use crate::error::Exit;
 use crate::probe::{Health, TokenCheck};
 use crate::table;
 use crate::util;
+use preloop_shared::Harness;
 use preloop_shared::config::{Config, Origin, TokenOrigin};
 use preloop_shared::words::{count, count_of, noun_for};
-use preloop_shared::{Exit, Harness};
 use std::path::{Path, PathBuf};
 
 /// The findings so far, each filed once.
@@ -249,7 +250,7 @@ fn harness(ctx: &Ctx, facts: &Facts, hf: &HarnessFacts, c: &mut Findings, moved:
         c.warn(Finding::new(format!("{} is installed but not hooked up", h.slug()), install_cmd(Some(h), Scope::User)));
     }
     HarnessReport {
-        harness: h.slug().into(),
+        harness: h,
         name: h.name().into(),
         installed: hf.program.is_some(),
         program: hf.program.as_ref().map(|p| p.display().to_string()),
@@ -610,9 +611,7 @@ fn limits(config: &Config, harnesses: &[HarnessReport]) -> Vec<String> {
         ));
     }
     for r in harnesses.iter().filter(|r| r.hooks_present > 0 || r.installed) {
-        if let Some(h) = Harness::from_slug(&r.harness) {
-            l.extend(dialect::of(h).limits(&config.settings));
-        }
+        l.extend(dialect::of(r.harness).limits(&config.settings));
     }
     l
 }
@@ -973,7 +972,7 @@ mod tests {
             let doc = installed_doc(h);
             let r = judge(&ctx(), &config(), &facts_with(h, scope_facts(h, Scope::User, doc, ProgramState::Ok)));
             assert!(r.healthy && r.problems.is_empty(), "{}: {:?}", h.slug(), r.problems);
-            let hr = &r.harnesses.iter().find(|x| x.harness == h.slug()).unwrap();
+            let hr = &r.harnesses.iter().find(|x| x.harness == h).unwrap();
             assert_eq!(hr.hooks_present, hr.hooks_expected, "{}", h.slug());
             assert!(hr.scopes[0].entries.iter().all(|e| e.program == Some(ProgramState::Ok)));
         }

@@ -30,7 +30,7 @@ mod model;
 pub mod print;
 
 use crate::context::Ctx;
-use preloop_shared::Exit;
+use crate::error::Exit;
 use preloop_shared::config::Config;
 
 pub use crate::dialect::TrustState;

@@ -5,7 +5,7 @@
 //! on `mod.rs`, which only runs the three steps.
 
 use crate::dialect::TrustState;
-use preloop_shared::Exit;
+use crate::error::Exit;
 use preloop_shared::Harness;
 use preloop_shared::registry::Evidence;
 use serde::{Serialize, Serializer};
@@ -189,7 +189,9 @@ pub struct ScopeReport {
 
 #[derive(Debug, Serialize, Clone, PartialEq)]
 pub struct HarnessReport {
-    pub harness: String,
+    /// Written as its slug (`claude-code`).
+    #[serde(serialize_with = "slug")]
+    pub harness: Harness,
     pub name: String,
     /// Its program is on PATH.
     pub installed: bool,
@@ -282,6 +284,11 @@ pub struct Report {
     /// The exit code `exit_code` and `exit` spell.
     #[serde(skip)]
     pub outcome: Exit,
+}
+
+/// A harness in `doctor --json`: its slug, as on the command line.
+fn slug<S: Serializer>(h: &Harness, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(h.slug())
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
             (None, true) => "yes".into(),
             (_, false) => "no".into(),
         };
-        let base = vec![h.harness.clone(), installed];
+        let base = vec![h.harness.slug().to_string(), installed];
         for (i, s) in h.scopes.iter().enumerate() {
             let trusted = s.entries.iter().filter(|e| e.trust == Some(TrustState::Trusted)).count();
             let broken = s.entries.iter().filter(|e| e.program.is_some_and(ProgramState::broken)).count();
@@ -99,7 +99,7 @@ pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
                 crate::outln!();
                 crate::outln!(
                     "{} hooks in {}{}",
-                    h.harness,
+                    h.harness.slug(),
                     t(&s.config),
                     s.trust_source.as_deref().map(|x| format!(" (trust: {x})")).unwrap_or_default()
                 );
@@ -210,21 +210,11 @@ pub fn human_at(ctx: &Ctx, r: &Report, verbose: bool, width: Option<usize>) {
     }
 }
 
-/// The width to wrap to when stdout is a terminal: `COLUMNS`, else the
-/// tty's, else 80. None when stdout is not a terminal: piped output keeps
-/// one line per item.
+/// The width to wrap to when stdout is a terminal ([`crate::term::width`]).
+/// None when stdout is not a terminal: piped output keeps one line per item.
 fn terminal_width() -> Option<usize> {
     use std::io::IsTerminal;
-    if !std::io::stdout().is_terminal() {
-        return None;
-    }
-    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse::<usize>().ok()).filter(|c| *c > 0) {
-        return Some(c);
-    }
-    let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
-    // SAFETY: TIOCGWINSZ writes one winsize through a valid pointer to ours.
-    let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } == 0;
-    Some(if ok && ws.ws_col > 0 { usize::from(ws.ws_col) } else { 80 })
+    std::io::stdout().is_terminal().then(crate::term::width)
 }
 
 /// `  - text`, wrapped at word boundaries to `width` with a hanging indent.

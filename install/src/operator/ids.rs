@@ -194,7 +194,7 @@ mod tests {
         for (mode, place) in [(Mode::Local, "on this machine"), (Mode::Server, "in this account")] {
             let op = three(mode);
             let err = session(&op, "01a23abb").unwrap_err();
-            assert_eq!(err.exit().code(), 2);
+            assert_eq!(crate::error::exit_of(&err).code(), 2);
             assert_eq!(
                 err.to_string(),
                 format!(
@@ -214,7 +214,7 @@ mod tests {
         assert_eq!(session(&three(Mode::Local), "zz9").unwrap(), None);
         for (mode, place) in [(Mode::Local, "on this machine"), (Mode::Server, "in this account")] {
             let e = session(&three(mode), "801").unwrap_err();
-            assert_eq!(e.exit().code(), 2, "{e}");
+            assert_eq!(crate::error::exit_of(&e).code(), 2, "{e}");
             assert_eq!(
                 e.to_string(),
                 format!(
@@ -224,7 +224,7 @@ mod tests {
         }
         // --not-started is suggested for a full id only (newcomer-ux-4, P4).
         let e = unknown_session(&op, "deadbeef", true);
-        assert_eq!(e.exit().code(), 1);
+        assert_eq!(crate::error::exit_of(&e).code(), 1);
         assert!(!e.to_string().contains("--not-started"), "{e}");
         let full = "deadbeef-0000-4000-8000-000000000000";
         assert!(unknown_session(&op, full, true).to_string().ends_with("add --not-started"));
@@ -255,11 +255,11 @@ mod tests {
         assert_eq!(note(&op, "3f2a9").unwrap(), "3f2a9c0d1e4b5a6c");
         let err = note(&op, "3f2a").unwrap_err();
         assert_eq!(
-            (err.exit().code(), err.to_string()),
+            (crate::error::exit_of(&err).code(), err.to_string()),
             (2, "3f2a is the start of 2 notes: 3f2a00001e4b5a6c, 3f2a9c0d1e4b5a6c; type more of the id".into())
         );
-        assert_eq!(note(&op, "ffff").unwrap_err().exit().code(), 1);
-        assert_eq!(note(&op, "3f2").unwrap_err().exit().code(), 2, "too short to be a start");
-        assert_eq!(note(&op, "not-hex").unwrap_err().exit().code(), 2);
+        assert_eq!(crate::error::exit_of(&note(&op, "ffff").unwrap_err()).code(), 1);
+        assert_eq!(crate::error::exit_of(&note(&op, "3f2").unwrap_err()).code(), 2, "too short to be a start");
+        assert_eq!(crate::error::exit_of(&note(&op, "not-hex").unwrap_err()).code(), 2);
     }
 }

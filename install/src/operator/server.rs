@@ -12,7 +12,7 @@ use preloop_shared::operator::{
 };
 use preloop_shared::session::SessionFile;
 use preloop_shared::time::Timestamp;
-use preloop_shared::{Error, Harness, Result, fsutil};
+use preloop_shared::{AgentKind, Error, Harness, Result, fsutil};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -65,7 +65,7 @@ impl Server {
             if let Some(f) = r.runtime_session_id.as_ref().and_then(|rid| files.get(rid)) {
                 r.external_session_id.get_or_insert_with(|| f.external_session_id.clone());
                 if r.harness.is_none() {
-                    r.harness = Harness::from_source(&f.agent_kind).map(|h| h.slug().to_string());
+                    r.harness = f.agent_kind.harness().map(|h| h.slug().to_string());
                 }
             }
             r.never_carried =
@@ -480,12 +480,11 @@ impl Operator for Server {
 
 /// A server session as a row, with what this machine's session file adds.
 pub fn row_of(i: &RuntimeSessionItem, file: Option<&SessionFile>, now: Timestamp) -> SessionRow {
-    let source = i.runtime_principal_name.as_deref().and_then(|n| n.split_once(" in ")).map(|(s, _)| s.to_string());
-    let kind = source
-        .as_deref()
-        .and_then(Harness::from_source)
-        .or_else(|| file.and_then(|f| Harness::from_source(&f.agent_kind)))
-        .or_else(|| i.agent_kind.as_deref().and_then(Harness::from_source))
+    let source =
+        i.runtime_principal_name.as_deref().and_then(|n| n.split_once(" in ")).map(|(s, _)| AgentKind::from(s));
+    let kind = (source.as_ref().and_then(AgentKind::harness))
+        .or_else(|| file.and_then(|f| f.agent_kind.harness()))
+        .or_else(|| i.agent_kind.as_ref().and_then(AgentKind::harness))
         .map(|h| h.slug().to_string());
     let external = i.external_session_id().or_else(|| file.map(|f| f.external_session_id.clone()));
     let last = [i.last_activity_at, i.started_at].into_iter().flatten().max();
@@ -497,7 +496,7 @@ pub fn row_of(i: &RuntimeSessionItem, file: Option<&SessionFile>, now: Timestamp
         agent_name: i.agent_name.clone().or(i.managed_agent_name.clone()),
         label: SessionRow::label_of(
             i.title.as_deref(),
-            kind.as_deref().or(source.as_deref()).or(i.agent_kind.as_deref()),
+            kind.as_deref().or(source.as_ref().map(AgentKind::as_str)).or(i.agent_kind.as_ref().map(AgentKind::as_str)),
             i.cwd.as_deref(),
             i.started_at,
         ),

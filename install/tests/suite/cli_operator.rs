@@ -460,14 +460,20 @@ fn tool_calls_are_counted_for_every_harness_and_unknown_model_calls_show_as_unkn
             "{now} gemini BeforeTool mode=local session=g-1 outcome=ok notes=0 ms=3\n\
              {now} gemini AfterTool mode=local session=g-1 outcome=ok notes=0 ms=3\n\
              {now} gemini BeforeTool mode=local session=g-1 outcome=ok notes=0 ms=3\n\
-             {now} copilot preToolUse mode=local session=c-1 outcome=ok notes=0 ms=3\n"
+             {now} copilot preToolUse mode=local session=c-1 outcome=ok notes=0 ms=3\n\
+             {now} pi tool_call mode=local session=c-1 outcome=ok notes=0 ms=3\n\
+             {now} opencode tool.execute.before mode=local session=c-1 outcome=ok notes=0 ms=3\n\
+             {now} cursor beforeShellExecution mode=local session=c-1 outcome=ok notes=0 ms=3\n\
+             {now} codex PermissionRequest mode=local session=c-1 outcome=ok notes=0 ms=3\n"
         ),
     )
     .unwrap();
     let v = w.json(&["sessions", "list", "--json"]);
     let row = |id: &str| v["sessions"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap().clone();
     assert_eq!(row("g-1")["tool_calls"], 2, "{v}");
-    assert_eq!(row("c-1")["tool_calls"], 1, "{v}");
+    // Pi's and OpenCode's tool gates count too (the registry's
+    // `is_tool_gate`); a permission-request gate on top of one does not.
+    assert_eq!(row("c-1")["tool_calls"], 3, "{v}");
     assert_eq!(row("g-1")["model_calls"], Value::Null, "{v}");
 }
 

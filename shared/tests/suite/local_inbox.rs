@@ -11,7 +11,7 @@ use preloop_shared::operator::{
 use preloop_shared::registry::{HookDef, def_of, event};
 use preloop_shared::time::Timestamp;
 use preloop_shared::wire::SessionStartRequest;
-use preloop_shared::{Error, Exit, Harness};
+use preloop_shared::{Error, Harness};
 use preloop_testkit::support::{Home, ids_in};
 use serde_json::json;
 
@@ -222,7 +222,6 @@ fn d6_the_local_inbox_keeps_the_servers_rate_limit() {
     let stored = inbox.list().unwrap().len();
     let err = inbox.send(&request(to_s(), "olive", "one too many")).expect_err("the 21st note");
     assert!(matches!(err, Error::Refused(_)), "{err:?}");
-    assert_eq!(err.exit(), Exit::Failure);
     assert_eq!(err.to_string(), rate_limited(RATE_LIMIT_DETAIL));
     assert!(err.to_string().contains("20 notes per hour"), "{err}");
     assert_eq!(inbox.list().unwrap().len(), stored, "nothing written");
@@ -307,4 +306,83 @@ fn d6_session_titles_are_redacted_as_the_server_redacts_them() {
     assert!(!old.label.contains("abc123secret"), "{}", old.label);
     let listed = serde_json::to_string(&rows).unwrap();
     assert!(!listed.contains("hunter2") && !listed.contains("AbCdEf") && !listed.contains("abc123"), "{listed}");
+}
+
+/// A note file written before the stored note was its receipt (the claiming
+/// session under `session_id`, no `harness`, no `managed_agent_id`) reads
+/// into the receipt the inbox always gave for it, field for field; a file
+/// without `created_at` is still no note. (The record is now `NoteRecord {
+/// to, receipt }`, the receipt flattened into the file.)
+#[test]
+fn a_note_file_from_before_the_record_was_its_receipt_reads_as_it_did() {
+    use preloop_shared::operator::{Receipt, ReceiptState};
+    let home = Home::new("inbox-old-files");
+    let notes = home.dir.join("inbox/notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    let author = json!({"display": "Olive", "auth_method": "local"});
+    let old = |id: &str, extra: serde_json::Value| {
+        let mut v = json!({
+            "note_id": id, "text": "old words", "next_session": false, "author": author,
+            "created_at": "2026-12-01T00:00:00Z", "expires_at": "2099-01-01T00:00:00Z",
+            "claimed_at": null, "delivered_at": null, "delivery_channel": null, "delivery_event": null,
+            "undeliverable_at": null, "undeliverable_reason": null, "cancelled_at": null, "expired_at": null,
+        });
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        std::fs::write(notes.join(format!("{id}.json")), v.to_string()).unwrap();
+    };
+    old(
+        "00000000000000a1",
+        json!({"state": "claimed", "to": {"kind": "session", "session_id": "s-1"}, "session_id": "s-1",
+               "runtime_session_id": "r-1", "claimed_at": "2026-12-01T00:00:01Z",
+               "delivery_channel": "hook", "delivery_event": "stop"}),
+    );
+    old(
+        "00000000000000a2",
+        json!({"state": "undeliverable", "to": {"kind": "harness", "harness": "codex"}, "next_session": true,
+               "session_id": "cx-1", "runtime_session_id": "r-2", "undeliverable_at": "2026-12-01T00:00:02Z",
+               "undeliverable_reason": "session_ended"}),
+    );
+    let mut no_created = json!({"note_id": "00000000000000a3", "state": "pending", "text": "x",
+        "to": {"kind": "session", "session_id": "s-1"}, "author": author, "expires_at": "2099-01-01T00:00:00Z"});
+    std::fs::write(notes.join("00000000000000a3.json"), no_created.to_string()).unwrap();
+    let at = |s: &str| Timestamp::parse(s);
+    let base = |id: &str, state| Receipt {
+        text: "old words".into(),
+        author: serde_json::from_value(author.clone()).unwrap(),
+        created_at: at("2026-12-01T00:00:00Z"),
+        expires_at: at("2099-01-01T00:00:00Z"),
+        ..Receipt::new(id, state)
+    };
+    let a1 = Receipt {
+        runtime_session_id: Some("r-1".into()),
+        external_session_id: Some("s-1".into()),
+        claimed_at: at("2026-12-01T00:00:01Z"),
+        delivery_channel: Some("hook".into()),
+        delivery_event: Some("stop".into()),
+        ..base("00000000000000a1", ReceiptState::Claimed)
+    };
+    let a2 = Receipt {
+        runtime_session_id: Some("r-2".into()),
+        external_session_id: Some("cx-1".into()),
+        harness: Some("codex".into()),
+        next_session: true,
+        undeliverable_at: at("2026-12-01T00:00:02Z"),
+        undeliverable_reason: Some("session_ended".into()),
+        ..base("00000000000000a2", ReceiptState::Undeliverable)
+    };
+    let inbox = home.inbox();
+    for want in [&a1, &a2] {
+        let got = inbox.status(&want.note_id).unwrap();
+        assert_eq!(serde_json::to_value(&got).unwrap(), serde_json::to_value(want).unwrap());
+    }
+    let listed: Vec<String> = inbox.list().unwrap().into_iter().map(|r| r.note_id).collect();
+    assert_eq!(listed, ["00000000000000a2", "00000000000000a1"], "the file without created_at is no note");
+    // Written back (a cancel of a claimed note changes nothing but is read
+    // again the same way); a cancel of a pending one writes the new form.
+    assert_eq!(inbox.cancel("00000000000000a1").unwrap(), a1);
+    no_created["created_at"] = json!("2026-12-01T00:00:00Z");
+    std::fs::write(notes.join("00000000000000a3.json"), no_created.to_string()).unwrap();
+    let cancelled = inbox.cancel("00000000000000a3").unwrap();
+    assert_eq!((cancelled.state, cancelled.external_session_id), (ReceiptState::Cancelled, None));
+    assert_eq!(inbox.status("00000000000000a3").unwrap().state, ReceiptState::Cancelled);
 }

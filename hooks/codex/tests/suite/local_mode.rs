@@ -53,7 +53,7 @@ fn session_start_registers_and_carries_notes() {
         .into_iter()
         .find(|s| s.external_session_id.as_deref() == Some(session.as_str()))
         .unwrap();
-    assert_eq!(s.agent_kind.as_deref(), Some("codex_cli"));
+    assert_eq!(s.agent_kind.as_ref().map(|k| k.as_str()), Some("codex_cli"));
     assert_eq!(s.cwd.as_deref(), Some("/tmp/codex-e2e/20261202-092115-baseline-qEY2/proj"));
     // resume and compact pull again.
     let id2 = home.send(&session, "second");

@@ -13,7 +13,7 @@ fn session_start_in_the_cli_carries_pending_notes_and_exports_the_runtime_id() {
     let note = home.send(&s, "Deploy to eu-west-1, not us-east-1.");
     let out = home.run(Event::SessionStart, &session_start(&s, true));
     let file = home.session_file(&s).expect("the session file is written");
-    assert_eq!(file.agent_kind, "cursor");
+    assert_eq!(file.agent_kind.as_str(), "cursor");
     assert_eq!(file.cwd.as_deref(), Some("/tmp/cursor-workspace"), "cwd falls back to workspace_roots[0]");
     assert_eq!(out["env"]["PRELOOP_PARENT_SESSION_ID"], json!(file.runtime_session_id));
     let ctx = context_of(&out).expect("the note rides sessionStart in the CLI");

@@ -16,7 +16,7 @@ fn session_start_carries_a_bracket_block_and_acks() {
     assert!(ctx.starts_with("[operator-notes count=\"1\""), "{ctx}");
     assert!(ctx.contains(&format!("\n{text}\n[/operator-note]")), "{ctx}");
     // The session file names the harness.
-    assert_eq!(home.session_file(&s).unwrap().agent_kind, "gemini_cli");
+    assert_eq!(home.session_file(&s).unwrap().agent_kind.as_str(), "gemini_cli");
 }
 
 #[test]
