@@ -310,6 +310,198 @@ def claude_idle(kit, prereq, mode, samples, idle_max_s, rate_window_s):
         t.doCleanups()
 
 
+
+# ---------------------------------------------------------------------------- Pi and OpenCode
+# Their e2e worlds (e2e/test_pi.py PiWorld, e2e/test_opencode.py OpenCodeWorld) install the
+# extension / plugin with `preloop-hooks install` and start their mock; `pi -p` and
+# `opencode run` carry the cadence, Pi's RPC mode and `opencode serve` the idle wake.
+
+WORLD_KIND = {"pi": "pi", "opencode": "opencode"}
+
+
+def world_session_ids(preloop_home):
+    d = os.path.join(preloop_home, "sessions")
+    out = []
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        try:
+            with open(os.path.join(d, name)) as f:
+                out.append(json.load(f)["external_session_id"])
+        except (OSError, ValueError, KeyError):
+            pass
+    return out
+
+
+def new_world(kit, prereq, harness, mode, name, script):
+    """(world, cli_env): a Pi or OpenCode world, in server mode with a fresh managed agent;
+    cli_env is the operator CLI's environment (the user token in server mode)."""
+    sys.path.insert(0, os.path.join(ROOT, "e2e"))
+    extra = {}
+    if mode == "server":
+        server = prereq["server"]
+        agent = server.new_agent(kind=WORLD_KIND[harness])
+        extra = {"PRELOOP_URL": prereq["creds"]["base_url"], "PRELOOP_TOKEN": agent["agent_token"]}
+    if harness == "pi":
+        from test_pi import PiWorld as World  # noqa: E402
+    else:
+        from test_opencode import OpenCodeWorld as World  # noqa: E402
+    w = World("bench-" + name, script, extra)
+    cli_env = {k: v for k, v in w.env.items() if k != "PRELOOP_TOKEN"}
+    if mode == "server":
+        cli_env.update({"PRELOOP_URL": prereq["creds"]["base_url"],
+                        "PRELOOP_USER_TOKEN": prereq["server"].user_token})
+    return w, cli_env
+
+
+def world_send(w, cli_env, sid, marker):
+    """Send a note carrying `marker` to session `sid`: (note id or None, the time the CLI
+    returned, an error or None)."""
+    import subprocess
+
+    p = subprocess.run([w.exe, "notes", "send", "--session", sid, "--json",
+                        "%s Operator note for the benchmark; no action needed." % marker],
+                       env=cli_env, cwd=w.proj, capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    t_ret = time.time()
+    if p.returncode != 0:
+        return None, t_ret, "notes send exited %d: %s" % (p.returncode, p.stderr[-300:])
+    return json.loads(p.stdout).get("note_id"), t_ret, None
+
+
+def is_agent(r):
+    return r.get("route") == "agent"
+
+
+def world_cadence(kit, prereq, harness, mode, samples, tool_s):
+    import subprocess
+
+    turns_needed = samples * 2 + 6
+    holder = {}
+
+    def script(w):
+        stop = os.path.join(w.root, "bench-done")
+        holder["stop"] = stop
+        args = {"command": "test -e %s || sleep %s" % (stop, tool_s)}
+        if harness == "opencode":
+            args["description"] = "wait"
+        return {"turns": [{"calls": [{"name": "bash", "arguments": dict(args)}]} for _ in range(turns_needed)]
+                + [{"text": "Done."}], "overflow": {"text": "Done."}}
+
+    w, cli_env = new_world(kit, prereq, harness, mode, "cadence-%s-%s" % (harness, mode), script)
+    errors, sent = [], []
+    try:
+        if harness == "pi":
+            argv = [kit.ensure_pi(), "-p", "--provider", "mock", "--model", "mock-model", "--offline",
+                    "--no-session", "Run the waits"]
+        else:
+            argv = [kit.ensure_opencode(), "run", "--format", "json", "Run the waits"]
+        proc = subprocess.Popen(argv, env=w.env, cwd=w.proj, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            deadline = time.time() + 120
+            sid = None
+            while time.time() < deadline and proc.poll() is None:
+                ids = world_session_ids(w.env["PRELOOP_HOME"])
+                if ids and any(is_agent(r) for r in read_records(w.log)):
+                    sid = ids[0]
+                    break
+                time.sleep(0.05)
+            if not sid:
+                errors.append("the run never registered its session and made its first request")
+            while sid and len(sent) < samples and proc.poll() is None:
+                if sum(1 for r in read_records(w.log) if is_agent(r)) >= turns_needed - 3:
+                    errors.append("ran out of scripted turns after %d samples" % len(sent))
+                    break
+                time.sleep(random.uniform(0, tool_s))
+                marker = "BENCH-%s" % uuid.uuid4().hex[:12]
+                note_id, t_ret, err = world_send(w, cli_env, sid, marker)
+                if err:
+                    errors.append(err)
+                    break
+                sent.append((marker, t_ret, note_id))
+                limit = time.time() + max(30, 4 * tool_s)
+                while time.time() < limit and not first_carrier(read_records(w.log), marker, is_agent):
+                    time.sleep(0.05)
+                if not first_carrier(read_records(w.log), marker, is_agent):
+                    errors.append("note %s reached no request within %ds" % (note_id, max(30, 4 * tool_s)))
+                    break
+            open(holder["stop"], "w").close()
+            try:
+                proc.wait(timeout=turns_needed * 5 + 60)
+            except subprocess.TimeoutExpired:
+                errors.append("the run did not end")
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+        records = read_records(w.log)
+        lat = [first_carrier(records, m, is_agent)["ts"] - t for m, t, _ in sent
+               if first_carrier(records, m, is_agent)]
+        return lat, {"sent": len(sent), "errors": errors}
+    finally:
+        w.close()
+
+
+def world_idle(kit, prereq, harness, mode, samples, idle_max_s, rate_window_s):
+    """Pi in RPC mode / `opencode serve`: one prompt, then idle; a note at a random moment
+    of [1, idle_max_s] s into each idle stretch; the woken turn's request is timed."""
+    script = {"turns": [{"text": "Hello."}], "overflow": {"text": "Noted."}}
+    w, cli_env = new_world(kit, prereq, harness, mode, "idle-%s-%s" % (harness, mode), script)
+    details, lat = {"errors": []}, []
+    host = None
+    try:
+        if harness == "pi":
+            host = w.rpc()
+            host.send({"type": "prompt", "message": "Say hi"})
+            host.wait(type="agent_end", timeout=120)
+        else:
+            sys.path.insert(0, os.path.join(ROOT, "e2e"))
+            from test_opencode import OpenCodeServer  # noqa: E402
+            host = OpenCodeServer(w)
+            host.prompted_session()
+        ids = world_session_ids(w.env["PRELOOP_HOME"])
+        if not ids:
+            details["errors"].append("no session registered")
+            return lat, details
+        sid = ids[-1]
+        time.sleep(1.0)
+        if mode == "server" and rate_window_s > 0:
+            path = server_log_path(kit)
+            off, t0 = log_size(path), time.time()
+            time.sleep(rate_window_s)
+            polls = count_log_polls_since(path, off)
+            details.update(polls=polls, poll_window_s=round(time.time() - t0, 1),
+                           polls_per_min=per_minute(polls, time.time() - t0))
+        for i in range(samples):
+            time.sleep(random.uniform(1.0, idle_max_s))
+            marker = "BENCH-IDLE-%s" % uuid.uuid4().hex[:12]
+            note_id, t_ret, err = world_send(w, cli_env, sid, marker)
+            if err:
+                details["errors"].append(err)
+                break
+            limit = time.time() + 90
+            while time.time() < limit and not first_carrier(read_records(w.log), marker, is_agent):
+                time.sleep(0.05)
+            hit = first_carrier(read_records(w.log), marker, is_agent)
+            if not hit:
+                details["errors"].append("note %d (%s) never woke the session" % (i, note_id))
+                break
+            lat.append(hit["ts"] - t_ret)
+            time.sleep(3.0)   # the woken turn ends; the next watcher starts
+        return lat, details
+    finally:
+        if host is not None:
+            try:
+                host.kill() if harness == "pi" else host.stop()
+            except Exception:   # noqa: BLE001 -- best effort
+                pass
+        w.close()
+
+
+SERVER_NOTE_CAP = 19
+IDLE_HARNESSES = {"claude": "idle (preloop-claude-code-watch)", "pi": "idle (RPC mode, preloop-pi-watch)",
+                  "opencode": "idle (opencode serve, preloop-opencode-watch)"}
+
+
 def git_head():
     import subprocess
 
@@ -333,7 +525,7 @@ def main(argv=None):
     ap.add_argument("--rate-window-s", type=float, default=120.0,
                     help="seconds of idling whose notes/pending calls are counted (server mode)")
     ap.add_argument("--tool-s", type=float, default=3.0, help="seconds each shell call takes (default 3)")
-    ap.add_argument("--harness", default="claude,codex,gemini,copilot")
+    ap.add_argument("--harness", default="claude,codex,gemini,copilot,pi,opencode")
     ap.add_argument("--mode", default="local,server")
     ap.add_argument("--no-idle", action="store_true")
     ap.add_argument("--no-cadence", action="store_true")
@@ -351,7 +543,8 @@ def main(argv=None):
     prereq = kit.Prereq()
     prereq.get("bin_dir", kit.build_binaries)
     ensure = {"claude": kit.ensure_claude, "codex": kit.ensure_codex,
-              "gemini": kit.ensure_gemini, "copilot": kit.ensure_copilot}
+              "gemini": kit.ensure_gemini, "copilot": kit.ensure_copilot,
+              "pi": kit.ensure_pi, "opencode": kit.ensure_opencode}
     for h in harnesses:
         prereq.get(h, ensure[h])
     for h in ("codex", "gemini", "copilot"):
@@ -366,20 +559,28 @@ def main(argv=None):
     rows = []
     try:
         for mode in modes:
+            # The server rate-limits notes to 20 an hour per author and agent: each row
+            # mints its own agent, and stays below that.
+            n = min(a.samples, SERVER_NOTE_CAP) if mode == "server" else a.samples
             for h in harnesses if not a.no_cadence else []:
-                log("cadence: %s, %s mode, %d samples, %ss tool calls" % (h, mode, a.samples, a.tool_s))
-                lat, det = cadence(kit, prereq, h, mode, a.samples, a.tool_s)
+                log("cadence: %s, %s mode, %d samples, %ss tool calls" % (h, mode, n, a.tool_s))
+                run = world_cadence if h in WORLD_KIND else cadence
+                lat, det = run(kit, prereq, h, mode, n, a.tool_s)
                 row = dict(harness=h, mode=mode, kind="cadence %gs" % a.tool_s, **summarize(lat), **det,
                            samples_s=[round(x, 3) for x in lat])
                 log(json.dumps(row))
                 rows.append(row)
-            if not a.no_idle and "claude" in harnesses:
-                log("idle: claude, %s mode, %d samples" % (mode, a.idle_samples))
-                lat, det = claude_idle(kit, prereq, mode, a.idle_samples, a.idle_max_s,
-                                       a.rate_window_s if mode == "server" else 0)
+            for h in [h for h in IDLE_HARNESSES if h in harnesses] if not a.no_idle else []:
+                k = min(a.idle_samples, SERVER_NOTE_CAP) if mode == "server" else a.idle_samples
+                log("idle: %s, %s mode, %d samples" % (h, mode, k))
+                window = a.rate_window_s if mode == "server" else 0
+                if h == "claude":
+                    lat, det = claude_idle(kit, prereq, mode, k, a.idle_max_s, window)
+                else:
+                    lat, det = world_idle(kit, prereq, h, mode, k, a.idle_max_s, window)
                 if mode == "local":
-                    det["polls_per_min"] = 0.0   # a file poll, no server
-                row = dict(harness="claude", mode=mode, kind="idle (watcher)", **summarize(lat), **det,
+                    det["polls_per_min"] = 0.0   # the local inbox is a file: no server request
+                row = dict(harness=h, mode=mode, kind=IDLE_HARNESSES[h], **summarize(lat), **det,
                            samples_s=[round(x, 3) for x in lat])
                 log(json.dumps(row))
                 rows.append(row)
