@@ -556,6 +556,11 @@ def main(argv=None):
     if prereq.errors:
         sys.stderr.write("send_to_model: prerequisites missing: %s\n" % json.dumps(prereq.errors))
         return 1
+    exe = os.path.join(prereq["bin_dir"], "preloop-hooks")
+    with open(exe, "rb") as f:
+        import hashlib
+
+        exe_sum = hashlib.sha256(f.read()).hexdigest()
     rows = []
     try:
         for mode in modes:
@@ -587,7 +592,8 @@ def main(argv=None):
     finally:
         if "server" in modes:
             kit.release_server(prereq)
-    print("Send to model, %s, commit %s, tool calls of %ss" % (time.strftime("%Y-%m-%d"), git_head(), a.tool_s))
+    print("Send to model, %s, commit %s, executable %s (sha256 %s), tool calls of %ss"
+          % (time.strftime("%Y-%m-%d"), git_head(), exe, exe_sum[:12], a.tool_s))
     print()
     print("| harness | mode | cadence / idle | p50 s | p95 s | max s | samples | idle server requests/min |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
@@ -601,7 +607,8 @@ def main(argv=None):
             print("* %s %s %s: %s" % (r["harness"], r["mode"], r["kind"], e))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"date": time.strftime("%Y-%m-%d"), "commit": git_head(), "rows": rows}, f, indent=1)
+            json.dump({"date": time.strftime("%Y-%m-%d"), "commit": git_head(), "executable": exe,
+                       "sha256": exe_sum, "tool_s": a.tool_s, "rows": rows}, f, indent=1)
     return 0 if all(r["n"] for r in rows) else 1
 
 
