@@ -194,8 +194,10 @@ def cadence(kit, prereq, harness, mode, samples, tool_s):
             open(stop_file, "w").close()
 
         stop_file = os.path.join(sb.root, "bench-done")
-        turns = [t.shell_turn("test -e %s || sleep %s" % (stop_file, tool_s))
-                 for _ in range(turns_needed)] + [t.text_turn("Done.")]
+        # Each call differs (`: turn N`): Gemini CLI stops a run that repeats one tool
+        # call five times in a row (its loop detection).
+        turns = [t.shell_turn("test -e %s || sleep %s; : turn %d" % (stop_file, tool_s, i))
+                 for i in range(turns_needed)] + [t.text_turn("Done.")]
         orig_run = sb._run
 
         def run_with_sender(h, argv, env_, timeout, during=None):
@@ -212,6 +214,8 @@ def cadence(kit, prereq, harness, mode, samples, tool_s):
             hit = first_carrier(records, marker, IS_MAIN[harness])
             if hit:
                 lat.append(hit["ts"] - t_ret)
+        if len(lat) < len(sent):
+            errors.append("%d of %d notes in no main-agent request" % (len(sent) - len(lat), len(sent)))
         return lat, {"sent": len(sent), "errors": errors}
     finally:
         t.doCleanups()
@@ -380,10 +384,12 @@ def world_cadence(kit, prereq, harness, mode, samples, tool_s):
     def script(w):
         stop = os.path.join(w.root, "bench-done")
         holder["stop"] = stop
-        args = {"command": "test -e %s || sleep %s" % (stop, tool_s)}
-        if harness == "opencode":
-            args["description"] = "wait"
-        return {"turns": [{"calls": [{"name": "bash", "arguments": dict(args)}]} for _ in range(turns_needed)]
+        def args(i):
+            a = {"command": "test -e %s || sleep %s; : turn %d" % (stop, tool_s, i)}
+            if harness == "opencode":
+                a["description"] = "wait"
+            return a
+        return {"turns": [{"calls": [{"name": "bash", "arguments": args(i)}]} for i in range(turns_needed)]
                 + [{"text": "Done."}], "overflow": {"text": "Done."}}
 
     w, cli_env = new_world(kit, prereq, harness, mode, "cadence-%s-%s" % (harness, mode), script)
@@ -436,6 +442,8 @@ def world_cadence(kit, prereq, harness, mode, samples, tool_s):
         records = read_records(w.log)
         lat = [first_carrier(records, m, is_agent)["ts"] - t for m, t, _ in sent
                if first_carrier(records, m, is_agent)]
+        if len(lat) < len(sent):
+            errors.append("%d of %d notes in no model request" % (len(sent) - len(lat), len(sent)))
         return lat, {"sent": len(sent), "errors": errors}
     finally:
         w.close()
