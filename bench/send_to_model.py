@@ -273,7 +273,6 @@ def claude_idle(kit, prereq, mode, samples, idle_max_s, rate_window_s):
                 details["errors"].append("the first turn never reached the model")
                 return lat, details
             time.sleep(1.0)
-            hooks_log = os.path.join(sb.preloop_home, "log", "hooks.log")
             env = t.operator_env()
             if mode == "server" and rate_window_s > 0:
                 path = server_log_path(kit)
@@ -302,7 +301,6 @@ def claude_idle(kit, prereq, mode, samples, idle_max_s, rate_window_s):
                 # The woken turn ends (Stop): wait for the next watcher to be up again.
                 p.wait_until(lambda: n_main() > before, 10)
                 time.sleep(1.5)
-            _ = hooks_log
         finally:
             try:
                 p.exit()
