@@ -71,7 +71,9 @@ pub struct Settings {
     /// Server mode: the watcher's first poll interval, milliseconds; doubled
     /// after every empty poll up to `watch_server_poll_max_ms`.
     pub watch_server_poll_ms: u64,
-    /// Server mode: the longest poll interval, milliseconds.
+    /// Server mode: the longest poll interval, milliseconds (within the
+    /// first [`crate::watch::ACTIVE_WINDOW`] of a watch, at most
+    /// [`crate::watch::ACTIVE_MAX`]).
     pub watch_server_poll_max_ms: u64,
     /// The HTTP(S) proxy every call to the server goes through: `proxy` in
     /// `config.json` only. None is ever taken from the environment
@@ -461,7 +463,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "watch_server_poll_max_ms",
         from_env: FromEnv::Taken("PRELOOP_WATCH_SERVER_POLL_MAX_MS"),
-        doc: "…up to this",
+        doc: "…up to this (in the first 10 minutes of a watch, 10 s at most)",
         slot: |f| Slot::U64(&mut f.settings.watch_server_poll_max_ms),
         ..ROW
     },

@@ -10,6 +10,11 @@
 //!   `notes/pending` (`defer_delivery: true`: a non-empty answer *is* the
 //!   claim) every `watch_server_poll_ms`, doubling after every empty poll up
 //!   to `watch_server_poll_max_ms`, ±10 % so a fleet does not poll in step;
+//!   for the first [`ACTIVE_WINDOW`] of a watch (the session's turn just
+//!   ended: its operator is likely still looking) no further than
+//!   [`ACTIVE_MAX`] ([`next_server_interval`]). The Preloop server pushes
+//!   no note to an agent (docs/performance.md, "Send to model"), so this
+//!   poll is how a note reaches an idle session;
 //! * stops when the session ends (session file `ended_at`; a session that
 //!   ended before the watcher started gets [`REOPEN_GRACE`] to be reopened),
 //!   when the host is gone, after `watch_max_secs`, or when the server
@@ -37,6 +42,26 @@ use std::time::{Duration, Instant};
 /// reopen (`claude --resume`, `pi -c`: the session start registers the
 /// session again).
 pub const REOPEN_GRACE: Duration = Duration::from_secs(10);
+
+/// How long after a watcher starts (a turn ended, or the session started)
+/// its server polls stay at most [`ACTIVE_MAX`] apart: an operator sends
+/// most notes while watching the session they steer.
+pub const ACTIVE_WINDOW: Duration = Duration::from_secs(600);
+
+/// The longest server poll interval within [`ACTIVE_WINDOW`] (unless
+/// `watch_server_poll_max_ms` is lower, or `watch_server_poll_ms` higher).
+/// 10 s: a note waits ~5 s on average, at most ~11 s, for ~6 requests per
+/// minute; 30 s after the window: ~15 s, ~33 s, 2 per minute.
+pub const ACTIVE_MAX: Duration = Duration::from_secs(10);
+
+/// The server poll interval after an empty poll at `interval`, `watching`
+/// into the watch: doubled, up to `max` (`watch_server_poll_max_ms`), and
+/// within [`ACTIVE_WINDOW`] up to [`ACTIVE_MAX`] (never below `first`,
+/// `watch_server_poll_ms`).
+pub fn next_server_interval(interval: Duration, first: Duration, max: Duration, watching: Duration) -> Duration {
+    let ceiling = if watching < ACTIVE_WINDOW { max.min(ACTIVE_MAX).max(first) } else { max };
+    (interval * 2).min(ceiling)
+}
 
 /// Why a watcher ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,7 +219,8 @@ pub fn watch(config: &Config, def: &'static HookDef, sid: &str, started: Instant
     let deadline = started + Duration::from_secs(s.watch_max_secs);
     let tick = Duration::from_millis(s.watch_poll_ms.max(10));
     let max_interval = Duration::from_millis(s.watch_server_poll_max_ms.max(s.watch_server_poll_ms).max(10));
-    let mut interval = if server { Duration::from_millis(s.watch_server_poll_ms.max(10)) } else { tick };
+    let first = Duration::from_millis(s.watch_server_poll_ms.max(10)).min(max_interval);
+    let mut interval = if server { first } else { tick };
     let mut next_poll = Instant::now() + jitter(interval, server);
     let mut engine = Engine::new(def, config.clone(), sid);
     loop {
@@ -228,7 +254,7 @@ pub fn watch(config: &Config, def: &'static HookDef, sid: &str, started: Instant
                 }
             }
             if server {
-                interval = (interval * 2).min(max_interval);
+                interval = next_server_interval(interval, first, max_interval, started.elapsed());
             }
             next_poll = Instant::now() + jitter(interval, server);
         }
@@ -393,6 +419,72 @@ mod tests {
             assert!(j >= Duration::from_secs(9) && j <= Duration::from_secs(11), "{j:?}");
         }
         assert_eq!(jitter(Duration::from_secs(10), false), Duration::from_secs(10));
+    }
+
+    /// The polls of one watch of `life` with no note: (in the first
+    /// minute, in the first ten minutes, in all), jitter left out.
+    fn polls(first: Duration, max: Duration, life: Duration) -> (usize, usize, usize) {
+        let (mut t, mut interval, mut at) = (Duration::ZERO, first, Vec::new());
+        loop {
+            t += interval;
+            if t >= life {
+                break;
+            }
+            at.push(t);
+            interval = next_server_interval(interval, first, max, t);
+        }
+        let within = |d: Duration| at.iter().filter(|&&p| p < d).count();
+        (within(Duration::from_secs(60)), within(Duration::from_secs(600)), at.len())
+    }
+
+    #[test]
+    fn server_polls_stay_ten_seconds_apart_while_the_operator_is_likely_watching() {
+        let (s2, s30) = (Duration::from_secs(2), Duration::from_secs(30));
+        let mut seq = Vec::new();
+        let (mut i, mut t) = (s2, Duration::ZERO);
+        for _ in 0..6 {
+            t += i;
+            i = next_server_interval(i, s2, s30, t);
+            seq.push(i.as_secs());
+        }
+        assert_eq!(seq, [4, 8, 10, 10, 10, 10]);
+        // Past the window: the old backoff to the ceiling.
+        let late = ACTIVE_WINDOW + Duration::from_secs(1);
+        assert_eq!(next_server_interval(Duration::from_secs(10), s2, s30, late), Duration::from_secs(20));
+        assert_eq!(next_server_interval(Duration::from_secs(20), s2, s30, late), s30);
+        assert_eq!(next_server_interval(s30, s2, s30, late), s30);
+    }
+
+    #[test]
+    fn the_settings_still_bound_the_active_cadence() {
+        let s = Duration::from_secs;
+        // A ceiling below 10 s is kept; a first interval above it is not lowered.
+        assert_eq!(next_server_interval(s(4), s(2), s(5), s(0)), s(5));
+        assert_eq!(next_server_interval(s(15), s(15), s(60), s(0)), s(15));
+        assert_eq!(next_server_interval(s(15), s(15), s(60), ACTIVE_WINDOW), s(30));
+    }
+
+    #[test]
+    fn an_idle_hour_costs_at_most_a_third_more_requests() {
+        let s = Duration::from_secs;
+        let (first_min, first_ten, hour) = polls(s(2), s(30), s(3600));
+        // 2, 6, 14, 24, ... 54 s: 7 in the first minute; 10 s apart to 600 s.
+        assert_eq!(first_min, 7);
+        assert_eq!(first_ten, 61);
+        // 10 min at ~6 a minute, then ~2 a minute: 162 an hour, against 122
+        // for the plain backoff to 30 s (2, 6, 14, 30, 60, 90, ...).
+        assert_eq!(hour, 162);
+        let old = {
+            let (mut t, mut i, mut n) = (s(0), s(2), 0);
+            while t + i < s(3600) {
+                t += i;
+                n += 1;
+                i = (i * 2).min(s(30));
+            }
+            n
+        };
+        assert_eq!(old, 122);
+        assert!(hour * 3 <= old * 4, "{hour} against {old}");
     }
 
     #[test]

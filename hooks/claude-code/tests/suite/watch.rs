@@ -366,6 +366,36 @@ fn server_polling_backs_off_and_the_answer_is_the_claim() {
     assert_eq!((r["state"].as_str(), r["delivery_event"].as_str()), (Some("delivered"), Some("stop")));
 }
 
+/// Issue 34 item 2: with the default cadence (2 s doubling to 30 s) a
+/// watcher that just started (its turn just ended) polls no further than
+/// 10 s apart (`preloop_shared::watch::ACTIVE_MAX`): polls near 2, 6, 14, 24
+/// s, where the plain backoff made the fourth wait 16 s (near 30 s).
+#[test]
+fn a_fresh_watcher_polls_at_most_ten_seconds_apart() {
+    let (home, server) = (Home::new("cc"), FakeServer::start());
+    let env = server_env(&server);
+    run("SessionStart", home.path(), &as_refs(&env), &payload("SessionStart", S));
+    server.clear_requests();
+    let mut w = spawn_watch(&home, S, &as_refs(&env));
+    let t0 = Instant::now();
+    let mut seen_at = Vec::new();
+    while seen_at.len() < 4 && t0.elapsed() < Duration::from_secs(45) {
+        let n = pending_calls(&server).len();
+        while seen_at.len() < n {
+            seen_at.push(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = w.kill();
+    let _ = w.wait();
+    assert_eq!(seen_at.len(), 4, "four polls within 45 s: {seen_at:?}");
+    let gaps: Vec<Duration> = seen_at.windows(2).map(|g| g[1] - g[0]).collect();
+    // Jitter is ±10 %: 8 s doubles to 10 s (at most 11 s), not to 16 s (at
+    // least 14.4 s); the margin is for a loaded machine.
+    assert!(gaps[2] <= Duration::from_millis(13_000), "the fourth poll waited {:?}: {seen_at:?}", gaps[2]);
+    assert!(gaps[1] >= Duration::from_millis(6_000), "still doubling before the ceiling: {seen_at:?}");
+}
+
 #[test]
 fn server_mode_watcher_stops_when_the_token_is_refused_or_the_session_ends() {
     let (home, server) = (Home::new("cc"), FakeServer::start());
