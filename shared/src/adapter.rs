@@ -6,7 +6,7 @@
 //! and Codex print alike ([`hook_specific_bodies!`](crate::hook_specific_bodies)),
 //! the deny reason a harness shows the model ([`deny_reason`]), and the
 //! [`Adapter`](crate::runner::Adapter) of a harness whose steps are two pure
-//! functions ([`pure_adapter!`](crate::pure_adapter)).
+//! functions ([`pure_adapter!`](crate::pure_adapter!)(crate::pure_adapter)).
 //!
 //! Each adapter keeps its own `Output` type, one serde type per event shape;
 //! only what two or more of them print the same way is here. The adapters'
@@ -286,6 +286,30 @@ macro_rules! hook_specific_bodies {
     };
 }
 
+/// The `Adapter` impl [`pure_adapter!`](crate::pure_adapter!) and [`plugin_adapter!`](crate::plugin_adapter!) share: the
+/// crate's pure `parse` and `render`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! adapter_impl {
+    ($name:ident) => {
+        impl $crate::runner::Adapter for $name {
+            type Event = Event;
+            type Output = Output;
+
+            fn parse(
+                event: Event,
+                stdin: &serde_json::Value,
+                _env: &$crate::config::Env,
+            ) -> Result<$crate::runner::Parsed, String> {
+                parse(event, stdin)
+            }
+            fn render(event: Event, outcome: &$crate::flow::Outcome) -> Option<Output> {
+                render(event, outcome)
+            }
+        }
+    };
+}
+
 /// Defines, in a harness crate's root, the adapter of a harness whose steps
 /// are the crate's own pure `parse(event, stdin)` and `render(event,
 /// outcome)` (no environment, no side effects, no neutral output), and the
@@ -304,21 +328,7 @@ macro_rules! pure_adapter {
         $(#[$doc])*
         pub struct $name;
 
-        impl $crate::runner::Adapter for $name {
-            type Event = Event;
-            type Output = Output;
-
-            fn parse(
-                event: Event,
-                stdin: &serde_json::Value,
-                _env: &$crate::config::Env,
-            ) -> Result<$crate::runner::Parsed, String> {
-                parse(event, stdin)
-            }
-            fn render(event: Event, outcome: &$crate::flow::Outcome) -> Option<Output> {
-                render(event, outcome)
-            }
-        }
+        $crate::adapter_impl!($name);
 
         /// Run one hook binary; returns its exit code.
         pub fn main(event: Event) -> i32 {
@@ -327,7 +337,7 @@ macro_rules! pure_adapter {
     };
 }
 
-/// A plugin-carried harness's adapter (Pi, OpenCode): the [`pure_adapter!`]
+/// A plugin-carried harness's adapter (Pi, OpenCode): the [`pure_adapter!`](crate::pure_adapter!)
 /// of a harness whose hooks run under our shim (`crate::plugin`): its `main`
 /// runs the shim's protocol ([`crate::entry::plugin_main`]: the answer
 /// counts as written once applied), and its `Watch` event the crate's idle
@@ -347,21 +357,7 @@ macro_rules! plugin_adapter {
         $(#[$doc])*
         pub struct $name;
 
-        impl $crate::runner::Adapter for $name {
-            type Event = Event;
-            type Output = Output;
-
-            fn parse(
-                event: Event,
-                stdin: &serde_json::Value,
-                _env: &$crate::config::Env,
-            ) -> Result<$crate::runner::Parsed, String> {
-                parse(event, stdin)
-            }
-            fn render(event: Event, outcome: &$crate::flow::Outcome) -> Option<Output> {
-                render(event, outcome)
-            }
-        }
+        $crate::adapter_impl!($name);
 
         #[doc = concat!("Run one hook command under the ", $shim, " (the idle watcher for `Watch`); returns its exit code.")]
         pub fn main(event: Event) -> i32 {
