@@ -399,8 +399,7 @@ class OpenCodeServe(unittest.TestCase):
         # Idle with no note: the watcher wakes nothing.
         time.sleep(3)
         self.assertEqual(len(w.requests()), 1, "woken with no note pending")
-        sent = w.cli("notes", "send", "--alias", "oc-e2e", "MARK-oc-idle deploy to eu-west-1", "--json")
-        note_id = json.loads(sent.stdout)["note_id"]
+        note_id = w.send_note("MARK-oc-idle deploy to eu-west-1")
         t = time.monotonic()
         reqs = srv.wait_requests(2, 20)
         self.assertEqual(len(reqs), 2, "no new turn: %s\n%s" % (w.shim_log(), srv.log()[-2000:]))
@@ -410,12 +409,7 @@ class OpenCodeServe(unittest.TestCase):
         self.assertIn("MARK-oc-idle", texts(last))
         self.assertEqual(len(where(reqs[1], "MARK-oc-idle")), 1, "the note once")
         self.assertLess(woke, 10, "the wake took %.1f s (a 1 s poll)" % woke)
-        deadline = time.monotonic() + 10
-        while True:
-            rc = w.receipt(note_id)
-            if rc["state"] == "delivered" or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        rc = w.wait_receipt(note_id, ("delivered",), 10)
         self.assertEqual((rc["state"], rc["delivery_event"]), ("delivered", "stop"), rc)
         # The woken turn ends idle again with nothing pending: no further turn.
         time.sleep(3)
@@ -442,8 +436,7 @@ class OpenCodeServeSignals(unittest.TestCase):
         srv = OpenCodeServer(w)
         self.addCleanup(srv.stop)
         sid = srv.prompted_session()
-        sent = w.cli("notes", "send", "--alias", "oc-e2e", "MARK-oc-sig never read", "--json")
-        note_id = json.loads(sent.stdout)["note_id"]
+        note_id = w.send_note("MARK-oc-sig never read")
         self.assertEqual(w.receipt(note_id)["state"], "pending")
         t = time.monotonic()
         (os.killpg if group else os.kill)(srv.proc.pid, sig)

@@ -55,13 +55,14 @@ class PiWorld(PluginWorld):
         return PiRpc([ensure_pi(), "--mode", "rpc", "--provider", "mock", "--model", "mock-model", "--offline",
                       "--no-session"], env, self.proj, os.path.join(self.root, "pi-stderr.txt"))
 
-    def send_note(self, text):
-        """Send `text` to the live session now; its note id."""
-        p = subprocess.run(self.send_cmd(text), env=self.env, cwd=self.proj, capture_output=True, text=True,
-                           timeout=60, stdin=subprocess.DEVNULL)
-        if p.returncode != 0:
-            raise AssertionError("notes send: rc %d\n%s%s" % (p.returncode, p.stdout, p.stderr))
-        return p.stdout.split()[0]
+
+def worker_script():
+    """The mock's script for a conductor whose bash tool starts a worker `pi -p` (the same agent
+    dir, extension and mock; the mock answers it as its own agent, `worker`, by its prompt)."""
+    worker = ("'%s' -p --provider mock --model mock-model --offline --no-session 'SUBAGENT-WORKER say hi' "
+              "</dev/null >/dev/null 2>&1; echo worker-rc=$?" % ensure_pi())
+    return {"turns": [{"calls": [{"name": "bash", "arguments": {"command": worker}}]}, {"text": "All done."}],
+            "agents": [{"name": "worker", "match": "SUBAGENT-WORKER", "turns": [{"text": "Worker done."}]}]}
 
 
 SHELL_THEN_DONE = {"turns": [{"calls": [{"name": "bash", "arguments": {"command": "echo one"}}]},
@@ -131,12 +132,7 @@ class PiLocal(unittest.TestCase):
         # same agent dir, extension and mock; the mock answers it as its own agent, chosen by
         # its prompt); the worker's first hook finds the conductor's live session among its
         # ancestors (docs/guarantees.md, "Lineage").
-        worker = ("'%s' -p --provider mock --model mock-model --offline --no-session 'SUBAGENT-WORKER say hi' "
-                  "</dev/null >/dev/null 2>&1; echo worker-rc=$?" % ensure_pi())
-        w = self.world("lineage", {"turns": [{"calls": [{"name": "bash", "arguments": {"command": worker}}]},
-                                             {"text": "All done."}],
-                                   "agents": [{"name": "worker", "match": "SUBAGENT-WORKER",
-                                               "turns": [{"text": "Worker done."}]}]})
+        w = self.world("lineage", worker_script())
         p = w.run_pi("Start the worker")
         self.assertEqual(p.returncode, 0, p.stderr)
         reqs = w.requests()

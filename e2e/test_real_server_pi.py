@@ -32,7 +32,7 @@ E2E = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, E2E)
 
 import kit  # noqa: E402
-from test_pi import PiWorld, last_user, texts, where  # noqa: E402
+from test_pi import PiWorld, last_user, texts, where, worker_script  # noqa: E402
 
 PREREQ = kit.Prereq()
 DENY_REASON = "Tool blocked in Preloop"
@@ -156,12 +156,7 @@ class PiRealServer(unittest.TestCase):
         # The conductor's bash tool starts a worker `pi -p` (same extension, same agent token,
         # answered by the mock as its own agent); the worker's session_start finds the
         # conductor among its ancestors and registers as its child, on the server too.
-        worker = ("'%s' -p --provider mock --model mock-model --offline --no-session 'SUBAGENT-WORKER say hi' "
-                  "</dev/null >/dev/null 2>&1; echo worker-rc=$?" % kit.ensure_pi())
-        w = self.world("lineage", {"turns": [{"calls": [{"name": "bash", "arguments": {"command": worker}}]},
-                                             {"text": "All done."}],
-                                   "agents": [{"name": "worker", "match": "SUBAGENT-WORKER",
-                                               "turns": [{"text": "Worker done."}]}]})
+        w = self.world("lineage", worker_script())
         p = w.run_pi("Start the worker")
         self.assertEqual(p.returncode, 0, p.stderr)
         main = [r for r in w.requests() if r["reply"].get("agent") != "worker"]

@@ -15,7 +15,6 @@ prove that what they stand in for holds where people use it:
   python3 -m unittest e2e.test_tui -v     (PRELOOP_BIN_DIR=<release dir>, PRELOOP_E2E_HARNESS_DIR)
 """
 
-import json
 import os
 import sys
 import time
@@ -37,7 +36,6 @@ WATCH_OFF = {"PRELOOP_WATCH": "off"}
 class TuiCase:
     """What the two TUIs share; a subclass says how to start one and what it shows when ready."""
 
-    alias = None
     quit_command = None
 
     def world(self, name, script, extra_env):
@@ -49,13 +47,6 @@ class TuiCase:
     def ready(self, screen):
         raise NotImplementedError
 
-    def hook_log(self, w):
-        try:
-            with open(os.path.join(w.home, ".preloop", "log", "hooks.log")) as f:
-                return f.read()
-        except FileNotFoundError:
-            return ""
-
     def tui(self, name, script, extra_env):
         w = self.world(name, script, extra_env)
         self.addCleanup(w.close)
@@ -65,44 +56,29 @@ class TuiCase:
         time.sleep(1.5)  # the input takes keys a moment after it is drawn
         return w, t
 
-    def requests(self, w):
-        return w.requests() if os.path.exists(w.log) else []
-
     def prompt(self, w, t, text, n=1):
         """Type `text` and wait until the model has had `n` requests and the turn ended (the
         hook log's turn-end line)."""
         t.type(text)
-        t.wait_for(lambda: len(self.requests(w)) >= n, 60, "the prompt reached no model")
-        t.wait_for(lambda: self.turn_end in self.hook_log(w), 60, "the turn did not end")
-
-    def receipt_when(self, w, note_id, states, secs=15):
-        deadline = time.monotonic() + secs
-        while True:
-            r = w.receipt(note_id)
-            if r["state"] in states or time.monotonic() > deadline:
-                return r
-            time.sleep(0.2)
-
-    def send(self, w, text):
-        p = w.cli("notes", "send", "--alias", self.alias, text, "--json")
-        return json.loads(p.stdout)["note_id"]
+        t.wait_for(lambda: len(w.requests()) >= n, 60, "the prompt reached no model")
+        t.wait_for(lambda: self.turn_end in w.hook_log(), 60, "the turn did not end")
 
     def test_idle_a_note_sent_while_the_tui_sits_idle_starts_a_turn(self):
         w, t = self.tui("idle", {"turns": [{"text": "All done."}, {"text": "Woken and noted."}],
                                  "overflow": {"text": "Again."}}, FAST_WATCH)
         self.prompt(w, t, "Say hi")
         time.sleep(2.5)
-        self.assertEqual(len(self.requests(w)), 1, "woken with no note pending")
-        note_id = self.send(w, "MARK-tui-idle deploy to eu-west-1")
-        t.wait_for(lambda: len(self.requests(w)) >= 2, 20, "the idle TUI was not woken")
-        reqs = self.requests(w)
+        self.assertEqual(len(w.requests()), 1, "woken with no note pending")
+        note_id = w.send_note("MARK-tui-idle deploy to eu-west-1")
+        t.wait_for(lambda: len(w.requests()) >= 2, 20, "the idle TUI was not woken")
+        reqs = w.requests()
         self.assertIn("MARK-tui-idle", last_user(reqs[1]))
         self.assertEqual(len(where(reqs[1], "MARK-tui-idle")), 1, "the note once")
-        r = self.receipt_when(w, note_id, ("delivered",))
+        r = w.wait_receipt(note_id, ("delivered",))
         self.assertEqual((r["state"], r["delivery_event"]), ("delivered", "stop"), r)
         t.wait_for(lambda: "Woken and noted." in t.screen(), 30, "the woken turn's answer is not on the screen")
         time.sleep(2.5)
-        self.assertEqual(len(self.requests(w)), 2, "the woken turn ended with nothing pending: no more turns")
+        self.assertEqual(len(w.requests()), 2, "the woken turn ended with nothing pending: no more turns")
 
     def test_late_a_note_during_the_final_answer_continues_the_run_once(self):
         def script(w):
@@ -110,32 +86,31 @@ class TuiCase:
                               {"text": "Checked the logs."}], "overflow": {"text": "Again."}}
         w, t = self.tui("late", script, WATCH_OFF)
         t.type("Say hi")
-        t.wait_for(lambda: len(self.requests(w)) >= 2, 60, "the late note did not continue the run")
-        reqs = self.requests(w)
+        t.wait_for(lambda: len(w.requests()) >= 2, 60, "the late note did not continue the run")
+        reqs = w.requests()
         self.assertIn("MARK-tui-late", last_user(reqs[1]))
         sent = reqs[0].get("before_reply") or {}
         self.assertEqual(sent.get("rc"), 0, sent)
         t.wait_for(lambda: "Checked the logs." in t.screen(), 30, "the continuation's answer is not on the screen")
         time.sleep(2)
-        self.assertEqual(len(self.requests(w)), 2, "continued once")
+        self.assertEqual(len(w.requests()), 2, "continued once")
 
     def test_quit_ends_the_session_and_a_pending_note_becomes_undeliverable(self):
         w, t = self.tui("quit", {"turns": [{"text": "All done."}]}, WATCH_OFF)
         self.prompt(w, t, "Say hi")
-        note_id = self.send(w, "MARK-tui-quit too late")
+        note_id = w.send_note("MARK-tui-quit too late")
         t.type(self.quit_command)
         t.wait_for(lambda: t.proc.poll() is not None, 30, "%s did not quit" % self.quit_command)
         self.assertEqual(t.proc.returncode, 0, t.screen()[-2000:])
-        r = self.receipt_when(w, note_id, ("undeliverable",))
+        r = w.wait_receipt(note_id, ("undeliverable",))
         self.assertEqual((r["state"], r["undeliverable_reason"]), ("undeliverable", "session_ended"), r)
-        self.assertIn("never_read=1", self.hook_log(w))
-        self.assertEqual(len(self.requests(w)), 1)
+        self.assertIn("never_read=1", w.hook_log())
+        self.assertEqual(len(w.requests()), 1)
 
 
 class PiTui(TuiCase, unittest.TestCase):
     """Interactive `pi` (its TUI), the extension in ~/.pi/agent/extensions/."""
 
-    alias = "pi-e2e"
     quit_command = "/quit"
     turn_end = " agent_end "
 
@@ -153,7 +128,6 @@ class PiTui(TuiCase, unittest.TestCase):
 class OpenCodeTui(TuiCase, unittest.TestCase):
     """Interactive `opencode` (its TUI), the plugin in ~/.config/opencode/plugins/."""
 
-    alias = "oc-e2e"
     quit_command = "/exit"
     turn_end = " experimental.text.complete "
 

@@ -100,12 +100,29 @@ class PluginWorld:
         """argv that sends `text` to this world's live session (by its alias)."""
         return [self.exe, "notes", "send", "--alias", self.alias, text]
 
+    def send_note(self, text):
+        """Send `text` to this world's live session now (by its alias); its note id."""
+        return json.loads(self.cli("notes", "send", "--alias", self.alias, text, "--json").stdout)["note_id"]
+
     def receipt(self, note_id):
         return json.loads(self.cli("notes", "status", note_id, "--json").stdout)
 
+    def wait_receipt(self, note_id, states, secs=15):
+        """The note's receipt once its state is one of `states`, or as it is after `secs`."""
+        deadline = time.monotonic() + secs
+        while True:
+            r = self.receipt(note_id)
+            if r["state"] in states or time.monotonic() > deadline:
+                return r
+            time.sleep(0.2)
+
     def requests(self):
-        with open(self.log) as f:
-            return [r for r in map(json.loads, f) if r.get("route") == "agent"]
+        """The mock's model requests so far (none before the mock logged one)."""
+        try:
+            with open(self.log) as f:
+                return [r for r in map(json.loads, f) if r.get("route") == "agent"]
+        except FileNotFoundError:
+            return []
 
     def session_files(self):
         """The session files our hooks wrote (~/.preloop/sessions/*.json), by name."""

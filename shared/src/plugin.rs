@@ -95,6 +95,13 @@ pub fn payload_header(protocol: u32, speaks: u32, event: &str, on: &str, session
     Ok(session_id.to_string())
 }
 
+/// An answer as the shim reads it: its JSON and a newline.
+pub fn answer_line(answer: &impl serde::Serialize) -> Vec<u8> {
+    let mut line = serde_json::to_vec(answer).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
 /// The payload: stdin's first line, read within `deadline`.
 pub fn read_payload(deadline: Duration) -> Result<Vec<u8>, String> {
     crate::fsutil::read_line_with_deadline(0, crate::runner::MAX_STDIN, deadline)

@@ -63,9 +63,7 @@ pub fn main() -> i32 {
 
 /// One `continue` answer carrying `block`, as a line.
 fn continue_line(block: &str) -> Vec<u8> {
-    let mut line = serde_json::to_vec(&Answer::Continue { text: block.to_string() }).unwrap_or_default();
-    line.push(b'\n');
-    line
+    preloop_shared::plugin::answer_line(&Answer::Continue { text: block.to_string() })
 }
 
 /// The session id of the plugin's `idle` payload, and whether OpenCode
