@@ -445,15 +445,9 @@ fn harnesses() -> Vec<HarnessDef> {
 
 /// The capture of `event` under `fixtures/<harness>/`, read once.
 fn read_fixture(h: Harness, event: &str) -> &'static str {
-    let file = match h {
-        // The CLI capture: the CLI's sessionStart pulls notes (the IDE's does not).
-        Harness::Cursor if event == "sessionStart" => "sessionStart-4.json".to_string(),
-        Harness::Cursor => format!("{event}-1.json"),
-        Harness::Copilot => format!("camel/{event}.json"),
-        Harness::ClaudeCode | Harness::Codex | Harness::Gemini | Harness::Pi | Harness::OpenCode => {
-            format!("{event}.json")
-        }
-    };
+    // Each event's canonical capture (`shared/src/registry.rs`'s
+    // `every_hook_has_its_canonical_capture`).
+    let file = format!("{event}.json");
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures").join(h.def().fixtures).join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     Box::leak(text.into_boxed_str())

@@ -700,22 +700,6 @@ pub fn edit_flat(text: &str, owner: &Owner, desired: &Desired, syntax: Syntax) -
     Ok(finish(text, sp.finish()))
 }
 
-/// Copilot's `preloop.json`, a file that is entirely ours:
-/// `{"version": 1, "hooks": {"<event>": [<entry>, ..]}}`, or nothing.
-pub fn copilot_file(desired: &Desired) -> String {
-    if desired.is_empty() {
-        return String::new();
-    }
-    let mut events = serde_json::Map::new();
-    for (e, w) in desired {
-        if let Value::Array(a) = events.entry(e.clone()).or_insert_with(|| Value::Array(Vec::new())) {
-            a.push(w.clone());
-        }
-    }
-    let doc = serde_json::json!({"version": 1, "hooks": Value::Object(events)});
-    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
-}
-
 /// A new file ends with a newline; an existing one keeps its own ending.
 fn finish(original: &str, edited: String) -> String {
     if original.trim().is_empty() && !edited.ends_with('\n') { edited + "\n" } else { edited }

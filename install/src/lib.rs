@@ -10,6 +10,17 @@
 // name where it is (docs/adding-a-harness.md, "Code rules").
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+/// The adapter crates, one per registry block, re-exported for the suites
+/// that run a hook in-process (the hardening suite) so they name no adapter
+/// crate of their own.
+pub mod adapters {
+    macro_rules! adapters {
+        ($($h:ident $krate:ident $module:ident),+) => {
+            $(pub use $krate;)+
+        };
+    }
+    preloop_shared::for_each_harness!(adapters);
+}
 pub mod attach;
 pub mod cli;
 pub mod codex_trust;

@@ -94,18 +94,19 @@ fn hook_by_name(name: std::ffi::OsString) -> i32 {
     }
 }
 
-/// Run one hook; returns its exit code.
-pub fn run_hook(event: Event) -> i32 {
-    match event {
-        Event::ClaudeCode(e) => preloop_claude_code::main(e),
-        Event::Codex(e) => preloop_codex::main(e),
-        Event::Cursor(e) => preloop_cursor::main(e),
-        Event::Gemini(e) => preloop_gemini::main(e),
-        Event::Copilot(e) => preloop_copilot::main(e),
-        Event::Pi(e) => preloop_pi::main(e),
-        Event::OpenCode(e) => preloop_opencode::main(e),
-    }
+/// `run_hook`: one arm per registry block, each calling its adapter crate's
+/// `main` (`preloop_shared::for_each_harness!`).
+macro_rules! run_hook {
+    ($($h:ident $krate:ident $module:ident),+) => {
+        /// Run one hook; returns its exit code.
+        pub fn run_hook(event: Event) -> i32 {
+            match event {
+                $(Event::$h(e) => $krate::main(e),)+
+            }
+        }
+    };
 }
+preloop_shared::for_each_harness!(run_hook);
 
 /// A name we do not know: one log line, nothing on stdout, exit 0. A person
 /// at a terminal (stdin and stderr both one) also gets one line on stderr;

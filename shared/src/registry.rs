@@ -271,13 +271,40 @@ macro_rules! count {
 /// its [`HarnessDef`]. Everything that lists the harnesses or their events is
 /// made here, so a harness cannot be in one list and missing from another.
 macro_rules! harnesses {
-    ($(
+    ($d:tt $(
         $(#[$doc:meta])*
         $harness:ident {
+            adapter: $krate:ident,
+            dialect: $module:ident,
             events: [$($ev:ident),+ $(,)?],
             $($field:ident: $value:expr),+ $(,)?
         }
     )+) => {
+        /// Calls `$callback! { Harness crate dialect, ... }` with every
+        /// harness of the registry, in its order: the variant of
+        /// [`Harness`], the adapter crate (`preloop_claude_code`) and the
+        /// installer's dialect module (`claude_code`). The crates above the
+        /// adapters (the executable, the hardening suite) write their
+        /// per-harness `match`es and lists through it, so a new harness is
+        /// one registry block there too:
+        ///
+        /// ```
+        /// macro_rules! slugs {
+        ///     ($($h:ident $krate:ident $module:ident),+) => {
+        ///         [$(stringify!($module)),+]
+        ///     };
+        /// }
+        /// let modules = preloop_shared::for_each_harness!(slugs);
+        /// assert_eq!(modules.len(), preloop_shared::Harness::ALL.len());
+        /// assert_eq!(modules[0], "claude_code");
+        /// ```
+        #[macro_export]
+        macro_rules! for_each_harness {
+            ($d callback:ident) => {
+                $d callback! { $($harness $krate $module),+ }
+            };
+        }
+
         /// The harnesses we ship hooks for.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Harness {
@@ -494,8 +521,12 @@ impl HookDef {
 }
 
 harnesses! {
+    // The `$` the generated `for_each_harness!` writes its own metavariables with.
+    $
     /// Claude Code 2.1.328 (`Watch`: the idle-wake watcher, on SessionStart and Stop).
     ClaudeCode {
+        adapter: preloop_claude_code,
+        dialect: claude_code,
         events: [SessionStart, UserPromptSubmit, PreToolUse, Stop, SessionEnd, Watch],
         slug: "claude-code",
         source: "claude_code",
@@ -515,6 +546,8 @@ harnesses! {
     }
     /// Codex CLI 0.169.0.
     Codex {
+        adapter: preloop_codex,
+        dialect: codex,
         events: [SessionStart, UserPromptSubmit, PreToolUse, PermissionRequest, Stop, SessionEnd],
         slug: "codex",
         source: "codex_cli",
@@ -535,6 +568,8 @@ harnesses! {
     }
     /// Cursor CLI (documented contract: docs/contracts/cursor.md).
     Cursor {
+        adapter: preloop_cursor,
+        dialect: cursor,
         events: [
             SessionStart,
             BeforeSubmitPrompt,
@@ -561,6 +596,8 @@ harnesses! {
     }
     /// Gemini CLI 0.61.0.
     Gemini {
+        adapter: preloop_gemini,
+        dialect: gemini,
         events: [SessionStart, BeforeAgent, BeforeTool, AfterTool, AfterAgent, SessionEnd],
         slug: "gemini",
         source: "gemini_cli",
@@ -584,6 +621,8 @@ harnesses! {
     }
     /// GitHub Copilot CLI 1.0.102 (camelCase hooks file).
     Copilot {
+        adapter: preloop_copilot,
+        dialect: copilot,
         events: [SessionStart, UserPromptSubmitted, PreToolUse, PostToolUse, AgentStop, SessionEnd],
         slug: "copilot",
         source: "copilot_cli",
@@ -607,6 +646,8 @@ harnesses! {
     /// Pi (coding agent) 0.73.1: no hook config; our extension (the shim)
     /// spawns the hook commands (docs/contracts/pi.md).
     Pi {
+        adapter: preloop_pi,
+        dialect: pi,
         events: [SessionStart, BeforeAgentStart, ToolCall, ToolResult, AgentEnd, SessionShutdown, Watch],
         slug: "pi",
         source: "pi",
@@ -630,6 +671,8 @@ harnesses! {
     /// OpenCode 1.18.33: no hook commands; our plugin (the shim) spawns
     /// them from its hooks and events (docs/contracts/opencode.md).
     OpenCode {
+        adapter: preloop_opencode,
+        dialect: opencode,
         events: [SessionCreated, ChatMessage, ToolExecuteBefore, ToolExecuteAfter, TextComplete, Dispose, Watch],
         slug: "opencode",
         source: "opencode",
@@ -1663,6 +1706,22 @@ pub fn e2e_kit_json() -> String {
 mod tests {
     use super::*;
 
+    /// Every hook (not the watcher) has its canonical capture at
+    /// `fixtures/<fixtures>/<event>.json` (a link to one of several captures
+    /// where there are more): the payload the benchmark and the hardening
+    /// suite run the hook with, so neither names a harness to find it.
+    #[test]
+    fn every_hook_has_its_canonical_capture() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+        for d in HOOKS.iter().filter(|d| d.does != Does::Watch) {
+            let path = root.join(d.harness().def().fixtures).join(format!("{}.json", d.on));
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: no canonical capture {} ({e})", d.binary, path.display()));
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert!(v.is_object(), "{}: {} is not a JSON object", d.binary, path.display());
+        }
+    }
+
     /// The end-to-end kit's versions, packages and hook commands are the
     /// registry's: `e2e/kit/registry.json` is generated (PRELOOP_BLESS=1
     /// rewrites it), and no kit file pins a version of its own.
@@ -1841,11 +1900,12 @@ mod tests {
     }
 
     /// docs/adding-a-harness.md lists and counts the existing files a new
-    /// harness touches. Checked both ways where a machine can: every listed
-    /// file exists and names every harness (none is stale), every Rust file
-    /// outside the adapter crates that names every harness is listed (a new
-    /// per-harness match or list cannot go unmentioned), and the count the
-    /// page states is the number of rows.
+    /// harness edits, and lists apart those written from the registry.
+    /// Checked both ways where a machine can: every listed file exists and
+    /// names every harness (none is stale), every Rust file outside the
+    /// adapter crates that names every harness is in one of the two tables
+    /// (a new per-harness match or list cannot go unmentioned), and the
+    /// count the page states is the number of rows of the first.
     #[test]
     fn adding_a_harness_counts_its_places() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -1854,8 +1914,24 @@ mod tests {
         let (Some(b), Some(e)) = (doc.find("<!-- places begin"), doc.find("<!-- places end -->")) else {
             panic!("docs/adding-a-harness.md has no places table")
         };
-        let listed: Vec<&str> =
-            doc[b..e].lines().filter_map(|l| l.strip_prefix("| `")).map(|l| l.split('`').next().unwrap()).collect();
+        let files_of = |rows: &str| -> Vec<String> {
+            rows.lines()
+                .filter_map(|l| l.strip_prefix("| `"))
+                .map(|l| l.split('`').next().unwrap().to_string())
+                .collect()
+        };
+        let listed = files_of(&doc[b..e]);
+        let (Some(db), Some(de)) = (doc.find("<!-- derived begin -->"), doc.find("<!-- derived end -->")) else {
+            panic!("docs/adding-a-harness.md has no table of the files written from the registry")
+        };
+        let derived = files_of(&doc[db..de]);
+        for file in &derived {
+            assert!(
+                root.join(file).exists(),
+                "docs/adding-a-harness.md says {file} follows the registry: no such file"
+            );
+            assert!(!listed.contains(file), "docs/adding-a-harness.md lists {file} in both tables");
+        }
         let stated: usize = doc
             .split("**")
             .find_map(|w| w.strip_suffix(" existing files").and_then(|n| n.parse().ok()))
@@ -1886,7 +1962,7 @@ mod tests {
         assert!(files.iter().any(|f| f == "shared/src/registry.rs"), "the walk missed the workspace");
         let unlisted: Vec<&String> = files
             .iter()
-            .filter(|f| !listed.contains(&f.as_str()))
+            .filter(|f| !listed.contains(f) && !derived.contains(f))
             .filter(|f| {
                 let text = std::fs::read_to_string(root.join(f)).unwrap();
                 // A source file's unit tests may walk every harness; what

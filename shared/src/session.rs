@@ -329,22 +329,6 @@ mod runtime_index_tests {
         assert_eq!(AgentKind::from("someday_cli"), AgentKind::Other("someday_cli".into()));
     }
 
-    /// The session file's schema names every harness's `source` (what our
-    /// hooks write), and nothing else.
-    #[test]
-    fn the_session_file_schema_names_every_harness_source() {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/preloop-hooks/session-file.schema.json");
-        let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-        let listed: Vec<&str> = schema["properties"]["agent_kind"]["enum"]
-            .as_array()
-            .expect("agent_kind is an enum")
-            .iter()
-            .filter_map(|w| w.as_str())
-            .collect();
-        let sources: Vec<&str> = crate::Harness::all().map(|h| h.source()).collect();
-        assert_eq!(listed, sources, "{}: agent_kind's enum is not the registry's sources", p.display());
-    }
-
     /// `RunFiles::remove` unlinks the lock file while holding it: a hook
     /// that waited on the unlinked file must not hold it beside one that
     /// locked the new file at the same path (two holders, the state

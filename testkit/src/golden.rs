@@ -41,6 +41,40 @@ pub fn check_json<T: Serialize + ?Sized>(path: &Path, actual: &T) {
     }
 }
 
+/// The hand-written schema at `path` lists exactly `values` in the `enum` of
+/// its first property named `key`, or is rewritten so (when blessing) in its
+/// own layout: the array on one line or one value per line, as it was. For
+/// the enums a schema takes from the registry (harness slugs, sources).
+pub fn check_json_enum(path: &Path, key: &str, values: &[&str]) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let at = text.find(&format!("\"{key}\"")).unwrap_or_else(|| panic!("{}: no {key:?}", path.display()));
+    let open = at + text[at..].find("\"enum\"").expect("an enum after the key");
+    let open = open + text[open..].find('[').expect("the enum's array");
+    let close = open + text[open..].find(']').expect("the array's end");
+    let listed: Vec<String> = serde_json::from_str(&text[open..=close]).expect("an array of strings");
+    if listed == values {
+        return;
+    }
+    assert!(
+        blessing(),
+        "{}: {key}'s enum is {listed:?}, the registry's is {values:?} (PRELOOP_BLESS=1 rewrites it)",
+        path.display()
+    );
+    let quoted: Vec<String> = values.iter().map(|v| json!(v).to_string()).collect();
+    let array = match text[open..close].rfind('\n') {
+        // One value per line, indented as the closing bracket's line plus two.
+        Some(_) => {
+            let line_start = text[..close].rfind('\n').map_or(0, |i| i + 1);
+            let indent = &text[line_start..close];
+            let inner = format!("{indent}  ");
+            format!("[\n{inner}{}\n{indent}]", quoted.join(&format!(",\n{inner}")))
+        }
+        None => format!("[{}]", quoted.join(", ")),
+    };
+    let new = format!("{}{array}{}", &text[..open], &text[close + 1..]);
+    std::fs::write(path, new).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
 /// Compare `actual` with the file at `path`, or write it when blessing.
 pub fn check_text(path: &Path, actual: &str) {
     if blessing() {

@@ -111,16 +111,13 @@ pub fn hooks() -> Vec<Hook> {
         let dir = dir.as_str();
         let name = d.on;
         let seeds = fixture_names(dir, name);
-        let canonical = match (h, name) {
-            (Harness::Cursor, "sessionStart") => Some("cursor/sessionStart-4.json".to_string()), // the CLI: pulls
-            (Harness::Cursor, "stop") => Some("cursor/stop-3.json".to_string()),
-            (Harness::Cursor, _) => seeds.first().cloned(),
-            _ => Some(format!("{dir}/{name}.json")),
-        };
+        // The event's canonical capture (`shared/src/registry.rs`'s
+        // `every_hook_has_its_canonical_capture`).
+        let canonical = format!("{}/{name}.json", h.def().fixtures);
         let schema = match h {
             Harness::Codex => opt_schema(format!(
                 "{dir}/{}.command.output.schema.json",
-                preloop_codex::schema_stem(match d.event {
+                preloop_hooks::adapters::preloop_codex::schema_stem(match d.event {
                     preloop_shared::registry::Event::Codex(e) => e,
                     _ => unreachable!(),
                 })
@@ -143,7 +140,7 @@ pub fn hooks() -> Vec<Hook> {
                 Does::AfterTool => Kind::AfterTool,
                 Does::Watch => unreachable!("the watcher is not in this table"),
             },
-            fixture: canonical.expect("a fixture per hook"),
+            fixture: canonical,
             seeds,
             schema,
             def: d,
@@ -153,25 +150,37 @@ pub fn hooks() -> Vec<Hook> {
     out
 }
 
-/// Run a hook in-process, as its binary would.
-pub fn run_in_process(
-    def: &'static preloop_shared::HookDef,
-    env: &preloop_shared::config::Env,
-    stdin: &[u8],
-    out: &mut Vec<u8>,
-) -> i32 {
-    use preloop_shared::registry::Event;
-    use preloop_shared::runner::run;
-    match def.event {
-        Event::ClaudeCode(e) => run::<preloop_claude_code::ClaudeCode>(e, env, stdin, out),
-        Event::Codex(e) => run::<preloop_codex::Codex>(e, env, stdin, out),
-        Event::Cursor(e) => run::<preloop_cursor::Cursor>(e, env, stdin, out),
-        Event::Gemini(e) => run::<preloop_gemini::Gemini>(e, env, stdin, out),
-        Event::Copilot(e) => run::<preloop_copilot::Copilot>(e, env, stdin, out),
-        Event::Pi(e) => run::<preloop_pi::Pi>(e, env, stdin, out),
-        Event::OpenCode(e) => run::<preloop_opencode::OpenCode>(e, env, stdin, out),
-    }
+/// `run_in_process` and `neutral_of`, one arm per registry block
+/// (`preloop_shared::for_each_harness!`), over the executable's adapters.
+macro_rules! in_process {
+    ($($h:ident $krate:ident $module:ident),+) => {
+        /// Run a hook in-process, as its binary would.
+        pub fn run_in_process(
+            def: &'static preloop_shared::HookDef,
+            env: &preloop_shared::config::Env,
+            stdin: &[u8],
+            out: &mut Vec<u8>,
+        ) -> i32 {
+            use preloop_shared::registry::Event;
+            use preloop_shared::runner::run;
+            match def.event {
+                $(Event::$h(e) => run::<preloop_hooks::adapters::$krate::$h>(e, env, stdin, out),)+
+            }
+        }
+
+        /// The neutral answer of a hook (what it prints when anything fails).
+        pub fn neutral_of(h: &Hook) -> Option<Value> {
+            use preloop_shared::registry::Event;
+            use preloop_shared::runner::Adapter;
+            match h.def.event {
+                $(Event::$h(e) => {
+                    preloop_hooks::adapters::$krate::$h::neutral(e).map(|o| serde_json::to_value(o).unwrap())
+                })+
+            }
+        }
+    };
 }
+preloop_shared::for_each_harness!(in_process);
 
 pub fn hook(h: Harness, event: &str) -> Hook {
     hooks().into_iter().find(|k| k.harness == h && k.event == event).unwrap_or_else(|| panic!("no hook {event}"))
@@ -220,21 +229,6 @@ impl Checker {
 
 pub fn excerpt(s: &str) -> String {
     s.chars().take(300).collect()
-}
-
-/// The neutral answer of a hook (what it prints when anything fails).
-pub fn neutral_of(h: &Hook) -> Option<Value> {
-    use preloop_shared::registry::Event;
-    use preloop_shared::runner::Adapter;
-    match h.def.event {
-        Event::ClaudeCode(e) => preloop_claude_code::ClaudeCode::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
-        Event::Codex(e) => preloop_codex::Codex::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
-        Event::Cursor(e) => preloop_cursor::Cursor::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
-        Event::Gemini(e) => preloop_gemini::Gemini::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
-        Event::Copilot(e) => preloop_copilot::Copilot::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
-        Event::Pi(e) => preloop_pi::Pi::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
-        Event::OpenCode(e) => preloop_opencode::OpenCode::neutral(e).map(|o| serde_json::to_value(o).unwrap()),
-    }
 }
 
 // ----- binaries -----------------------------------------------------------------

@@ -162,9 +162,11 @@ pub trait Dialect: Sync {
         None
     }
     /// A file of ours alone ([`Layout::OwnFile`]) holding `desired`
-    /// (empty: nothing at all). Its format is the dialect's.
-    fn own_file(&self, _ctx: &Ctx, desired: &Desired) -> String {
-        crate::edit::copilot_file(desired)
+    /// (empty: nothing at all). Its format is the dialect's: every dialect
+    /// with that layout writes its own (`own_file_dialects_write_their_file`
+    /// holds them to it); the others never call it.
+    fn own_file(&self, _ctx: &Ctx, _desired: &Desired) -> String {
+        String::new()
     }
     /// Other files that change with the hook file (Codex's `config.toml`).
     fn companion_files(&self, _ctx: &Ctx) -> Vec<PathBuf> {

@@ -6,7 +6,7 @@
 
 use super::api::{Dialect, FolderTrust, Layout, Note};
 use crate::context::{Ctx, Scope};
-use crate::edit::Entry;
+use crate::edit::{Desired, Entry};
 use crate::table::HookDef;
 use preloop_shared::Harness;
 use preloop_shared::config::Settings;
@@ -44,6 +44,22 @@ pub fn copilot_home(ctx: &Ctx) -> PathBuf {
         .unwrap_or_else(|| ctx.home.join(".copilot"))
 }
 
+/// Copilot's `preloop.json`, a file that is entirely ours:
+/// `{"version": 1, "hooks": {"<event>": [<entry>, ..]}}`, or nothing.
+fn copilot_file(desired: &Desired) -> String {
+    if desired.is_empty() {
+        return String::new();
+    }
+    let mut events = serde_json::Map::new();
+    for (e, w) in desired {
+        if let Value::Array(a) = events.entry(e.clone()).or_insert_with(|| Value::Array(Vec::new())) {
+            a.push(w.clone());
+        }
+    }
+    let doc = serde_json::json!({"version": 1, "hooks": Value::Object(events)});
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
 impl Dialect for Copilot {
     fn harness(&self) -> Harness {
         Harness::Copilot
@@ -58,6 +74,10 @@ impl Dialect for Copilot {
 
     fn layout(&self) -> Layout {
         Layout::OwnFile
+    }
+
+    fn own_file(&self, _ctx: &Ctx, desired: &Desired) -> String {
+        copilot_file(desired)
     }
 
     fn known_events(&self) -> Option<&'static [&'static str]> {

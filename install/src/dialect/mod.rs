@@ -12,24 +12,17 @@
 //! from there.
 //!
 //! `install`, `uninstall` and `doctor` iterate [`all`] or look one up with
-//! [`of`], whose `match` is the one place here that names each harness.
-//! Adding a harness is one file here, its arm in [`of`] and its line in
-//! [`ALL`]. Still outside the dialects: Codex's trust store
-//! (`crate::codex_trust`, whose event keys `doctor` reads) and Copilot
-//! CLI's file format (`crate::edit::copilot_file`, which its dialect calls).
+//! [`of`]; both, and the module list, are written from the registry's
+//! blocks, so adding a harness is one file here (named as its registry
+//! block's `dialect`) and nothing else in this module. Still outside the
+//! dialects: Codex's trust store (`crate::codex_trust`, whose event keys
+//! `doctor` reads).
 //!
 //! The [`Dialect`] trait and the types it speaks live in `api.rs`, which
 //! each dialect file imports; this file only lists the dialects and
 //! re-exports the trait's types, so no dialect depends on it.
 
 mod api;
-mod claude_code;
-mod codex;
-mod copilot;
-mod cursor;
-mod gemini;
-mod opencode;
-mod pi;
 mod plugin;
 
 use preloop_shared::Harness;
@@ -37,35 +30,30 @@ use preloop_shared::Harness;
 pub use api::{Dialect, EnvFacts, FolderTrust, Layout, Note, Trust, TrustState, first_version, version_by_running};
 pub use codex::codex_config;
 
-/// Every dialect, in registry order.
-pub static ALL: [&dyn Dialect; 7] = [
-    &claude_code::ClaudeCode,
-    &codex::Codex,
-    &cursor::Cursor,
-    &gemini::Gemini,
-    &copilot::Copilot,
-    &pi::Pi,
-    &opencode::OpenCode,
-];
+/// The dialect modules (`<dialect>.rs`, one per registry block), [`ALL`]
+/// and [`of`], written from the registry (`preloop_shared::for_each_harness!`):
+/// each dialect is the unit struct named as its [`Harness`] variant in the
+/// module the registry block names.
+macro_rules! dialects {
+    ($($h:ident $krate:ident $module:ident),+) => {
+        $(mod $module;)+
+
+        /// Every dialect, in registry order.
+        pub static ALL: [&dyn Dialect; Harness::ALL.len()] = [$(&$module::$h),+];
+
+        /// The dialect of `h` (one arm per registry block).
+        pub fn of(h: Harness) -> &'static dyn Dialect {
+            match h {
+                $(Harness::$h => &$module::$h,)+
+            }
+        }
+    };
+}
+preloop_shared::for_each_harness!(dialects);
 
 /// The dialects, in registry order.
 pub fn all() -> impl Iterator<Item = &'static dyn Dialect> {
     ALL.iter().copied()
-}
-
-/// The dialect of `h`: one arm per harness, so a new harness without a
-/// dialect does not build (`dialects_cover_the_registry_in_its_order` holds
-/// [`ALL`] to the same order).
-pub fn of(h: Harness) -> &'static dyn Dialect {
-    match h {
-        Harness::ClaudeCode => &claude_code::ClaudeCode,
-        Harness::Codex => &codex::Codex,
-        Harness::Cursor => &cursor::Cursor,
-        Harness::Gemini => &gemini::Gemini,
-        Harness::Copilot => &copilot::Copilot,
-        Harness::Pi => &pi::Pi,
-        Harness::OpenCode => &opencode::OpenCode,
-    }
 }
 
 #[cfg(test)]
@@ -96,6 +84,23 @@ mod tests {
         assert_eq!(ours, Harness::all().collect::<Vec<_>>());
         for h in Harness::all() {
             assert_eq!(of(h).harness(), h);
+        }
+    }
+
+    /// A dialect whose hook file is ours alone writes it in its own
+    /// format: every hook of its harness is in the file it makes, and an
+    /// empty wish makes nothing.
+    #[test]
+    fn own_file_dialects_write_their_file() {
+        let c = ctx(&[]);
+        for d in all().filter(|d| d.layout() == Layout::OwnFile) {
+            let desired = crate::install::desired(&c, d.harness());
+            assert!(!desired.is_empty(), "{:?}", d.harness());
+            let text = d.own_file(&c, &desired);
+            for hook in table::hooks_for(d.harness()) {
+                assert!(text.contains(hook.binary), "{:?}: {} is not in {text}", d.harness(), hook.binary);
+            }
+            assert_eq!(d.own_file(&c, &Vec::new()), "", "{:?}", d.harness());
         }
     }
 

@@ -1059,6 +1059,64 @@ fn doctor_checks_cursors_loop_limit() {
     assert!(problems(&v).iter().any(|p| p.contains("loop_limit 50, expected 5")), "{:?}", problems(&v));
 }
 
+/// Every harness of the registry, in each scope it takes: `install` wires
+/// all its hooks (doctor counts them present and has no problem with them),
+/// a second install changes nothing, and `uninstall` leaves the home and the
+/// project as they were, our state directory aside. A new harness is held to
+/// this by its registry block alone; its own cases go in its dialect's unit
+/// tests or beside the others here.
+#[test]
+fn every_harness_installs_checks_and_uninstalls() {
+    for h in preloop_shared::Harness::ALL {
+        for scope in ["user", "project"] {
+            let e = Env::new(&format!("every-{}", h.slug()));
+            let ours = |p: &PathBuf| p.starts_with(&e.preloop);
+            let before: Vec<_> = e.snapshot().into_iter().filter(|(p, _)| !ours(p)).collect();
+            let args = ["install", "--harness", h.slug(), "--scope", scope, "--bin-dir", &e.bin_arg()];
+            let out = e.run(&args);
+            assert_eq!(code(&out), 0, "{} {scope}: {}{}", h.slug(), stdout(&out), stderr(&out));
+            let (_, v) = e.doctor();
+            let report = v["harnesses"].as_array().unwrap().iter().find(|r| r["harness"] == h.slug()).unwrap();
+            assert_eq!(
+                report["hooks_present"],
+                report["hooks_expected"],
+                "{} {scope}: doctor finds every hook: {report}",
+                h.slug()
+            );
+            // A project the harness does not trust yet is the machine's state,
+            // not the install's (doctor says how to trust it).
+            let mine: Vec<String> = problems(&v)
+                .into_iter()
+                .filter(|p| p.contains(h.def().name) || p.contains(h.slug()))
+                .filter(|p| !(scope == "project" && p.contains("trust")))
+                .collect();
+            assert!(mine.is_empty(), "{} {scope}: {mine:?}", h.slug());
+            let installed = e.snapshot();
+            assert_eq!(code(&e.run(&args)), 0);
+            assert!(installed == e.snapshot(), "{} {scope}: a second install changed files", h.slug());
+            let out = e.run(&["uninstall", "--harness", h.slug(), "--scope", scope]);
+            assert_eq!(code(&out), 0, "{} {scope}: {}", h.slug(), stderr(&out));
+            // What was there before is as it was; what is new is a backup
+            // uninstall names, or a config file of the harness's with no entry
+            // of ours left in it.
+            let said = stdout(&out);
+            for (p, bytes) in e.snapshot().into_iter().filter(|(p, _)| !ours(p)) {
+                if let Some((_, was)) = before.iter().find(|(q, _)| q == &p) {
+                    assert!(was == &bytes, "{} {scope}: uninstall changed {}", h.slug(), p.display());
+                    continue;
+                }
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                if let Some((stem, _)) = name.split_once(".bak.preloop-") {
+                    assert!(said.contains(&format!("{stem}.bak.preloop-*")), "{} {scope}: {said}", h.slug());
+                    continue;
+                }
+                let text = String::from_utf8_lossy(&bytes);
+                assert!(!text.contains("preloop"), "{} {scope}: uninstall left {}: {text}", h.slug(), p.display());
+            }
+        }
+    }
+}
+
 #[test]
 fn doctor_json_has_one_shape_in_both_modes() {
     let e = Env::new("shape-local");

@@ -83,3 +83,16 @@ fn receipts_validate_with_the_schemas_as_published() {
     list["notes"][0]["state"] = Value::from(42);
     assert!(!schema("notes-list.schema.json").is_valid(&list), "{list}");
 }
+
+/// The schemas' enums that name harnesses are the registry's (PRELOOP_BLESS=1
+/// rewrites them): `doctor --json`'s `harness` (slugs) and the session
+/// file's `agent_kind` (sources, as our hooks write them).
+#[test]
+fn the_harness_enums_are_the_registrys() {
+    use preloop_shared::Harness;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/preloop-hooks");
+    let slugs: Vec<&str> = Harness::all().map(|h| h.slug()).collect();
+    preloop_testkit::golden::check_json_enum(&dir.join("doctor.schema.json"), "harness", &slugs);
+    let sources: Vec<&str> = Harness::all().map(|h| h.source()).collect();
+    preloop_testkit::golden::check_json_enum(&dir.join("session-file.schema.json"), "agent_kind", &sources);
+}
