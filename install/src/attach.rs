@@ -872,9 +872,9 @@ mod tests {
     /// showed, with their text (escaped), after the end line, in both modes.
     #[test]
     fn the_end_names_the_notes_the_session_never_showed() {
-        use crate::operator::Mode;
+        use crate::operator::Side;
         use crate::operator::memory::Memory;
-        for mode in [Mode::Local, Mode::Server] {
+        for mode in [Side::Local, Side::Server] {
             let mem = Memory::new(mode)
                 .session("ext-1", "rt-1", 60)
                 .note("00000000000000a1", "ext-1", ReceiptState::Pending, 30)

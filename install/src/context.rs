@@ -5,8 +5,8 @@
 //! `install`, `doctor` and the CLI, which use both; `install` re-exports
 //! these under their old paths.
 
+use crate::hook_rows::HookDef;
 use crate::names::CLI_NAME;
-use crate::table::HookDef;
 use crate::util;
 use preloop_shared::config::{Env, Settings};
 use preloop_shared::{Error, Harness, Result, fsutil};

@@ -27,7 +27,7 @@
 //! (a same-named program of the user's, with its own arguments or matcher,
 //! is the user's and is left alone).
 
-use crate::table;
+use crate::hook_rows;
 use jsonc_parser::ast::{Array, Object, Value as Ast};
 use jsonc_parser::{CollectOptions, CommentCollectionStrategy, ParseOptions, parse_to_ast};
 use preloop_shared::Harness;
@@ -174,7 +174,7 @@ impl<'a> Owner<'a> {
         let w = words(cmd)?;
         let [prog] = w.as_slice() else { return None };
         let name = basename(prog);
-        table::hooks_for(self.harness).map(|d| d.binary).find(|b| *b == name)
+        hook_rows::hooks_for(self.harness).map(|d| d.binary).find(|b| *b == name)
     }
 
     /// Whether an entry with this command (in a group with a matcher or
@@ -190,7 +190,7 @@ impl<'a> Owner<'a> {
     /// ours (arguments, another directory under a matcher).
     pub fn looks_like_ours(&self, cmd: &str, in_matcher_group: bool) -> bool {
         let name = basename(&program_of(cmd)).to_string();
-        !self.owns(cmd, in_matcher_group) && table::hooks_for(self.harness).any(|d| d.binary == name)
+        !self.owns(cmd, in_matcher_group) && hook_rows::hooks_for(self.harness).any(|d| d.binary == name)
     }
 }
 

@@ -30,7 +30,7 @@
 
 use crate::dialect::{self, FolderTrust, Layout};
 use crate::edit::{self, Desired, Owner};
-use crate::table::{self, HookDef};
+use crate::hook_rows::{self, HookDef};
 use crate::util;
 use preloop_shared::words::{count, count_of, noun_for};
 use preloop_shared::{Error, Harness, Result, fsutil};
@@ -66,11 +66,11 @@ impl Ctx {
 /// The entry we write for one hook, in its harness's dialect.
 pub fn entry_for(ctx: &Ctx, d: &HookDef) -> Value {
     let command = edit::shell_quote(&ctx.binary(d).to_string_lossy());
-    dialect::of(d.harness()).entry(d, command, table::timeout_value(d, &ctx.settings))
+    dialect::of(d.harness()).entry(d, command, hook_rows::timeout_value(d, &ctx.settings))
 }
 
 pub fn desired(ctx: &Ctx, h: Harness) -> Desired {
-    table::hooks_for(h).map(|d| (d.on.to_string(), entry_for(ctx, d))).collect()
+    hook_rows::hooks_for(h).map(|d| (d.on.to_string(), entry_for(ctx, d))).collect()
 }
 
 /// Whether the executable the hook commands link to is missing.

@@ -1028,7 +1028,7 @@ pub fn to_of(r: &Receipt) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operator::Mode;
+    use crate::operator::Side;
     use crate::operator::memory::Memory;
     use preloop_shared::config::{Config, Env};
     use std::sync::Arc;
@@ -1051,7 +1051,7 @@ mod tests {
 
     #[test]
     fn a_session_is_found_by_its_harness_id_or_its_runtime_id() {
-        let (ops, _) = ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10));
+        let (ops, _) = ops(Memory::new(Side::Local).session("ext-1", "rt-1", 10));
         for id in ["ext-1", "rt-1"] {
             let To::Session { found: Some(s), .. } = resolve(&ops, &session(id), false, false).unwrap() else {
                 panic!("{id} is found")
@@ -1089,10 +1089,10 @@ mod tests {
 
     #[test]
     fn the_side_refuses_a_target_it_cannot_take_before_anything_is_sent() {
-        let (local, mem) = ops(Memory::new(Mode::Local));
+        let (local, mem) = ops(Memory::new(Side::Local));
         let agent = TargetArgs { agent: Some("0b0d".into()), ..TargetArgs::default() };
         assert!(matches!(resolve(&local, &agent, false, false), Err(Error::Usage(_))));
-        let (server, _) = ops(Memory::new(Mode::Server));
+        let (server, _) = ops(Memory::new(Side::Server));
         assert_eq!(
             resolve(&server, &agent, true, false).unwrap(),
             To::Agent { agent_id: "0b0d".into(), next_session: true }
@@ -1109,7 +1109,7 @@ mod tests {
 
     #[test]
     fn children_of_an_unknown_parent_are_refused_naming_where_sessions_are_known() {
-        for (mode, place) in [(Mode::Local, "on this machine"), (Mode::Server, "in this account")] {
+        for (mode, place) in [(Side::Local, "on this machine"), (Side::Server, "in this account")] {
             let (ops, _) = ops(Memory::new(mode));
             let t =
                 TargetArgs { children: Some(Children::Latest), parent: Some("ghost".into()), ..TargetArgs::default() };
@@ -1127,7 +1127,7 @@ mod tests {
         let t = TargetOut::of(&To::Alias("w".into()), &sent);
         assert_eq!((t.kind, t.alias.as_deref(), t.session.as_deref()), ("alias", Some("w"), Some("ext-9")));
         assert_eq!(t.runtime_session_id.as_deref(), Some("rt-9"));
-        let (ops, _) = ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10));
+        let (ops, _) = ops(Memory::new(Side::Local).session("ext-1", "rt-1", 10));
         let to = resolve(&ops, &session("rt-1"), false, false).unwrap();
         let t = TargetOut::of(&to, &Sent::default());
         assert_eq!((t.session.as_deref(), t.runtime_session_id.as_deref()), (Some("ext-1"), Some("rt-1")));
@@ -1140,7 +1140,7 @@ mod tests {
     #[test]
     fn a_wait_ends_when_the_note_is_delivered() {
         let (ops, mem) =
-            ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+            ops(Memory::new(Side::Local).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
         let receipts = pending(&ops, N1);
         mem.changes_after(N1, 3, ReceiptState::Delivered);
         let mut seen = 0;
@@ -1158,7 +1158,7 @@ mod tests {
     #[test]
     fn a_wait_that_runs_out_exits_4_and_names_the_cancel() {
         let (ops, _) =
-            ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+            ops(Memory::new(Side::Local).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
         let w = wait_until(ops.op.as_ref(), pending(&ops, N1), Duration::from_millis(40), |_, _| Ok(())).unwrap();
         assert_eq!(w.end, WaitEnd::Timeout);
         let err = wait_verdict(&w).unwrap_err();
@@ -1171,7 +1171,7 @@ mod tests {
 
     #[test]
     fn a_wait_stopped_by_a_signal_names_the_signal() {
-        let (ops, _) = ops(Memory::new(Mode::Local).note(N1, "ext-1", ReceiptState::Pending, 1));
+        let (ops, _) = ops(Memory::new(Side::Local).note(N1, "ext-1", ReceiptState::Pending, 1));
         for (signal, said) in [
             (libc::SIGINT, "stopped waiting on Ctrl-C"),
             (libc::SIGTERM, "stopped waiting on SIGTERM"),
@@ -1187,7 +1187,7 @@ mod tests {
     #[test]
     fn a_wait_stops_when_the_session_ends_and_exits_3() {
         let (ops, mem) =
-            ops(Memory::new(Mode::Local).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+            ops(Memory::new(Side::Local).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
         mem.end("ext-1");
         let w = wait_until(ops.op.as_ref(), pending(&ops, N1), Duration::from_secs(10), |_, _| Ok(())).unwrap();
         assert!(matches!(w.end, WaitEnd::Ended(Some(_))), "{:?}", w.end);
@@ -1203,7 +1203,7 @@ mod tests {
     #[test]
     fn a_wait_that_sees_the_end_reads_the_notes_it_settled() {
         let (ops, mem) =
-            ops(Memory::new(Mode::Server).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+            ops(Memory::new(Side::Server).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
         let receipts = pending(&ops, N1);
         // The end and the note's new state land together, between two polls.
         mem.end("ext-1");
@@ -1216,7 +1216,7 @@ mod tests {
     #[test]
     fn a_lost_note_exits_3_with_its_state() {
         let (ops, mem) =
-            ops(Memory::new(Mode::Server).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
+            ops(Memory::new(Side::Server).session("ext-1", "rt-1", 10).note(N1, "ext-1", ReceiptState::Pending, 1));
         mem.changes_after(N1, 0, ReceiptState::Expired);
         let w = wait_until(ops.op.as_ref(), pending(&ops, N1), Duration::from_secs(10), |_, _| Ok(())).unwrap();
         assert_eq!(w.end, WaitEnd::Final);
@@ -1226,7 +1226,7 @@ mod tests {
 
     #[test]
     fn notes_list_newest_first_each_once_in_the_state_asked() {
-        let mem = Memory::new(Mode::Local)
+        let mem = Memory::new(Side::Local)
             .session("ext-1", "rt-1", 10)
             .note(N1, "ext-1", ReceiptState::Pending, 30)
             .note(N2, "ext-1", ReceiptState::Delivered, 10)
@@ -1246,7 +1246,7 @@ mod tests {
 
     #[test]
     fn only_a_pending_note_is_cancelled() {
-        let mem = Memory::new(Mode::Local).note(N1, "ext-1", ReceiptState::Pending, 3).note(
+        let mem = Memory::new(Side::Local).note(N1, "ext-1", ReceiptState::Pending, 3).note(
             N2,
             "ext-1",
             ReceiptState::Delivered,
@@ -1274,7 +1274,7 @@ mod tests {
     /// showed, nor those still pending.
     #[test]
     fn undelivered_lists_what_a_session_never_showed_in_both_modes() {
-        for mode in [Mode::Local, Mode::Server] {
+        for mode in [Side::Local, Side::Server] {
             let mem = Memory::new(mode)
                 .session("ext-1", "rt-1", 60)
                 .note(N1, "ext-1", ReceiptState::Pending, 50)
@@ -1301,7 +1301,7 @@ mod tests {
     /// target: only the recent ones (24 hours).
     #[test]
     fn undelivered_of_a_conductors_children_and_of_everything_recent() {
-        for mode in [Mode::Local, Mode::Server] {
+        for mode in [Side::Local, Side::Server] {
             let mem = Memory::new(mode)
                 .session("boss", "rt-boss", 60)
                 .session("kid-1", "rt-kid-1", 50)

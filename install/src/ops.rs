@@ -3,8 +3,8 @@
 //! on stderr whenever it could surprise, and the [`Operator`] the
 //! configuration selects (the local inbox, or a server with a user token).
 
-use crate::operator::{self, Mode, Operator};
-use crate::server_op::ServerOperator;
+use crate::human_api::HumanApi;
+use crate::operator::{self, Operator, Side};
 use preloop_shared::config::Config;
 use preloop_shared::session::SessionFile;
 use preloop_shared::{Error, Result};
@@ -23,7 +23,7 @@ impl Ops {
         let config = Config::load(None);
         refuse_problems(&config)?;
         say_warnings(&config);
-        let ops = match ServerOperator::from_config(&config)? {
+        let ops = match HumanApi::from_config(&config)? {
             Some(api) => Ops::with_operator(config.clone(), Arc::new(operator::server::Server::new(api, config))),
             None => Ops::local(config),
         };
@@ -59,7 +59,7 @@ impl Ops {
         Ops { config, op }
     }
 
-    pub fn mode(&self) -> Mode {
+    pub fn mode(&self) -> Side {
         self.op.mode()
     }
 

@@ -266,7 +266,7 @@ fn print_table(rows: &[SessionRow], ids: &[String], wide: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operator::Mode;
+    use crate::operator::Side;
     use crate::operator::memory::Memory;
     use preloop_shared::config::{Config, Env};
     use preloop_shared::operator::ReceiptState;
@@ -280,7 +280,7 @@ mod tests {
 
     #[test]
     fn sessions_list_most_recently_active_first() {
-        let mem = Memory::new(Mode::Server)
+        let mem = Memory::new(Side::Server)
             .session("old", "r-old", 300)
             .session("new", "r-new", 5)
             .session("mid", "r-mid", 60);
@@ -295,7 +295,7 @@ mod tests {
     /// both modes (undeliverable and never carried; not pending, not shown).
     #[test]
     fn each_row_counts_its_undelivered_notes_in_both_modes() {
-        for mode in [Mode::Local, Mode::Server] {
+        for mode in [Side::Local, Side::Server] {
             let mem = Memory::new(mode)
                 .session("a", "r-a", 10)
                 .session("b", "r-b", 20)

@@ -6,7 +6,7 @@
 
 use crate::context::{Ctx, FileEdit, Scope};
 use crate::edit::{Desired, Entry, Owner, Syntax};
-use crate::table::HookDef;
+use crate::hook_rows::HookDef;
 use preloop_shared::config::{Config, Settings};
 use preloop_shared::{Harness, Result};
 use serde_json::Value;
@@ -103,21 +103,22 @@ pub struct EnvFacts {
     pub home_from_env: bool,
 }
 
-/// A finding a dialect makes, before `doctor` files it.
+/// A concern a dialect raises about a harness's setup, which `doctor` files
+/// as a problem or a warning (a `doctor::Finding` with its severity).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Note {
+pub struct Concern {
     /// Whether it is a problem (exit 6) or a warning.
     pub problem: bool,
     pub what: String,
     pub fix: String,
 }
 
-impl Note {
-    pub fn problem(what: impl Into<String>, fix: impl Into<String>) -> Note {
-        Note { problem: true, what: what.into(), fix: fix.into() }
+impl Concern {
+    pub fn problem(what: impl Into<String>, fix: impl Into<String>) -> Concern {
+        Concern { problem: true, what: what.into(), fix: fix.into() }
     }
-    pub fn warning(what: impl Into<String>, fix: impl Into<String>) -> Note {
-        Note { problem: false, what: what.into(), fix: fix.into() }
+    pub fn warning(what: impl Into<String>, fix: impl Into<String>) -> Concern {
+        Concern { problem: false, what: what.into(), fix: fix.into() }
     }
 }
 
@@ -194,7 +195,7 @@ pub trait Dialect: Sync {
     }
     /// What to tell the user when the folder is not (known to be) trusted:
     /// (install's note, doctor's finding). `config` is the project file.
-    fn untrusted_folder(&self, _ctx: &Ctx, _config: &Path, _trust: FolderTrust) -> Option<(String, Note)> {
+    fn untrusted_folder(&self, _ctx: &Ctx, _config: &Path, _trust: FolderTrust) -> Option<(String, Concern)> {
         None
     }
     /// The trust the harness gives each entry of ours in `path`, read from
@@ -246,7 +247,7 @@ pub trait Dialect: Sync {
     /// The settings that switch our hooks off: in the hook file `doc` (shown
     /// as `file`), whose entries of ours are `found`, and in the
     /// [`Dialect::switch_files`] (shown path, document).
-    fn switched_off(&self, _file: &str, _doc: &Value, _found: &[Entry], _others: &[(String, Value)]) -> Vec<Note> {
+    fn switched_off(&self, _file: &str, _doc: &Value, _found: &[Entry], _others: &[(String, Value)]) -> Vec<Concern> {
         Vec::new()
     }
     /// What is wrong with one entry of ours beyond its command and timeout,
@@ -260,13 +261,13 @@ pub trait Dialect: Sync {
         None
     }
     /// A warning about the environment the hooks will see.
-    fn env_warning(&self, _env: &EnvFacts) -> Option<Note> {
+    fn env_warning(&self, _env: &EnvFacts) -> Option<Concern> {
         None
     }
     /// What is wrong with the files that change with the hook file at
     /// `path` (Pi's extension beside its manifest: missing, or not this
     /// build's byte for byte), once the hook file holds entries of ours.
-    fn companion_problems(&self, _ctx: &Ctx, _path: &Path) -> Vec<Note> {
+    fn companion_problems(&self, _ctx: &Ctx, _path: &Path) -> Vec<Concern> {
         Vec::new()
     }
     /// What cannot be helped, for `doctor --verbose`.

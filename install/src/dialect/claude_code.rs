@@ -3,10 +3,10 @@
 //! seconds; the idle-wake watcher is an `async` entry; `disableAllHooks`
 //! switches every hook off.
 
-use super::api::{Dialect, Note};
+use super::api::{Dialect, Concern};
 use crate::context::{Ctx, Scope};
 use crate::edit::Entry;
-use crate::table::{HookDef, Role};
+use crate::hook_rows::{HookDef, Role};
 use preloop_shared::Harness;
 use preloop_shared::config::Settings;
 use serde_json::{Value, json};
@@ -45,9 +45,9 @@ impl Dialect for ClaudeCode {
         }
     }
 
-    fn switched_off(&self, file: &str, doc: &Value, _found: &[Entry], _others: &[(String, Value)]) -> Vec<Note> {
+    fn switched_off(&self, file: &str, doc: &Value, _found: &[Entry], _others: &[(String, Value)]) -> Vec<Concern> {
         if doc.get("disableAllHooks") == Some(&Value::Bool(true)) {
-            return vec![Note::problem(
+            return vec![Concern::problem(
                 format!("claude-code: {file} sets \"disableAllHooks\": true, so Claude Code runs no hooks"),
                 format!("remove disableAllHooks from {file}"),
             )];

@@ -6,11 +6,11 @@
 //! project; a top-level key other than `hooks` and `description` voids the
 //! whole file.
 
-use super::api::{Dialect, FolderTrust, Note, Trust, TrustState};
+use super::api::{Dialect, FolderTrust, Concern, Trust, TrustState};
 use crate::codex_trust;
 use crate::context::{Ctx, FileEdit, Scope, read_opt, refuse};
 use crate::edit::Owner;
-use crate::table::HookDef;
+use crate::hook_rows::HookDef;
 use preloop_shared::config::Settings;
 use preloop_shared::registry::{self, Carrier};
 use preloop_shared::{Harness, Result};
@@ -116,7 +116,7 @@ impl Dialect for Codex {
         if project_trusted(&text, &ctx.cwd) { FolderTrust::Trusted } else { FolderTrust::Untrusted }
     }
 
-    fn untrusted_folder(&self, ctx: &Ctx, config: &Path, trust: FolderTrust) -> Option<(String, Note)> {
+    fn untrusted_folder(&self, ctx: &Ctx, config: &Path, trust: FolderTrust) -> Option<(String, Concern)> {
         (trust == FolderTrust::Untrusted).then(|| {
             let cfg = crate::util::tilde(&ctx.env, config);
             let toml = crate::util::tilde(&ctx.env, &codex_config(ctx));
@@ -125,7 +125,7 @@ impl Dialect for Codex {
                 format!(
                     "Codex loads {cfg} only in a trusted project: trust {cwd} in Codex (accept its prompt there, or add [projects.\"{cwd}\"] trust_level = \"trusted\" to {toml})"
                 ),
-                Note::problem(
+                Concern::problem(
                     format!("codex: {cwd} is not a trusted project, so Codex does not load {cfg}"),
                     format!(
                         "trust it in Codex (accept its prompt in {cwd}), or add [projects.\"{cwd}\"] trust_level = \"trusted\" to {toml}"

@@ -4,10 +4,10 @@
 //! only in a folder trusted for the session; `disableAllHooks` in its
 //! `settings.json` or `config.json` switches every hook off.
 
-use super::api::{Dialect, FolderTrust, Layout, Note};
+use super::api::{Dialect, FolderTrust, Layout, Concern};
 use crate::context::{Ctx, Scope};
 use crate::edit::{Desired, Entry};
-use crate::table::HookDef;
+use crate::hook_rows::HookDef;
 use preloop_shared::Harness;
 use preloop_shared::config::Settings;
 use serde_json::{Value, json};
@@ -92,13 +92,13 @@ impl Dialect for Copilot {
         FolderTrust::PerSession
     }
 
-    fn untrusted_folder(&self, ctx: &Ctx, config: &Path, _trust: FolderTrust) -> Option<(String, Note)> {
+    fn untrusted_folder(&self, ctx: &Ctx, config: &Path, _trust: FolderTrust) -> Option<(String, Concern)> {
         let cfg = crate::util::tilde(&ctx.env, config);
         Some((
             format!(
                 "Copilot CLI loads {cfg} only in a trusted folder: run `copilot --trust-folder` there, or set COPILOT_ALLOW_ALL=true or GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true for headless runs"
             ),
-            Note::warning(
+            Concern::warning(
                 format!("copilot: {cfg} is loaded only in a trusted folder (decided per session)"),
                 "run `copilot --trust-folder` there, or set COPILOT_ALLOW_ALL=true or GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true for headless runs",
             ),
@@ -109,12 +109,12 @@ impl Dialect for Copilot {
         ["settings.json", "config.json"].iter().map(|n| copilot_home(ctx).join(n)).collect()
     }
 
-    fn switched_off(&self, _file: &str, _doc: &Value, _found: &[Entry], others: &[(String, Value)]) -> Vec<Note> {
+    fn switched_off(&self, _file: &str, _doc: &Value, _found: &[Entry], others: &[(String, Value)]) -> Vec<Concern> {
         others
             .iter()
             .filter(|(_, v)| v.get("disableAllHooks") == Some(&Value::Bool(true)))
             .map(|(f, _)| {
-                Note::problem(
+                Concern::problem(
                     format!("copilot: {f} sets \"disableAllHooks\": true, so Copilot CLI runs no hooks"),
                     format!("remove disableAllHooks from {f}"),
                 )

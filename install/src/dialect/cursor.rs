@@ -5,7 +5,7 @@
 
 use super::api::{Dialect, Layout};
 use crate::context::{Ctx, Scope};
-use crate::table::HookDef;
+use crate::hook_rows::HookDef;
 use preloop_shared::Harness;
 use preloop_shared::registry::StopBrake;
 use serde_json::{Value, json};

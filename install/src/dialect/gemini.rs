@@ -5,10 +5,10 @@
 //! switches hooks off; in CI it strips `PRELOOP_*` from the hooks'
 //! environment.
 
-use super::api::{Dialect, EnvFacts, FolderTrust, Note};
+use super::api::{Dialect, EnvFacts, FolderTrust, Concern};
 use crate::context::{Ctx, Scope};
 use crate::edit::{self, Entry};
-use crate::table::HookDef;
+use crate::hook_rows::HookDef;
 use preloop_shared::Harness;
 use preloop_shared::config::{Config, Origin, Settings};
 use serde_json::{Value, json};
@@ -77,7 +77,7 @@ impl Dialect for Gemini {
         if folder_trusted(ctx) { FolderTrust::Trusted } else { FolderTrust::Untrusted }
     }
 
-    fn untrusted_folder(&self, ctx: &Ctx, config: &Path, trust: FolderTrust) -> Option<(String, Note)> {
+    fn untrusted_folder(&self, ctx: &Ctx, config: &Path, trust: FolderTrust) -> Option<(String, Concern)> {
         (trust == FolderTrust::Untrusted).then(|| {
             let cfg = crate::util::tilde(&ctx.env, config);
             (
@@ -85,7 +85,7 @@ impl Dialect for Gemini {
                     "Gemini CLI loads {cfg} only in a trusted folder: trust {} in Gemini (its trust prompt), or set GEMINI_CLI_TRUST_WORKSPACE=true for headless runs",
                     ctx.cwd.display()
                 ),
-                Note::problem(
+                Concern::problem(
                     format!("gemini: {} is not a trusted folder, so Gemini CLI does not load {cfg}", ctx.cwd.display()),
                     "trust the folder in Gemini (its trust prompt), or run headless with GEMINI_CLI_TRUST_WORKSPACE=true",
                 ),
@@ -93,10 +93,10 @@ impl Dialect for Gemini {
         })
     }
 
-    fn switched_off(&self, file: &str, doc: &Value, found: &[Entry], _others: &[(String, Value)]) -> Vec<Note> {
+    fn switched_off(&self, file: &str, doc: &Value, found: &[Entry], _others: &[(String, Value)]) -> Vec<Concern> {
         let mut notes = Vec::new();
         if doc.pointer("/hooksConfig/enabled") == Some(&Value::Bool(false)) {
-            notes.push(Note::problem(
+            notes.push(Concern::problem(
                 format!("gemini: {file} sets hooksConfig.enabled to false, so Gemini CLI runs no hooks"),
                 format!("set hooksConfig.enabled to true in {file}"),
             ));
@@ -112,7 +112,7 @@ impl Dialect for Gemini {
             })
             .collect();
         if !disabled.is_empty() {
-            notes.push(Note::problem(
+            notes.push(Concern::problem(
                 format!("gemini: {file} lists our hooks in hooksConfig.disabled ({})", disabled.join(", ")),
                 format!("remove them from hooksConfig.disabled in {file}"),
             ));
@@ -138,8 +138,8 @@ impl Dialect for Gemini {
 
     /// Gemini in CI (GITHUB_SHA / SURFACE=Github) strips PRELOOP_* from its
     /// hooks' environment: server settings that exist only there never arrive.
-    fn env_warning(&self, env: &EnvFacts) -> Option<Note> {
-        (env.server_only_in_env || env.home_from_env).then(|| Note::warning(
+    fn env_warning(&self, env: &EnvFacts) -> Option<Concern> {
+        (env.server_only_in_env || env.home_from_env).then(|| Concern::warning(
             format!(
                 "gemini: {} only in the environment; Gemini CLI strips PRELOOP_* from its hooks when GITHUB_SHA or SURFACE=Github is set (CI), so there they use ~/.preloop and its files",
                 if env.server_only_in_env { "the server (PRELOOP_URL, PRELOOP_TOKEN) is set" } else { "PRELOOP_HOME is set" }

@@ -27,7 +27,7 @@ mod plugin;
 
 use preloop_shared::Harness;
 
-pub use api::{Dialect, EnvFacts, FolderTrust, Layout, Note, Trust, TrustState, first_version, version_by_running};
+pub use api::{Concern, Dialect, EnvFacts, FolderTrust, Layout, Trust, TrustState, first_version, version_by_running};
 pub use codex::codex_config;
 
 /// The dialect modules (`<dialect>.rs`, one per registry block), [`ALL`]
@@ -61,7 +61,7 @@ mod tests {
     use super::*;
     use crate::context::{Ctx, Scope};
     use crate::edit::Entry;
-    use crate::table;
+    use crate::hook_rows;
     use preloop_shared::config::Env;
     use preloop_shared::config::Settings;
     use serde_json::json;
@@ -97,7 +97,7 @@ mod tests {
             let desired = crate::install::desired(&c, d.harness());
             assert!(!desired.is_empty(), "{:?}", d.harness());
             let text = d.own_file(&c, &desired);
-            for hook in table::hooks_for(d.harness()) {
+            for hook in hook_rows::hooks_for(d.harness()) {
                 assert!(text.contains(hook.binary), "{:?}: {} is not in {text}", d.harness(), hook.binary);
             }
             assert_eq!(d.own_file(&c, &Vec::new()), "", "{:?}", d.harness());
@@ -154,8 +154,8 @@ mod tests {
     fn entries_speak_each_harness_dialect() {
         let s = Settings::default();
         for d in all() {
-            for def in table::hooks_for(d.harness()) {
-                let t = table::timeout_value(def, &s);
+            for def in hook_rows::hooks_for(d.harness()) {
+                let t = hook_rows::timeout_value(def, &s);
                 let e = d.entry(def, "/b/x".into(), t);
                 let (cmd, timeout) = match (d.layout(), d.harness()) {
                     (Layout::OwnFile, Harness::Copilot) => ("bash", "timeoutSec"),
@@ -167,7 +167,7 @@ mod tests {
                 }
             }
         }
-        let def = |h: Harness, on: &str| table::hooks_for(h).find(|d| d.on == on).unwrap();
+        let def = |h: Harness, on: &str| hook_rows::hooks_for(h).find(|d| d.on == on).unwrap();
         let cursor_stop = of(Harness::Cursor).entry(def(Harness::Cursor, "stop"), "c".into(), 20);
         assert_eq!(cursor_stop["loop_limit"], json!(preloop_shared::registry::CURSOR_LOOP_LIMIT));
         assert!(

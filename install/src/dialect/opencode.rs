@@ -22,11 +22,11 @@
 //! `stop_rescue_cap` (the shim's own brake on continuations, beside the
 //! hook's: OpenCode has none).
 
-use super::api::{Dialect, Layout, Note};
+use super::api::{Dialect, Layout, Concern};
 use super::plugin::{MANIFEST, Plugin};
 use crate::context::{Ctx, FileEdit, Scope, read_opt};
 use crate::edit::{Desired, Owner};
-use crate::table::HookDef;
+use crate::hook_rows::HookDef;
 use preloop_shared::config::Settings;
 use preloop_shared::{Harness, Result};
 use serde_json::{Value, json};
@@ -175,13 +175,13 @@ impl Dialect for OpenCode {
         PLUGIN.entry_problem(d, entry, label)
     }
 
-    fn companion_problems(&self, ctx: &Ctx, path: &Path) -> Vec<Note> {
+    fn companion_problems(&self, ctx: &Ctx, path: &Path) -> Vec<Concern> {
         let mut notes = PLUGIN.shim_problems(self, ctx, path);
         let config = OpenCode::config_of(path);
         let lock = config.join("package-lock.json");
         let listed = std::fs::read_to_string(&lock).is_ok_and(|t| lock_lists_plugin(&t));
         if !listed || config.join("node_modules").symlink_metadata().is_err() {
-            notes.push(Note::warning(
+            notes.push(Concern::warning(
                 format!(
                     "opencode: {} lacks node_modules/ or a package-lock.json listing {PLUGIN_PACKAGE}, so OpenCode runs `npm install` there at every start (and waits for it: over a minute without a registry)",
                     crate::util::tilde(&ctx.env, &config)

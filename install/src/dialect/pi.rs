@@ -9,11 +9,11 @@
 //! The manifest and the shim are written, checked and refused as every
 //! plugin harness's are ([`super::plugin`]).
 
-use super::api::{Dialect, Layout, Note};
+use super::api::{Dialect, Layout, Concern};
 use super::plugin::{MANIFEST, Plugin};
 use crate::context::{Ctx, FileEdit, Scope};
 use crate::edit::{Desired, Owner};
-use crate::table::HookDef;
+use crate::hook_rows::HookDef;
 use preloop_shared::config::Settings;
 use preloop_shared::{Harness, Result};
 use serde_json::Value;
@@ -77,7 +77,7 @@ impl Dialect for Pi {
         PLUGIN.entry_problem(d, entry, label)
     }
 
-    fn companion_problems(&self, ctx: &Ctx, path: &Path) -> Vec<Note> {
+    fn companion_problems(&self, ctx: &Ctx, path: &Path) -> Vec<Concern> {
         PLUGIN.shim_problems(self, ctx, path)
     }
 

@@ -10,10 +10,10 @@
 //! <command>`) and `timeout` (ms), the gate's fail policy (`on_error`),
 //! the dialect's own fields, and the shim's log.
 
-use super::api::{Dialect, Note};
+use super::api::{Concern, Dialect};
 use crate::context::{Ctx, FileEdit, read_opt, refuse};
 use crate::edit::{self, Desired, Owner};
-use crate::table::HookDef;
+use crate::hook_rows::HookDef;
 use preloop_shared::Result;
 use preloop_shared::config::FailPolicy;
 use preloop_shared::plugin::Shim;
@@ -132,16 +132,16 @@ impl Plugin {
     }
 
     /// doctor: the shim beside the manifest `path` missing or not this build's.
-    pub fn shim_problems(&self, dialect: &dyn Dialect, ctx: &Ctx, path: &Path) -> Vec<Note> {
+    pub fn shim_problems(&self, dialect: &dyn Dialect, ctx: &Ctx, path: &Path) -> Vec<Concern> {
         let shim = path.with_file_name(SHIM);
         let shown = crate::util::tilde(&ctx.env, &shim);
         let slug = dialect.slug();
         match std::fs::read_to_string(&shim) {
-            Err(_) => vec![Note::problem(
+            Err(_) => vec![Concern::problem(
                 format!("{slug}: {shown} is missing, so {} runs none of our hooks", self.name),
                 format!("run `preloop-hooks install --harness {slug}`"),
             )],
-            Ok(t) if t != self.shim.text() => vec![Note::problem(
+            Ok(t) if t != self.shim.text() => vec![Concern::problem(
                 format!("{slug}: {shown} is not this build's {} ({})", self.kind, self.shim.version_of(&t)),
                 format!("run `preloop-hooks install --harness {slug}` to write this build's"),
             )],

@@ -73,7 +73,7 @@ pub struct ScopeFacts {
     pub switches: Vec<(String, Value)>,
     /// What is wrong with the files beside the hook file (Pi's extension),
     /// once it holds entries of ours ([`Dialect::companion_problems`]).
-    pub companions: Vec<dialect::Note>,
+    pub companions: Vec<dialect::Concern>,
 }
 
 /// The server at the configured URL.

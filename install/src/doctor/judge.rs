@@ -4,16 +4,16 @@
 
 use super::collect::{Facts, HarnessFacts, ScopeFacts, ServerFacts};
 use super::model::{
-    ConfigState, EntryReport, Finding, HarnessReport, HealthState, Mode, Modes, ProgramState, Report, SCHEMA_VERSION,
-    ScopeReport, ServerReport, Severity, TokenState, proven_version,
+    ConfigState, EntryReport, Finding, HarnessReport, HealthState, HookMode, Modes, ProgramState, Report,
+    SCHEMA_VERSION, ScopeReport, ServerReport, Severity, TokenState, proven_version,
 };
 use crate::codex_trust;
 use crate::context::{Ctx, Scope};
-use crate::dialect::{self, Dialect, FolderTrust, Note, TrustState};
+use crate::dialect::{self, Concern, Dialect, FolderTrust, TrustState};
 use crate::edit::{self, Entry, Owner};
 use crate::error::Exit;
+use crate::hook_rows;
 use crate::probe::{Health, TokenCheck};
-use crate::table;
 use crate::util;
 use preloop_shared::Harness;
 use preloop_shared::config::{Config, Origin, TokenOrigin};
@@ -53,7 +53,7 @@ impl Findings {
     fn warn(&mut self, f: Finding) {
         self.add(Severity::Warning, f);
     }
-    fn note(&mut self, n: Note) {
+    fn concern(&mut self, n: Concern) {
         self.add(if n.problem { Severity::Install } else { Severity::Warning }, Finding::new(n.what, n.fix));
     }
 }
@@ -130,7 +130,7 @@ pub fn judge(ctx: &Ctx, config: &Config, facts: &Facts) -> Report {
         if (r.hooks_present > 0 || r.installed)
             && let Some(n) = hf.env.as_ref().and_then(|e| dialect::of(hf.harness).env_warning(e))
         {
-            c.note(n);
+            c.concern(n);
         }
     }
     if let Some(why) = &facts.unstable_reason
@@ -257,7 +257,7 @@ fn harness(ctx: &Ctx, facts: &Facts, hf: &HarnessFacts, c: &mut Findings, moved:
         version: hf.version.clone(),
         proven_version: proven_version(h).map(str::to_string),
         hooks_present,
-        hooks_expected: table::hooks_for(h).count(),
+        hooks_expected: hook_rows::hooks_for(h).count(),
         scopes,
     }
 }
@@ -315,7 +315,7 @@ fn scope(
         label: format!("{}{}", h.slug(), scope_label(sf.scope)),
     };
     let owner = Owner::new(h, &facts.hook_dir);
-    let expected: Vec<&table::HookDef> = table::hooks_for(h).collect();
+    let expected: Vec<&hook_rows::HookDef> = hook_rows::hooks_for(h).collect();
     let mut report = ScopeReport {
         scope: sf.scope.name().into(),
         config: sf.path.display().to_string(),
@@ -343,7 +343,7 @@ fn scope(
         if sf.folder != FolderTrust::Trusted
             && let Some((_, n)) = d.untrusted_folder(ctx, &sf.path, sf.folder)
         {
-            c.note(n);
+            c.concern(n);
         }
     }
     let mut tally = EntryTally::default();
@@ -414,10 +414,10 @@ fn file_problems(at: &At, c: &mut Findings) {
 fn switches_and_trust(at: &At, found: &[Entry], report: &mut ScopeReport, c: &mut Findings) {
     let (h, sf, doc) = (at.h, at.sf, &at.sf.doc);
     for n in at.d.switched_off(&at.file, doc, found, &sf.switches) {
-        c.note(n);
+        c.concern(n);
     }
     for n in &sf.companions {
-        c.note(n.clone());
+        c.concern(n.clone());
     }
     if let Some(t) = &sf.trust {
         report.trust_source = Some(t.source.clone());
@@ -454,13 +454,13 @@ fn switches_and_trust(at: &At, found: &[Entry], report: &mut ScopeReport, c: &mu
 fn entry(
     at: &At,
     owner: &Owner,
-    def: &table::HookDef,
+    def: &hook_rows::HookDef,
     found: &[Entry],
     tally: &mut EntryTally,
     c: &mut Findings,
 ) -> EntryReport {
     let (h, sf) = (at.h, at.sf);
-    let expected_timeout = table::timeout_value(def, &at.ctx.settings);
+    let expected_timeout = hook_rows::timeout_value(def, &at.ctx.settings);
     let mine = found.iter().find(|e| e.event == def.on && owner.binary_of(&e.command) == Some(def.binary));
     let mut e = EntryReport {
         event: def.on.into(),
@@ -482,7 +482,7 @@ fn entry(
         _ => {}
     }
     if e.timeout != Some(expected_timeout) {
-        let unit = table::timeout_unit(h);
+        let unit = hook_rows::timeout_unit(h);
         tally.bad_timeouts.push(format!(
             "{} {}, expected {expected_timeout} {unit}",
             def.on,
@@ -625,27 +625,27 @@ pub fn modes(ctx: &Ctx, config: &Config) -> Modes {
         Origin::Onboarding(p) => format!("{} (Preloop onboarding)", t(p)),
     };
     let (hooks, hooks_why) = match (&config.server, config.mode_unknown) {
-        (Some(s), _) => (Mode::Server, format!("{} with a runtime token from {}", s.url, origin(&s.origin))),
+        (Some(s), _) => (HookMode::Server, format!("{} with a runtime token from {}", s.url, origin(&s.origin))),
         (None, true) => (
-            Mode::Unknown,
+            HookMode::Unknown,
             "a config file that may name a server cannot be used (see problems); gates answer by their fail policy"
                 .to_string(),
         ),
         (None, false) => match &config.url {
             Some((u, o)) => (
-                Mode::Local,
+                HookMode::Local,
                 format!(
                     "a URL ({u}, from {}) but no runtime token: the local inbox under {}",
                     origin(o),
                     t(&config.home)
                 ),
             ),
-            None => (Mode::Local, format!("no server configured: the local inbox under {}", t(&config.home))),
+            None => (HookMode::Local, format!("no server configured: the local inbox under {}", t(&config.home))),
         },
     };
     let (operator, operator_why) = match (&config.url, &config.user_token) {
         (Some((u, o)), Some((_, to))) => (
-            Mode::Server,
+            HookMode::Server,
             format!(
                 "{u} (URL from {}), user token from {}",
                 origin(o),
@@ -655,8 +655,8 @@ pub fn modes(ctx: &Ctx, config: &Config) -> Modes {
                 }
             ),
         ),
-        (Some((u, o)), None) => (Mode::Server, format!("{u} (URL from {}), no user token yet", origin(o))),
-        (None, _) => (Mode::Local, format!("no server URL: the local inbox under {}", t(&config.home))),
+        (Some((u, o)), None) => (HookMode::Server, format!("{u} (URL from {}), no user token yet", origin(o))),
+        (None, _) => (HookMode::Local, format!("no server URL: the local inbox under {}", t(&config.home))),
     };
     // The proxy config.json names carries every call (none is ever taken
     // from the environment): say so where the server is named.
@@ -664,8 +664,8 @@ pub fn modes(ctx: &Ctx, config: &Config) -> Modes {
         Some(p) => format!("{why}, through the proxy {} (\"proxy\" in config.json)", p.shown()),
         None => why,
     };
-    let hooks_why = if hooks == Mode::Server { via(hooks_why) } else { hooks_why };
-    let operator_why = if operator == Mode::Server { via(operator_why) } else { operator_why };
+    let hooks_why = if hooks == HookMode::Server { via(hooks_why) } else { hooks_why };
+    let operator_why = if operator == HookMode::Server { via(operator_why) } else { operator_why };
     Modes { hooks, hooks_why, operator, operator_why }
 }
 
@@ -1127,7 +1127,7 @@ mod tests {
             origin: Origin::Env,
         });
         let r = judge(&ctx(), &cfg, &f);
-        assert_eq!((r.outcome, r.mode), (Exit::ServerProblem, Mode::Server));
+        assert_eq!((r.outcome, r.mode), (Exit::ServerProblem, HookMode::Server));
         assert_eq!(
             (r.server.health, r.server.runtime_token, r.server.user_token),
             (HealthState::Unreachable, TokenState::Unchecked, TokenState::NotConfigured)

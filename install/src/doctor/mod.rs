@@ -35,8 +35,8 @@ use preloop_shared::config::Config;
 
 pub use crate::dialect::TrustState;
 pub use model::{
-    ConfigState, EntryReport, Finding, HarnessReport, HealthState, Mode, Modes, ProgramState, Report, SCHEMA_VERSION,
-    ScopeReport, ServerReport, Severity, StateReport, TokenState, Uncarried, proven_version,
+    ConfigState, EntryReport, Finding, HarnessReport, HealthState, HookMode, Modes, ProgramState, Report,
+    SCHEMA_VERSION, ScopeReport, ServerReport, Severity, StateReport, TokenState, Uncarried, proven_version,
 };
 
 pub fn run(ctx: &Ctx, config: &Config, json: bool, deep_codex: bool, verbose: bool) -> Exit {

@@ -157,7 +157,7 @@ impl std::fmt::Display for TokenState {
 
 /// Where the hooks or the operator commands send notes: the hooks' own
 /// mode type (`unknown` for the hooks only).
-pub use preloop_shared::backend::HookMode as Mode;
+pub use preloop_shared::backend::HookMode;
 
 #[derive(Debug, Serialize, Clone, PartialEq)]
 pub struct EntryReport {
@@ -225,10 +225,10 @@ pub struct ServerReport {
 #[derive(Debug, Serialize, Clone, PartialEq)]
 pub struct Modes {
     /// What the hooks on this machine use.
-    pub hooks: Mode,
+    pub hooks: HookMode,
     pub hooks_why: String,
     /// What notes/sessions commands use: server or local.
-    pub operator: Mode,
+    pub operator: HookMode,
     pub operator_why: String,
 }
 
@@ -264,7 +264,7 @@ pub struct Report {
     /// The exit code's name (`ok`, `not_installed`, ...).
     pub exit: &'static str,
     /// The hooks' mode; `modes` says why.
-    pub mode: Mode,
+    pub mode: HookMode,
     pub modes: Modes,
     pub preloop_home: String,
     /// Where the binaries are.
@@ -349,7 +349,7 @@ mod tests {
         let tokens = [TokenState::Accepted, TokenState::Rejected, TokenState::Unchecked, TokenState::NotConfigured];
         assert_eq!(names(&tokens), allowed("/$defs/server/properties/runtime_token/enum"));
         assert!(tokens.iter().all(|t| names(&[*t])[0] == t.to_string()));
-        let modes = [Mode::Server, Mode::Local, Mode::Unknown];
+        let modes = [HookMode::Server, HookMode::Local, HookMode::Unknown];
         assert_eq!(names(&modes), allowed("/properties/mode/enum"));
         assert!(modes.iter().all(|m| names(&[*m])[0] == m.to_string()));
         assert_eq!(

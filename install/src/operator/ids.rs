@@ -167,7 +167,7 @@ pub fn short_ids(rows: &[SessionRow], known: &[SessionRow]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operator::Mode;
+    use crate::operator::Side;
     use crate::operator::memory::Memory;
     use preloop_shared::operator::ReceiptState;
 
@@ -175,13 +175,13 @@ mod tests {
     const CODEX_B: &str = "01a23abb-7e5c-7f00-8c2d-bbbbbbbbbbbb";
     const CLAUDE: &str = "801fb481-6c51-4319-b2b0-5e90de8b176f";
 
-    fn three(mode: Mode) -> Memory {
+    fn three(mode: Side) -> Memory {
         Memory::new(mode).session(CODEX_A, "r-1111", 30).session(CODEX_B, "r-2222", 20).session(CLAUDE, "r-3333", 10)
     }
 
     #[test]
     fn a_unique_start_names_its_session_in_either_id() {
-        let op = three(Mode::Local);
+        let op = three(Side::Local);
         for typed in ["801fb481", "801FB4", "801f", CLAUDE, "r-3333", "r-33"] {
             let s = session(&op, typed).unwrap().unwrap_or_else(|| panic!("{typed} names a session"));
             assert_eq!(s.name(), CLAUDE, "{typed}");
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn a_shared_start_is_a_usage_error_naming_the_candidates() {
-        for (mode, place) in [(Mode::Local, "on this machine"), (Mode::Server, "in this account")] {
+        for (mode, place) in [(Side::Local, "on this machine"), (Side::Server, "in this account")] {
             let op = three(mode);
             let err = session(&op, "01a23abb").unwrap_err();
             assert_eq!(crate::error::exit_of(&err).code(), 2);
@@ -206,13 +206,13 @@ mod tests {
 
     #[test]
     fn a_start_of_nothing_known_or_too_short_names_nothing() {
-        let op = three(Mode::Local);
+        let op = three(Side::Local);
         assert_eq!(session(&op, "deadbeef").unwrap(), None);
         // Three characters are not a start: the rule, not "no id starts with
         // it", which is false here (newcomer 4, P7); a usage error as for
         // notes. Where no id starts with them, that is what is said.
-        assert_eq!(session(&three(Mode::Local), "zz9").unwrap(), None);
-        for (mode, place) in [(Mode::Local, "on this machine"), (Mode::Server, "in this account")] {
+        assert_eq!(session(&three(Side::Local), "zz9").unwrap(), None);
+        for (mode, place) in [(Side::Local, "on this machine"), (Side::Server, "in this account")] {
             let e = session(&three(mode), "801").unwrap_err();
             assert_eq!(crate::error::exit_of(&e).code(), 2, "{e}");
             assert_eq!(
@@ -233,7 +233,7 @@ mod tests {
 
     #[test]
     fn short_ids_are_unique_and_taken_back() {
-        let op = three(Mode::Server);
+        let op = three(Side::Server);
         let rows = op.sessions(&preloop_shared::operator::SessionFilter::default()).unwrap();
         let short = short_ids(&rows, &rows);
         assert_eq!(short, [&CLAUDE[..8], &CODEX_B[..16], &CODEX_A[..16]]);
@@ -247,7 +247,7 @@ mod tests {
 
     #[test]
     fn note_ids_take_a_unique_start() {
-        let op = Memory::new(Mode::Local)
+        let op = Memory::new(Side::Local)
             .note("3f2a9c0d1e4b5a6c", "s", ReceiptState::Pending, 2)
             .note("3f2a00001e4b5a6c", "s", ReceiptState::Pending, 1)
             .note("77aa00001e4b5a6c", "s", ReceiptState::Pending, 1);

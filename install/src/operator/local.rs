@@ -1,7 +1,7 @@
 //! [`Operator`] over the local inbox (`preloop_shared::local::LocalInbox`)
 //! and this machine's session files: local mode, no server URL configured.
 
-use super::{Mode, NewNote, NotesOf, Operator, Pace, Sent, SessionNow, SessionRef, Socket, To};
+use super::{NewNote, NotesOf, Operator, Pace, Sent, SessionNow, SessionRef, Side, Socket, To};
 use crate::output::safe_line;
 use preloop_shared::config::Config;
 use preloop_shared::local::LocalInbox;
@@ -36,8 +36,8 @@ fn author(from: Option<&str>) -> Author {
 }
 
 impl Operator for Local {
-    fn mode(&self) -> Mode {
-        Mode::Local
+    fn mode(&self) -> Side {
+        Side::Local
     }
 
     fn mode_note(&self) -> Option<String> {
@@ -48,7 +48,7 @@ impl Operator for Local {
         }
         let server_runs = session::all_session_files(&self.config.home)
             .iter()
-            .filter(|f| f.mode == Mode::Server.hooks() && f.ended_at.is_none())
+            .filter(|f| f.mode == Side::Server.hooks() && f.ended_at.is_none())
             .count();
         (server_runs > 0).then(|| {
             format!(

@@ -3,7 +3,7 @@
 //! sessions and notes in a `Vec`, receipts that change state after a given
 //! number of reads, and a log of the calls that change something.
 
-use super::{Mode, NewNote, NotesOf, Operator, Pace, Sent, SessionNow, SessionRef, Socket, To};
+use super::{NewNote, NotesOf, Operator, Pace, Sent, SessionNow, SessionRef, Side, Socket, To};
 use preloop_shared::operator::{ActivityItem, Receipt, ReceiptState, SessionFilter, SessionRow};
 use preloop_shared::time::Timestamp;
 use preloop_shared::{Error, Result};
@@ -22,12 +22,12 @@ struct State {
 }
 
 pub struct Memory {
-    mode: Mode,
+    mode: Side,
     state: Mutex<State>,
 }
 
 impl Memory {
-    pub fn new(mode: Mode) -> Memory {
+    pub fn new(mode: Side) -> Memory {
         Memory { mode, state: Mutex::new(State::default()) }
     }
 
@@ -144,7 +144,7 @@ fn session_ref(row: &SessionRow) -> SessionRef {
 }
 
 impl Operator for Memory {
-    fn mode(&self) -> Mode {
+    fn mode(&self) -> Side {
         self.mode
     }
 
@@ -158,12 +158,12 @@ impl Operator for Memory {
     }
 
     fn author_from_flag(&self) -> bool {
-        self.mode == Mode::Local
+        self.mode == Side::Local
     }
 
     fn check(&self, to: &To) -> Result<()> {
         match to {
-            To::Agent { .. } if self.mode == Mode::Local => Err(Error::Usage("--agent needs server mode".into())),
+            To::Agent { .. } if self.mode == Side::Local => Err(Error::Usage("--agent needs server mode".into())),
             _ => Ok(()),
         }
     }

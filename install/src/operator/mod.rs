@@ -35,51 +35,51 @@ use std::time::Duration;
 
 /// Which side an operator talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub enum Side {
     /// The file-backed inbox under `$PRELOOP_HOME` (no server URL configured).
     Local,
     /// A Preloop server, with a user token.
     Server,
 }
 
-impl Mode {
+impl Side {
     /// `"local"` or `"server"`: the word in `--json` outputs and session files.
     pub fn as_str(self) -> &'static str {
         match self {
-            Mode::Local => "local",
-            Mode::Server => "server",
+            Side::Local => "local",
+            Side::Server => "server",
         }
     }
 
     /// The hooks' mode of the same name (a session file's `mode`).
     pub fn hooks(self) -> preloop_shared::backend::HookMode {
         match self {
-            Mode::Local => preloop_shared::backend::HookMode::Local,
-            Mode::Server => preloop_shared::backend::HookMode::Server,
+            Side::Local => preloop_shared::backend::HookMode::Local,
+            Side::Server => preloop_shared::backend::HookMode::Server,
         }
     }
 
     /// Where the sessions this mode knows are: said after "not known".
     pub fn where_known(self) -> &'static str {
         match self {
-            Mode::Local => "on this machine",
-            Mode::Server => "in this account",
+            Side::Local => "on this machine",
+            Side::Server => "in this account",
         }
     }
 
     /// Why the CLI is in this mode.
     pub fn why(self) -> &'static str {
         match self {
-            Mode::Local => "no server URL configured",
-            Mode::Server => "a server URL and a user token are configured",
+            Side::Local => "no server URL configured",
+            Side::Server => "a server URL and a user token are configured",
         }
     }
 
     /// The `source` of receipt events in `sessions attach`.
     pub fn receipts_source(self) -> &'static str {
         match self {
-            Mode::Local => "inbox",
-            Mode::Server => "receipts",
+            Side::Local => "inbox",
+            Side::Server => "receipts",
         }
     }
 }
@@ -213,7 +213,7 @@ impl Socket {
 
 /// Where the operator commands send notes and find sessions.
 pub trait Operator: Send + Sync {
-    fn mode(&self) -> Mode;
+    fn mode(&self) -> Side;
 
     /// A sentence naming the mode and why, when it could surprise.
     fn mode_note(&self) -> Option<String>;

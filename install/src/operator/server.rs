@@ -1,10 +1,10 @@
-//! [`Operator`] over a Preloop server's human routes ([`ServerOperator`],
+//! [`Operator`] over a Preloop server's human routes ([`HumanApi`],
 //! the HTTP client), with what this machine's session files add: the
 //! harness session id and harness of a receipt, the transcript of a run.
 
-use super::{Mode, NewNote, NotesOf, Operator, Pace, Sent, SessionNow, SessionRef, Socket, To};
+use super::{NewNote, NotesOf, Operator, Pace, Sent, SessionNow, SessionRef, Side, Socket, To};
+use crate::human_api::HumanApi;
 use crate::output::{clip, safe_line};
-use crate::server_op::ServerOperator;
 use preloop_shared::config::{Config, Origin};
 use preloop_shared::flow::is_uuid;
 use preloop_shared::operator::{
@@ -29,12 +29,12 @@ const LIST_PAGES: usize = 5;
 const DEFAULT_WINDOW_SECS: i64 = 30 * 86_400;
 
 pub struct Server {
-    api: ServerOperator,
+    api: HumanApi,
     config: Config,
 }
 
 impl Server {
-    pub fn new(api: ServerOperator, config: Config) -> Server {
+    pub fn new(api: HumanApi, config: Config) -> Server {
         Server { api, config }
     }
 
@@ -150,7 +150,7 @@ impl Server {
         }
         let mut files: Vec<SessionFile> = preloop_shared::session::all_session_files(&self.config.home)
             .into_iter()
-            .filter(|f| f.mode == Mode::Server.hooks())
+            .filter(|f| f.mode == Side::Server.hooks())
             .collect();
         files.sort_by_key(|f| std::cmp::Reverse(f.started_at));
         for f in files.iter().take(5) {
@@ -190,8 +190,8 @@ fn shell_word(s: &str) -> String {
 }
 
 impl Operator for Server {
-    fn mode(&self) -> Mode {
-        Mode::Server
+    fn mode(&self) -> Side {
+        Side::Server
     }
 
     fn mode_note(&self) -> Option<String> {
@@ -431,7 +431,7 @@ impl Operator for Server {
         let file = super::local_file(&self.config.home, id);
         let candidates: Vec<String> = file
             .iter()
-            .filter(|f| f.mode == Mode::Server.hooks())
+            .filter(|f| f.mode == Side::Server.hooks())
             .map(|f| f.runtime_session_id.clone())
             .chain(is_uuid(id).then(|| id.to_string()))
             .collect();

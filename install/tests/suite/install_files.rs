@@ -6,8 +6,8 @@
 use crate::common::*;
 use preloop_hooks::codex_trust;
 use preloop_hooks::edit;
+use preloop_hooks::hook_rows;
 use preloop_hooks::install::{self, Action, Ctx, Scope};
-use preloop_hooks::table;
 use preloop_shared::Harness;
 use serde_json::Value;
 use std::path::Path;
@@ -100,7 +100,7 @@ fn round_trip(ctx: &Ctx, h: Harness, files: &[(&Path, &str)]) {
     }
     let first = run(ctx, h, Action::Install);
     assert!(first.edits.iter().any(|e| e.changed()), "{h:?}: the first install changes something");
-    assert_eq!(first.entries, table::hooks_for(h).count());
+    assert_eq!(first.entries, hook_rows::hooks_for(h).count());
     let second = plan(ctx, h, Action::Install);
     for e in &second.edits {
         assert!(
@@ -397,7 +397,7 @@ fn project_scope_writes_project_files() {
         let plan = install::plan(&ctx, h, Scope::Project, Action::Install).unwrap();
         assert_eq!(plan.edits[0].path, p);
         install::apply(&ctx, &plan).unwrap();
-        assert_eq!(ours(&ctx, &parse(&p), h), table::hooks_for(h).count());
+        assert_eq!(ours(&ctx, &parse(&p), h), hook_rows::hooks_for(h).count());
     }
     let codex = install::plan(&ctx, Harness::Codex, Scope::Project, Action::Install).unwrap();
     assert!(codex.notes.iter().any(|n| n.contains("trusted project")), "{:?}", codex.notes);

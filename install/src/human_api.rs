@@ -41,7 +41,10 @@ pub fn pct(s: &str) -> String {
     utf8_percent_encode(s, COMPONENT).to_string()
 }
 
-pub struct ServerOperator {
+/// An HTTP client of the server's human routes, with the user's token (the
+/// [`crate::operator::Operator`] over a server, `operator::server::Server`,
+/// holds one).
+pub struct HumanApi {
     pub base: String,
     token: Secret,
     /// Every secret a server answer must not show (the user token, the
@@ -61,15 +64,15 @@ struct Answer {
     text: String,
 }
 
-impl ServerOperator {
+impl HumanApi {
     pub fn new(
         base: &str,
         token: Secret,
         connect_timeout: Duration,
         timeout: Duration,
         proxy: Option<&http::ProxyUrl>,
-    ) -> ServerOperator {
-        ServerOperator {
+    ) -> HumanApi {
+        HumanApi {
             base: preloop_shared::config::normalize_url(base),
             secrets: vec![token.clone()],
             token,
@@ -81,14 +84,14 @@ impl ServerOperator {
 
     /// The operator for this config: `None` in local mode (no server URL);
     /// an error when a server is configured but no user token is.
-    pub fn from_config(config: &Config) -> Result<Option<ServerOperator>> {
+    pub fn from_config(config: &Config) -> Result<Option<HumanApi>> {
         let Some((url, origin)) = &config.url else { return Ok(None) };
         let Some((token, token_origin)) = config.user_token.clone() else {
             return Err(Error::Config(format!(
                 "server mode ({url}, from {origin}) needs a user token (personal API key or JWT) for operator commands: run `preloop-hooks login --user`, or set PRELOOP_USER_TOKEN"
             )));
         };
-        let mut op = ServerOperator::new(
+        let mut op = HumanApi::new(
             url,
             token,
             Duration::from_millis(config.settings.connect_timeout_ms.max(1000)),
