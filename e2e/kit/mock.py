@@ -12,6 +12,8 @@ import time
 
 from .common import E2E_DIR, KitError
 
+__all__ = ["MOCKS", "Mock", "agent_requests", "main_requests"]
+
 # The mock model API of each harness (Sandbox.start_mock(script, api)).
 MOCKS = {"anthropic": "mock_anthropic.py", "openai": "mock_openai.py",
          "gemini": "mock_gemini.py", "copilot": "mock_copilot.py"}

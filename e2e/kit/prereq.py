@@ -9,7 +9,10 @@ from .binaries import build_binaries, has_install_command
 from .common import CLI_BINARY, KitError, log, shorten
 from .copilot import COPILOT_HOOK_BINARIES
 from .gemini import GEMINI_HOOK_BINARIES
-from .harnesses import ensure_copilot, ensure_gemini
+from .harnesses import ensure
+
+__all__ = ["PROMPT_CLIS", "PROMPT_HOOK_BINARIES", "Prereq", "fail_setup", "prompt_prereqs",
+           "require_install"]
 
 
 def fail_setup(msg):
@@ -63,7 +66,8 @@ def require_install(bin_dir, harness):
 
 
 PROMPT_HOOK_BINARIES = {"gemini": GEMINI_HOOK_BINARIES, "copilot": COPILOT_HOOK_BINARIES}
-PROMPT_CLIS = {"gemini": ensure_gemini, "copilot": ensure_copilot}
+# {harness: () -> path of its CLI} (kit.ensure).
+PROMPT_CLIS = {h: (lambda h=h: ensure(h)) for h in PROMPT_HOOK_BINARIES}
 
 
 def prompt_prereqs(prereq, *harnesses):

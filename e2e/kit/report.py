@@ -13,6 +13,10 @@ from .common import shorten
 from .copilot import copilot_segments
 from .gemini import gemini_segments
 
+__all__ = ["SUMMARIZERS", "before_reply_lines", "summarize_codex_requests",
+           "summarize_copilot_requests", "summarize_gemini_requests", "summarize_request",
+           "summarize_requests"]
+
 
 def _excerpt(s, markers, width, wide):
     """Shorten s; if it holds a marker, an <operator-note or a hook label, show a wide

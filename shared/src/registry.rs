@@ -1624,8 +1624,8 @@ pub fn markdown_lineage() -> String {
 }
 
 /// `e2e/kit/registry.json`: what the end-to-end kit takes from the
-/// registry (each harness's version, npm package, and hook command per
-/// event), so the kit names no version or binary of its own.
+/// registry (each harness's version, npm package, program, and hook
+/// command per event), so the kit names no version or binary of its own.
 pub fn e2e_kit_json() -> String {
     #[derive(serde::Serialize)]
     struct KitHarness {
@@ -1633,6 +1633,9 @@ pub fn e2e_kit_json() -> String {
         name: &'static str,
         version: &'static str,
         npm_package: Option<&'static str>,
+        /// Its executable: `node_modules/.bin/<program>` of the npm package,
+        /// and the kit module `e2e/kit/<program>.py`.
+        program: &'static str,
         /// `[event, hook command]`, in registry order (the watcher apart).
         hooks: Vec<(&'static str, &'static str)>,
         watch: Option<&'static str>,
@@ -1651,6 +1654,7 @@ pub fn e2e_kit_json() -> String {
                 name: h.name,
                 version: h.version,
                 npm_package: h.npm_package,
+                program: h.program,
                 hooks: h.harness.hooks().filter(|d| d.does != Does::Watch).map(|d| (d.on, d.binary)).collect(),
                 watch: h.harness.hooks().find(|d| d.does == Does::Watch).map(|d| d.binary),
             })
