@@ -20,7 +20,7 @@ from kit import harnesses, sandbox  # noqa: E402
 KIT_DIR = os.path.dirname(os.path.abspath(kit.__file__))
 
 # The kit's files every harness shares: none of them may name a harness.
-SHARED = ("__init__.py", "harnesses.py", "sandbox.py")
+SHARED = ("__init__.py", "harnesses.py", "sandbox.py", "mock.py", "prereq.py")
 
 
 def _words(s):
@@ -102,6 +102,41 @@ class KitFollowsTheRegistry(unittest.TestCase):
             self.assertTrue(callable(getattr(kit, name)), name)
         with mock.patch.object(harnesses, "ensure", side_effect=lambda s: "/x/" + s):
             self.assertEqual(harnesses.ensure_all(), {s: "/x/" + s for s in harnesses.cli_slugs()})
+
+    def test_main_requests_are_each_runners(self):
+        # One record of each kind the mocks log; each harness's main agent's is its own.
+        records = [
+            {"route": "messages", "reply": {"kind": "main"}, "body": {"n": "messages-main"}},
+            {"route": "messages", "reply": {"kind": "side"}, "body": {"n": "messages-side"}},
+            {"route": "responses", "reply": {"kind": "agent"}, "body": {"n": "responses-agent"}},
+            {"route": "stream", "reply": {"kind": "main"}, "body": {"n": "stream-main"}},
+            {"route": "generate", "reply": {"kind": "main"}, "body": {"n": "generate-main"}},
+            {"route": "agent", "reply": {"agent": "main"}, "body": {"n": "agent-main"}},
+            {"route": "agent", "reply": {"agent": "worker"}, "body": {"n": "agent-worker"}},
+        ]
+        want = {"claude": ["messages-main"], "codex": ["responses-agent"],
+                "gemini": ["stream-main", "generate-main"], "copilot": ["agent-main"]}
+        got = {name: [b["n"] for b in kit.main_requests(name, records)] for name in want}
+        self.assertEqual(got, want)
+        self.assertEqual(kit.main_requests("claude-code", records), kit.main_requests("claude", records))
+        with self.assertRaises(kit.KitError):
+            kit.main_requests("no-such-harness", records)
+
+    def test_every_runner_summarizes_its_runs_and_any_other_harness_gets_json(self):
+        for runner in sandbox.RUNNERS:
+            program = kit.registry()[runner.SLUG]["program"]
+            self.assertIs(kit.SUMMARIZERS[program], runner.summarize_requests, program)
+        self.assertIs(kit.SUMMARIZERS["no-such-harness"], kit.summarize_json)
+        self.assertIn("MARK-1", kit.summarize_json([{"x": "MARK-1"}], ["MARK-1"]))
+        body = {"input": [{"type": "message", "role": "user", "content": "MARK-2"}]}
+        self.assertIn("MARK-2", kit.SUMMARIZERS["codex"]([body], ["MARK-2"]))
+
+    def test_the_mocks_are_found_on_disk(self):
+        for api in ("anthropic", "openai", "gemini", "copilot"):
+            self.assertEqual(kit.MOCKS[api], "mock_%s.py" % api)
+        self.assertNotIn("common", kit.MOCKS)
+        for f in kit.MOCKS.values():
+            self.assertTrue(os.path.exists(os.path.join(kit.E2E_DIR, f)), f)
 
     def test_a_harness_without_a_package_cannot_be_ensured(self):
         missing = [s for s, h in kit.registry().items() if not h.get("npm_package")]

@@ -163,6 +163,18 @@ class ClaudeRunner:
     home, root, proj, claude_bin, bin(), mock, _env(), _run() and _json_output())."""
 
     SLUG = "claude-code"
+
+    @staticmethod
+    def is_main_request(record):
+        """Whether a mock log record is one of the main agent's model requests."""
+        route, reply = record.get("route"), record.get("reply") or {}
+        return route == "messages" and reply.get("kind") == "main"
+
+    @staticmethod
+    def summarize_requests(requests, markers=()):
+        """Failure dumps: the run's request bodies as short text (report.summarize_requests)."""
+        from .report import summarize_requests
+        return summarize_requests(requests, markers)
     claude_bin = None   # the CLI run_claude() runs: Sandbox(..., claude_bin=PATH)
 
     def prepare(self):

@@ -49,6 +49,18 @@ class CodexRunner:
 
     SLUG = "codex"
 
+    @staticmethod
+    def is_main_request(record):
+        """Whether a mock log record is one of the main agent's model requests."""
+        route, reply = record.get("route"), record.get("reply") or {}
+        return route == "responses" and reply.get("kind") == "agent"
+
+    @staticmethod
+    def summarize_requests(requests, markers=()):
+        """Failure dumps: the run's request bodies as short text (report.summarize_codex_requests)."""
+        from .report import summarize_codex_requests
+        return summarize_codex_requests(requests, markers)
+
     def codex_home(self):
         return self._dir("codex-home")
 

@@ -87,6 +87,18 @@ class CopilotRunner:
 
     SLUG = "copilot"
 
+    @staticmethod
+    def is_main_request(record):
+        """Whether a mock log record is one of the main agent's model requests."""
+        route, reply = record.get("route"), record.get("reply") or {}
+        return route == "agent" and reply.get("agent") == "main"
+
+    @staticmethod
+    def summarize_requests(requests, markers=()):
+        """Failure dumps: the run's request bodies as short text (report.summarize_copilot_requests)."""
+        from .report import summarize_copilot_requests
+        return summarize_copilot_requests(requests, markers)
+
     def copilot_home(self):
         return self._dir("home", ".copilot")
 

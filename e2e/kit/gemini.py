@@ -72,6 +72,18 @@ class GeminiRunner:
 
     SLUG = "gemini"
 
+    @staticmethod
+    def is_main_request(record):
+        """Whether a mock log record is one of the main agent's model requests."""
+        route, reply = record.get("route"), record.get("reply") or {}
+        return route in ("stream", "generate") and reply.get("kind") == "main"
+
+    @staticmethod
+    def summarize_requests(requests, markers=()):
+        """Failure dumps: the run's request bodies as short text (report.summarize_gemini_requests)."""
+        from .report import summarize_gemini_requests
+        return summarize_gemini_requests(requests, markers)
+
     def gemini_dir(self):
         return self._dir("home", ".gemini")
 

@@ -40,6 +40,29 @@ def harness_module(slug):
     return importlib.import_module("." + program, __package__)
 
 
+def runners():
+    """The runner mixin (RUNNER) of every harness whose kit module has one, in registry
+    order: Sandbox's bases. KitError when a RUNNER's SLUG is not its harness's."""
+    out = []
+    for slug in registry():
+        runner = getattr(harness_module(slug), "RUNNER", None)
+        if runner is not None:
+            if getattr(runner, "SLUG", None) != slug:
+                raise KitError("%s.SLUG is %r, not the registry's %r"
+                               % (runner.__name__, getattr(runner, "SLUG", None), slug))
+            out.append(runner)
+    return tuple(out)
+
+
+def runner_of(name):
+    """The runner of the harness NAME (its slug, or its program: the name its runs carry,
+    RunResult.harness), or None."""
+    for runner in runners():
+        if name in (runner.SLUG, registry()[runner.SLUG]["program"]):
+            return runner
+    return None
+
+
 def version_matches(output, version):
     """Whether `--version`'s OUTPUT names VERSION as a word of its own (a trailing period
     apart): `X.Y.Z`, `X.Y.Z (Name)`, `name-cli X.Y.Z` and `Name CLI X.Y.Z.` all do; a warning
@@ -145,5 +168,5 @@ def _alias(slug):
 ALIASES = {f.__name__: f for f in map(_alias, cli_slugs())}
 globals().update(ALIASES)
 
-__all__ = ["cli_slugs", "ensure", "ensure_all", "harness_dir", "harness_module",
-           "version_matches"] + list(ALIASES)
+__all__ = ["cli_slugs", "ensure", "ensure_all", "harness_dir", "harness_module", "runner_of",
+           "runners", "version_matches"] + list(ALIASES)

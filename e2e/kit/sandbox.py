@@ -2,11 +2,15 @@
 configuration, the operator CLI, harness runs), and RunResult, what one run left.
 
 The harness-specific halves (settings files, environments, `run_<harness>()`) are runner
-mixins in each harness's own kit module, found from the registry: e2e/kit/<program>.py's
-`RUNNER` (a class with `SLUG`, the harness's registry slug, and optionally `prepare()`, run
-when a sandbox is made, `install_env()`, what `preloop-hooks install` needs in its
-environment, and `installed_settings()`, the file `install --harness SLUG --scope user`
-writes). This module names no harness; it holds what every harness shares."""
+mixins in each harness's own kit module, found from the registry (kit.runners()):
+e2e/kit/<program>.py's `RUNNER`, a class with `SLUG` (the harness's registry slug),
+`is_main_request(record)` (which mock records are its main agent's requests: RunResult.requests)
+and optionally `summarize_requests(requests, markers)` (its failure dumps; else JSON),
+`prepare()` (run when a sandbox is made), `install_env()` (what `preloop-hooks install`
+needs in its environment), `installed_settings()` (the file `install --harness SLUG --scope
+user` writes) and `wire_without_install()`. The kit calls those on the runner class, never
+through a Sandbox (every runner has them, so a Sandbox's own would be the first runner's).
+This module names no harness; it holds what every harness shares."""
 
 import json
 import os
@@ -20,28 +24,15 @@ import time
 from dataclasses import dataclass, field
 
 from .binaries import has_install_command
-from .common import BASE_PATH, CLI_BINARY, KitError, poll_state, registry, shorten
-from .harnesses import harness_module
+from .common import BASE_PATH, CLI_BINARY, KitError, poll_state, shorten
+from .harnesses import runners
 from .mock import Mock, agent_requests, main_requests
 
 __all__ = ["RUNNERS", "RunResult", "Sandbox"]
 
 
-def _runners():
-    """The runner mixin of every harness whose kit module has one, in registry order."""
-    out = []
-    for slug in registry():
-        runner = getattr(harness_module(slug), "RUNNER", None)
-        if runner is not None:
-            if getattr(runner, "SLUG", None) != slug:
-                raise KitError("%s.SLUG is %r, not the registry's %r"
-                               % (runner.__name__, getattr(runner, "SLUG", None), slug))
-            out.append(runner)
-    return tuple(out)
-
-
-# Sandbox's bases: each harness's runner mixin (ClaudeRunner, CodexRunner, ...).
-RUNNERS = _runners()
+# Sandbox's bases: each harness's runner mixin, in registry order.
+RUNNERS = runners()
 
 
 @dataclass
