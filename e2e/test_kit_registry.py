@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import unittest
 from unittest import mock
 
@@ -170,6 +171,57 @@ class KitFollowsTheRegistry(unittest.TestCase):
             root = sb.root
             sb.close()
             shutil.rmtree(root, ignore_errors=True)
+
+
+class InstallHooksFollowsTheRunners(unittest.TestCase):
+    """Sandbox.install_hooks against a stand-in preloop-hooks (a shell script that logs its
+    arguments and the environment install needs): each harness's hook file is its own
+    runner's, and install gets every runner's install_env."""
+
+    def _fake_cli(self, with_install):
+        d = tempfile.mkdtemp(prefix="preloop-kit-fake-cli-")
+        self.addCleanup(shutil.rmtree, d, True)
+        log = os.path.join(d, "calls.log")
+        help_text = "  --harness <HARNESS>" if with_install else "no such command"
+        with open(os.path.join(d, kit.CLI_BINARY), "w") as f:
+            f.write("#!/bin/sh\n"
+                    "if [ \"$2\" = --help ]; then echo '%s'; exit 0; fi\n"
+                    "echo \"$* CODEX_HOME=$CODEX_HOME COPILOT_HOME=$COPILOT_HOME\" >> '%s'\n"
+                    % (help_text, log))
+        os.chmod(os.path.join(d, kit.CLI_BINARY), 0o755)
+        return d, log
+
+    def _sandbox(self, bin_dir):
+        sb = kit.Sandbox("kit-registry-install", bin_dir)
+        self.addCleanup(shutil.rmtree, sb.root, True)
+        self.addCleanup(sb.close)
+        return sb
+
+    def test_install_sets_each_runners_hook_file(self):
+        bin_dir, log = self._fake_cli(True)
+        for runner in sandbox.RUNNERS:
+            sb = self._sandbox(bin_dir)
+            self.assertEqual(sb.install_hooks(runner.SLUG), "install")
+            want = runner.installed_settings(sb) if hasattr(runner, "installed_settings") else None
+            self.assertEqual(sb.settings_path, want, runner.SLUG)
+            with open(log) as f:
+                last = f.read().splitlines()[-1]
+            self.assertIn("install --harness %s --scope user" % runner.SLUG, last)
+            self.assertIn("CODEX_HOME=%s" % os.path.join(sb.root, "codex-home"), last)
+            self.assertIn("COPILOT_HOME=%s" % os.path.join(sb.root, "home", ".copilot"), last)
+        # What the suites read back after install (test_claude_idle_wake, the scenarios).
+        sb = self._sandbox(bin_dir)
+        sb.install_hooks("claude-code")
+        self.assertEqual(sb.settings_path, os.path.join(sb.home, ".claude", "settings.json"))
+
+    def test_without_install_only_a_runner_that_can_wire_itself_does(self):
+        bin_dir, _ = self._fake_cli(False)
+        sb = self._sandbox(bin_dir)
+        self.assertEqual(sb.install_hooks("claude-code"), "kit")
+        self.assertEqual(sb.settings_path, os.path.join(sb.home, ".claude", "settings.json"))
+        self.assertTrue(os.path.exists(sb.settings_path))
+        with self.assertRaises(kit.KitError):
+            self._sandbox(bin_dir).install_hooks("codex")
 
 
 if __name__ == "__main__":

@@ -128,9 +128,9 @@ class Sandbox(*RUNNERS):
             runner.wire_without_install(self)
             return "kit"
         env = self.base_env()
-        for runner in RUNNERS:
-            if hasattr(runner, "install_env"):
-                env.update(runner.install_env(self))
+        for other in RUNNERS:
+            if hasattr(other, "install_env"):
+                env.update(other.install_env(self))
         p = subprocess.run(self.cli_argv("install", "--harness", harness, "--scope", "user"),
                            env=env, cwd=self.proj, capture_output=True, text=True,
                            timeout=60, stdin=subprocess.DEVNULL)
