@@ -1,8 +1,9 @@
 //! install/README.md's table of the files `install` writes per harness is
 //! rendered from the dialects (`Dialect::files_doc`) and the registry's
-//! events: a new harness's row comes from its own dialect, never a hand
-//! edit. `PRELOOP_BLESS=1 cargo test -p preloop-hooks --test all readme_files`
-//! rewrites the table.
+//! events, and its `install --harness` list from the registry: a new
+//! harness's row comes from its own dialect, never a hand edit.
+//! `PRELOOP_BLESS=1 cargo test -p preloop-hooks --test all readme_files`
+//! rewrites both.
 
 use preloop_hooks::context::Scope;
 use preloop_hooks::dialect;
@@ -49,6 +50,22 @@ fn table() -> String {
     out
 }
 
+/// README's `install` usage row with the registry's slugs in its
+/// `--harness` list (`cli.rs`'s `every_harness_list_is_the_registrys` holds
+/// every such list to the registry; this test writes this one).
+fn with_registry_slugs(text: &str) -> String {
+    const START: &str = "| `install [--harness ";
+    const STOP: &str = "\\|all]";
+    let Some(b) = text.find(START).map(|i| i + START.len()) else {
+        panic!("install/README.md has no `install [--harness …|all]` row")
+    };
+    let Some(e) = text[b..].find(STOP).map(|i| i + b) else {
+        panic!("install/README.md's `install --harness` list does not end in `\\|all]`")
+    };
+    let slugs: Vec<&str> = preloop_shared::Harness::all().map(|h| h.slug()).collect();
+    format!("{}{}{}", &text[..b], slugs.join("\\|"), &text[e..])
+}
+
 #[test]
 fn readme_files_table_follows_the_dialects() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
@@ -56,13 +73,13 @@ fn readme_files_table_follows_the_dialects() {
     let (Some(b), Some(e)) = (text.find(BEGIN), text.find(END)) else {
         panic!("install/README.md has no dialects:files block ({BEGIN:?} … {END:?})")
     };
-    let want = table();
-    if text[b + BEGIN.len()..e] != want {
+    let want = with_registry_slugs(&format!("{}{}{}", &text[..b + BEGIN.len()], table(), &text[e..]));
+    if text != want {
         assert!(
             preloop_testkit::golden::blessing(),
-            "install/README.md: the table of files is not the dialects' (PRELOOP_BLESS=1 cargo test -p preloop-hooks --test all readme_files rewrites it)"
+            "install/README.md: the table of files is not the dialects' or the `install --harness` list not the registry's (PRELOOP_BLESS=1 cargo test -p preloop-hooks --test all readme_files rewrites them)"
         );
-        std::fs::write(&path, format!("{}{want}{}", &text[..b + BEGIN.len()], &text[e..])).unwrap();
+        std::fs::write(&path, want).unwrap();
     }
     for d in dialect::all() {
         for scope in [Scope::User, Scope::Project] {
