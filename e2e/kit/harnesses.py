@@ -32,12 +32,12 @@ def cli_slugs():
 
 
 def harness_module(slug):
-    """The harness's own kit module, e2e/kit/<program>.py (imported), or None when it has
-    none."""
-    program = registry()[slug]["program"]
-    if not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), program + ".py")):
+    """The harness's own kit module, e2e/kit/<program>.py (imported; a `-` in the program
+    is a `_` in the module's name), or None when it has none."""
+    name = registry()[slug]["program"].replace("-", "_")
+    if not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")):
         return None
-    return importlib.import_module("." + program, __package__)
+    return importlib.import_module("." + name, __package__)
 
 
 def runners():
