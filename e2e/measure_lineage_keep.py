@@ -84,7 +84,7 @@ def main():
     bin_dir = kit.build_binaries()
     claude = kit.ensure_claude()
     conductor_bin = {"codex": kit.ensure_codex, "gemini": kit.ensure_gemini, "copilot": kit.ensure_copilot}[a.harness]()
-    sb = kit.Sandbox("keep-%s" % a.harness, bin_dir, claude)
+    sb = kit.Sandbox("keep-%s" % a.harness, bin_dir, claude_bin=claude)
     logs = os.path.join(sb.root, "logs")
     os.makedirs(logs)
     sb.claude_bin = claude

@@ -43,7 +43,7 @@ class TestClaudeIdleWake(unittest.TestCase):
 
     def setUp(self):
         PREREQ.require(self, "claude", "bin_dir")
-        self.sb = kit.Sandbox("idle-wake", PREREQ["bin_dir"], PREREQ["claude"])
+        self.sb = kit.Sandbox("idle-wake", PREREQ["bin_dir"], claude_bin=PREREQ["claude"])
         self.addCleanup(self.sb.close)
         # Wired the way a user wires it: `preloop-hooks install` adds the watcher
         # (async + asyncRewake) to SessionStart and Stop next to our other hooks.

@@ -28,7 +28,7 @@ class TestKitPlumbing(unittest.TestCase):
         PREREQ.require(self, "claude")
 
     def run_fake(self, model, stop_mode):
-        sb = kit.Sandbox("plumbing-%s" % stop_mode, "/nonexistent", PREREQ["claude"])
+        sb = kit.Sandbox("plumbing-%s" % stop_mode, "/nonexistent", claude_bin=PREREQ["claude"])
         self.addCleanup(sb.close)
         hook_log = os.path.join(sb.root, "fake-hook.jsonl")
         sb.write_settings({ev: kit.fake_hook_command(hook_log, ev, "claude", "--stop-mode", stop_mode)

@@ -53,7 +53,7 @@ class TestSendNoteCallerClaudeCode(unittest.TestCase):
 
     def setUp(self):
         PREREQ.require(self, "claude", "bin_dir")
-        self.sb = kit.Sandbox(self.id().rsplit(".", 1)[-1], PREREQ["bin_dir"], PREREQ["claude"])
+        self.sb = kit.Sandbox(self.id().rsplit(".", 1)[-1], PREREQ["bin_dir"], claude_bin=PREREQ["claude"])
         self.addCleanup(self.sb.close)
         self.sb.write_settings()
         self.record = os.path.join(self.sb.root, "mcp.jsonl")

@@ -15,6 +15,8 @@ import tempfile
 from .claude import HOOK_BINARIES
 from .common import BASE_PATH, CLI_BINARY, REPO_ROOT, KitError, log
 
+__all__ = ["build_binaries", "ensure_packages", "has_install_command", "npm_install_packages"]
+
 
 def build_binaries(required=()):
     """Return a directory holding preloop-hooks and every hook command: the one executable

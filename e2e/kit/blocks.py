@@ -5,6 +5,9 @@ would break the XML frame. Every scenario checks a delivered note through these.
 
 import re
 
+__all__ = ["BRACKET_BLOCK_RE", "BRACKET_ELEMENT_RE", "FRAMING_HUMAN", "NOTES_BLOCK_RE",
+           "NOTE_ELEMENT_RE", "bracket_blocks", "note_blocks"]
+
 
 def _notes_res(lt, gt, framing=""):
     """(block regex, element regex) of an operator-notes block framed by lt/gt: < > (the

@@ -16,6 +16,12 @@ from .common import HOOK_TIMEOUT_S, hook_binaries, quote_path, shorten
 from .mock import main_requests
 from .tty import Tty
 
+__all__ = ["DEBUG_HOOK_LINE_RE", "DEBUG_NOISE_RE", "HOOK_BINARIES", "LABEL_PRE_TOOL_USE_BASH",
+           "LABEL_RE", "LABEL_SESSION_START", "LABEL_STOP_BLOCKING_PREFIX", "LABEL_STOP_CONTEXT",
+           "LABEL_STOP_FEEDBACK", "MOCK_API_KEY", "MODEL_DEFAULT", "MODEL_SONNET_45",
+           "STOP_LABELS", "SYSTEM_REMINDER_RE", "ClaudeRunner", "Hit", "PtyClaude", "bash_turn",
+           "find_marker", "first_hit", "is_stop_label", "seed_claude_json", "text_turn"]
+
 MOCK_API_KEY = "sk-ant-mock-key"
 
 # The models that select each Claude Code wire shape (docs/contracts/claude-code.md §3).
@@ -156,6 +162,34 @@ class ClaudeRunner:
     """Sandbox's Claude Code half: the settings file and `claude -p` runs (Sandbox provides
     home, root, proj, claude_bin, bin(), mock, _env(), _run() and _json_output())."""
 
+    SLUG = "claude-code"
+
+    @staticmethod
+    def is_main_request(record):
+        """Whether a mock log record is one of the main agent's model requests."""
+        route, reply = record.get("route"), record.get("reply") or {}
+        return route == "messages" and reply.get("kind") == "main"
+
+    @staticmethod
+    def summarize_requests(requests, markers=()):
+        """Failure dumps: the run's request bodies as short text (report.summarize_requests)."""
+        from .report import summarize_requests
+        return summarize_requests(requests, markers)
+    claude_bin = None   # the CLI run_claude() runs: Sandbox(..., claude_bin=PATH)
+
+    def prepare(self):
+        """A new sandbox's $HOME/.claude."""
+        os.makedirs(os.path.join(self.home, ".claude"), exist_ok=True)
+
+    def installed_settings(self):
+        """The file `preloop-hooks install --harness claude-code --scope user` writes."""
+        return os.path.join(self.home, ".claude", "settings.json")
+
+    def wire_without_install(self):
+        """Sandbox.install_hooks() under a preloop-hooks without `install`: the settings
+        file written by the kit."""
+        self.write_settings()
+
     def write_settings(self, commands=None, extra_hooks=None):
         """Write $HOME/.claude/settings.json wiring one command per event. `commands`
         maps event -> command line; default: the project's hook binaries. `extra_hooks`
@@ -267,3 +301,6 @@ class PtyClaude(Tty):
     def requests(self):
         """Bodies of the main conversation's /v1/messages requests so far."""
         return main_requests("claude", self.sb.mock.records())
+
+
+RUNNER = ClaudeRunner

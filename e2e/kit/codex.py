@@ -9,6 +9,8 @@ import os
 
 from .common import hook_binaries
 
+__all__ = ["CODEX_HOOK_BINARIES", "CodexRunner", "codex_find_marker", "codex_segments"]
+
 CODEX_HOOK_BINARIES = tuple(hook_binaries("codex").values())
 
 
@@ -42,8 +44,33 @@ def codex_find_marker(requests, marker):
 # --------------------------------------------------------------------------- runs
 
 class CodexRunner:
-    """Sandbox's Codex half (Sandbox provides codex_home(), proj, mock, session_ids(), _env()
-    and _run())."""
+    """Sandbox's Codex half (Sandbox provides _dir(), proj, mock, session_ids(), _env() and
+    _run())."""
+
+    SLUG = "codex"
+
+    @staticmethod
+    def is_main_request(record):
+        """Whether a mock log record is one of the main agent's model requests."""
+        route, reply = record.get("route"), record.get("reply") or {}
+        return route == "responses" and reply.get("kind") == "agent"
+
+    @staticmethod
+    def summarize_requests(requests, markers=()):
+        """Failure dumps: the run's request bodies as short text (report.summarize_codex_requests)."""
+        from .report import summarize_codex_requests
+        return summarize_codex_requests(requests, markers)
+
+    def codex_home(self):
+        return self._dir("codex-home")
+
+    def install_env(self):
+        """What `preloop-hooks install` needs to find Codex's files in this sandbox."""
+        return {"CODEX_HOME": self.codex_home()}
+
+    def installed_settings(self):
+        """The file `preloop-hooks install --harness codex --scope user` writes."""
+        return os.path.join(self.codex_home(), "hooks.json")
 
     def write_codex_config(self, approve_for_me=False):
         """$CODEX_HOME/config.toml: the mock as the model provider (no retries). Written
@@ -78,3 +105,6 @@ class CodexRunner:
         sids = self.session_ids()
         run.model, run.session_id = "mock-model", sids[-1] if sids else None
         return run
+
+
+RUNNER = CodexRunner

@@ -11,6 +11,11 @@ import sys
 import time
 import uuid
 
+__all__ = ["BASE_PATH", "CLI_BINARY", "E2E_DIR", "FAKE_HOOK", "HOOK_TIMEOUT_S", "REPO_ROOT",
+           "KitError", "fake_hook_command", "hook_binaries", "new_session_id", "npm_spec",
+           "poll_state", "processes_with", "quote_path", "read_jsonl", "read_text", "registry",
+           "shorten"]
+
 E2E_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_ROOT = os.path.dirname(E2E_DIR)
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"

@@ -8,14 +8,33 @@ import json
 import os
 import re
 
-from .common import HOOK_TIMEOUT_S, KitError, hook_binaries
-from .harnesses import copilot_cache_dir
+from .common import BASE_PATH, HOOK_TIMEOUT_S, KitError, hook_binaries
+from .harnesses import harness_dir
 from .landing import find_landings
+
+__all__ = ["COPILOT_CAMEL_EVENTS", "COPILOT_DATETIME_RE", "COPILOT_HOOK_BINARIES",
+           "COPILOT_MODEL", "COPILOT_PASCAL_EVENTS", "COPILOT_POST_LABEL", "CopilotRunner",
+           "copilot_cache_dir", "copilot_find_marker", "copilot_segments"]
 
 COPILOT_MODEL = "gpt-4.1"
 
 
 COPILOT_HOOK_BINARIES = hook_binaries("copilot")
+
+
+def copilot_cache_dir():
+    """XDG_CACHE_HOME of every Copilot run: the native CLI unpacks ~235 MB into
+    copilot/pkg/linux-x64/<version>/ there on first use, so it is shared across runs."""
+    return os.path.join(harness_dir(), "copilot-cache")
+
+
+def cli_env():
+    """The environment of `copilot --version` (kit.ensure): offline, no auto-update; its
+    first run unpacks the native CLI into copilot_cache_dir()."""
+    os.makedirs(copilot_cache_dir(), exist_ok=True)
+    return {"PATH": BASE_PATH, "HOME": os.path.join(copilot_cache_dir(), "home"),
+            "XDG_CACHE_HOME": copilot_cache_dir(), "COPILOT_OFFLINE": "true",
+            "COPILOT_AUTO_UPDATE": "false", "LANG": "C.UTF-8"}
 
 
 # Copilot CLI's two hook-file dialects (docs/contracts/copilot-cli.md §2): event names per style.
@@ -63,8 +82,29 @@ def copilot_find_marker(requests, marker):
 # --------------------------------------------------------------------------- runs
 
 class CopilotRunner:
-    """Sandbox's Copilot CLI half (Sandbox provides copilot_home(), _dir(), root, mock,
-    _env() and _run())."""
+    """Sandbox's Copilot CLI half (Sandbox provides _dir(), root, mock, _env() and
+    _run())."""
+
+    SLUG = "copilot"
+
+    @staticmethod
+    def is_main_request(record):
+        """Whether a mock log record is one of the main agent's model requests."""
+        route, reply = record.get("route"), record.get("reply") or {}
+        return route == "agent" and reply.get("agent") == "main"
+
+    @staticmethod
+    def summarize_requests(requests, markers=()):
+        """Failure dumps: the run's request bodies as short text (report.summarize_copilot_requests)."""
+        from .report import summarize_copilot_requests
+        return summarize_copilot_requests(requests, markers)
+
+    def copilot_home(self):
+        return self._dir("home", ".copilot")
+
+    def install_env(self):
+        """What `preloop-hooks install` needs to find Copilot's files in this sandbox."""
+        return {"COPILOT_HOME": self.copilot_home()}
 
     def write_copilot_hooks(self, commands, style="camel", timeout_s=HOOK_TIMEOUT_S, name="preloop"):
         """Wire one command per Copilot event ({event: command}) into
@@ -113,3 +153,6 @@ class CopilotRunner:
         m = re.search(r"--resume[= ]([0-9a-fA-F-]{36})", run.stderr + run.stdout)
         run.model, run.session_id = model, session_id or (m.group(1) if m else None)
         return run
+
+
+RUNNER = CopilotRunner

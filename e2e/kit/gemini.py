@@ -10,6 +10,9 @@ import os
 from .common import HOOK_TIMEOUT_S, hook_binaries
 from .landing import find_landings
 
+__all__ = ["GEMINI_HOOK_BINARIES", "GEMINI_MODEL", "GeminiRunner", "gemini_escaped",
+           "gemini_find_marker", "gemini_segments"]
+
 GEMINI_MODEL = "gemini-2.5-flash"
 
 
@@ -64,8 +67,29 @@ def gemini_escaped(s):
 # --------------------------------------------------------------------------- runs
 
 class GeminiRunner:
-    """Sandbox's Gemini CLI half (Sandbox provides gemini_dir(), mock, _env(), _run() and
+    """Sandbox's Gemini CLI half (Sandbox provides _dir(), mock, _env(), _run() and
     _json_output())."""
+
+    SLUG = "gemini"
+
+    @staticmethod
+    def is_main_request(record):
+        """Whether a mock log record is one of the main agent's model requests."""
+        route, reply = record.get("route"), record.get("reply") or {}
+        return route in ("stream", "generate") and reply.get("kind") == "main"
+
+    @staticmethod
+    def summarize_requests(requests, markers=()):
+        """Failure dumps: the run's request bodies as short text (report.summarize_gemini_requests)."""
+        from .report import summarize_gemini_requests
+        return summarize_gemini_requests(requests, markers)
+
+    def gemini_dir(self):
+        return self._dir("home", ".gemini")
+
+    def installed_settings(self):
+        """The file `preloop-hooks install --harness gemini --scope user` writes."""
+        return os.path.join(self.gemini_dir(), "settings.json")
 
     def write_gemini_settings(self, hooks=None, extra=None):
         """$HOME/.gemini/settings.json: API-key auth (required with a base URL, docs/contracts/gemini-cli.md §1),
@@ -116,3 +140,6 @@ class GeminiRunner:
         run.output, run.model = self._json_output(run.stdout), model
         run.session_id = session_id or (run.output or {}).get("session_id")
         return run
+
+
+RUNNER = GeminiRunner

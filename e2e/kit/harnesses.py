@@ -1,30 +1,23 @@
-"""The pinned harness CLIs (Claude Code, Codex, Gemini CLI, Copilot CLI, Pi, OpenCode): ensure_<harness>()
-returns the path of a working CLI of the pinned version, npm-installing it into the
-harness directory first when it is missing (CI starts from a fresh machine).
+"""The pinned harness CLIs: ensure(slug) returns the path of a working CLI of the pinned
+version, npm-installing it into the harness directory first when it is missing (CI starts
+from a fresh machine); ensure_all() does it for every harness the kit can run.
 
-The versions and npm packages are the registry's (shared/src/registry.rs, through the
-generated e2e/kit/registry.json), because every contract in docs/contracts/ is proven
-against exactly these builds."""
+Everything comes from the registry (shared/src/registry.rs, through the generated
+e2e/kit/registry.json): the version, the npm package and the program, because every
+contract in docs/contracts/ is proven against exactly these builds. No harness is named
+here: what one genuinely needs beyond that (an environment of its own for `--version`: no
+update check, no telemetry, a HOME of its own) is in its own kit module,
+e2e/kit/<program>.py, as `cli_env()`. ensure_<program>() (ensure_claude(), ensure_codex(),
+...) are aliases made from the registry for the suites."""
 
+import importlib
+import json
 import os
 import shutil
 import subprocess
 import tempfile
 
-from .common import BASE_PATH, E2E_DIR, KitError, log, npm_spec, registry
-
-CLAUDE_CODE_VERSION = registry()["claude-code"]["version"]
-CLAUDE_CODE_PACKAGE = npm_spec("claude-code")
-CODEX_VERSION = registry()["codex"]["version"]
-CODEX_PACKAGE = npm_spec("codex")
-GEMINI_VERSION = registry()["gemini"]["version"]
-GEMINI_PACKAGE = npm_spec("gemini")
-COPILOT_VERSION = registry()["copilot"]["version"]
-COPILOT_PACKAGE = npm_spec("copilot")
-PI_VERSION = registry()["pi"]["version"]
-PI_PACKAGE = npm_spec("pi")
-OPENCODE_VERSION = registry()["opencode"]["version"]
-OPENCODE_PACKAGE = npm_spec("opencode")
+from .common import E2E_DIR, KitError, log, npm_spec, registry
 
 
 def harness_dir():
@@ -32,20 +25,59 @@ def harness_dir():
                            or os.path.join(E2E_DIR, ".harness"))
 
 
-def copilot_cache_dir():
-    """XDG_CACHE_HOME of every Copilot run: the native CLI unpacks ~235 MB into
-    copilot/pkg/linux-x64/<version>/ there on first use, so it is shared across runs."""
-    return os.path.join(harness_dir(), "copilot-cache")
+def cli_slugs():
+    """The slugs of the harnesses the kit can run (an npm package in the registry), in
+    registry order."""
+    return [slug for slug, h in registry().items() if h.get("npm_package")]
+
+
+def harness_module(slug):
+    """The harness's own kit module, e2e/kit/<program>.py (imported; a `-` in the program
+    is a `_` in the module's name), or None when it has none."""
+    name = registry()[slug]["program"].replace("-", "_")
+    if not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")):
+        return None
+    return importlib.import_module("." + name, __package__)
+
+
+def runners():
+    """The runner mixin (RUNNER) of every harness whose kit module has one, in registry
+    order: Sandbox's bases. KitError when a RUNNER's SLUG is not its harness's."""
+    out = []
+    for slug in registry():
+        runner = getattr(harness_module(slug), "RUNNER", None)
+        if runner is not None:
+            if getattr(runner, "SLUG", None) != slug:
+                raise KitError("%s.SLUG is %r, not the registry's %r"
+                               % (runner.__name__, getattr(runner, "SLUG", None), slug))
+            out.append(runner)
+    return tuple(out)
+
+
+def runner_of(name):
+    """The runner of the harness NAME (its slug, or its program: the name its runs carry,
+    RunResult.harness), or None."""
+    for runner in runners():
+        if name in (runner.SLUG, registry()[runner.SLUG]["program"]):
+            return runner
+    return None
+
+
+def version_matches(output, version):
+    """Whether `--version`'s OUTPUT names VERSION as a word of its own (a trailing period
+    apart): `X.Y.Z`, `X.Y.Z (Name)`, `name-cli X.Y.Z` and `Name CLI X.Y.Z.` all do; a warning
+    line before it does no harm."""
+    return version in (w.rstrip(".") for w in output.split())
 
 
 def _tool_version(path, env=None):
-    """`path --version` (stripped stdout), or None when it does not run."""
+    """`path --version` (stripped stdout, or stderr when stdout is empty: Pi prints its
+    version there), or None when it does not run."""
     try:
         p = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=120,
                            stdin=subprocess.DEVNULL, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    # Pi prints its version on stderr.
     return (p.stdout.strip() or p.stderr.strip()) if p.returncode == 0 else None
 
 
@@ -71,72 +103,70 @@ def _npm_install(d, package, name, found):
                        % (package, p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
 
 
-def _ensure_npm(bin_name, package, name, version_ok, env=None, repair=None):
-    """The path of node_modules/.bin/BIN_NAME in harness_dir() once `--version` satisfies
-    version_ok, npm-installing PACKAGE first when it does not (CI starts from a fresh
-    machine); repair(harness_dir) may fix an install npm left half done."""
+def _run_postinstall(d, npm_package):
+    """Run the package's own postinstall script in its folder (npm may skip it; Claude
+    Code's puts its native binary in place), logging a failure."""
+    folder = os.path.join(d, "node_modules", *npm_package.split("/"))
+    try:
+        with open(os.path.join(folder, "package.json")) as f:
+            script = (json.load(f).get("scripts") or {}).get("postinstall")
+    except (OSError, ValueError):
+        return
+    if not script:
+        return
+    q = subprocess.run(["sh", "-c", script], cwd=folder, capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL)
+    if q.returncode != 0:
+        log("`%s` (postinstall of %s) exited %d:\n%s\n%s"
+            % (script, npm_package, q.returncode, q.stdout[-3000:], q.stderr[-3000:]))
+
+
+def ensure(slug):
+    """Path of a working CLI of the harness SLUG at the registry's version: the path of
+    node_modules/.bin/<program> in harness_dir() once its `--version` names that version,
+    npm-installing the package first when it does not; when the installed CLI does not run
+    at all, its package's postinstall is run once (an install npm left half done)."""
+    h = registry().get(slug)
+    if not h or not h.get("npm_package"):
+        raise KitError("the registry (shared/src/registry.rs) has no npm package for %r: the kit "
+                       "cannot run it" % slug)
+    module = harness_module(slug)
+    cli_env = getattr(module, "cli_env", None)
+    env = cli_env() if cli_env else None
     d = harness_dir()
-    path = os.path.join(d, "node_modules", ".bin", bin_name)
+    path = os.path.join(d, "node_modules", ".bin", h["program"])
+    want = h["version"]
     v = _tool_version(path, env)
-    if v and version_ok(v):
+    if v and version_matches(v, want):
         return path
-    _npm_install(d, package, name, v)
+    _npm_install(d, npm_spec(slug), h["name"], v)
     v = _tool_version(path, env)
-    if not v and repair:
-        repair(d)
+    if not v:
+        _run_postinstall(d, h["npm_package"])
         v = _tool_version(path, env)
-    if not (v and version_ok(v)):
-        raise KitError("installed %s (%s) reports %r, want %s" % (name, path, v, package))
+    if not (v and version_matches(v, want)):
+        raise KitError("installed %s (%s) reports %r, want %s" % (h["name"], path, v, npm_spec(slug)))
     return path
 
 
-def _repair_claude(d):
-    # The package's postinstall puts the native binary in place; run it if npm skipped it.
-    q = subprocess.run(["node", "install.cjs"], cwd=os.path.join(d, "node_modules", "@anthropic-ai",
-                                                                 "claude-code"),
-                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if q.returncode != 0:
-        log("`node install.cjs` exited %d:\n%s\n%s" % (q.returncode, q.stdout[-3000:], q.stderr[-3000:]))
+def ensure_all():
+    """{slug: path} of every harness the kit can run (ensure() each, in registry order)."""
+    return {slug: ensure(slug) for slug in cli_slugs()}
 
 
-def ensure_claude():
-    """Path of a working Claude Code CLI of the pinned version (npm-installed when missing)."""
-    return _ensure_npm("claude", CLAUDE_CODE_PACKAGE, "Claude Code",
-                       lambda v: v.startswith(CLAUDE_CODE_VERSION + " "), repair=_repair_claude)
+def _alias(slug):
+    def ensure_one():
+        return ensure(slug)
+    h = registry()[slug]
+    ensure_one.__name__ = ensure_one.__qualname__ = "ensure_" + h["program"].replace("-", "_")
+    ensure_one.__doc__ = ("Path of a working %s CLI of the pinned version (npm-installed when "
+                          "missing): ensure(%r)." % (h["name"], slug))
+    return ensure_one
 
 
-def ensure_codex():
-    """Path of a working Codex CLI of the pinned version (npm-installed when missing)."""
-    return _ensure_npm("codex", CODEX_PACKAGE, "Codex", lambda v: v.endswith(" " + CODEX_VERSION))
+# ensure_<program>() for each harness the kit can run: ensure_claude(), ensure_codex(), ...
+ALIASES = {f.__name__: f for f in map(_alias, cli_slugs())}
+globals().update(ALIASES)
 
-
-def ensure_gemini():
-    """Path of a working Gemini CLI of the pinned version (npm-installed when missing)."""
-    return _ensure_npm("gemini", GEMINI_PACKAGE, "Gemini CLI", lambda v: v == GEMINI_VERSION)
-
-
-def ensure_copilot():
-    """Path of a working Copilot CLI of the pinned version (npm-installed when missing).
-    Its first `--version` unpacks the native CLI into copilot_cache_dir()."""
-    os.makedirs(copilot_cache_dir(), exist_ok=True)
-    env = {"PATH": BASE_PATH, "HOME": os.path.join(copilot_cache_dir(), "home"),
-           "XDG_CACHE_HOME": copilot_cache_dir(), "COPILOT_OFFLINE": "true",
-           "COPILOT_AUTO_UPDATE": "false", "LANG": "C.UTF-8"}
-    return _ensure_npm("copilot", COPILOT_PACKAGE, "Copilot CLI",
-                       lambda v: v.startswith("GitHub Copilot CLI %s." % COPILOT_VERSION), env=env)
-
-
-def ensure_pi():
-    """Path of a working Pi CLI of the pinned version (npm-installed when missing)."""
-    env = {"PATH": BASE_PATH, "HOME": os.path.join(harness_dir(), "pi-home"), "PI_OFFLINE": "1",
-           "PI_TELEMETRY": "0", "LANG": "C.UTF-8"}
-    return _ensure_npm("pi", PI_PACKAGE, "Pi", lambda v: v == PI_VERSION, env=env)
-
-
-def ensure_opencode():
-    """Path of a working OpenCode CLI of the pinned version (npm-installed when missing).
-    The package's optional dependency opencode-linux-x64 carries the native binary; npm may
-    skip the postinstall, which is not needed (docs/contracts/opencode.md §1)."""
-    env = {"PATH": BASE_PATH, "HOME": os.path.join(harness_dir(), "opencode-home"), "LANG": "C.UTF-8",
-           "OPENCODE_DISABLE_AUTOUPDATE": "1"}
-    return _ensure_npm("opencode", OPENCODE_PACKAGE, "OpenCode", lambda v: v == OPENCODE_VERSION, env=env)
+__all__ = ["cli_slugs", "ensure", "ensure_all", "harness_dir", "harness_module", "runner_of",
+           "runners", "version_matches"] + list(ALIASES)

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from .common import shorten
 
+__all__ = ["Landing", "find_landings", "first_landing"]
+
 
 @dataclass
 class Landing:

@@ -11,10 +11,13 @@ import sys
 import time
 
 from .common import E2E_DIR, KitError
+from .harnesses import runner_of
+
+__all__ = ["MOCKS", "Mock", "agent_requests", "main_requests"]
 
 # The mock model API of each harness (Sandbox.start_mock(script, api)).
-MOCKS = {"anthropic": "mock_anthropic.py", "openai": "mock_openai.py",
-         "gemini": "mock_gemini.py", "copilot": "mock_copilot.py"}
+MOCKS = {f[len("mock_"):-len(".py")]: f for f in sorted(os.listdir(E2E_DIR))
+         if f.startswith("mock_") and f.endswith(".py") and f != "mock_common.py"}
 
 
 class Mock:
@@ -74,19 +77,13 @@ class Mock:
 
 
 def main_requests(harness, records):
-    """Bodies of the main agent's model requests among a mock's log records."""
-    def main(r):
-        route, reply = r.get("route"), r.get("reply") or {}
-        if harness == "claude":
-            return route == "messages" and reply.get("kind") == "main"
-        if harness == "codex":
-            return route == "responses" and reply.get("kind") == "agent"
-        if harness == "gemini":
-            return route in ("stream", "generate") and reply.get("kind") == "main"
-        if harness == "copilot":
-            return route == "agent" and reply.get("agent") == "main"
-        raise KitError("unknown harness %r" % harness)
-    return [r.get("body") or {} for r in records if main(r)]
+    """Bodies of the main agent's model requests among a mock's log records: those the
+    runner of HARNESS (its slug or program) calls main, is_main_request(record)."""
+    runner = runner_of(harness)
+    if runner is None or not hasattr(runner, "is_main_request"):
+        raise KitError("unknown harness %r: no runner in e2e/kit says which requests are its "
+                       "main agent's" % harness)
+    return [r.get("body") or {} for r in records if runner.is_main_request(r)]
 
 
 def agent_requests(records, agent):

@@ -17,6 +17,8 @@ import time
 
 from .common import BASE_PATH, E2E_DIR
 
+__all__ = ["PluginWorld"]
+
 
 def bin_dir():
     """The directory of the release preloop-hooks (PRELOOP_BIN_DIR); fails loudly without it."""

@@ -6,10 +6,10 @@ suites (require_install, prompt_prereqs) live here too; the server's are in serv
 import os
 
 from .binaries import build_binaries, has_install_command
-from .common import CLI_BINARY, KitError, log, shorten
-from .copilot import COPILOT_HOOK_BINARIES
-from .gemini import GEMINI_HOOK_BINARIES
-from .harnesses import ensure_copilot, ensure_gemini
+from .common import CLI_BINARY, KitError, hook_binaries, log, shorten
+from .harnesses import ensure
+
+__all__ = ["Prereq", "fail_setup", "prompt_prereqs", "require_install"]
 
 
 def fail_setup(msg):
@@ -62,16 +62,12 @@ def require_install(bin_dir, harness):
         "`%s install --help` does not offer --harness %s: the e2e suites wire the hooks with it" % (cli, harness))
 
 
-PROMPT_HOOK_BINARIES = {"gemini": GEMINI_HOOK_BINARIES, "copilot": COPILOT_HOOK_BINARIES}
-PROMPT_CLIS = {"gemini": ensure_gemini, "copilot": ensure_copilot}
-
-
 def prompt_prereqs(prereq, *harnesses):
     """setUpModule helper for PromptScenarios: "bin_dir" (with the harnesses' hook binaries
     built), and for each harness "install_HARNESS" (this preloop-hooks wires it) and HARNESS
     (its CLI)."""
     prereq.get("bin_dir", lambda: build_binaries(
-        tuple(b for h in harnesses for b in PROMPT_HOOK_BINARIES[h].values())))
+        tuple(b for h in harnesses for b in hook_binaries(h).values())))
     for h in harnesses:
         prereq.get("install_" + h, lambda: require_install(prereq["bin_dir"], h))
-        prereq.get(h, PROMPT_CLIS[h])
+        prereq.get(h, lambda: ensure(h))

@@ -12,6 +12,11 @@ from .codex import codex_segments
 from .common import shorten
 from .copilot import copilot_segments
 from .gemini import gemini_segments
+from .harnesses import runner_of
+
+__all__ = ["SUMMARIZERS", "before_reply_lines", "summarize_codex_requests",
+           "summarize_copilot_requests", "summarize_gemini_requests", "summarize_json",
+           "summarize_request", "summarize_requests"]
 
 
 def _excerpt(s, markers, width, wide):
@@ -116,8 +121,23 @@ def summarize_copilot_requests(requests, markers=(), width=240, wide=1500):
     return _summarize_landings(requests, copilot_segments, "messages", markers, width, wide)
 
 
-SUMMARIZERS = {"claude": summarize_requests, "codex": summarize_codex_requests,
-               "gemini": summarize_gemini_requests, "copilot": summarize_copilot_requests}
+def summarize_json(requests, markers=(), width=240, wide=1500):
+    """Any harness's request bodies, each as shortened JSON (wide around the markers): the
+    failure dump of a harness whose runner has no summarize_requests of its own."""
+    return "\n".join("--- request #%d\n  %s" % (n, _excerpt(json.dumps(body, ensure_ascii=False),
+                                                                 markers, width, wide))
+                     for n, body in enumerate(requests))
+
+
+class _Summarizers(dict):
+    """{harness (slug or the program its runs carry): summarize(requests, markers)}: its
+    runner's summarize_requests, else summarize_json."""
+
+    def __missing__(self, harness):
+        return getattr(runner_of(harness), "summarize_requests", None) or summarize_json
+
+
+SUMMARIZERS = _Summarizers()
 
 
 def before_reply_lines(run, width=400):

@@ -1,8 +1,16 @@
 """Sandbox, one scenario's world (temp HOME, project dir, PRELOOP_HOME, the mock, the hook
 configuration, the operator CLI, harness runs), and RunResult, what one run left.
 
-The harness-specific halves (settings files, environments, `run_<harness>()`) are mixins in
-each harness's module; this module holds what every harness shares."""
+The harness-specific halves (settings files, environments, `run_<harness>()`) are runner
+mixins in each harness's own kit module, found from the registry (kit.runners()):
+e2e/kit/<program>.py's `RUNNER`, a class with `SLUG` (the harness's registry slug),
+`is_main_request(record)` (which mock records are its main agent's requests: RunResult.requests)
+and optionally `summarize_requests(requests, markers)` (its failure dumps; else JSON),
+`prepare()` (run when a sandbox is made), `install_env()` (what `preloop-hooks install`
+needs in its environment), `installed_settings()` (the file `install --harness SLUG --scope
+user` writes) and `wire_without_install()`. The kit calls those on the runner class, never
+through a Sandbox (every runner has them, so a Sandbox's own would be the first runner's).
+This module names no harness; it holds what every harness shares."""
 
 import json
 import os
@@ -16,12 +24,15 @@ import time
 from dataclasses import dataclass, field
 
 from .binaries import has_install_command
-from .claude import ClaudeRunner
-from .codex import CodexRunner
 from .common import BASE_PATH, CLI_BINARY, KitError, poll_state, shorten
-from .copilot import CopilotRunner
-from .gemini import GeminiRunner
+from .harnesses import runners
 from .mock import Mock, agent_requests, main_requests
+
+__all__ = ["RUNNERS", "RunResult", "Sandbox"]
+
+
+# Sandbox's bases: each harness's runner mixin, in registry order.
+RUNNERS = runners()
 
 
 @dataclass
@@ -36,8 +47,8 @@ class RunResult:
     model: str | None
     session_id: str | None
     cmdline: str
+    harness: str                   # the runner's name for it (run_<harness>())
     timed_out: bool = False
-    harness: str = "claude"
     during: dict = field(default_factory=dict)   # run_*(during=fn): {"value"} or {"error"}
 
     def before_reply(self):
@@ -53,24 +64,28 @@ class RunResult:
                    len(self.requests), len(self.records)))
 
 
-class Sandbox(ClaudeRunner, CodexRunner, GeminiRunner, CopilotRunner):
+class Sandbox(*RUNNERS):
     """One scenario's world: temp HOME, project dir, PRELOOP_HOME, mock, hook config, runs.
 
-    The plugin-carried harnesses (Pi, OpenCode) have no runner mixin here: their suites
-    (e2e/test_pi.py: PiWorld, e2e/test_opencode.py: OpenCodeWorld) install our plugin with
-    `preloop-hooks install` into a world of their own."""
+    Its bases are the harnesses' runner mixins (RUNNERS). A plugin-carried harness has
+    none: its suite (e2e/test_pi.py: PiWorld) installs our plugin with `preloop-hooks
+    install` into a world of its own (kit.PluginWorld)."""
 
-    def __init__(self, name, bin_dir, claude_bin=None):
+    def __init__(self, name, bin_dir, **clis):
+        """CLIS: the paths of harness CLIs a runner reads as attributes (claude_bin=...)."""
         self.name = name
         self.bin_dir = bin_dir
-        self.claude_bin = claude_bin
+        for attr, path in clis.items():
+            if not any(attr in vars(r) for r in RUNNERS):
+                raise TypeError("Sandbox() got %s=, which no runner reads" % attr)
+            setattr(self, attr, path)
         parent = os.environ.get("PRELOOP_E2E_TMPDIR") or None
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name)[:60]
         self.root = tempfile.mkdtemp(prefix="preloop-e2e-%s-" % slug, dir=parent)
         self.home = os.path.join(self.root, "home")
         self.proj = os.path.join(self.root, "proj")
         self.preloop_home = os.path.join(self.root, "preloop-home")
-        for d in (self.home, os.path.join(self.home, ".claude"), self.proj, self.preloop_home):
+        for d in (self.home, self.proj, self.preloop_home):
             os.makedirs(d, exist_ok=True)
         self.keep = os.environ.get("PRELOOP_E2E_KEEP") == "1"
         self.mock = None
@@ -78,6 +93,9 @@ class Sandbox(ClaudeRunner, CodexRunner, GeminiRunner, CopilotRunner):
         self.hook_env = {}     # added to the harness's env (so its hooks get it): server mode
         self.mock_env = {}     # added to the mock's env (its before_reply_cmd get it)
         self.install_output = None
+        for runner in RUNNERS:
+            if hasattr(runner, "prepare"):
+                runner.prepare(self)
 
     # -- paths / env ---------------------------------------------------------
     def bin(self, name):
@@ -89,35 +107,30 @@ class Sandbox(ClaudeRunner, CodexRunner, GeminiRunner, CopilotRunner):
         return {"PATH": BASE_PATH, "HOME": self.home, "LANG": "C.UTF-8", "TERM": "dumb",
                 "PRELOOP_HOME": self.preloop_home}
 
-    def codex_home(self):
-        return self._dir("codex-home")
-
-    def gemini_dir(self):
-        return self._dir("home", ".gemini")
-
-    def copilot_home(self):
-        return self._dir("home", ".copilot")
-
     def _dir(self, *parts):
         d = os.path.join(self.root, *parts)
         os.makedirs(d, exist_ok=True)
         return d
 
     # -- hook wiring (each harness's own files: its runner mixin) --------------
-    def install_hooks(self, harness="claude-code"):
+    def install_hooks(self, harness):
         """Wire the hooks into this sandbox's HOME the way a user does:
         `preloop-hooks install --harness HARNESS --scope user`, when this build of
         preloop-hooks has the command. Returns "install" or, when it has not (yet) and
-        HARNESS is claude-code, "kit" after writing the settings file with
-        write_settings(). Codex: write_codex_config() first; Gemini: write_gemini_settings()
-        first (install adds to those files)."""
+        HARNESS's runner can wire its hooks itself (wire_without_install(): Claude Code's
+        write_settings()), "kit" after doing so. Codex: write_codex_config() first; Gemini:
+        write_gemini_settings() first (install adds to those files). settings_path is then
+        the runner's installed_settings(), when it has one."""
+        runner = next((r for r in RUNNERS if r.SLUG == harness), None)
         if not has_install_command(self.bin(CLI_BINARY)):
-            if harness != "claude-code":
+            if not hasattr(runner, "wire_without_install"):
                 raise KitError("preloop-hooks has no `install` command; cannot wire %s" % harness)
-            self.write_settings()
+            runner.wire_without_install(self)
             return "kit"
         env = self.base_env()
-        env.update(CODEX_HOME=self.codex_home(), COPILOT_HOME=self.copilot_home())
+        for other in RUNNERS:
+            if hasattr(other, "install_env"):
+                env.update(other.install_env(self))
         p = subprocess.run(self.cli_argv("install", "--harness", harness, "--scope", "user"),
                            env=env, cwd=self.proj, capture_output=True, text=True,
                            timeout=60, stdin=subprocess.DEVNULL)
@@ -126,9 +139,8 @@ class Sandbox(ClaudeRunner, CodexRunner, GeminiRunner, CopilotRunner):
             raise KitError("`preloop-hooks install --harness %s --scope user` (HOME=%s) exited %d\n"
                            "stdout: %s\nstderr: %s" % (harness, self.home, p.returncode,
                                                        p.stdout[-3000:], p.stderr[-3000:]))
-        self.settings_path = {"claude-code": os.path.join(self.home, ".claude", "settings.json"),
-                              "codex": os.path.join(self.codex_home(), "hooks.json"),
-                              "gemini": os.path.join(self.gemini_dir(), "settings.json")}.get(harness)
+        self.settings_path = (runner.installed_settings(self)
+                              if hasattr(runner, "installed_settings") else None)
         return "install"
 
     # -- operator CLI ----------------------------------------------------------

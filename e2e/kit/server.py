@@ -19,6 +19,9 @@ import uuid
 
 from .common import E2E_DIR, KitError, log, poll_state, shorten
 
+__all__ = ["SERVER_DIR", "ServerClient", "ServerError", "ensure_server", "release_server",
+           "require_server", "server_home", "server_log_tail", "stop_server"]
+
 SERVER_DIR = os.path.join(E2E_DIR, "preloop_server")
 
 

@@ -19,6 +19,8 @@ import termios
 import threading
 import time
 
+__all__ = ["Tty"]
+
 _ESCAPES = re.compile(rb"\x1b\[[0-9;?<>=!]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[PX^_][^\x1b]*\x1b\\|\x1b.")
 
 

@@ -1641,11 +1641,13 @@ pub fn markdown_harnesses() -> String {
                 events.push(d.on);
             }
         }
-        let proven = match h.evidence {
-            Evidence::RealBinary => "the real binary, end to end",
-            Evidence::Documented => "its documentation and public captures",
-        };
-        out.push_str(&format!("| {} {} | {} | {proven} |\n", h.name, h.version, events.join(", ")));
+        out.push_str(&format!(
+            "| {} {} | {} | {} |\n",
+            h.name,
+            h.version,
+            events.join(", "),
+            evidence_words(h.evidence)
+        ));
     }
     out
 }
@@ -1655,20 +1657,45 @@ pub fn markdown_harnesses() -> String {
 pub fn markdown_lineage() -> String {
     let mut out = String::from("| harness | a run its agent starts learns its parent from |\n|---|---|\n");
     for h in HARNESSES {
-        let how = match h.lineage {
-            Lineage::Export(via) => format!(
-                "`PRELOOP_PARENT_SESSION_ID`, which SessionStart exports through {via}; process ancestry where it did not arrive"
-            ),
-            Lineage::Ancestry => "process ancestry (no hook can export a variable to the commands it runs)".to_string(),
-        };
-        out.push_str(&format!("| {} {} | {how} |\n", h.name, h.version));
+        out.push_str(&format!("| {} {} | {} |\n", h.name, h.version, lineage_how(h.lineage)));
     }
     out
 }
 
+/// The lineage table of docs/guarantees.md: how a worker a conductor of
+/// each harness starts learns its parent, and how that was established.
+pub fn markdown_lineage_guarantees() -> String {
+    let mut out = String::from(
+        "| harness of the conductor | how the worker learns its parent | the harness's behaviour established on |\n|---|---|---|\n",
+    );
+    for h in HARNESSES {
+        let how = lineage_how(h.lineage);
+        out.push_str(&format!("| {} {} | {how} | {} |\n", h.name, h.version, evidence_words(h.evidence)));
+    }
+    out
+}
+
+/// A [`Lineage`] in the docs' words.
+fn lineage_how(lineage: Lineage) -> String {
+    match lineage {
+        Lineage::Export(via) => format!(
+            "`PRELOOP_PARENT_SESSION_ID`, which SessionStart exports through {via}; process ancestry where it did not arrive"
+        ),
+        Lineage::Ancestry => "process ancestry (no hook can export a variable to the commands it runs)".to_string(),
+    }
+}
+
+/// An [`Evidence`] in the docs' words.
+fn evidence_words(evidence: Evidence) -> &'static str {
+    match evidence {
+        Evidence::RealBinary => "the real binary, end to end",
+        Evidence::Documented => "its documentation and public captures",
+    }
+}
+
 /// `e2e/kit/registry.json`: what the end-to-end kit takes from the
-/// registry (each harness's version, npm package, and hook command per
-/// event), so the kit names no version or binary of its own.
+/// registry (each harness's version, npm package, program, and hook
+/// command per event), so the kit names no version or binary of its own.
 pub fn e2e_kit_json() -> String {
     #[derive(serde::Serialize)]
     struct KitHarness {
@@ -1676,6 +1703,9 @@ pub fn e2e_kit_json() -> String {
         name: &'static str,
         version: &'static str,
         npm_package: Option<&'static str>,
+        /// Its executable: `node_modules/.bin/<program>` of the npm package,
+        /// and the kit module `e2e/kit/<program>.py`.
+        program: &'static str,
         /// `[event, hook command]`, in registry order (the watcher apart).
         hooks: Vec<(&'static str, &'static str)>,
         watch: Option<&'static str>,
@@ -1694,6 +1724,7 @@ pub fn e2e_kit_json() -> String {
                 name: h.name,
                 version: h.version,
                 npm_package: h.npm_package,
+                program: h.program,
                 hooks: h.harness.hooks().filter(|d| d.does != Does::Watch).map(|d| (d.on, d.binary)).collect(),
                 watch: h.harness.hooks().find(|d| d.does == Does::Watch).map(|d| d.binary),
             })
@@ -1817,8 +1848,8 @@ mod tests {
         assert_eq!(Harness::ALL.len(), HARNESSES.len());
     }
 
-    /// The generated tables in docs/event-matrix.md and README.md are the
-    /// registry's (PRELOOP_BLESS=1 rewrites them), and every binary the
+    /// The generated tables in docs/event-matrix.md, docs/guarantees.md and
+    /// README.md are the registry's (PRELOOP_BLESS=1 rewrites them), and every binary the
     /// matrix's prose tables name exists.
     #[test]
     fn docs_follow_the_registry() {
@@ -1826,6 +1857,7 @@ mod tests {
         for (file, marker, table) in [
             ("docs/event-matrix.md", "registry:hooks", markdown_hooks()),
             ("docs/event-matrix.md", "registry:lineage", markdown_lineage()),
+            ("docs/guarantees.md", "registry:lineage", markdown_lineage_guarantees()),
             ("README.md", "registry:harnesses", markdown_harnesses()),
         ] {
             let path = root.join(file);
@@ -1856,6 +1888,21 @@ mod tests {
         }
         for b in binaries() {
             assert!(named.contains(b), "docs/event-matrix.md does not mention {b}");
+        }
+    }
+
+    /// Every contract in docs/contracts/ is on its index page: a new
+    /// harness's contract brings its row there (docs/adding-a-harness.md,
+    /// "New files").
+    #[test]
+    fn contracts_are_indexed() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/contracts");
+        let index = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            if name.ends_with(".md") && name != "README.md" {
+                assert!(index.contains(&name), "docs/contracts/README.md does not index {name}: add its row");
+            }
         }
     }
 

@@ -13,6 +13,8 @@ from ..common import KitError, shorten
 from ..report import SUMMARIZERS, before_reply_lines
 from ..sandbox import Sandbox
 
+__all__ = ["TERMINAL_STATES", "Scenario", "ScenarioFailure"]
+
 TERMINAL_STATES = {"delivered", "expired", "cancelled", "undeliverable"}
 
 
@@ -58,7 +60,8 @@ class Scenario:
         self.scenario = "%s %s [%s]" % (self.HARNESS, scenario, self.label())
         slug = "%s-%s-%s" % ("srv" if self.MODE != "local" else "loc", self.HARNESS,
                              scenario.split(":")[0])
-        self.sb = Sandbox(slug, self.bin_dir(), self.PREREQ["claude"] if self.HARNESS == "claude" else None)
+        self.sb = Sandbox(slug, self.bin_dir(),
+                          claude_bin=self.PREREQ["claude"] if self.HARNESS == "claude" else None)
         self.addCleanup(self.sb.close)
         try:
             self.prepare_mode(self.sb)

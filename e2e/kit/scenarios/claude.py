@@ -7,6 +7,8 @@ from ..common import KitError
 from .base import ScenarioFailure
 from .notes import RUN_PROMPT, NoteScenarios
 
+__all__ = ["ClaudeScenarios"]
+
 
 class ClaudeScenarios(NoteScenarios):
     """Claude Code 2.1.328 `claude -p` against mock_anthropic.py, one TestCase per model

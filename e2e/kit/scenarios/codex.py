@@ -8,6 +8,8 @@ from ..common import KitError, shorten
 from .base import Scenario, ScenarioFailure
 from .notes import NoteScenarios
 
+__all__ = ["CODEX_PROMPT", "CodexScenarios"]
+
 CODEX_PROMPT = "say hi"
 
 

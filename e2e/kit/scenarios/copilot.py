@@ -7,6 +7,8 @@ from ..common import shorten
 from ..copilot import COPILOT_DATETIME_RE, COPILOT_POST_LABEL, copilot_find_marker
 from .prompt import PromptScenarios
 
+__all__ = ["CopilotScenarios"]
+
 
 class CopilotScenarios(PromptScenarios):
     """Copilot CLI 1.0.102 `copilot -p` against mock_copilot.py with our hooks; scenarios

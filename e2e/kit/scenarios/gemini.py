@@ -8,6 +8,8 @@ from ..gemini import gemini_escaped, gemini_find_marker
 from .notes import RUN_PROMPT
 from .prompt import PromptScenarios
 
+__all__ = ["GeminiScenarios"]
+
 
 class GeminiScenarios(PromptScenarios):
     """Gemini CLI 0.61.0 `gemini -p` against mock_gemini.py with our hooks; scenarios a, c

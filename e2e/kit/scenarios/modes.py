@@ -10,6 +10,8 @@ from ..common import E2E_DIR, KitError, quote_path
 from ..server import server_home, server_log_tail
 from .base import Scenario, ScenarioFailure
 
+__all__ = ["LocalMode", "ServerMode"]
+
 
 class LocalMode(Scenario):
     """Local mode: no PRELOOP_URL / PRELOOP_TOKEN, the local inbox under the sandbox's

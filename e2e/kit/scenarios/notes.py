@@ -7,6 +7,8 @@ import time
 from ..common import new_session_id, shorten
 from .base import Scenario
 
+__all__ = ["RUN_PROMPT", "NoteScenarios"]
+
 RUN_PROMPT = "Run echo hi"           # the prompt of the Claude Code, Gemini and Copilot runs
 
 

@@ -11,6 +11,8 @@ from .base import ScenarioFailure
 from .modes import LocalMode
 from .notes import RUN_PROMPT, NoteScenarios
 
+__all__ = ["PromptLocalMode", "PromptScenarios"]
+
 
 class PromptScenarios(NoteScenarios):
     """`<harness> -p PROMPT` headless (Gemini CLI, Copilot CLI) with the session id the test

@@ -133,6 +133,11 @@ pub trait Dialect: Sync {
 
     // ---- Files and layout ----
 
+    /// Where our files go in `scope`, for people (Markdown: the variables
+    /// that move them, what else changes, what the harness needs to load
+    /// them): install/README.md's table of files is rendered from it
+    /// (`install/tests/suite/readme_files.rs`; `PRELOOP_BLESS=1` rewrites it).
+    fn files_doc(&self, scope: Scope) -> &'static str;
     /// The file our entries live in, in `scope`.
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf;
     /// How that file holds entries.

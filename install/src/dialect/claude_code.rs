@@ -19,6 +19,12 @@ impl Dialect for ClaudeCode {
         Harness::ClaudeCode
     }
 
+    fn files_doc(&self, scope: Scope) -> &'static str {
+        match scope {
+            Scope::User => "`$CLAUDE_CONFIG_DIR` or `~/.claude`, `settings.json`",
+            Scope::Project => "`./.claude/settings.json`",
+        }
+    }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
             Scope::User => ctx

@@ -57,6 +57,12 @@ impl Dialect for Codex {
         "Codex"
     }
 
+    fn files_doc(&self, scope: Scope) -> &'static str {
+        match scope {
+            Scope::User => "`$CODEX_HOME` (default `~/.codex`) `hooks.json`, trust in `config.toml`",
+            Scope::Project => "`./.codex/hooks.json`, trust in `$CODEX_HOME/config.toml`; a trusted project",
+        }
+    }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
             Scope::User => codex_home(ctx).join("hooks.json"),

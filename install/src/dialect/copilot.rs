@@ -65,6 +65,12 @@ impl Dialect for Copilot {
         Harness::Copilot
     }
 
+    fn files_doc(&self, scope: Scope) -> &'static str {
+        match scope {
+            Scope::User => "`$COPILOT_HOME` (default `~/.copilot`) `hooks/preloop.json`, a file of ours alone",
+            Scope::Project => "`./.github/hooks/preloop.json`; a trusted folder",
+        }
+    }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
             Scope::User => copilot_home(ctx).join("hooks/preloop.json"),

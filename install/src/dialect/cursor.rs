@@ -52,6 +52,12 @@ impl Dialect for Cursor {
         Harness::Cursor
     }
 
+    fn files_doc(&self, scope: Scope) -> &'static str {
+        match scope {
+            Scope::User => "`~/.cursor/hooks.json`",
+            Scope::Project => "`./.cursor/hooks.json`",
+        }
+    }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
             Scope::User => ctx.home.join(".cursor/hooks.json"),

@@ -57,6 +57,12 @@ impl Dialect for Gemini {
         Harness::Gemini
     }
 
+    fn files_doc(&self, scope: Scope) -> &'static str {
+        match scope {
+            Scope::User => "`$GEMINI_CLI_HOME` or `~`, `.gemini/settings.json` (comments allowed and kept)",
+            Scope::Project => "`./.gemini/settings.json`; a trusted folder",
+        }
+    }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
             Scope::User => gemini_home(ctx).join(".gemini/settings.json"),

@@ -134,6 +134,14 @@ impl Dialect for OpenCode {
         Harness::OpenCode
     }
 
+    fn files_doc(&self, scope: Scope) -> &'static str {
+        match scope {
+            Scope::User => {
+                "`$XDG_CONFIG_HOME/opencode` (default `~/.config/opencode`) `plugins/preloop.js` (our plugin, this build's byte for byte) and `plugins/preloop.json` (its manifest), both ours alone; where the folder lacks them, `package-lock.json` listing `@opencode-ai/plugin` and `node_modules/` (so OpenCode runs no `npm install` at start), removed again by uninstall while still ours"
+            }
+            Scope::Project => "`./.opencode/` the same; one scope only (OpenCode loads both copies)",
+        }
+    }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
             Scope::User => config_dir(ctx).join("plugins").join(MANIFEST),

@@ -39,6 +39,14 @@ impl Dialect for Pi {
         Harness::Pi
     }
 
+    fn files_doc(&self, scope: Scope) -> &'static str {
+        match scope {
+            Scope::User => {
+                "`$PI_CODING_AGENT_DIR` (default `~/.pi/agent`) `extensions/preloop.js` (our extension, this build's byte for byte) and `extensions/preloop.json` (its manifest), both ours alone"
+            }
+            Scope::Project => "`./.pi/extensions/` the same two files; one scope only (Pi loads both copies)",
+        }
+    }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
             Scope::User => agent_dir(ctx).join("extensions").join(MANIFEST),

@@ -10,6 +10,7 @@ mod first_hour_words;
 mod ids;
 mod install_files;
 mod lineage;
+mod readme_files;
 mod round4_ids;
 mod round4_install;
 mod schemas;
