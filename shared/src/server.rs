@@ -45,10 +45,11 @@ pub struct ServerBackend {
 /// the ones a server may receive twice, because a kept connection the
 /// server closed before answering is retried on a new one
 /// ([`http_plain::call_json`]). `session-start` registers or reopens the
-/// session by its id; a pull the server answered is what claims notes, and
-/// an unanswered pull claims nothing the hook could carry either way; an
-/// ack names its notes. A permission check (a second approval request),
-/// a turn-end report and a session end are never sent twice.
+/// session by its id; a pull whose answer never came carries nothing
+/// whether or not it is sent again, and sending it again can only carry
+/// what is still pending; an ack names its notes. A permission check (a
+/// second approval request), a turn-end report and a session end are never
+/// sent twice: they keep a connection of their own.
 const KEPT_ROUTES: &[&str] = &["session-start", "notes/pending", "notes/ack"];
 
 impl ServerBackend {
