@@ -240,7 +240,7 @@ impl Config {
                 unusable_source |= *unusable;
                 s.clone()
             }
-            _ if home_ok => onboarding(&home, harness, &show, &mut problems, &mut unusable_source),
+            _ if home_ok && here.exists => onboarding(&home, harness, &show, &mut problems, &mut unusable_source),
             _ => None,
         });
         if pin != Pin::Open {
@@ -401,7 +401,7 @@ impl UserView {
         let server = if files.home_ok { files.server() } else { None };
         let onboarding = match &server {
             Some(_) => None,
-            None if files.home_ok => {
+            None if files.home_ok && files.exists => {
                 let mut unusable = false;
                 let mut found = Vec::new();
                 let s = onboarding(&dir, harness, show, &mut found, &mut unusable);
@@ -427,6 +427,8 @@ impl UserView {
 /// One home's `config.json`, read and checked.
 struct HomeFiles {
     home_ok: bool,
+    /// The home directory exists (nothing is read in one that does not).
+    exists: bool,
     file: ConfigFile,
     /// A source that may name a server could not be used.
     unusable: bool,
@@ -441,15 +443,17 @@ impl HomeFiles {
         let mut problems = Vec::new();
         let mut file = ConfigFile::default();
         let mut unusable = false;
-        let home_ok = match fsutil::check_owned_dir(home) {
-            Ok(()) => true,
+        let (home_ok, exists) = match fsutil::owned_dir_exists(home) {
+            Ok(exists) => (true, exists),
             Err(e) => {
                 problems
                     .push(Problem { what: format!("PRELOOP_HOME {shown_home}: {e}"), fix: home_fix(&shown_home, &e) });
-                false
+                (false, false)
             }
         };
-        if home_ok {
+        // A home that does not exist holds no file: no look-ups inside it
+        // (round six: three failing system calls per missing home).
+        if home_ok && exists {
             match fsutil::read_owned_json_value(&path) {
                 Ok(None) => {}
                 Ok(Some(v)) => {
@@ -466,10 +470,10 @@ impl HomeFiles {
                     });
                 }
             }
-        } else {
+        } else if !home_ok {
             unusable = true;
         }
-        HomeFiles { home_ok, file, unusable, problems, path }
+        HomeFiles { home_ok, exists, file, unusable, problems, path }
     }
 
     /// The server `config.json` names (`url` + `token`), if any.

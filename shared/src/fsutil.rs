@@ -184,9 +184,15 @@ fn trusted(meta: &fs::Metadata) -> std::result::Result<(), TrustError> {
 /// others can read is tightened to 0700. A home that does not exist yet is
 /// fine (it is created 0700 on first use).
 pub fn check_owned_dir(dir: &Path) -> std::result::Result<(), TrustError> {
+    owned_dir_exists(dir).map(|_| ())
+}
+
+/// [`check_owned_dir`], and whether the directory exists: where it does
+/// not, nothing in it can be read (a caller skips the look-ups).
+pub fn owned_dir_exists(dir: &Path) -> std::result::Result<bool, TrustError> {
     let meta = match fs::metadata(dir) {
         Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(TrustError::Io(e.to_string())),
     };
     if !meta.is_dir() {
@@ -196,7 +202,7 @@ pub fn check_owned_dir(dir: &Path) -> std::result::Result<(), TrustError> {
     if meta.permissions().mode() & 0o077 != 0 {
         let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Read a JSON file that configures us (`config.json`, an onboarding file):
@@ -569,6 +575,23 @@ pub fn sanitize_standard_fds() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Round six: a home that does not exist (also behind a dangling
+    /// link) is told apart from one that does, so nothing is looked up in it.
+    #[test]
+    fn a_missing_owned_dir_is_told_apart() {
+        let d = std::env::temp_dir().join(format!("preloop-fsutil-test-{}", note_id()));
+        fs::create_dir_all(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(owned_dir_exists(&d), Ok(true));
+        assert_eq!(owned_dir_exists(&d.join("missing")), Ok(false));
+        std::os::unix::fs::symlink(d.join("nowhere"), d.join("dangling")).unwrap();
+        assert_eq!(owned_dir_exists(&d.join("dangling")), Ok(false));
+        fs::write(d.join("file"), "").unwrap();
+        assert!(owned_dir_exists(&d.join("file")).is_err());
+        assert!(check_owned_dir(&d.join("missing")).is_ok());
+        let _ = fs::remove_dir_all(&d);
+    }
 
     /// In a forked child (raw syscalls only after the fork): with fd 1
     /// closed, a file opened after [`sanitize_standard_fds`] cannot be fd 1,

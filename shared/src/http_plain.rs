@@ -14,7 +14,16 @@
 //! bearer token never leaves the configured origin); every status is an
 //! answer; a header value with a control character is never sent; a
 //! truncated, malformed or oversized answer is an error, never a guess.
-//! `Connection: close`: one request per connection, as a hook makes.
+//! One connection per hook where its calls may share one ([`call_json`]):
+//! an answer framed by its length (or chunked, or 204/304) from an HTTP/1.1
+//! server that did not say `Connection: close` leaves the connection for the
+//! hook's next call (SessionStart's pull after its `session-start`, a pull's
+//! ack), as the C floor replays them; the others say `Connection: close`.
+//! A kept connection the server closed before answering (an idle timeout,
+//! a server that closes after each answer without saying so) is retried
+//! once on a new connection, within the same deadline; only callers whose
+//! request may be sent twice take a kept connection (docs/performance.md,
+//! "Round six").
 //!
 //! Bounded like a library (red-team 3, N1/N3): the request is written and
 //! the answer read within the call's one deadline (each `write` and `read`
@@ -146,6 +155,84 @@ impl From<io::Error> for Failure {
     }
 }
 
+/// A connection whose last answer was read whole and may carry the next
+/// request ([`call_json`]).
+#[derive(Debug)]
+pub struct Kept(TcpStream);
+
+/// POST `body` (JSON) and read the answer, the whole call within `timeout`,
+/// on `kept` when given (the connection a previous [`call_json`] returned)
+/// or a new one. Returns the answer and, when the server left it open and
+/// the answer was framed, the connection for the next call. Give `kept`
+/// only for a request the server may receive twice: when the kept
+/// connection fails before the first byte of an answer (the server closed
+/// it meanwhile), the request is sent again on a new connection.
+#[allow(clippy::too_many_arguments)]
+pub fn call_json(
+    origin: &Origin,
+    kept: Option<Kept>,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    connect_timeout: Duration,
+    timeout: Duration,
+    max_body: u64,
+) -> (Result<Response, Failure>, Option<Kept>) {
+    let deadline = Instant::now() + timeout;
+    let req = match request(origin, path, headers, body, true) {
+        Ok(r) => r,
+        Err(e) => return (Err(e), None),
+    };
+    if let Some(Kept(mut stream)) = kept {
+        match exchange(&mut stream, &req, deadline, max_body) {
+            Exchange::Done(r, keep) => return (Ok(r), keep.then_some(Kept(stream))),
+            Exchange::Failed(e) => return (Err(e), None),
+            // Closed before any answer: a new connection below.
+            Exchange::Unanswered(_) => {}
+        }
+    }
+    let left = match left(deadline) {
+        Ok(d) => d,
+        Err(e) => return (Err(e), None),
+    };
+    let mut stream = match TcpStream::connect_timeout(&origin.addr, connect_timeout.min(left)) {
+        Ok(s) => s,
+        Err(e) => return (Err(e.into()), None),
+    };
+    match exchange(&mut stream, &req, deadline, max_body) {
+        Exchange::Done(r, keep) => (Ok(r), keep.then_some(Kept(stream))),
+        Exchange::Failed(e) | Exchange::Unanswered(e) => (Err(e), None),
+    }
+}
+
+/// How one request on one connection went.
+enum Exchange {
+    /// The answer, and whether the connection may carry another request.
+    Done(Response, bool),
+    /// The write failed or the connection ended before the answer's first
+    /// byte (not a timeout).
+    Unanswered(Failure),
+    /// Anything else.
+    Failed(Failure),
+}
+
+fn exchange(stream: &mut TcpStream, req: &[u8], deadline: Instant, max_body: u64) -> Exchange {
+    if let Err(e) = write_within(stream, req, deadline) {
+        return match e {
+            Failure::Io(_) => Exchange::Unanswered(e),
+            e => Exchange::Failed(e),
+        };
+    }
+    let mut r = Reader::new(stream, deadline, max_body);
+    match answer_of(&mut r, max_body) {
+        Ok((resp, keep)) => Exchange::Done(resp, keep),
+        Err(e) if r.received() == 0 && matches!(e, Failure::Io(_) | Failure::Malformed(CLOSED_BEFORE_HEAD)) => {
+            Exchange::Unanswered(e)
+        }
+        Err(e) => Exchange::Failed(e),
+    }
+}
+
 /// A request sent whose answer is not read yet: the caller does other work
 /// (another call) meanwhile and reads it with [`InFlight::answer`].
 #[derive(Debug)]
@@ -167,7 +254,7 @@ pub fn send_json(
     timeout: Duration,
 ) -> Result<InFlight, Failure> {
     let deadline = Instant::now() + timeout;
-    let req = request(origin, path, headers, body)?;
+    let req = request(origin, path, headers, body, false)?;
     let mut stream = TcpStream::connect_timeout(&origin.addr, connect_timeout.min(timeout))?;
     write_within(&mut stream, &req, deadline)?;
     Ok(InFlight { stream, deadline })
@@ -218,8 +305,9 @@ fn sendable(name: &str, value: &str) -> bool {
 
 /// The request: head and body in one buffer, written at once. A header
 /// that could split the head (CR/LF in a token from the environment) is
-/// refused, never sent.
-fn request(origin: &Origin, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Result<Vec<u8>, Failure> {
+/// refused, never sent. `keep`: no `Connection: close` (HTTP/1.1 keeps the
+/// connection by default).
+fn request(origin: &Origin, path: &str, headers: &[(&str, &str)], body: &[u8], keep: bool) -> Result<Vec<u8>, Failure> {
     if path.bytes().chain(origin.prefix.bytes()).any(|b| b <= 0x20 || b == 0x7f) {
         return Err(Failure::Unsendable("a control character or space in the path"));
     }
@@ -233,9 +321,10 @@ fn request(origin: &Origin, path: &str, headers: &[(&str, &str)], body: &[u8]) -
     }
     let _ = write!(
         req,
-        "User-Agent: preloop-hooks/{}\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "User-Agent: preloop-hooks/{}\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
         env!("CARGO_PKG_VERSION"),
-        body.len()
+        body.len(),
+        if keep { "" } else { "Connection: close\r\n" }
     );
     req.extend_from_slice(body);
     Ok(req)
@@ -278,7 +367,15 @@ fn left(deadline: Instant) -> Result<Duration, Failure> {
 /// Read one answer: skip up to [`MAX_INTERIM`] 1xx heads, then the body by
 /// Content-Length, chunked encoding, or to the end of the connection.
 fn read_response(s: &mut impl Socket, deadline: Instant, max_body: u64) -> Result<Response, Failure> {
-    let mut r = Reader { s, buf: vec![0; 4096], pos: 0, end: 0, deadline, wire_left: wire_limit(max_body) };
+    answer_of(&mut Reader::new(s, deadline, max_body), max_body).map(|(r, _)| r)
+}
+
+const CLOSED_BEFORE_HEAD: &str = "the connection closed before the head ended";
+
+/// The answer, and whether the connection may carry another request: an
+/// HTTP/1.1 answer without `Connection: close`, framed (a length, chunks,
+/// or no body), with nothing after it.
+fn answer_of<S: Socket>(r: &mut Reader<'_, S>, max_body: u64) -> Result<(Response, bool), Failure> {
     let mut interim = 0;
     loop {
         let h = r.head()?;
@@ -289,6 +386,7 @@ fn read_response(s: &mut impl Socket, deadline: Instant, max_body: u64) -> Resul
             }
             continue;
         }
+        let mut framed = true;
         let body = if h.status == 204 || h.status == 304 {
             Vec::new()
         } else if h.chunked {
@@ -299,9 +397,11 @@ fn read_response(s: &mut impl Socket, deadline: Instant, max_body: u64) -> Resul
             }
             r.exactly(usize::try_from(n).map_err(|_| Failure::TooLarge(max_body))?)?
         } else {
+            framed = false;
             r.until_closed(max_body)?
         };
-        return Ok(Response { status: h.status, body });
+        let keep = framed && h.keep_alive && r.unread().is_empty();
+        return Ok((Response { status: h.status, body }, keep));
     }
 }
 
@@ -327,9 +427,20 @@ struct Reader<'a, S: Socket> {
     deadline: Instant,
     /// How many more bytes this answer may take off the connection.
     wire_left: u64,
+    /// Bytes read off the connection.
+    received: u64,
 }
 
-impl<S: Socket> Reader<'_, S> {
+impl<'a, S: Socket> Reader<'a, S> {
+    fn new(s: &'a mut S, deadline: Instant, max_body: u64) -> Reader<'a, S> {
+        Reader { s, buf: vec![0; 4096], pos: 0, end: 0, deadline, wire_left: wire_limit(max_body), received: 0 }
+    }
+
+    /// Bytes read off the connection so far.
+    fn received(&self) -> u64 {
+        self.received
+    }
+
     /// Read more into `buf` (dropping what is consumed first); `Ok(0)` at
     /// the end of the connection. Called only when more bytes are needed,
     /// so a read past the wire limit is an error.
@@ -362,6 +473,7 @@ impl<S: Socket> Reader<'_, S> {
         }
         self.end += n;
         self.wire_left -= n as u64;
+        self.received += n as u64;
         Ok(n)
     }
 
@@ -404,7 +516,7 @@ impl<S: Socket> Reader<'_, S> {
                 return Err(Failure::Malformed("a head larger than 32 KiB"));
             }
             if self.fill()? == 0 {
-                return Err(Failure::Malformed("the connection closed before the head ended"));
+                return Err(Failure::Malformed(CLOSED_BEFORE_HEAD));
             }
         }
     }
@@ -532,12 +644,14 @@ struct Head {
     status: u16,
     length: Option<u64>,
     chunked: bool,
+    /// HTTP/1.1 and no `Connection: close`.
+    keep_alive: bool,
 }
 
 impl Head {
     fn of(resp: &httparse::Response<'_, '_>) -> Result<Head, Failure> {
         let status = resp.code.ok_or(Failure::Malformed("no HTTP/1.x status line"))?;
-        let mut h = Head { status, length: None, chunked: false };
+        let mut h = Head { status, length: None, chunked: false, keep_alive: resp.version == Some(1) };
         for field in resp.headers.iter() {
             let value = field.value.trim_ascii();
             if field.name.eq_ignore_ascii_case("content-length") {
@@ -551,6 +665,10 @@ impl Head {
                     return Err(Failure::Malformed("two different Content-Lengths"));
                 }
                 h.length = Some(n);
+            } else if field.name.eq_ignore_ascii_case("connection") {
+                if value.split(|b| *b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close")) {
+                    h.keep_alive = false;
+                }
             } else if field.name.eq_ignore_ascii_case("transfer-encoding") {
                 h.chunked = value
                     .rsplit(|b| *b == b',')
@@ -598,7 +716,7 @@ mod tests {
     #[test]
     fn one_write_holds_head_and_body() {
         let o = Origin::parse("http://127.0.0.1:1/p").unwrap();
-        let req = request(&o, "/api/v1/agents/x", &[("Authorization", "Bearer t")], b"{}").unwrap();
+        let req = request(&o, "/api/v1/agents/x", &[("Authorization", "Bearer t")], b"{}", false).unwrap();
         let text = String::from_utf8(req).unwrap();
         assert!(
             text.starts_with("POST /p/api/v1/agents/x HTTP/1.1\r\nHost: 127.0.0.1:1\r\nAuthorization: Bearer t\r\n")
@@ -813,12 +931,12 @@ mod tests {
         for value in
             ["Bearer t\r\nX-Injected: 1", "Bearer t\n", "Bearer t\r", "Bearer \0t", "Bearer \x7f", "Bearer \x1b[2J"]
         {
-            let r = request(&o, "/x", &[("Authorization", value)], b"{}");
+            let r = request(&o, "/x", &[("Authorization", value)], b"{}", false);
             assert!(matches!(r, Err(Failure::Unsendable(_))), "{value:?}");
         }
-        assert!(matches!(request(&o, "/x", &[("Bad Name", "v")], b"{}"), Err(Failure::Unsendable(_))));
-        assert!(matches!(request(&o, "/x y", &[], b"{}"), Err(Failure::Unsendable(_))));
-        assert!(request(&o, "/x", &[("Authorization", "Bearer a\tb~!")], b"{}").is_ok());
+        assert!(matches!(request(&o, "/x", &[("Bad Name", "v")], b"{}", false), Err(Failure::Unsendable(_))));
+        assert!(matches!(request(&o, "/x y", &[], b"{}", false), Err(Failure::Unsendable(_))));
+        assert!(request(&o, "/x", &[("Authorization", "Bearer a\tb~!")], b"{}", false).is_ok());
         // And the call fails before it connects (port 1: nothing listens).
         let r = send_json(
             &o,
@@ -865,5 +983,144 @@ mod tests {
         let mut feed = Feed(vec![b"HTTP/1.1 200 OK\r\n".to_vec()]);
         let past = Instant::now() - Duration::from_millis(1);
         assert!(matches!(read_response(&mut feed, past, 100), Err(Failure::TimedOut)));
+    }
+
+    /// A server on 127.0.0.1 that answers each request it reads with the
+    /// answer `answers` gives for (connection number, request number on it,
+    /// the request's head), and closes a connection after an answer when
+    /// that says so. Returns the origin, and the requests' heads seen as
+    /// (connection, head) once `total` were answered.
+    fn kept_server(
+        total: usize,
+        answers: impl Fn(usize, usize, &str) -> (Vec<u8>, bool) + Send + 'static,
+    ) -> (Origin, std::thread::JoinHandle<Vec<(usize, String)>>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = Origin::parse(&format!("http://{}", l.local_addr().unwrap())).unwrap();
+        let server = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            let mut conn = 0;
+            while seen.len() < total {
+                let (mut s, _) = l.accept().unwrap();
+                conn += 1;
+                let mut nth = 0;
+                let mut buf = Vec::new();
+                loop {
+                    // One request: a head and a Content-Length body.
+                    let mut b = [0u8; 4096];
+                    let end = loop {
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break Some(i + 4);
+                        }
+                        match s.read(&mut b) {
+                            Ok(0) | Err(_) => break None,
+                            Ok(n) => buf.extend_from_slice(&b[..n]),
+                        }
+                    };
+                    let Some(end) = end else { break };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("Content-Length: "))
+                        .map_or(0, |v| v.trim().parse().unwrap());
+                    while buf.len() < end + len {
+                        let n = s.read(&mut b).unwrap();
+                        buf.extend_from_slice(&b[..n]);
+                    }
+                    buf.drain(..end + len);
+                    nth += 1;
+                    let (answer, close) = answers(conn, nth, &head);
+                    seen.push((conn, head));
+                    s.write_all(&answer).unwrap();
+                    if close || seen.len() == total {
+                        break;
+                    }
+                }
+            }
+            seen
+        });
+        (origin, server)
+    }
+
+    fn call(origin: &Origin, kept: Option<Kept>) -> (Result<Response, Failure>, Option<Kept>) {
+        let t = Duration::from_secs(5);
+        call_json(origin, kept, "/x", &[("Authorization", "Bearer t")], b"{}", t, t, 1 << 20)
+    }
+
+    const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+
+    /// Round six: a hook's calls share one connection, as the C floor's do:
+    /// the second request goes on the connection the first left open, and
+    /// neither says `Connection: close` (the in-flight ones still do).
+    #[test]
+    fn calls_share_one_kept_connection() {
+        let (origin, server) = kept_server(3, |_, _, _| (OK.to_vec(), false));
+        let (r, kept) = call(&origin, None);
+        assert_eq!(r.unwrap().body, b"{}");
+        let (r, kept) = call(&origin, Some(kept.expect("an HTTP/1.1 answer with a length keeps the connection")));
+        assert_eq!(r.unwrap().status, 200);
+        let (r, kept) = call(&origin, kept);
+        assert!(r.is_ok() && kept.is_some());
+        let seen = server.join().unwrap();
+        assert_eq!(seen.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [1, 1, 1], "one connection for three calls");
+        assert!(seen.iter().all(|(_, h)| !h.to_ascii_lowercase().contains("connection:")), "{seen:?}");
+        let o = Origin::parse("http://127.0.0.1:1").unwrap();
+        let req = String::from_utf8(request(&o, "/x", &[], b"{}", false).unwrap()).unwrap();
+        assert!(req.contains("\r\nConnection: close\r\n"), "{req}");
+    }
+
+    /// An answer that says `Connection: close`, comes from HTTP/1.0, or
+    /// runs to the end of the connection leaves no connection to keep.
+    #[test]
+    fn a_connection_the_answer_ends_is_not_kept() {
+        for answer in [
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive, Close\r\n\r\n{}",
+            b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}",
+            b"HTTP/1.1 200 OK\r\n\r\n{}",
+        ] {
+            let (origin, server) = kept_server(1, move |_, _, _| (answer.to_vec(), true));
+            let (r, kept) = call(&origin, None);
+            assert_eq!(r.unwrap().body, b"{}");
+            assert!(kept.is_none(), "{}", String::from_utf8_lossy(answer));
+            server.join().unwrap();
+        }
+        // Bytes after the answer (a second, unasked-for answer): not kept.
+        let (origin, server) = kept_server(1, |_, _, _| ([OK, OK].concat(), false));
+        let (r, kept) = call(&origin, None);
+        assert!(r.is_ok() && kept.is_none());
+        server.join().unwrap();
+    }
+
+    /// A server that closes the connection after its answer without saying
+    /// so (or whose idle timeout ran out): the request on the kept
+    /// connection gets no answer, and goes again on a new connection.
+    #[test]
+    fn a_kept_connection_the_server_closed_is_retried_on_a_new_one() {
+        let (origin, server) = kept_server(2, |_, _, _| (OK.to_vec(), true));
+        let (r, kept) = call(&origin, None);
+        assert!(r.is_ok());
+        let kept = kept.expect("the answer did not say close");
+        // Let the server's close arrive (as an idle timeout would).
+        std::thread::sleep(Duration::from_millis(50));
+        let (r, _) = call(&origin, Some(kept));
+        assert_eq!(r.unwrap().body, b"{}");
+        let seen = server.join().unwrap();
+        assert_eq!(seen.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [1, 2], "the second call on a new connection");
+    }
+
+    /// A kept connection that fails after the answer began is not retried:
+    /// the server has answered (part of) this request.
+    #[test]
+    fn a_broken_answer_on_a_kept_connection_is_not_retried() {
+        let (origin, server) = kept_server(2, |_, nth, _| {
+            if nth == 1 { (OK.to_vec(), false) } else { (b"HTTP/1.1 200 OK\r\nContent-Le".to_vec(), true) }
+        });
+        let (r, kept) = call(&origin, None);
+        assert!(r.is_ok());
+        let (r, kept) = call(&origin, kept);
+        assert!(matches!(r, Err(Failure::Malformed(_))), "{r:?}");
+        assert!(kept.is_none());
+        let seen = server.join().unwrap();
+        assert_eq!(seen.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [1, 1], "no second connection");
     }
 }

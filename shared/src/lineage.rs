@@ -85,13 +85,13 @@ impl Procs {
     }
 
     pub fn stat(&self, pid: u32) -> Option<ProcStat> {
-        let text = std::fs::read_to_string(self.root.join(pid.to_string()).join("stat")).ok()?;
+        let text = read_proc(&self.root.join(pid.to_string()).join("stat"))?;
         parse_stat(&text).filter(|s| s.pid == pid)
     }
 
     /// The kernel's boot id (`sys/kernel/random/boot_id`), if it has one.
     pub fn boot_id(&self) -> Option<String> {
-        let text = std::fs::read_to_string(self.root.join("sys/kernel/random/boot_id")).ok()?;
+        let text = read_proc(&self.root.join("sys/kernel/random/boot_id"))?;
         Some(text.trim().to_string()).filter(|t| !t.is_empty())
     }
 
@@ -232,7 +232,22 @@ fn read_owned(path: &Path) -> Option<String> {
     if !meta.is_file() || meta.uid() != fsutil::euid() || meta.len() > 4096 {
         return None;
     }
-    io::read_to_string(f).ok()
+    // Through `Take`, into room for the size just read: `File`'s own
+    // `read_to_string` asks for the size again (`statx` + `lseek`).
+    let mut text = String::with_capacity(meta.len() as usize + 1);
+    io::Read::read_to_string(&mut io::Read::take(f, 4096), &mut text).ok()?;
+    Some(text)
+}
+
+/// A `/proc` file, as text: read into 1 KiB of room (a `stat` line is a
+/// few hundred bytes), two `read`s. `std::fs::read_to_string` asks for the
+/// size (`statx`; `/proc` says 0) and then reads in 32-byte steps that grow
+/// from there: six `read`s for one `stat` line. Round six.
+fn read_proc(path: &Path) -> Option<String> {
+    let f = std::fs::File::open(path).ok()?;
+    let mut text = String::with_capacity(1024);
+    io::Read::read_to_string(&mut io::Read::take(f, 1 << 20), &mut text).ok()?;
+    Some(text)
 }
 
 /// The live session of ours whose harness process is `p`: its index entry
@@ -313,6 +328,24 @@ mod tests {
         std::fs::create_dir_all(dir.join("sys/kernel/random")).unwrap();
         std::fs::write(dir.join("sys/kernel/random/boot_id"), "boot-1\n").unwrap();
         Procs::at(dir)
+    }
+
+    /// Round six: `/proc` files are read into 1 KiB of room; a longer one
+    /// (a `stat` line with a long command name, past the room) is still
+    /// read whole, and the real `/proc` parses.
+    #[test]
+    fn proc_files_are_read_whole_past_their_room() {
+        let dir = tempdir();
+        let procs = fake_proc(dir.path(), &[(7, "x".repeat(1500).as_str(), 1, 99)]);
+        let s = procs.stat(7).expect("a stat line longer than 1 KiB");
+        assert_eq!((s.ppid, s.start_time), (1, 99));
+        assert_eq!(procs.boot_id().as_deref(), Some("boot-1"));
+        let me = Procs::system().stat(std::process::id()).expect("this process's stat");
+        assert_eq!(me.pid, std::process::id());
+        std::fs::write(dir.path().join("rec"), "a".repeat(4096)).unwrap();
+        assert_eq!(read_owned(&dir.path().join("rec")).map(|t| t.len()), Some(4096));
+        std::fs::write(dir.path().join("rec"), "a".repeat(4097)).unwrap();
+        assert_eq!(read_owned(&dir.path().join("rec")), None, "over 4 KiB: not ours");
     }
 
     fn session(home: &Path, id: &str, runtime: &str, hp: Option<HarnessProcess>, mode: HookMode) {

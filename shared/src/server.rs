@@ -37,7 +37,20 @@ pub struct ServerBackend {
     permission_timeout: Duration,
     /// Requests sent whose answers [`Backend::settle`] reads.
     in_flight: RefCell<Vec<(&'static str, http_plain::InFlight)>>,
+    /// The connection the last [`KEPT_ROUTES`] call left open, for the next.
+    kept: RefCell<Option<http_plain::Kept>>,
 }
+
+/// The routes whose calls share one kept-alive connection (plain http):
+/// the ones a server may receive twice, because a kept connection the
+/// server closed before answering is retried on a new one
+/// ([`http_plain::call_json`]). `session-start` registers or reopens the
+/// session by its id; a pull whose answer never came carries nothing
+/// whether or not it is sent again, and sending it again can only carry
+/// what is still pending; an ack names its notes. A permission check (a
+/// second approval request), a turn-end report and a session end are never
+/// sent twice: they keep a connection of their own.
+const KEPT_ROUTES: &[&str] = &["session-start", "notes/pending", "notes/ack"];
 
 impl ServerBackend {
     pub fn new(server: &ServerConfig, settings: &Settings) -> ServerBackend {
@@ -52,6 +65,7 @@ impl ServerBackend {
             call_timeout: Duration::from_millis(settings.call_timeout_ms),
             permission_timeout: Duration::from_secs(settings.permission_timeout_secs),
             in_flight: RefCell::new(Vec::new()),
+            kept: RefCell::new(None),
         }
     }
 
@@ -72,6 +86,24 @@ impl ServerBackend {
         timeout: Duration,
     ) -> Result<Option<R>> {
         let (status, text) = match &self.plain {
+            Some(origin) if KEPT_ROUTES.contains(&route) => {
+                let auth = format!("Bearer {}", self.token.expose());
+                let (r, kept) = http_plain::call_json(
+                    origin,
+                    self.kept.take(),
+                    &format!("/api/v1/agents/{route}"),
+                    &[("Authorization", &auth)],
+                    &encode(route, body)?,
+                    self.connect_timeout,
+                    timeout,
+                    MAX_BODY,
+                );
+                *self.kept.borrow_mut() = kept;
+                let r = r.map_err(|e| Error::Unreachable { route, detail: e.describe() })?;
+                let text = String::from_utf8(r.body)
+                    .map_err(|_| Error::Protocol { route, detail: "the answer is not UTF-8".into() })?;
+                (r.status, text)
+            }
             Some(origin) => {
                 let r = self
                     .send_plain(origin, route, body, timeout)?
@@ -312,6 +344,87 @@ fn excerpt(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Round six: SessionStart's pull goes on the connection its
+    /// `session-start` left open, and an ack on the pull's, as the C floor
+    /// replays them; a turn-end report (never sent twice) has its own,
+    /// closed after its answer.
+    #[test]
+    fn a_hooks_calls_share_one_connection_where_they_may() {
+        use std::io::{BufRead, BufReader, Read, Write};
+        use std::sync::{Arc, Mutex};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let seen: Arc<Mutex<Vec<(usize, String, bool)>>> = Arc::default();
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for (conn, s) in l.incoming().enumerate() {
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    let mut s = BufReader::new(s.unwrap());
+                    loop {
+                        let (mut path, mut len, mut close) = (String::new(), 0, false);
+                        let mut line = String::new();
+                        if s.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        path.push_str(line.split(' ').nth(1).unwrap());
+                        loop {
+                            line.clear();
+                            s.read_line(&mut line).unwrap();
+                            let l = line.to_ascii_lowercase();
+                            if let Some(v) = l.strip_prefix("content-length: ") {
+                                len = v.trim().parse().unwrap();
+                            }
+                            close |= l.starts_with("connection: close");
+                            if line == "\r\n" {
+                                break;
+                            }
+                        }
+                        s.read_exact(&mut vec![0; len]).unwrap();
+                        let body = match path.rsplit('/').next().unwrap() {
+                            "session-start" => r#"{"runtime_session_id":"r"}"#,
+                            "pending" => r#"{"notes":[]}"#,
+                            _ => "{}",
+                        };
+                        log.lock().unwrap().push((conn, path, close));
+                        let answer = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+                        s.get_mut().write_all(answer.as_bytes()).unwrap();
+                        if close {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let server = ServerConfig { url, token: Secret::new("t"), origin: crate::config::Origin::Env };
+        let b = ServerBackend::new(&server, &Settings::default());
+        let start = SessionStartRequest { session_id: "s".into(), ..Default::default() };
+        assert_eq!(b.session_start(&start).unwrap().runtime_session_id, "r");
+        let pull = PendingRequest {
+            channel: "x",
+            event: DeliveryEvent::SessionStart,
+            defer_delivery: false,
+            session_id: "s".into(),
+        };
+        assert!(b.pull(&pull).unwrap().is_none());
+        let event = SessionEventRequest { session_id: "s".into(), hook_event_name: "Stop".into(), source: "x".into() };
+        b.session_event(&event).unwrap();
+        assert!(b.settle().is_empty());
+        b.ack(&AckRequest { note_ids: vec!["n".into()], session_id: "s".into(), undeliverable_reason: None }).unwrap();
+        let seen = seen.lock().unwrap().clone();
+        let calls: Vec<(usize, &str, bool)> =
+            seen.iter().map(|(c, p, close)| (*c, p.trim_start_matches("/api/v1/agents/"), *close)).collect();
+        assert_eq!(
+            calls,
+            [
+                (0, "session-start", false),
+                (0, "notes/pending", false),
+                (1, "session-event", true),
+                (0, "notes/ack", false)
+            ]
+        );
+    }
 
     #[test]
     fn unparseable_block_keeps_ids() {
