@@ -1462,7 +1462,14 @@ fn gate(cases: &mut [Case], rule: &GateRule, calls_of: &BTreeMap<String, String>
         }
         rows.push((k, bin, limit, floor_rr, base_floor_rr, ref_rr, why));
     }
-    let over_rr: Vec<&str> = rows.iter().filter(|r| r.6.starts_with("over")).map(|r| r.1.as_str()).collect();
+    let over_rr: Vec<String> = rows
+        .iter()
+        .filter(|r| r.6.starts_with("over"))
+        .map(|r| match cases[r.0].slowdown {
+            Some(f) => format!("{}'s {f}× twin", r.1),
+            None => r.1.clone(),
+        })
+        .collect();
     println!(
         "Re-measured in blocks: all {} hooks with a limit{}. {} read over their limit in the round-robin pass{}; the others are re-measured too, because a round-robin ratio under load strays from the blocks' by up to 40% either way, so it cannot clear a hook (docs/performance.md, \"Regression gate\").\n",
         jobs.len(),
