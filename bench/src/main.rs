@@ -40,13 +40,20 @@
 //!   in order, replayed by a static C program on one keep-alive connection.
 //!
 //! `scripts/bench [--runs N] [--json FILE] [--only SUBSTRING] [--scale 10,1000,10000] [--nest N]
-//!   [--max-slowdown F] [--baseline FILE] [--max-ratio X] [--self-test-slowdown F] [--write-baseline FILE] [--trace FILE]`
+//!   [--max-slowdown F] [--baseline FILE] [--max-ratio X] [--self-test-slowdown F] [--base-bin-dir DIR]
+//!   [--write-baseline FILE] [--trace FILE]`
 //!
 //! `--nest N` runs the benchmark N processes deeper (it starts itself again N
 //! times, each the parent of the next): the lineage walk then reads N more
 //! ancestors (30: its bound).
 //!
-//! The regression gate (CI: `--max-slowdown 1.2 --self-test-slowdown 1.5`):
+//! The regression gate, A/B (CI: `--base-bin-dir "$(scripts/build-gate-base)"
+//! --max-slowdown 1.1 --self-test-slowdown 1.2`): the run fails if a no-note
+//! server-mode hook is surely over F × the same hook of the base executable
+//! in DIR (bench/gate-base's commit), measured in alternating time blocks
+//! as below; a self-test twin is measured against its own unslowed hook.
+//! Without a base (CI's fallback where the commit is not in the clone:
+//! `--max-slowdown 1.2 --self-test-slowdown 1.5`):
 //! the run fails (exit 1) if a no-note server-mode hook is surely slower than
 //! its limit against its own floor: `--max-slowdown F` sets the limit to F ×
 //! the hook's baseline ratio (bench/gate-baseline.txt, written by
@@ -332,9 +339,9 @@ fn ms(d: Duration) -> f64 {
 /// The executable is first copied to `<dir>.exe/preloop-hooks` and laid out
 /// from there, so that the candidate and an A/B run's base are files with
 /// the same history in the page cache: measured, the same source built
-/// twice (the builds differ in 32 bytes of build id) read ~1.07-1.10x in
-/// every pair of blocks, one just written by the linker and one built
-/// minutes earlier, while the same file laid out twice read 0.99x.
+/// twice (the builds differ in 32 bytes of build id) read 1.01-1.11x
+/// (median pair ratios), one just written by the linker and one built
+/// minutes earlier, while the same file laid out twice read ~0.99x.
 fn hook_commands(exe: &Path, dir: &Path) -> std::io::Result<PathBuf> {
     let own = dir.with_extension("exe");
     std::fs::create_dir_all(&own)?;
