@@ -52,7 +52,7 @@ pub const BLOCK_RUNS: usize = 12;
 /// Fewest pairs of blocks before a verdict.
 pub const MIN_PAIRS: usize = 6;
 /// Most pairs of blocks per hook. 40 left the 1.2x slower twin of Claude
-/// Code's SessionEnd undecided in one of three A/B runs beside a cold build
+/// Code's SessionEnd undecided in one of five A/B runs beside a cold build
 /// (25 of 40 pairs over a 1.1x limit, median 1.18x); a pair costs ~0.1 s of
 /// the run, and only an undecided hook takes more.
 pub const MAX_PAIRS: usize = 80;
