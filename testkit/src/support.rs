@@ -172,6 +172,25 @@ pub fn wait_for<T>(within: Duration, what: &str, mut f: impl FnMut() -> Option<T
     }
 }
 
+/// The `ms=` of a hook's log line: how long the hook took by its own clock,
+/// from its start to its log line. That is what its deadlines govern; the
+/// wall clock of a test's run adds what a loaded machine adds (fork, exec
+/// of a large debug binary, the scheduler), which no code controls
+/// (docs/hardening.md, "Tests with a wall-clock bound").
+pub fn logged_ms(line: &str) -> u128 {
+    line.split(' ')
+        .find_map(|w| w.strip_prefix("ms="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no ms= in the log line {line:?}"))
+}
+
+/// The last log line of `event` (` <event> `, not its detached worker's)
+/// in `log`.
+pub fn log_line_of<'a>(log: &'a str, event: &str) -> &'a str {
+    let word = format!(" {event} ");
+    log.lines().rev().find(|l| l.contains(&word)).unwrap_or_else(|| panic!("no {event} line in the log:\n{log}"))
+}
+
 /// Every path under `dir` (itself included, symlinks not followed).
 pub fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
