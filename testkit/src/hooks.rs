@@ -354,8 +354,9 @@ fn own_ms(home: &Home, before: usize, what: &str) -> u128 {
 }
 
 /// A wall-clock sanity bound on a hook's run (spawn to exit) where its own
-/// clock is what is held to a budget: the debug binary's fork and exec took
-/// over a second beside a cold `cargo build` on 2 cores (docs/hardening.md).
+/// clock is what is held to a budget. Two orders of magnitude over what was
+/// measured on 2 cores at load 8-11 beside a cold `cargo build` (a local
+/// hook run: at most a few hundred ms; docs/hardening.md, round five).
 pub const RUN_SANITY: Duration = Duration::from_secs(15);
 
 /// Each binary, fed its own capture for `session()` with nothing pending,

@@ -178,7 +178,7 @@ pub fn wait_for<T>(within: Duration, what: &str, mut f: impl FnMut() -> Option<T
 /// of a large debug binary, the scheduler), which no code controls
 /// (docs/hardening.md, "Tests with a wall-clock bound").
 pub fn logged_ms(line: &str) -> u128 {
-    line.split(' ')
+    line.split_whitespace()
         .find_map(|w| w.strip_prefix("ms="))
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no ms= in the log line {line:?}"))
@@ -739,4 +739,19 @@ pub fn tag_like_runs(text: &str) -> usize {
         }
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logged_ms_reads_a_line_with_or_without_its_end() {
+        let line = "2026-12-04T15:32:26.781135Z cursor stop mode=server session=s outcome=ok notes=- ms=64\n";
+        assert_eq!(logged_ms(line), 64);
+        assert_eq!(logged_ms(line.trim_end()), 64);
+        assert_eq!(logged_ms("t h e mode=- session=- outcome=ok notes=- ms=7 warn=\"x ms=9\""), 7);
+        let log = "a SessionEnd ms=1\nb SessionEnd:detached ms=2\nc SessionEnd ms=3\nd Stop ms=4\n";
+        assert_eq!(log_line_of(log, "SessionEnd"), "c SessionEnd ms=3");
+    }
 }

@@ -35,9 +35,9 @@ fn spawn_watch_with(home: &Home, session: &str, env: &[(&str, &str)], stderr: St
 /// [`wait_exit`] returns as soon as the child exits, so this costs a passing
 /// test nothing, while each case's regression (a watcher that stays until a
 /// 30 s poll or its one-hour lifetime) still cannot pass it. The 1-3 s it
-/// replaces were margins a loaded machine cannot promise (fork and exec of
-/// the debug binary alone took over a second beside a cold `cargo build`;
-/// docs/hardening.md, "Tests with a wall-clock bound").
+/// replaces held a watcher's start, its polls and this test's sampling to
+/// a margin no code controls (docs/hardening.md, "Tests with a wall-clock
+/// bound").
 const EXIT_WAIT: Duration = Duration::from_secs(10);
 
 fn wait_exit(child: &mut Child, within: Duration) -> Option<ExitStatus> {
