@@ -210,9 +210,21 @@ fn session_with_spool(server: &FakeServer, home: &Home, tag: &str) -> (String, S
     (session, spooled, pending)
 }
 
-/// Run SessionEnd the way Codex does: kill it if it is still running after
-/// ~0.96 s (and the process group with it, as `timeout` would on exit).
-fn run_session_end_like_codex(home: &Home, session: &str) -> (String, Duration, bool) {
+/// Codex kills SessionEnd ~0.96 s after it spawned it.
+const CODEX_KILL: Duration = Duration::from_millis(960);
+
+/// Where the hook must hand off before Codex's kill, that kill measured
+/// from the spawn is a margin no code controls: fork and exec of the debug
+/// binary alone took up to 0.75 s at load 40 beside a cold `cargo build`
+/// (docs/hardening.md, round five). There the kill comes later, and the
+/// hand-off is held to its own clock instead ([`assert_handed_off`]: under
+/// 500 ms, 0 ms measured).
+const KILL_AFTER_THE_SPAWN: Duration = Duration::from_secs(5);
+
+/// Run SessionEnd the way Codex does: kill it if it is still running
+/// `kill_after` the spawn (and the process group with it, as `timeout`
+/// would on exit).
+fn run_session_end_like_codex(home: &Home, session: &str, kill_after: Duration) -> (String, Duration, bool) {
     let started = Instant::now();
     let mut child = Command::new(bin(Event::SessionEnd))
         .env_clear()
@@ -230,7 +242,7 @@ fn run_session_end_like_codex(home: &Home, session: &str) -> (String, Duration, 
         if child.try_wait().unwrap().is_some() {
             break false;
         }
-        if started.elapsed() >= Duration::from_millis(960) {
+        if started.elapsed() >= kill_after {
             let _ = child.kill();
             break true;
         }
@@ -337,7 +349,8 @@ fn session_end_behind_a_slow_link_needs_the_detached_worker() {
         let (session, spooled, pending) = session_with_spool(&server, &home, if detach { "ld" } else { "li" });
         let home = home.with_env("PRELOOP_URL", &link.url);
         server.clear_requests();
-        let (stdout, elapsed, killed) = run_session_end_like_codex(&home, &session);
+        let kill_after = if detach { KILL_AFTER_THE_SPAWN } else { CODEX_KILL };
+        let (stdout, elapsed, killed) = run_session_end_like_codex(&home, &session, kill_after);
         assert_eq!(stdout, "", "SessionEnd prints nothing");
         if !detach {
             // Killed at 960 ms (Codex's bound, simulated above) or done by
@@ -405,7 +418,8 @@ fn session_end_against_a_slow_server_is_confirmed_only_when_detached() {
         let (session, spooled, pending) = session_with_spool(&server, &home, if detach { "sd" } else { "si" });
         server.clear_requests();
         server.set_fault(FaultSpec::route("/api/v1/agents/*").delay(slow));
-        let (stdout, elapsed, killed) = run_session_end_like_codex(&home, &session);
+        let kill_after = if detach { KILL_AFTER_THE_SPAWN } else { CODEX_KILL };
+        let (stdout, elapsed, killed) = run_session_end_like_codex(&home, &session, kill_after);
         assert_eq!(stdout, "");
         if !detach {
             let log = home.log();
