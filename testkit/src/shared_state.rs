@@ -195,6 +195,11 @@ pub struct RecordedRequest {
     pub status: Option<u16>,
     /// The fault applied, if any (`status 503`, `hang`, `delay 200ms`...).
     pub fault: Option<String>,
+    /// When the fake had read the request (not serialized: `None` in a
+    /// copy from the control routes). A test that times a client's polls
+    /// reads this, not when its own sampling loop noticed them.
+    #[serde(skip)]
+    pub at: Option<Instant>,
 }
 
 impl RecordedRequest {
@@ -378,6 +383,7 @@ impl Shared {
             body,
             status: None,
             fault: None,
+            at: Some(Instant::now()),
         });
         seq
     }

@@ -172,6 +172,25 @@ pub fn wait_for<T>(within: Duration, what: &str, mut f: impl FnMut() -> Option<T
     }
 }
 
+/// The `ms=` of a hook's log line: how long the hook took by its own clock,
+/// from its start to its log line. That is what its deadlines govern; the
+/// wall clock of a test's run adds what a loaded machine adds (fork, exec
+/// of a large debug binary, the scheduler), which no code controls
+/// (docs/hardening.md, "Tests with a wall-clock bound").
+pub fn logged_ms(line: &str) -> u128 {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("ms="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no ms= in the log line {line:?}"))
+}
+
+/// The last log line of `event` (` <event> `, not its detached worker's)
+/// in `log`.
+pub fn log_line_of<'a>(log: &'a str, event: &str) -> &'a str {
+    let word = format!(" {event} ");
+    log.lines().rev().find(|l| l.contains(&word)).unwrap_or_else(|| panic!("no {event} line in the log:\n{log}"))
+}
+
 /// Every path under `dir` (itself included, symlinks not followed).
 pub fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -720,4 +739,19 @@ pub fn tag_like_runs(text: &str) -> usize {
         }
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logged_ms_reads_a_line_with_or_without_its_end() {
+        let line = "2026-12-04T15:32:26.781135Z cursor stop mode=server session=s outcome=ok notes=- ms=64\n";
+        assert_eq!(logged_ms(line), 64);
+        assert_eq!(logged_ms(line.trim_end()), 64);
+        assert_eq!(logged_ms("t h e mode=- session=- outcome=ok notes=- ms=7 warn=\"x ms=9\""), 7);
+        let log = "a SessionEnd ms=1\nb SessionEnd:detached ms=2\nc SessionEnd ms=3\nd Stop ms=4\n";
+        assert_eq!(log_line_of(log, "SessionEnd"), "c SessionEnd ms=3");
+    }
 }

@@ -38,8 +38,9 @@ fn tight(home: Home) -> Home {
         .with_env("PRELOOP_SESSION_END_BUDGET_MS", &END_BUDGET_MS.to_string())
 }
 
-/// The longest a hook may take against a server that never helps: every
-/// call it can make, each at its timeout, plus process slack.
+/// The longest a hook may take, by its own clock, against a server that
+/// never helps: every call it can make, each at its timeout, plus slack for
+/// its own work.
 fn budget(h: &Hook) -> Duration {
     let slack = Duration::from_millis(1500);
     let call = Duration::from_millis(CALL_MS);
@@ -57,10 +58,9 @@ struct Case {
     env: Vec<(&'static str, String)>,
     /// A hook's stdin for a session (default: its canonical payload).
     payload: fn(&Hook, &str) -> Vec<u8>,
-    /// How long a hook may take, where the wall clock is what the code
-    /// controls (its calls' timeouts); `None` where a bound the code controls
-    /// is asserted instead (the slow reader: each connection's life) and the
-    /// wall clock only has to stay under `deadline`.
+    /// How long a hook may take by its own clock (its log line's `ms=`,
+    /// which its calls' timeouts govern); the run's wall clock is held to
+    /// this plus 15 s. `None`: only `deadline` holds.
     budget: Option<fn(&Hook) -> Duration>,
     /// When a run counts as hung (it is killed and fails).
     deadline: Duration,
@@ -117,12 +117,20 @@ fn every_hook_against_with(
                 let r = run_cmd(cmd, &(case.payload)(h, &session), case.deadline);
                 r.assert_ok(h);
                 let out = Checker::new(h).check(&r.stdout).unwrap_or_else(|e| panic!("{label}: {}: {e}", h.name()));
-                if let Some(budget) = case.budget {
-                    let within = budget(h);
-                    assert!(r.elapsed <= within, "{label}: {} took {:?} (budget {within:?})", h.name(), r.elapsed);
-                }
                 let log = home.log();
                 assert_eq!(log.lines().count(), 1, "{label}: {}: one log line expected: {log}", h.name());
+                if let Some(budget) = case.budget {
+                    // The hook's own clock (its log line's ms=) is held to
+                    // the budget its timeouts make; the run's wall clock
+                    // (fork, exec and stdin of a debug binary, every hook at
+                    // once on a loaded machine) only to a sanity bound over
+                    // it (docs/hardening.md, "Tests with a wall-clock bound").
+                    let within = budget(h);
+                    let took = Duration::from_millis(preloop_testkit::support::logged_ms(&log) as u64);
+                    assert!(took <= within, "{label}: {} took {took:?} by its own clock (budget {within:?})", h.name());
+                    let sane = within + Duration::from_secs(15);
+                    assert!(r.elapsed <= sane, "{label}: {} took {:?} (sanity bound {sane:?})", h.name(), r.elapsed);
+                }
                 assert!(
                     log.contains(&format!(" {} ", h.event)),
                     "{label}: {}: log line names the event: {log}",
@@ -406,10 +414,11 @@ fn with_24_mib_tool_input(h: &Hook, session: &str) -> Vec<u8> {
 /// (the old write waited one timeout per partial write: 442 s for a 5 s
 /// budget). At 256 KiB/s a write that ignored the call deadline needs 96 s
 /// for 24 MiB; a gate that keeps it (1 s here) ends in a few seconds of its
-/// own work: 6.4 s measured with the release build, 10-20 s with the debug
-/// build and every gate at once on 2 cores beside a cold `cargo build`. The
-/// bound sits between the two, at 45 s: a machine's load cannot reach it,
-/// and the regression cannot stay under it. That the write itself keeps the
+/// own work: 6.4 s measured with the release build, 10-20 s (wall clock)
+/// with the debug build and every gate at once on 2 cores beside a cold
+/// `cargo build`. The bound, on the hook's own clock, sits between the two,
+/// at 45 s: a machine's load cannot reach it, and the regression cannot
+/// stay under it. That the write itself keeps the
 /// deadline to the millisecond is `http_plain::tests::the_write_keeps_the_call_deadline`.
 #[test]
 fn a_slow_reader_on_a_24_mib_body() {

@@ -78,7 +78,9 @@ fn detached_session_end_worker_holds_no_inherited_descriptor() {
     let out = child.wait_with_output().unwrap();
     let hook_took = started.elapsed();
     assert!(out.status.success(), "the hook exits 0: {:?}", out.status);
-    assert!(hook_took < Duration::from_secs(2), "the hook handed off at once ({hook_took:?})");
+    // That it handed off is its log line (`outcome=detached`, below); the
+    // wall clock only has a sanity bound under the worker's 3 s call.
+    assert!(hook_took < Duration::from_secs(10), "the hook handed off ({hook_took:?})");
 
     let line = wait_for(Duration::from_secs(5), "the hook's hand-off log line", || {
         home.log().lines().find(|l| l.contains("outcome=detached")).map(str::to_string)
@@ -90,16 +92,16 @@ fn detached_session_end_worker_holds_no_inherited_descriptor() {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no worker pid in {line}"));
 
-    let eof = eof_within(r, Duration::from_millis(1500));
+    // What decides is not how soon EOF comes but whether it comes while
+    // the worker lives (it waits 3 s on each call): a worker that kept the
+    // descriptor gives EOF only at its exit. So wait generously, then ask
+    // whether the worker is still there.
+    let eof = eof_within(r, Duration::from_secs(20));
     let worker_alive = alive(pid);
     // SAFETY: our own read end.
     unsafe { libc::close(r) };
-    assert!(worker_alive, "the worker (pid {pid}) still waits on the slow server, so EOF is not its exit");
-    assert!(
-        eof,
-        "the inherited pipe saw no EOF 1.5 s after the hook exited, while the worker (pid {pid}) runs: \
-         it kept descriptor {INHERITED_FD}"
-    );
+    assert!(eof, "the inherited pipe saw no EOF within 20 s of the hook's exit");
+    assert!(worker_alive, "EOF came only when the worker (pid {pid}) had exited: it kept descriptor {INHERITED_FD}");
     // The worker finishes its calls and exits on its own.
     wait_for(Duration::from_secs(20), "the worker's exit", || (!alive(pid)).then_some(()));
     wait_for(Duration::from_secs(5), "the worker's session-end", || {

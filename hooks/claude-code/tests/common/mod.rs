@@ -3,7 +3,7 @@
 //! `preloop_testkit::support`'s; what is Claude Code's lives here.
 
 use preloop_testkit::fake_server::FakeServer;
-pub use preloop_testkit::support::{Home, context_of as context, ids_in};
+pub use preloop_testkit::support::{Home, context_of as context, ids_in, log_line_of, logged_ms, wait_for};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};

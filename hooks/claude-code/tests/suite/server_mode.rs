@@ -115,7 +115,12 @@ fn session_end_fails_pending_notes_as_session_ended() {
     let note = server.send_to_session(S, "too late");
     let t = Instant::now();
     assert_eq!(run_s("SessionEnd", &home, &server, &[], &payload("SessionEnd", S)), None);
-    assert!(t.elapsed() < Duration::from_millis(1500));
+    // Claude cancels SessionEnd at ~1.5 s: the hook's own clock (its log
+    // line's ms=) holds it to that; the run's wall clock (fork, exec of the
+    // debug binary on a loaded machine) only to a sanity bound.
+    let took = logged_ms(log_line_of(&home.log(), "SessionEnd"));
+    assert!(took < 1500, "SessionEnd took {took} ms by its own clock");
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert_eq!(
         bodies(&server, "/api/v1/agents/session-end"),
         vec![json!({"external_session_id": S, "reason": "other"})]
@@ -234,7 +239,13 @@ fn every_server_failure_is_neutral_logged_and_loses_nothing() {
             let t = Instant::now();
             let out = run_s(e, &home, &server, &budget, &payload(e, S));
             assert_eq!(out, None, "{name}: {e} must answer neutrally");
-            assert!(t.elapsed() < Duration::from_secs(4), "{name}: {e} took {:?}", t.elapsed());
+            // Bounded by its calls at the timeouts set here (at most 2.6 s
+            // for PreToolUse): the hook's own clock says so; the defaults
+            // (4 s a call, 310 s the check) would not fit. The run's wall
+            // clock only has a sanity bound (docs/hardening.md).
+            let took = logged_ms(log_line_of(&home.log(), e));
+            assert!(took < 4000, "{name}: {e} took {took} ms by its own clock");
+            assert!(t.elapsed() < Duration::from_secs(12), "{name}: {e} took {:?}", t.elapsed());
         }
         server.clear_faults();
         assert_eq!(server.receipt(&note)["state"], "pending", "{name}: the note stays pending");
@@ -270,7 +281,17 @@ fn session_end_fits_its_budget_against_a_hanging_server() {
     server.set_fault(FaultSpec::all().hang());
     let t = Instant::now();
     assert_eq!(run_s("SessionEnd", &home, &server, &[], &payload("SessionEnd", S)), None);
-    assert!(t.elapsed() < Duration::from_millis(1400), "Claude cancels SessionEnd at ~1.5 s; took {:?}", t.elapsed());
+    // What the code controls: each call stops at half the 900 ms end budget
+    // (runner.rs), so the hook's own clock stays under Claude's ~1.5 s
+    // cancel, and every call it made ended at that timeout. The default
+    // timeouts (4 s a call) would take 8 s; the wall clock of the run is
+    // held only to a sanity bound under that (loaded: see docs/hardening.md).
+    let log = home.log();
+    let line = log_line_of(&log, "SessionEnd");
+    let took = logged_ms(line);
+    assert!(took < 1400, "Claude cancels SessionEnd at ~1.5 s; the hook took {took} ms by its own clock: {line}");
+    assert!(line.contains("timed out"), "the calls ended at their timeout: {line}");
+    assert!(t.elapsed() < Duration::from_secs(6), "{:?}", t.elapsed());
 }
 
 #[test]

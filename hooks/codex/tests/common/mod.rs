@@ -4,7 +4,9 @@
 
 use preloop_codex::Event;
 pub use preloop_testkit::hooks::Hooks;
-pub use preloop_testkit::support::{Home, Run, context_of, ids_in, unique_session, validate, wait_for};
+pub use preloop_testkit::support::{
+    Home, Run, context_of, ids_in, log_line_of, logged_ms, unique_session, validate, wait_for,
+};
 use serde_json::Value;
 use std::path::PathBuf;
 

@@ -196,7 +196,12 @@ fn session_end_reports_spooled_and_pending_notes() {
     let pending = home.send(&session, "never pulled");
     let (out, r) = home.run(Event::SessionEnd, &fixture_for("SessionEnd.json", &session));
     assert!(out.is_none());
-    assert!(r.elapsed < Duration::from_millis(900), "local SessionEnd fits Codex's ~1 s: {:?}", r.elapsed);
+    // Codex kills SessionEnd at ~0.96 s: the hook's own clock (ms=) holds it
+    // to the end budget; the run's wall clock (fork and exec of the debug
+    // binary on a loaded machine) only to a sanity bound.
+    let line = log_line_of(&home.log(), "SessionEnd").to_string();
+    assert!(logged_ms(&line) < 900, "local SessionEnd fits Codex's ~1 s by its own clock: {line}");
+    assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
     for id in &ids[3..] {
         let rc = home.receipt(id);
         assert_eq!(

@@ -210,9 +210,21 @@ fn session_with_spool(server: &FakeServer, home: &Home, tag: &str) -> (String, S
     (session, spooled, pending)
 }
 
-/// Run SessionEnd the way Codex does: kill it if it is still running after
-/// ~0.96 s (and the process group with it, as `timeout` would on exit).
-fn run_session_end_like_codex(home: &Home, session: &str) -> (String, Duration, bool) {
+/// Codex kills SessionEnd ~0.96 s after it spawned it.
+const CODEX_KILL: Duration = Duration::from_millis(960);
+
+/// Where the hook must hand off before Codex's kill, that kill measured
+/// from the spawn is a margin no code controls: fork and exec of the debug
+/// binary alone took up to 0.75 s at load 40 beside a cold `cargo build`
+/// (docs/hardening.md, round five). There the kill comes later, and the
+/// hand-off is held to its own clock instead ([`assert_handed_off`]: under
+/// 500 ms, 0 ms measured).
+const KILL_AFTER_THE_SPAWN: Duration = Duration::from_secs(5);
+
+/// Run SessionEnd the way Codex does: kill it if it is still running
+/// `kill_after` the spawn (and the process group with it, as `timeout`
+/// would on exit).
+fn run_session_end_like_codex(home: &Home, session: &str, kill_after: Duration) -> (String, Duration, bool) {
     let started = Instant::now();
     let mut child = Command::new(bin(Event::SessionEnd))
         .env_clear()
@@ -230,7 +242,7 @@ fn run_session_end_like_codex(home: &Home, session: &str) -> (String, Duration, 
         if child.try_wait().unwrap().is_some() {
             break false;
         }
-        if started.elapsed() >= Duration::from_millis(960) {
+        if started.elapsed() >= kill_after {
             let _ = child.kill();
             break true;
         }
@@ -246,6 +258,22 @@ fn run_session_end_like_codex(home: &Home, session: &str) -> (String, Duration, 
 }
 
 use std::os::unix::process::CommandExt;
+
+/// The SessionEnd hook handed off to its worker: its log line says
+/// `outcome=detached`, and by its own clock (`ms=`) it took well under
+/// Codex's ~0.96 s kill (no call is made before the hand-off: 0 ms by its
+/// own clock at load 8-11 beside a cold `cargo build`). `wall` (the run,
+/// fork and exec of the debug binary included, which a loaded machine
+/// stretches and no code controls) only has a sanity bound
+/// (docs/hardening.md, "Tests with a wall-clock bound").
+fn assert_handed_off(home: &Home, wall: Duration) {
+    let log = home.log();
+    let line = log_line_of(&log, "SessionEnd");
+    assert!(line.contains("outcome=detached"), "handed off: {line}");
+    let took = logged_ms(line);
+    assert!(took < 500, "hand-off took {took} ms by the hook's own clock: {line}");
+    assert!(wall < Duration::from_secs(10), "the run took {wall:?}");
+}
 
 /// A slow network path in front of the fake: every chunk the client sends
 /// reaches the server only `latency` later, and not at all if the client has
@@ -321,10 +349,12 @@ fn session_end_behind_a_slow_link_needs_the_detached_worker() {
         let (session, spooled, pending) = session_with_spool(&server, &home, if detach { "ld" } else { "li" });
         let home = home.with_env("PRELOOP_URL", &link.url);
         server.clear_requests();
-        let (stdout, elapsed, killed) = run_session_end_like_codex(&home, &session);
+        let kill_after = if detach { KILL_AFTER_THE_SPAWN } else { CODEX_KILL };
+        let (stdout, elapsed, killed) = run_session_end_like_codex(&home, &session, kill_after);
         assert_eq!(stdout, "", "SessionEnd prints nothing");
         if !detach {
-            assert!(elapsed < Duration::from_millis(1100));
+            // Killed at 960 ms (Codex's bound, simulated above) or done by
+            // then; either way nothing may reach the server.
             std::thread::sleep(Duration::from_millis(2500));
             assert!(
                 server.hook_routes().is_empty(),
@@ -335,8 +365,8 @@ fn session_end_behind_a_slow_link_needs_the_detached_worker() {
             assert_eq!(server.note_state(&pending).0, "pending", "in-process: no session-end receipt");
             continue;
         }
-        assert!(!killed, "the hook exits long before Codex's kill");
-        assert!(elapsed < Duration::from_millis(500), "hand-off took {elapsed:?}");
+        assert!(!killed, "the hook exits long before Codex's kill ({elapsed:?})");
+        assert_handed_off(&home, elapsed);
         wait_for(Duration::from_secs(15), "the session-end receipt", || {
             (server.note_state(&pending).0 == "undeliverable").then_some(())
         });
@@ -388,7 +418,8 @@ fn session_end_against_a_slow_server_is_confirmed_only_when_detached() {
         let (session, spooled, pending) = session_with_spool(&server, &home, if detach { "sd" } else { "si" });
         server.clear_requests();
         server.set_fault(FaultSpec::route("/api/v1/agents/*").delay(slow));
-        let (stdout, elapsed, killed) = run_session_end_like_codex(&home, &session);
+        let kill_after = if detach { KILL_AFTER_THE_SPAWN } else { CODEX_KILL };
+        let (stdout, elapsed, killed) = run_session_end_like_codex(&home, &session, kill_after);
         assert_eq!(stdout, "");
         if !detach {
             let log = home.log();
@@ -399,7 +430,8 @@ fn session_end_against_a_slow_server_is_confirmed_only_when_detached() {
             );
             continue;
         }
-        assert!(!killed && elapsed < Duration::from_millis(500), "hand-off took {elapsed:?}");
+        assert!(!killed, "the hook exits long before Codex's kill ({elapsed:?})");
+        assert_handed_off(&home, elapsed);
         wait_for(Duration::from_secs(10), "the session-end receipt", || {
             (server.note_state(&pending).0 == "undeliverable").then_some(())
         });
@@ -420,7 +452,7 @@ fn session_end_fast_server_and_bad_input() {
     let pending = server.send_to_session(&session, "never pulled");
     let (out, r) = home.run(Event::SessionEnd, &fixture_for("SessionEnd.json", &session));
     assert!(out.is_none());
-    assert!(r.elapsed < Duration::from_millis(500));
+    assert_handed_off(&home, r.elapsed);
     wait_for(Duration::from_secs(10), "session-end", || {
         (server.note_state(&pending).0 == "undeliverable").then_some(())
     });
@@ -534,8 +566,7 @@ fn a_resume_right_after_the_end_is_not_ended_by_the_end_s_worker() {
     server.set_fault(FaultSpec::route("/api/v1/agents/session-end").delay(Duration::from_millis(1200)));
     let t0 = Instant::now();
     home.run(Event::SessionEnd, &fixture_for("SessionEnd.json", &session));
-    assert!(t0.elapsed() < Duration::from_millis(1000), "SessionEnd handed off: {:?}", t0.elapsed());
-    assert!(home.log().contains("outcome=detached"), "{}", home.log());
+    assert_handed_off(&home, t0.elapsed());
     // The resume: a SessionStart of the same session, at once.
     home.run(Event::SessionStart, &fixture_for("SessionStart.json", &session));
     // Let any worker finish before the resumed run goes on.
