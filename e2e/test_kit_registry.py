@@ -126,7 +126,7 @@ class KitFollowsTheRegistry(unittest.TestCase):
     def test_every_runner_summarizes_its_runs_and_any_other_harness_gets_json(self):
         for runner in sandbox.RUNNERS:
             program = kit.registry()[runner.SLUG]["program"]
-            self.assertIs(kit.SUMMARIZERS[program], runner.summarize_requests, program)
+            self.assertIs(kit.SUMMARIZERS[program], getattr(kit, runner.SUMMARY), program)
         self.assertIs(kit.SUMMARIZERS["no-such-harness"], kit.summarize_json)
         self.assertIn("MARK-1", kit.summarize_json([{"x": "MARK-1"}], ["MARK-1"]))
         body = {"input": [{"type": "message", "role": "user", "content": "MARK-2"}]}

@@ -12,7 +12,7 @@ import shlex
 import signal
 from dataclasses import dataclass
 
-from .common import HOOK_TIMEOUT_S, hook_binaries, quote_path, shorten
+from .common import HOOK_TIMEOUT_S, HarnessRunner, hook_binaries, quote_path, shorten
 from .mock import main_requests
 from .tty import Tty
 
@@ -158,23 +158,14 @@ def text_turn(text, **extra):
 
 # --------------------------------------------------------------------------- headless runs
 
-class ClaudeRunner:
+class ClaudeRunner(HarnessRunner):
     """Sandbox's Claude Code half: the settings file and `claude -p` runs (Sandbox provides
     home, root, proj, claude_bin, bin(), mock, _env(), _run() and _json_output())."""
 
     SLUG = "claude-code"
+    MAIN_REQUESTS = (("messages",), "kind", "main")
+    SUMMARY = "summarize_requests"
 
-    @staticmethod
-    def is_main_request(record):
-        """Whether a mock log record is one of the main agent's model requests."""
-        route, reply = record.get("route"), record.get("reply") or {}
-        return route == "messages" and reply.get("kind") == "main"
-
-    @staticmethod
-    def summarize_requests(requests, markers=()):
-        """Failure dumps: the run's request bodies as short text (report.summarize_requests)."""
-        from .report import summarize_requests
-        return summarize_requests(requests, markers)
     claude_bin = None   # the CLI run_claude() runs: Sandbox(..., claude_bin=PATH)
 
     def prepare(self):

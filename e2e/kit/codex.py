@@ -7,7 +7,7 @@ Everything the kit knows about Codex is here (docs/contracts/codex.md)."""
 import json
 import os
 
-from .common import hook_binaries
+from .common import HarnessRunner, hook_binaries
 
 __all__ = ["CODEX_HOOK_BINARIES", "CodexRunner", "codex_find_marker", "codex_segments"]
 
@@ -43,23 +43,13 @@ def codex_find_marker(requests, marker):
 
 # --------------------------------------------------------------------------- runs
 
-class CodexRunner:
+class CodexRunner(HarnessRunner):
     """Sandbox's Codex half (Sandbox provides _dir(), proj, mock, session_ids(), _env() and
     _run())."""
 
     SLUG = "codex"
-
-    @staticmethod
-    def is_main_request(record):
-        """Whether a mock log record is one of the main agent's model requests."""
-        route, reply = record.get("route"), record.get("reply") or {}
-        return route == "responses" and reply.get("kind") == "agent"
-
-    @staticmethod
-    def summarize_requests(requests, markers=()):
-        """Failure dumps: the run's request bodies as short text (report.summarize_codex_requests)."""
-        from .report import summarize_codex_requests
-        return summarize_codex_requests(requests, markers)
+    MAIN_REQUESTS = (("responses",), "kind", "agent")
+    SUMMARY = "summarize_codex_requests"
 
     def codex_home(self):
         return self._dir("codex-home")

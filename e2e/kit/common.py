@@ -11,7 +11,7 @@ import sys
 import time
 import uuid
 
-__all__ = ["BASE_PATH", "CLI_BINARY", "E2E_DIR", "FAKE_HOOK", "HOOK_TIMEOUT_S", "REPO_ROOT",
+__all__ = ["BASE_PATH", "CLI_BINARY", "E2E_DIR", "FAKE_HOOK", "HOOK_TIMEOUT_S", "HarnessRunner", "REPO_ROOT",
            "KitError", "fake_hook_command", "hook_binaries", "new_session_id", "npm_spec",
            "poll_state", "processes_with", "quote_path", "read_jsonl", "read_text", "registry",
            "shorten"]
@@ -22,6 +22,23 @@ BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 CLI_BINARY = "preloop-hooks"
 HOOK_TIMEOUT_S = 10
+
+
+class HarnessRunner:
+    """The base of every harness's runner mixin (a Sandbox base): what tells a harness's runs
+    apart is data its runner declares. SLUG: its registry slug. MAIN_REQUESTS: (the mock
+    routes of its model requests, a key of the mock's reply, its value for the main agent).
+    SUMMARY: the name of its failure dump in report.py (None: report.summarize_json)."""
+
+    SLUG = None
+    MAIN_REQUESTS = ((), None, None)
+    SUMMARY = None
+
+    @classmethod
+    def is_main_request(cls, record):
+        """Whether a mock log record is one of the main agent's model requests."""
+        routes, key, value = cls.MAIN_REQUESTS
+        return record.get("route") in routes and (record.get("reply") or {}).get(key) == value
 
 
 class KitError(RuntimeError):

@@ -8,7 +8,7 @@ import json
 import os
 import re
 
-from .common import BASE_PATH, HOOK_TIMEOUT_S, KitError, hook_binaries
+from .common import BASE_PATH, HOOK_TIMEOUT_S, HarnessRunner, KitError, hook_binaries
 from .harnesses import harness_dir
 from .landing import find_landings
 
@@ -81,23 +81,13 @@ def copilot_find_marker(requests, marker):
 
 # --------------------------------------------------------------------------- runs
 
-class CopilotRunner:
+class CopilotRunner(HarnessRunner):
     """Sandbox's Copilot CLI half (Sandbox provides _dir(), root, mock, _env() and
     _run())."""
 
     SLUG = "copilot"
-
-    @staticmethod
-    def is_main_request(record):
-        """Whether a mock log record is one of the main agent's model requests."""
-        route, reply = record.get("route"), record.get("reply") or {}
-        return route == "agent" and reply.get("agent") == "main"
-
-    @staticmethod
-    def summarize_requests(requests, markers=()):
-        """Failure dumps: the run's request bodies as short text (report.summarize_copilot_requests)."""
-        from .report import summarize_copilot_requests
-        return summarize_copilot_requests(requests, markers)
+    MAIN_REQUESTS = (("agent",), "agent", "main")
+    SUMMARY = "summarize_copilot_requests"
 
     def copilot_home(self):
         return self._dir("home", ".copilot")

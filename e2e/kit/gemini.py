@@ -7,7 +7,7 @@ Everything the kit knows about Gemini CLI is here (docs/contracts/gemini-cli.md)
 import json
 import os
 
-from .common import HOOK_TIMEOUT_S, hook_binaries
+from .common import HOOK_TIMEOUT_S, HarnessRunner, hook_binaries
 from .landing import find_landings
 
 __all__ = ["GEMINI_HOOK_BINARIES", "GEMINI_MODEL", "GeminiRunner", "gemini_escaped",
@@ -66,23 +66,13 @@ def gemini_escaped(s):
 
 # --------------------------------------------------------------------------- runs
 
-class GeminiRunner:
+class GeminiRunner(HarnessRunner):
     """Sandbox's Gemini CLI half (Sandbox provides _dir(), mock, _env(), _run() and
     _json_output())."""
 
     SLUG = "gemini"
-
-    @staticmethod
-    def is_main_request(record):
-        """Whether a mock log record is one of the main agent's model requests."""
-        route, reply = record.get("route"), record.get("reply") or {}
-        return route in ("stream", "generate") and reply.get("kind") == "main"
-
-    @staticmethod
-    def summarize_requests(requests, markers=()):
-        """Failure dumps: the run's request bodies as short text (report.summarize_gemini_requests)."""
-        from .report import summarize_gemini_requests
-        return summarize_gemini_requests(requests, markers)
+    MAIN_REQUESTS = (("stream", "generate"), "kind", "main")
+    SUMMARY = "summarize_gemini_requests"
 
     def gemini_dir(self):
         return self._dir("home", ".gemini")

@@ -123,7 +123,7 @@ def summarize_copilot_requests(requests, markers=(), width=240, wide=1500):
 
 def summarize_json(requests, markers=(), width=240, wide=1500):
     """Any harness's request bodies, each as shortened JSON (wide around the markers): the
-    failure dump of a harness whose runner has no summarize_requests of its own."""
+    failure dump of a harness whose runner names no SUMMARY of its own."""
     return "\n".join("--- request #%d\n  %s" % (n, _excerpt(json.dumps(body, ensure_ascii=False),
                                                                  markers, width, wide))
                      for n, body in enumerate(requests))
@@ -131,10 +131,11 @@ def summarize_json(requests, markers=(), width=240, wide=1500):
 
 class _Summarizers(dict):
     """{harness (slug or the program its runs carry): summarize(requests, markers)}: its
-    runner's summarize_requests, else summarize_json."""
+    runner's SUMMARY (a function here), else summarize_json."""
 
     def __missing__(self, harness):
-        return getattr(runner_of(harness), "summarize_requests", None) or summarize_json
+        name = getattr(runner_of(harness), "SUMMARY", None)
+        return globals()[name] if name else summarize_json
 
 
 SUMMARIZERS = _Summarizers()

@@ -3,9 +3,10 @@ configuration, the operator CLI, harness runs), and RunResult, what one run left
 
 The harness-specific halves (settings files, environments, `run_<harness>()`) are runner
 mixins in each harness's own kit module, found from the registry (kit.runners()):
-e2e/kit/<program>.py's `RUNNER`, a class with `SLUG` (the harness's registry slug),
-`is_main_request(record)` (which mock records are its main agent's requests: RunResult.requests)
-and optionally `summarize_requests(requests, markers)` (its failure dumps; else JSON),
+e2e/kit/<program>.py's `RUNNER`, a `common.HarnessRunner` declaring `SLUG` (the harness's
+registry slug), `MAIN_REQUESTS` (which mock records are its main agent's requests:
+RunResult.requests, through `is_main_request(record)`) and optionally `SUMMARY` (its failure
+dump in report.py; else JSON), and defining
 `prepare()` (run when a sandbox is made), `install_env()` (what `preloop-hooks install`
 needs in its environment), `installed_settings()` (the file `install --harness SLUG --scope
 user` writes) and `wire_without_install()`. The kit calls those on the runner class, never

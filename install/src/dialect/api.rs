@@ -122,6 +122,21 @@ impl Concern {
     }
 }
 
+/// Where a dialect's files go in each scope, for people (Markdown): the
+/// user scope's words, then the project scope's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilesDoc(pub [&'static str; 2]);
+
+impl FilesDoc {
+    /// The words for `scope`.
+    pub fn of(self, scope: Scope) -> &'static str {
+        match scope {
+            Scope::User => self.0[0],
+            Scope::Project => self.0[1],
+        }
+    }
+}
+
 /// One harness's dialect. The defaults are the common case; each file
 /// overrides what its harness does differently.
 pub trait Dialect: Sync {
@@ -137,7 +152,7 @@ pub trait Dialect: Sync {
     /// that move them, what else changes, what the harness needs to load
     /// them): install/README.md's table of files is rendered from it
     /// (`install/tests/suite/readme_files.rs`; `PRELOOP_BLESS=1` rewrites it).
-    fn files_doc(&self, scope: Scope) -> &'static str;
+    fn files_doc(&self) -> FilesDoc;
     /// The file our entries live in, in `scope`.
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf;
     /// How that file holds entries.

@@ -3,7 +3,7 @@
 //! seconds; the idle-wake watcher is an `async` entry; `disableAllHooks`
 //! switches every hook off.
 
-use super::api::{Dialect, Concern};
+use super::api::{Concern, Dialect, FilesDoc};
 use crate::context::{Ctx, Scope};
 use crate::edit::Entry;
 use crate::hook_rows::{HookDef, Role};
@@ -17,13 +17,6 @@ pub struct ClaudeCode;
 impl Dialect for ClaudeCode {
     fn harness(&self) -> Harness {
         Harness::ClaudeCode
-    }
-
-    fn files_doc(&self, scope: Scope) -> &'static str {
-        match scope {
-            Scope::User => "`$CLAUDE_CONFIG_DIR` or `~/.claude`, `settings.json`",
-            Scope::Project => "`./.claude/settings.json`",
-        }
     }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
@@ -69,5 +62,9 @@ impl Dialect for ClaudeCode {
             ),
             "claude-code: Cursor (with third-party configs on) also runs ~/.claude/settings.json hooks; ours stand down on Cursor payloads".into(),
         ]
+    }
+
+    fn files_doc(&self) -> FilesDoc {
+        FilesDoc(["`$CLAUDE_CONFIG_DIR` or `~/.claude`, `settings.json`", "`./.claude/settings.json`"])
     }
 }

@@ -6,7 +6,7 @@
 //! project; a top-level key other than `hooks` and `description` voids the
 //! whole file.
 
-use super::api::{Dialect, FolderTrust, Concern, Trust, TrustState};
+use super::api::{Concern, Dialect, FilesDoc, FolderTrust, Trust, TrustState};
 use crate::codex_trust;
 use crate::context::{Ctx, FileEdit, Scope, read_opt, refuse};
 use crate::edit::Owner;
@@ -55,13 +55,6 @@ impl Dialect for Codex {
 
     fn short_name(&self) -> &'static str {
         "Codex"
-    }
-
-    fn files_doc(&self, scope: Scope) -> &'static str {
-        match scope {
-            Scope::User => "`$CODEX_HOME` (default `~/.codex`) `hooks.json`, trust in `config.toml`",
-            Scope::Project => "`./.codex/hooks.json`, trust in `$CODEX_HOME/config.toml`; a trusted project",
-        }
     }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
@@ -211,5 +204,9 @@ impl Dialect for Codex {
             "codex: untrusted hooks are skipped silently; editing an entry or moving CODEX_HOME untrusts it (re-run install)".into(),
             "codex: PermissionRequest fires only when Codex asks for approval (never in plain `codex exec`); Codex kills a SessionEnd hook about 1 s in whatever its timeout (in server mode ours hands its calls to a detached worker at once)".into(),
         ]
+    }
+
+    fn files_doc(&self) -> FilesDoc {
+        FilesDoc(["`$CODEX_HOME` (default `~/.codex`) `hooks.json`, trust in `config.toml`", "`./.codex/hooks.json`, trust in `$CODEX_HOME/config.toml`; a trusted project"])
     }
 }

@@ -4,7 +4,7 @@
 //! only in a folder trusted for the session; `disableAllHooks` in its
 //! `settings.json` or `config.json` switches every hook off.
 
-use super::api::{Dialect, FolderTrust, Layout, Concern};
+use super::api::{Concern, Dialect, FilesDoc, FolderTrust, Layout};
 use crate::context::{Ctx, Scope};
 use crate::edit::{Desired, Entry};
 use crate::hook_rows::HookDef;
@@ -63,13 +63,6 @@ fn copilot_file(desired: &Desired) -> String {
 impl Dialect for Copilot {
     fn harness(&self) -> Harness {
         Harness::Copilot
-    }
-
-    fn files_doc(&self, scope: Scope) -> &'static str {
-        match scope {
-            Scope::User => "`$COPILOT_HOME` (default `~/.copilot`) `hooks/preloop.json`, a file of ours alone",
-            Scope::Project => "`./.github/hooks/preloop.json`; a trusted folder",
-        }
     }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
@@ -130,5 +123,9 @@ impl Dialect for Copilot {
 
     fn limits(&self, _s: &Settings) -> Vec<String> {
         vec!["copilot: a sub-agent's hooks reach only the sub-agent, so notes wait for the main session; postToolUse context is cut at 10,240 characters; agentStop continues at most 8 times in a row".into()]
+    }
+
+    fn files_doc(&self) -> FilesDoc {
+        FilesDoc(["`$COPILOT_HOME` (default `~/.copilot`) `hooks/preloop.json`, a file of ours alone", "`./.github/hooks/preloop.json`; a trusted folder"])
     }
 }

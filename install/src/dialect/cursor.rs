@@ -3,7 +3,7 @@
 //! seconds, and on `stop` the `loop_limit` the adapter checks `loop_count`
 //! against (the registry's stop brake).
 
-use super::api::{Dialect, Layout};
+use super::api::{Dialect, FilesDoc, Layout};
 use crate::context::{Ctx, Scope};
 use crate::hook_rows::HookDef;
 use preloop_shared::Harness;
@@ -51,13 +51,6 @@ impl Dialect for Cursor {
     fn harness(&self) -> Harness {
         Harness::Cursor
     }
-
-    fn files_doc(&self, scope: Scope) -> &'static str {
-        match scope {
-            Scope::User => "`~/.cursor/hooks.json`",
-            Scope::Project => "`./.cursor/hooks.json`",
-        }
-    }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
             Scope::User => ctx.home.join(".cursor/hooks.json"),
@@ -100,5 +93,9 @@ impl Dialect for Cursor {
 
     fn limits(&self, _s: &preloop_shared::config::Settings) -> Vec<String> {
         vec!["cursor: headless `cursor-agent -p` fires no stop and no beforeSubmitPrompt, so a session note that arrives after the run's last tool call ends undeliverable (session_ended) at sessionEnd, and a note to the agent waits for its next run; sessionEnd is unreliable in the IDE; sessionStart context can be dropped by some IDE builds".into()]
+    }
+
+    fn files_doc(&self) -> FilesDoc {
+        FilesDoc(["`~/.cursor/hooks.json`", "`./.cursor/hooks.json`"])
     }
 }

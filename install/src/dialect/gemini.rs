@@ -5,7 +5,7 @@
 //! switches hooks off; in CI it strips `PRELOOP_*` from the hooks'
 //! environment.
 
-use super::api::{Dialect, EnvFacts, FolderTrust, Concern};
+use super::api::{Concern, Dialect, EnvFacts, FilesDoc, FolderTrust};
 use crate::context::{Ctx, Scope};
 use crate::edit::{self, Entry};
 use crate::hook_rows::HookDef;
@@ -55,13 +55,6 @@ pub fn folder_trusted(ctx: &Ctx) -> bool {
 impl Dialect for Gemini {
     fn harness(&self) -> Harness {
         Harness::Gemini
-    }
-
-    fn files_doc(&self, scope: Scope) -> &'static str {
-        match scope {
-            Scope::User => "`$GEMINI_CLI_HOME` or `~`, `.gemini/settings.json` (comments allowed and kept)",
-            Scope::Project => "`./.gemini/settings.json`; a trusted folder",
-        }
     }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
@@ -156,5 +149,9 @@ impl Dialect for Gemini {
 
     fn limits(&self, _s: &Settings) -> Vec<String> {
         vec!["gemini: BeforeTool has no context carrier (a note rides SessionStart, BeforeAgent, AfterTool or AfterAgent); additionalContext reaches the model with < and > escaped; with GITHUB_SHA or SURFACE=Github set, Gemini strips PRELOOP_* from the hooks' environment".into()]
+    }
+
+    fn files_doc(&self) -> FilesDoc {
+        FilesDoc(["`$GEMINI_CLI_HOME` or `~`, `.gemini/settings.json` (comments allowed and kept)", "`./.gemini/settings.json`; a trusted folder"])
     }
 }

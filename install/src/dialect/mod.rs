@@ -27,7 +27,9 @@ mod plugin;
 
 use preloop_shared::Harness;
 
-pub use api::{Concern, Dialect, EnvFacts, FolderTrust, Layout, Trust, TrustState, first_version, version_by_running};
+pub use api::{
+    Concern, Dialect, EnvFacts, FilesDoc, FolderTrust, Layout, Trust, TrustState, first_version, version_by_running,
+};
 pub use codex::codex_config;
 
 /// The dialect modules (`<dialect>.rs`, one per registry block), [`ALL`]

@@ -22,7 +22,7 @@
 //! `stop_rescue_cap` (the shim's own brake on continuations, beside the
 //! hook's: OpenCode has none).
 
-use super::api::{Dialect, Layout, Concern};
+use super::api::{Concern, Dialect, FilesDoc, Layout};
 use super::plugin::{MANIFEST, Plugin};
 use crate::context::{Ctx, FileEdit, Scope, read_opt};
 use crate::edit::{Desired, Owner};
@@ -133,15 +133,6 @@ impl Dialect for OpenCode {
     fn harness(&self) -> Harness {
         Harness::OpenCode
     }
-
-    fn files_doc(&self, scope: Scope) -> &'static str {
-        match scope {
-            Scope::User => {
-                "`$XDG_CONFIG_HOME/opencode` (default `~/.config/opencode`) `plugins/preloop.js` (our plugin, this build's byte for byte) and `plugins/preloop.json` (its manifest), both ours alone; where the folder lacks them, `package-lock.json` listing `@opencode-ai/plugin` and `node_modules/` (so OpenCode runs no `npm install` at start), removed again by uninstall while still ours"
-            }
-            Scope::Project => "`./.opencode/` the same; one scope only (OpenCode loads both copies)",
-        }
-    }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
             Scope::User => config_dir(ctx).join("plugins").join(MANIFEST),
@@ -202,5 +193,9 @@ impl Dialect for OpenCode {
 
     fn limits(&self, _s: &Settings) -> Vec<String> {
         vec!["opencode: a late note continues the turn through `experimental.text.complete` (an experimental hook), at most once per stop and stop_rescue_cap times per session; a note while the session sits idle starts a turn (the idle watcher, `client.session.promptAsync`) in `opencode serve` and the TUI, not in `opencode run`, which ends at the first idle".into()]
+    }
+
+    fn files_doc(&self) -> FilesDoc {
+        FilesDoc(["`$XDG_CONFIG_HOME/opencode` (default `~/.config/opencode`) `plugins/preloop.js` (our plugin, this build's byte for byte) and `plugins/preloop.json` (its manifest), both ours alone; where the folder lacks them, `package-lock.json` listing `@opencode-ai/plugin` and `node_modules/` (so OpenCode runs no `npm install` at start), removed again by uninstall while still ours", "`./.opencode/` the same; one scope only (OpenCode loads both copies)"])
     }
 }

@@ -9,7 +9,7 @@
 //! The manifest and the shim are written, checked and refused as every
 //! plugin harness's are ([`super::plugin`]).
 
-use super::api::{Dialect, Layout, Concern};
+use super::api::{Concern, Dialect, FilesDoc, Layout};
 use super::plugin::{MANIFEST, Plugin};
 use crate::context::{Ctx, FileEdit, Scope};
 use crate::edit::{Desired, Owner};
@@ -37,15 +37,6 @@ pub fn agent_dir(ctx: &Ctx) -> PathBuf {
 impl Dialect for Pi {
     fn harness(&self) -> Harness {
         Harness::Pi
-    }
-
-    fn files_doc(&self, scope: Scope) -> &'static str {
-        match scope {
-            Scope::User => {
-                "`$PI_CODING_AGENT_DIR` (default `~/.pi/agent`) `extensions/preloop.js` (our extension, this build's byte for byte) and `extensions/preloop.json` (its manifest), both ours alone"
-            }
-            Scope::Project => "`./.pi/extensions/` the same two files; one scope only (Pi loads both copies)",
-        }
     }
     fn hooks_file(&self, ctx: &Ctx, scope: Scope) -> PathBuf {
         match scope {
@@ -91,5 +82,9 @@ impl Dialect for Pi {
 
     fn limits(&self, _s: &Settings) -> Vec<String> {
         vec!["pi: a late note continues the turn only in RPC and interactive mode (in -p and json mode Pi disposes of the session first, so agent_end claims nothing); two notes for tool calls of one batch reach the model one boundary apart (Pi's default steeringMode)".into()]
+    }
+
+    fn files_doc(&self) -> FilesDoc {
+        FilesDoc(["`$PI_CODING_AGENT_DIR` (default `~/.pi/agent`) `extensions/preloop.js` (our extension, this build's byte for byte) and `extensions/preloop.json` (its manifest), both ours alone", "`./.pi/extensions/` the same two files; one scope only (Pi loads both copies)"])
     }
 }

@@ -42,8 +42,8 @@ fn table() -> String {
         out.push_str(&format!(
             "| {} | {} | {} | {} |\n",
             d.harness().name(),
-            d.files_doc(Scope::User),
-            d.files_doc(Scope::Project),
+            d.files_doc().of(Scope::User),
+            d.files_doc().of(Scope::Project),
             events(d)
         ));
     }
@@ -83,7 +83,7 @@ fn readme_files_table_follows_the_dialects() {
     }
     for d in dialect::all() {
         for scope in [Scope::User, Scope::Project] {
-            let doc = d.files_doc(scope);
+            let doc = d.files_doc().of(scope);
             assert!(!doc.is_empty() && !doc.contains('|') && !doc.contains('\n'), "{}: {doc:?}", d.slug());
         }
     }
