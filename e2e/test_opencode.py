@@ -251,15 +251,9 @@ class OpenCodeLocal(unittest.TestCase):
         main = [r for r in reqs if r["reply"].get("agent") != "worker"]
         tool = [m for m in main[-1]["body"]["messages"] if m["role"] == "tool"]
         self.assertTrue(tool and "worker-rc=0" in texts(tool[0]), [texts(m) for m in tool])
-        sessions = json.loads(w.cli("sessions", "list", "--json").stdout)
-        rows = sessions if isinstance(sessions, list) else sessions.get("sessions", [])
-        self.assertEqual(len(rows), 2, rows)
-        by_parent = [r for r in rows if r.get("parent_session_id")]
-        self.assertEqual(len(by_parent), 1, rows)
-        child = by_parent[0]
-        conductor = [r for r in rows if r is not child][0]
+        conductor, child = w.listed_conductor_and_child()
         ids = {conductor.get("runtime_session_id"), conductor.get("session_id"), conductor.get("id")} - {None}
-        self.assertIn(child["parent_session_id"], ids, rows)
+        self.assertIn(child["parent_session_id"], ids, (conductor, child))
 
     def test_a_sub_agents_session_is_its_parents_child_and_children_reach_it(self):
         # The task tool runs a sub-agent in a child session of the conductor's (session.created
@@ -287,13 +281,8 @@ class OpenCodeLocal(unittest.TestCase):
         self.assertEqual(rc["state"], "delivered", rc)
         main = [r for r in reqs if r["reply"].get("agent") != "sub"]
         self.assertFalse(any(where(r, "MARK-oc-children") for r in main), "not the conductor's")
-        rows = json.loads(w.cli("sessions", "list", "--json").stdout)
-        rows = rows if isinstance(rows, list) else rows.get("sessions", [])
-        self.assertEqual(len(rows), 2, rows)
-        child = [r for r in rows if r.get("parent_session_id")]
-        self.assertEqual(len(child), 1, rows)
-        conductor = [r for r in rows if r is not child[0]][0]
-        self.assertEqual(child[0]["parent_session_id"], conductor.get("runtime_session_id"), rows)
+        conductor, child = w.listed_conductor_and_child()
+        self.assertEqual(child["parent_session_id"], conductor.get("runtime_session_id"), (conductor, child))
         self.assertEqual(w.shim_log(), "", "the plugin logged a failure")
 
     def tmp(self):
@@ -451,8 +440,7 @@ class OpenCodeServeSignals(unittest.TestCase):
                 break
             time.sleep(0.2)
         self.assertEqual((rc_["state"], rc_.get("undeliverable_reason")), ("undeliverable", "session_ended"), rc_)
-        rows = json.loads(w.cli("sessions", "list", "--json").stdout)
-        rows = rows if isinstance(rows, list) else rows.get("sessions", [])
+        rows = w.listed_sessions()
         mine = [r for r in rows if sid in (r.get("id"), r.get("external_session_id"))]
         self.assertEqual(len(mine), 1, rows)
         self.assertTrue(mine[0].get("ended_at"), mine[0])
@@ -483,9 +471,7 @@ class OpenCodeServeSignals(unittest.TestCase):
         self.assertEqual(srv.proc.wait(timeout=20), -signal.SIGKILL)
         deadline = time.monotonic() + 15
         while True:
-            rows = json.loads(w.cli("sessions", "list", "--json").stdout)
-            rows = rows if isinstance(rows, list) else rows.get("sessions", [])
-            mine = [r for r in rows if sid in (r.get("id"), r.get("external_session_id"))]
+            mine = [r for r in w.listed_sessions() if sid in (r.get("id"), r.get("external_session_id"))]
             if (mine and mine[0].get("ended_at")) or time.monotonic() > deadline:
                 break
             time.sleep(0.3)
@@ -493,11 +479,7 @@ class OpenCodeServeSignals(unittest.TestCase):
         self.assertIn("parent process gone: session ended", self.hooks_log(w))
 
     def hooks_log(self, w):
-        try:
-            with open(os.path.join(w.home, ".preloop", "log", "hooks.log")) as f:
-                return f.read()[-3000:]
-        except FileNotFoundError:
-            return ""
+        return w.hook_log()[-3000:]
 
 
 if __name__ == "__main__":

@@ -141,14 +141,9 @@ class PiLocal(unittest.TestCase):
         self.assertEqual(len(reqs) - len(main), 1, [r["reply"] for r in reqs])
         tool = [m for m in main[-1]["body"]["messages"] if m["role"] == "tool"]
         self.assertTrue(tool and "worker-rc=0" in texts(tool[0]), [texts(m) for m in tool])
-        sessions = json.loads(w.cli("sessions", "list", "--json").stdout)
-        rows = sessions if isinstance(sessions, list) else sessions.get("sessions", [])
-        self.assertEqual(len(rows), 2, rows)
-        children = [r for r in rows if r.get("parent_session_id")]
-        self.assertEqual(len(children), 1, rows)
-        conductor = [r for r in rows if r is not children[0]][0]
+        conductor, child = w.listed_conductor_and_child()
         ids = {conductor.get("runtime_session_id"), conductor.get("session_id"), conductor.get("id")} - {None}
-        self.assertIn(children[0]["parent_session_id"], ids, rows)
+        self.assertIn(child["parent_session_id"], ids, (conductor, child))
 
     def test_a_missing_executable_never_stops_pi(self):
         w = self.world("missing", SHELL_THEN_DONE)

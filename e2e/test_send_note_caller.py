@@ -74,10 +74,7 @@ class TestSendNoteCallerClaudeCode(unittest.TestCase):
                 "--session-id", sid, "--mcp-config", self.mcp_config, "--strict-mcp-config",
                 "--debug-file", os.path.join(self.sb.root, "claude.debug.log")] + permission_args
         run = self.sb._run("claude", argv, self.sb.claude_env(), 90)
-        calls = []
-        if os.path.exists(self.record):
-            with open(self.record) as f:
-                calls = [json.loads(line) for line in f if line.strip()]
+        calls = kit.read_jsonl(self.record)
         return sid, run, calls
 
     def explain(self, run):
@@ -133,10 +130,7 @@ class _OtherHarness:
                             "overflow": {"text": "Done again."}}, api=self.API)
 
     def calls(self):
-        if not os.path.exists(self.record):
-            return []
-        with open(self.record) as f:
-            return [json.loads(line) for line in f if line.strip()]
+        return kit.read_jsonl(self.record)
 
     def explain(self, run):
         return "%s\nstdout: %s\nstderr: %s\nhook log: %s" % (
@@ -258,10 +252,7 @@ class TestSendNoteCallerOpenCode(unittest.TestCase):
     def run_oc(self):
         p, _ = self.w.run_opencode("send the note")
         sids = {json.loads(l).get("sessionID") for l in p.stdout.splitlines() if l.startswith("{")} - {None}
-        calls = []
-        if os.path.exists(self.record):
-            with open(self.record) as f:
-                calls = [json.loads(line) for line in f if line.strip()]
+        calls = kit.read_jsonl(self.record)
         return p, sids, calls
 
     def explain(self, p):

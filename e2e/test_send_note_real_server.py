@@ -122,6 +122,16 @@ class TestSendNoteRealServer(unittest.TestCase):
         self.assertEqual(p.returncode, 0, "%s: %s" % (name, p.stderr))
         return json.loads(p.stdout) if p.stdout.strip() else None
 
+    def registered(self, home, sid, who, hook):
+        """The runtime session id the session files under HOME record for SID; a test
+        failure naming WHO and the HOOK that should have registered it otherwise."""
+        for name in os.listdir(os.path.join(home, "sessions")):
+            with open(os.path.join(home, "sessions", name)) as f:
+                s = json.load(f)
+            if s.get("external_session_id") == sid and s.get("runtime_session_id"):
+                return s["runtime_session_id"]
+        self.fail("%s: the %s hook registered no runtime session" % (who, hook))
+
     def start_session(self, who, agent, sid, env=None):
         home = os.path.join(self.sb.root, "ph-" + who)
         os.makedirs(home, mode=0o700, exist_ok=True)
@@ -129,12 +139,7 @@ class TestSendNoteRealServer(unittest.TestCase):
                                            "source": "startup", "cwd": self.sb.proj,
                                            "transcript_path": os.path.join(self.sb.root, who + ".jsonl")},
                   env, home)
-        for name in os.listdir(os.path.join(home, "sessions")):
-            with open(os.path.join(home, "sessions", name)) as f:
-                s = json.load(f)
-            if s.get("external_session_id") == sid and s.get("runtime_session_id"):
-                return s["runtime_session_id"]
-        self.fail("%s: the SessionStart hook registered no runtime session" % who)
+        return self.registered(home, sid, who, "SessionStart")
 
     def conductor_input(self, target_rt):
         """What the conductor's tool runs with: our PreToolUse hook's updatedInput for the
@@ -238,12 +243,7 @@ class TestSendNoteRealServerOpenCode(TestSendNoteRealServer):
         self.plugin_hook("preloop-opencode-session-created", agent,
                          {"v": 1, "event": "session.created", "session_id": sid, "cwd": self.sb.proj,
                           "mode": "serve"}, home, env)
-        for name in os.listdir(os.path.join(home, "sessions")):
-            with open(os.path.join(home, "sessions", name)) as f:
-                s = json.load(f)
-            if s.get("external_session_id") == sid and s.get("runtime_session_id"):
-                return s["runtime_session_id"]
-        self.fail("%s: the session.created hook registered no runtime session" % who)
+        return self.registered(home, sid, who, "session.created")
 
     def conductor_input(self, target_rt):
         forged = {"text": "e2e note %s" % uuid.uuid4().hex[:8], "runtime_session_id": target_rt,

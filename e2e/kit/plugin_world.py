@@ -148,6 +148,21 @@ class PluginWorld:
             raise AssertionError("the child's parent is not the conductor: %s" % files)
         return conductor, children[0]
 
+    def listed_sessions(self):
+        """The rows of `preloop-hooks sessions list --json` (a list, or the list under
+        "sessions")."""
+        rows = json.loads(self.cli("sessions", "list", "--json").stdout)
+        return rows if isinstance(rows, list) else rows.get("sessions", [])
+
+    def listed_conductor_and_child(self):
+        """(conductor, child) rows of `sessions list` for a world with two sessions, one
+        the other's child; AssertionError naming the rows otherwise."""
+        rows = self.listed_sessions()
+        children = [r for r in rows if r.get("parent_session_id")]
+        if (len(rows), len(children)) != (2, 1):
+            raise AssertionError("not one conductor and one child: %s" % rows)
+        return [r for r in rows if r is not children[0]][0], children[0]
+
     def _log(self, name):
         try:
             with open(os.path.join(self.home, ".preloop", "log", name)) as f:
