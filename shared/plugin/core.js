@@ -9,6 +9,16 @@
 // `readFileSync`, `appendFileSync`, `mkdirSync`, `renameSync`, `statSync` (node:fs) and `dirname`
 // (node:path).
 
+/** Lets the host process exit while `child` (an idle watcher) still runs: neither the child
+ * nor its pipes keep the host's event loop alive. */
+function unrefChild(child) {
+	for (const h of [child, child.stdin, child.stdout]) {
+		try {
+			h.unref();
+		} catch {}
+	}
+}
+
 /** The manifest beside the shim: `{version, on_error, log, hooks: {event: [{argv, timeout}]}, ...}`. */
 function readManifest(path, read = readFileSync) {
 	try {

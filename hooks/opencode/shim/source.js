@@ -256,11 +256,7 @@ function createPlugin({ load, spawn = defaultSpawn(), fs, argv = process.argv, p
 			run("idle", id, {}, (c) => {
 				mine.child = c;
 				// The watcher never keeps OpenCode's process alive.
-				for (const h of [c, c.stdin, c.stdout]) {
-					try {
-						h.unref();
-					} catch {}
-				}
+				unrefChild(c);
 			}).then(async (r) => {
 				if (s.watcher === mine) s.watcher = null;
 				if (!r.answer) return;

@@ -138,11 +138,7 @@ export function createExtension({ load, spawn = nodeSpawn, fs } = {}) {
 			run("idle", ctx, {}, (c) => {
 				mine.child = c;
 				// The watcher never keeps Pi's process alive.
-				for (const h of [c, c.stdin, c.stdout]) {
-					try {
-						h.unref();
-					} catch {}
-				}
+				unrefChild(c);
 			}).then((r) => {
 				if (watcher === mine) watcher = null;
 				if (r.answer) setTimeout(() => apply(r, "continue", wake), 0);
